@@ -1,0 +1,307 @@
+package io.hcomm4j;
+
+import java.time.Duration;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.function.Function;
+
+/**
+ * Every setting of HComm4J, validated once. Built with {@link #builder()}, or read by
+ * {@link #fromEnvironment()} from {@code HCOMM_*} environment variables and {@code hcomm.*} system
+ * properties (a system property wins over the environment variable of the same setting; a value
+ * set on a builder wins over both). docs/configuration.md lists every setting.
+ *
+ * <p>Durations read as {@code 500ms}, {@code 3s}, {@code 2m}, {@code 1h} or {@code 100us}; a bare
+ * number is seconds. Sizes read as {@code 4096}, {@code 64K}, {@code 1M}, {@code 2G} (powers of 1024).
+ */
+public final class CommConfig {
+    /** Rank or world size not set: discovered from the environment at init. */
+    public static final int UNSET = -1;
+
+    private final String initMethod;
+    private final int rank;
+    private final int worldSize;
+    private final String secret;
+    private final Duration timeout;
+    private final Duration initTimeout;
+    private final String socketIfname;
+    private final String socketAddr;
+    private final Duration spinTime;
+    private final long eagerLimit;
+    private final long unexpectedLimit;
+    private final boolean storeHosted;
+    private final int storePort;
+
+    private CommConfig(Builder b) {
+        this.initMethod = b.initMethod;
+        this.rank = b.rank;
+        this.worldSize = b.worldSize;
+        this.secret = b.secret;
+        this.timeout = b.timeout;
+        this.initTimeout = b.initTimeout;
+        this.socketIfname = b.socketIfname;
+        this.socketAddr = b.socketAddr;
+        this.spinTime = b.spinTime;
+        this.eagerLimit = b.eagerLimit;
+        this.unexpectedLimit = b.unexpectedLimit;
+        this.storeHosted = b.storeHosted;
+        this.storePort = b.storePort;
+    }
+
+    /** A builder with every setting at its default. */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** Settings read from {@code HCOMM_*} environment variables and {@code hcomm.*} system properties. */
+    public static CommConfig fromEnvironment() {
+        return builderFromEnvironment().build();
+    }
+
+    /** A builder preset from the environment and system properties, to override some settings in code. */
+    public static Builder builderFromEnvironment() {
+        return builderFrom(System.getenv(), System::getProperty);
+    }
+
+    static Builder builderFrom(Map<String, String> env, Function<String, String> props) {
+        Builder b = new Builder();
+        for (Setting s : Setting.values()) {
+            String prop = props.apply(s.property());
+            String value = prop != null ? prop : env.get(s.env());
+            if (value != null && !value.isBlank()) {
+                try {
+                    s.apply(b, value.trim());
+                } catch (IllegalArgumentException e) {
+                    throw new IllegalArgumentException("invalid value '" + value + "' for " + s.env()
+                            + " (" + s.property() + "): " + e.getMessage(), e);
+                }
+            }
+        }
+        return b;
+    }
+
+    /** Rendezvous method: {@code env://}, {@code tcp://host:port} or {@code file:///path}. Default {@code env://}. */
+    public String initMethod() { return initMethod; }
+
+    /** This process's rank, or {@link #UNSET} to discover it from the environment. */
+    public int rank() { return rank; }
+
+    /** Number of ranks, or {@link #UNSET} to discover it from the environment. */
+    public int worldSize() { return worldSize; }
+
+    /** The job secret proven on every connection, if one is set. */
+    public Optional<String> secret() { return Optional.ofNullable(secret); }
+
+    /** Deadline of every blocking call. */
+    public Duration timeout() { return timeout; }
+
+    /** Deadline of init: rendezvous with every rank through the store. */
+    public Duration initTimeout() { return initTimeout; }
+
+    /** Network interface whose address data connections use, if set. */
+    public Optional<String> socketIfname() { return Optional.ofNullable(socketIfname); }
+
+    /** Address data connections bind to, if set (wins over the interface name). */
+    public Optional<String> socketAddr() { return Optional.ofNullable(socketAddr); }
+
+    /** How long a waiting thread spins (polling) before it blocks. */
+    public Duration spinTime() { return spinTime; }
+
+    /** Messages up to this many bytes are sent eagerly; larger ones wait for the receiver (rendezvous). */
+    public long eagerLimit() { return eagerLimit; }
+
+    /** Bytes of unexpected eager messages buffered per peer before reading from it pauses. */
+    public long unexpectedLimit() { return unexpectedLimit; }
+
+    /** True when the store is served by someone else (the launcher); false: rank 0 serves it. */
+    public boolean storeHosted() { return storeHosted; }
+
+    /** Port of the TCP store for {@code env://}, or {@link #UNSET} for MASTER_PORT. */
+    public int storePort() { return storePort; }
+
+    @Override
+    public String toString() {
+        return "CommConfig{initMethod=" + initMethod + ", rank=" + rank + ", worldSize=" + worldSize
+                + ", secret=" + (secret == null ? "unset" : "***") + ", timeout=" + timeout
+                + ", initTimeout=" + initTimeout + ", socketIfname=" + socketIfname + ", socketAddr=" + socketAddr
+                + ", spinTime=" + spinTime + ", eagerLimit=" + eagerLimit + ", unexpectedLimit=" + unexpectedLimit
+                + ", storeHosted=" + storeHosted + ", storePort=" + storePort + "}";
+    }
+
+    /** Builder of {@link CommConfig}; {@link #build()} validates. */
+    public static final class Builder {
+        private String initMethod = "env://";
+        private int rank = UNSET;
+        private int worldSize = UNSET;
+        private String secret;
+        private Duration timeout = Duration.ofMinutes(5);
+        private Duration initTimeout = Duration.ofMinutes(2);
+        private String socketIfname;
+        private String socketAddr;
+        private Duration spinTime = Duration.ofNanos(100_000);
+        private long eagerLimit = 64 * 1024;
+        private long unexpectedLimit = 64L * 1024 * 1024;
+        private boolean storeHosted;
+        private int storePort = UNSET;
+
+        private Builder() {
+        }
+
+        /** @param initMethod {@code env://}, {@code tcp://host:port} or {@code file:///path} */
+        public Builder initMethod(String initMethod) { this.initMethod = Objects.requireNonNull(initMethod, "initMethod"); return this; }
+
+        /** @param rank this process's rank (0-based) */
+        public Builder rank(int rank) { this.rank = rank; return this; }
+
+        /** @param worldSize number of ranks */
+        public Builder worldSize(int worldSize) { this.worldSize = worldSize; return this; }
+
+        /** @param secret the job secret, or {@code null} for none (connections are then not authenticated) */
+        public Builder secret(String secret) { this.secret = secret; return this; }
+
+        /** @param timeout deadline of every blocking call */
+        public Builder timeout(Duration timeout) { this.timeout = Objects.requireNonNull(timeout, "timeout"); return this; }
+
+        /** @param initTimeout deadline of init */
+        public Builder initTimeout(Duration initTimeout) { this.initTimeout = Objects.requireNonNull(initTimeout, "initTimeout"); return this; }
+
+        /** @param ifname network interface (e.g. {@code eth0}) whose first IPv4 address data connections use */
+        public Builder socketIfname(String ifname) { this.socketIfname = ifname; return this; }
+
+        /** @param addr address data connections bind to */
+        public Builder socketAddr(String addr) { this.socketAddr = addr; return this; }
+
+        /** @param spinTime how long a waiting thread polls before it blocks */
+        public Builder spinTime(Duration spinTime) { this.spinTime = Objects.requireNonNull(spinTime, "spinTime"); return this; }
+
+        /** @param bytes largest message sent eagerly */
+        public Builder eagerLimit(long bytes) { this.eagerLimit = bytes; return this; }
+
+        /** @param bytes unexpected-message bytes buffered per peer */
+        public Builder unexpectedLimit(long bytes) { this.unexpectedLimit = bytes; return this; }
+
+        /** @param hosted true when an outside process (the launcher) serves the store */
+        public Builder storeHosted(boolean hosted) { this.storeHosted = hosted; return this; }
+
+        /** @param port TCP store port for {@code env://} */
+        public Builder storePort(int port) { this.storePort = port; return this; }
+
+        /** Validates and builds; throws {@link IllegalArgumentException} naming the bad setting. */
+        public CommConfig build() {
+            String m = initMethod.toLowerCase(Locale.ROOT);
+            if (!(m.startsWith("env://") || m.startsWith("tcp://") || m.startsWith("file://"))) {
+                throw new IllegalArgumentException("initMethod '" + initMethod + "' is not one of env://, tcp://host:port, file:///path");
+            }
+            if (rank < UNSET) throw new IllegalArgumentException("rank must be >= 0, was " + rank);
+            if (worldSize < UNSET || worldSize == 0) throw new IllegalArgumentException("worldSize must be >= 1, was " + worldSize);
+            if (rank != UNSET && worldSize != UNSET && rank >= worldSize) {
+                throw new IllegalArgumentException("rank " + rank + " is not below worldSize " + worldSize);
+            }
+            positive("timeout", timeout);
+            positive("initTimeout", initTimeout);
+            if (spinTime.isNegative()) throw new IllegalArgumentException("spinTime must be >= 0, was " + spinTime);
+            if (eagerLimit < 0 || eagerLimit > 64L * 1024 * 1024) {
+                throw new IllegalArgumentException("eagerLimit must be in [0, 64M], was " + eagerLimit);
+            }
+            if (unexpectedLimit < eagerLimit) {
+                throw new IllegalArgumentException("unexpectedLimit (" + unexpectedLimit + ") must be >= eagerLimit (" + eagerLimit + ")");
+            }
+            if (storePort < UNSET || storePort > 65535) throw new IllegalArgumentException("storePort must be in [0, 65535], was " + storePort);
+            return new CommConfig(this);
+        }
+
+        private static void positive(String name, Duration d) {
+            if (d.isNegative() || d.isZero()) throw new IllegalArgumentException(name + " must be > 0, was " + d);
+        }
+    }
+
+    /** Parses {@code 500ms}, {@code 3s}, {@code 2m}, {@code 1h}, {@code 100us}, {@code 10ns}; a bare number is seconds. */
+    public static Duration parseDuration(String text) {
+        String t = text.trim().toLowerCase(Locale.ROOT);
+        int i = 0;
+        while (i < t.length() && (Character.isDigit(t.charAt(i)) || t.charAt(i) == '.')) i++;
+        if (i == 0) throw new IllegalArgumentException("'" + text + "' is not a duration such as 500ms, 3s, 2m");
+        double v;
+        try {
+            v = Double.parseDouble(t.substring(0, i));
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("'" + text + "' is not a duration such as 500ms, 3s, 2m");
+        }
+        String unit = t.substring(i).trim();
+        double nanos = switch (unit) {
+            case "", "s", "sec" -> v * 1e9;
+            case "ms" -> v * 1e6;
+            case "us", "µs" -> v * 1e3;
+            case "ns" -> v;
+            case "m", "min" -> v * 60e9;
+            case "h" -> v * 3600e9;
+            default -> throw new IllegalArgumentException("unknown unit '" + unit + "' in '" + text + "' (use ns, us, ms, s, m, h)");
+        };
+        return Duration.ofNanos(Math.round(nanos));
+    }
+
+    /** Parses {@code 4096}, {@code 64K}, {@code 64KiB}, {@code 1M}, {@code 2G} (powers of 1024). */
+    public static long parseSize(String text) {
+        String t = text.trim().toUpperCase(Locale.ROOT);
+        if (t.endsWith("IB")) t = t.substring(0, t.length() - 2);
+        else if (t.endsWith("B")) t = t.substring(0, t.length() - 1);
+        long mult = 1;
+        if (!t.isEmpty()) {
+            switch (t.charAt(t.length() - 1)) {
+                case 'K' -> mult = 1L << 10;
+                case 'M' -> mult = 1L << 20;
+                case 'G' -> mult = 1L << 30;
+                case 'T' -> mult = 1L << 40;
+                default -> mult = 1;
+            }
+            if (mult != 1) t = t.substring(0, t.length() - 1);
+        }
+        try {
+            long v = Long.parseLong(t.trim());
+            if (v < 0) throw new IllegalArgumentException("size must be >= 0: '" + text + "'");
+            return Math.multiplyExact(v, mult);
+        } catch (NumberFormatException | ArithmeticException e) {
+            throw new IllegalArgumentException("'" + text + "' is not a size such as 4096, 64K, 1M, 2G");
+        }
+    }
+
+    private enum Setting {
+        INIT_METHOD { void apply(Builder b, String v) { b.initMethod(v); } },
+        RANK { void apply(Builder b, String v) { b.rank(parseInt(v)); } },
+        WORLD_SIZE { void apply(Builder b, String v) { b.worldSize(parseInt(v)); } },
+        SECRET { void apply(Builder b, String v) { b.secret(v); } },
+        TIMEOUT { void apply(Builder b, String v) { b.timeout(parseDuration(v)); } },
+        INIT_TIMEOUT { void apply(Builder b, String v) { b.initTimeout(parseDuration(v)); } },
+        SOCKET_IFNAME { void apply(Builder b, String v) { b.socketIfname(v); } },
+        SOCKET_ADDR { void apply(Builder b, String v) { b.socketAddr(v); } },
+        SPIN_TIME { void apply(Builder b, String v) { b.spinTime(parseDuration(v)); } },
+        EAGER_LIMIT { void apply(Builder b, String v) { b.eagerLimit(parseSize(v)); } },
+        UNEXPECTED_LIMIT { void apply(Builder b, String v) { b.unexpectedLimit(parseSize(v)); } },
+        STORE_HOSTED { void apply(Builder b, String v) { b.storeHosted(parseBool(v)); } },
+        STORE_PORT { void apply(Builder b, String v) { b.storePort(parseInt(v)); } };
+
+        abstract void apply(Builder b, String value);
+
+        String env() { return "HCOMM_" + name(); }
+
+        String property() { return "hcomm." + name().toLowerCase(Locale.ROOT).replace('_', '.'); }
+
+        static int parseInt(String v) {
+            try {
+                return Integer.parseInt(v);
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException("not an integer");
+            }
+        }
+
+        static boolean parseBool(String v) {
+            return switch (v.toLowerCase(Locale.ROOT)) {
+                case "1", "true", "yes", "on" -> true;
+                case "0", "false", "no", "off" -> false;
+                default -> throw new IllegalArgumentException("not a boolean (1/0, true/false)");
+            };
+        }
+    }
+}

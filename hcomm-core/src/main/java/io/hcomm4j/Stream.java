@@ -1,0 +1,87 @@
+package io.hcomm4j;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * An ordered queue of ops on one communicator: ops enqueued on a stream run in the background one
+ * after the other, in FIFO order; ops on different streams may overlap. {@link #synchronize()} waits for all
+ * of them and rethrows the first failure. After a failure the remaining queued ops fail too
+ * ({@link CommAbortedException}), so a stream never runs an op whose predecessor did not happen.
+ */
+public interface Stream extends AutoCloseable {
+    /** Enqueues a send of {@code buf} to {@code peer}; the buffer must not change until it completes. */
+    CommFuture<Void> send(MemorySegment buf, int peer, int tag);
+
+    /** Enqueues a receive into {@code buf} from {@code peer} (or ANY_SOURCE) with {@code tag} (or ANY_TAG). */
+    CommFuture<Status> recv(MemorySegment buf, int peer, int tag);
+
+    /** Enqueues a send of an array (byte elements; the array is read in place for the duration of the op). */
+    default CommFuture<Void> send(byte[] data, int peer, int tag) {
+        return send(MemorySegment.ofArray(data), peer, tag);
+    }
+
+    /** Enqueues a receive into an array (byte elements; the message may be shorter than the array). */
+    default CommFuture<Status> recv(byte[] data, int peer, int tag) {
+        return recv(MemorySegment.ofArray(data), peer, tag);
+    }
+
+    /** Enqueues a send of an array (short elements; the array is read in place for the duration of the op). */
+    default CommFuture<Void> send(short[] data, int peer, int tag) {
+        return send(MemorySegment.ofArray(data), peer, tag);
+    }
+
+    /** Enqueues a receive into an array (short elements; the message may be shorter than the array). */
+    default CommFuture<Status> recv(short[] data, int peer, int tag) {
+        return recv(MemorySegment.ofArray(data), peer, tag);
+    }
+
+    /** Enqueues a send of an array (int elements; the array is read in place for the duration of the op). */
+    default CommFuture<Void> send(int[] data, int peer, int tag) {
+        return send(MemorySegment.ofArray(data), peer, tag);
+    }
+
+    /** Enqueues a receive into an array (int elements; the message may be shorter than the array). */
+    default CommFuture<Status> recv(int[] data, int peer, int tag) {
+        return recv(MemorySegment.ofArray(data), peer, tag);
+    }
+
+    /** Enqueues a send of an array (long elements; the array is read in place for the duration of the op). */
+    default CommFuture<Void> send(long[] data, int peer, int tag) {
+        return send(MemorySegment.ofArray(data), peer, tag);
+    }
+
+    /** Enqueues a receive into an array (long elements; the message may be shorter than the array). */
+    default CommFuture<Status> recv(long[] data, int peer, int tag) {
+        return recv(MemorySegment.ofArray(data), peer, tag);
+    }
+
+    /** Enqueues a send of an array (float elements; the array is read in place for the duration of the op). */
+    default CommFuture<Void> send(float[] data, int peer, int tag) {
+        return send(MemorySegment.ofArray(data), peer, tag);
+    }
+
+    /** Enqueues a receive into an array (float elements; the message may be shorter than the array). */
+    default CommFuture<Status> recv(float[] data, int peer, int tag) {
+        return recv(MemorySegment.ofArray(data), peer, tag);
+    }
+
+    /** Enqueues a send of an array (double elements; the array is read in place for the duration of the op). */
+    default CommFuture<Void> send(double[] data, int peer, int tag) {
+        return send(MemorySegment.ofArray(data), peer, tag);
+    }
+
+    /** Enqueues a receive into an array (double elements; the message may be shorter than the array). */
+    default CommFuture<Status> recv(double[] data, int peer, int tag) {
+        return recv(MemorySegment.ofArray(data), peer, tag);
+    }
+
+    /**
+     * Waits until every op enqueued so far has completed (up to {@code HCOMM_TIMEOUT}), then rethrows the
+     * first failure, if any, and clears it.
+     */
+    void synchronize();
+
+    /** Waits for the queued ops (as {@link #synchronize()}, without throwing) and releases the stream. */
+    @Override
+    void close();
+}
