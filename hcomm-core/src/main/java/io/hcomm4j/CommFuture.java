@@ -31,6 +31,24 @@ public abstract class CommFuture<T> extends CompletableFuture<T> {
      */
     protected abstract boolean awaitUntil(long deadlineNanos);
 
+    /**
+     * Parks until another thread completes this future or the deadline passes, without driving progress:
+     * for futures completed by a worker (stream ops).
+     *
+     * @return true if the future is complete
+     */
+    protected final boolean parkUntilDone(long deadlineNanos) {
+        try {
+            long left = deadlineNanos - System.nanoTime();
+            if (left > 0) super.get(left, TimeUnit.NANOSECONDS);
+        } catch (TimeoutException | ExecutionException | CancellationException e) {
+            // isDone() tells
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        return isDone();
+    }
+
     /** Deadline of a wait that names none: now plus the communicator's timeout. */
     protected abstract long defaultDeadline();
 

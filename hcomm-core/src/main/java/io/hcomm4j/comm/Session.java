@@ -1,26 +1,155 @@
 package io.hcomm4j.comm;
 
 import io.hcomm4j.CommConfig;
+import io.hcomm4j.CommTimeoutException;
 import io.hcomm4j.Communicator;
+import io.hcomm4j.HcommException;
+import io.hcomm4j.bootstrap.Bootstrap;
+import io.hcomm4j.bootstrap.Store;
+import io.hcomm4j.security.Auth;
+import io.hcomm4j.transport.TcpTransport;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
-/** One process's HComm4J session: store, transport, progress engine and the world communicator. */
+/**
+ * One process's HComm4J session: the store, the transport (listener, connections, progress thread) and
+ * the world communicator. Init is a rendezvous: every rank publishes its data address under a per-init
+ * namespace of the store and waits until all have, so a session is usable once {@link #open} returns.
+ */
 public final class Session implements AutoCloseable {
-    /** Runs init: rendezvous, transport listener, world communicator. */
+    private static final Logger LOG = LoggerFactory.getLogger(Session.class);
+    private static final SecureRandom RANDOM = new SecureRandom();
+
+    private final CommConfig config;
+    private final Bootstrap.Joined joined;
+    private final String namespace;
+    private final TcpTransport transport;
+    private final CommunicatorImpl world;
+    private final List<AutoCloseable> children = new CopyOnWriteArrayList<>();
+    private volatile boolean closed;
+
+    private Session(CommConfig config, Bootstrap.Joined joined, String namespace, TcpTransport transport) {
+        this.config = config;
+        this.joined = joined;
+        this.namespace = namespace;
+        this.transport = transport;
+        this.world = new CommunicatorImpl(this, transport, 0L, joined.rank(), joined.worldSize());
+    }
+
+    /** Runs init: rendezvous through the store, data listener, world communicator. */
     public static Session open(CommConfig config) {
-        throw new UnsupportedOperationException("TODO");
+        long start = System.nanoTime();
+        Bootstrap.Joined j = Bootstrap.join(config);
+        TcpTransport t = null;
+        try {
+            Store store = j.store();
+            int rank = j.rank();
+            int size = j.worldSize();
+            Duration initTimeout = config.initTimeout();
+            // every init on one store gets its own namespace: the k-th init of rank r uses generation k
+            long generation = store.add("hcomm/generation/" + rank, 1);
+            String ns = "hcomm/" + generation + "/";
+            if (rank == 0) {
+                store.set(ns + "token", ByteBuffer.allocate(8).putLong(RANDOM.nextLong()).array());
+            }
+            long token = ByteBuffer.wrap(store.get(ns + "token", initTimeout)).getLong();
+            TcpTransport.Options options = new TcpTransport.Options(config.timeout(), initTimeout, config.spinTime(),
+                    config.eagerLimit(), config.unexpectedLimit());
+            t = TcpTransport.open(rank, size, j.dataAddress(), Auth.of(config.secret().orElse(null)), token, options);
+            InetSocketAddress me = t.listenAddress();
+            store.set(ns + "addr/" + rank, (me.getAddress().getHostAddress() + " " + me.getPort()).getBytes(StandardCharsets.UTF_8));
+            long count = store.add(ns + "joined", 1);
+            if (count == size) store.set(ns + "ready", new byte[] {1});
+            try {
+                store.get(ns + "ready", initTimeout);
+            } catch (CommTimeoutException e) {
+                byte[] n = store.tryGet(ns + "joined");
+                throw new CommTimeoutException("rank " + rank + ": init: only " + (n == null ? "?" : new String(n, StandardCharsets.UTF_8))
+                        + " of " + size + " ranks joined within " + initTimeout + " (HCOMM_INIT_TIMEOUT)");
+            }
+            InetSocketAddress[] book = new InetSocketAddress[size];
+            for (int p = 0; p < size; p++) {
+                String[] hp = new String(store.get(ns + "addr/" + p, initTimeout), StandardCharsets.UTF_8).split(" ");
+                book[p] = new InetSocketAddress(hp[0], Integer.parseInt(hp[1]));
+            }
+            store.add(ns + "started", 1);
+            t.start(p -> book[p]);
+            Session s = new Session(config, j, ns, t);
+            LOG.debug("rank {}/{}: init took {} ms, listening on {}", rank, size, (System.nanoTime() - start) / 1_000_000, me);
+            return s;
+        } catch (RuntimeException e) {
+            if (t != null) t.close();
+            closeQuietly(j.store());
+            closeQuietly(j.owned());
+            throw e;
+        }
     }
 
     /** The world communicator. */
     public Communicator world() {
-        throw new UnsupportedOperationException("TODO");
+        return world;
     }
 
     /** The settings. */
     public CommConfig config() {
-        throw new UnsupportedOperationException("TODO");
+        return config;
     }
 
+    void register(AutoCloseable child) {
+        children.add(child);
+    }
+
+    void unregister(AutoCloseable child) {
+        children.remove(child);
+    }
+
+    boolean isClosed() {
+        return closed;
+    }
+
+    /** Closes streams, communicators, connections, threads and the store (and the store server rank 0 hosts). */
     @Override
-    public void close() {
+    public synchronized void close() {
+        if (closed) return;
+        closed = true;
+        for (AutoCloseable c : children) closeQuietly(c);
+        world.markClosed();
+        transport.close();
+        if (joined.owned() != null) {
+            // the store lives in this process: let every rank finish its init reads before it goes away
+            long deadline = System.nanoTime() + Math.min(config.initTimeout().toNanos(), 10_000_000_000L);
+            while (System.nanoTime() < deadline) {
+                byte[] v = joined.store().tryGet(namespace + "started");
+                if (v != null && Long.parseLong(new String(v, StandardCharsets.UTF_8)) >= joined.worldSize()) break;
+                try {
+                    Thread.sleep(5);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    break;
+                }
+            }
+        }
+        closeQuietly(joined.store());
+        closeQuietly(joined.owned());
+    }
+
+    private static void closeQuietly(AutoCloseable c) {
+        if (c == null) return;
+        try {
+            c.close();
+        } catch (Exception e) {
+            LOG.debug("close failed", e);
+        }
+    }
+
+    static HcommException closedError(int rank) {
+        return new HcommException("rank " + rank + ": the session is closed");
     }
 }

@@ -1,0 +1,177 @@
+package io.hcomm4j.comm;
+
+import io.hcomm4j.CommAbortedException;
+import io.hcomm4j.CommFuture;
+import io.hcomm4j.CommTimeoutException;
+import io.hcomm4j.HcommException;
+import io.hcomm4j.Status;
+import io.hcomm4j.Stream;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayDeque;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Supplier;
+
+/**
+ * A stream: a FIFO of ops run by one worker thread, each started when the previous one completed. The
+ * worker waits like any blocking caller (it drives progress while it waits), so streams overlap each
+ * other and the caller's own ops.
+ */
+final class StreamImpl implements Stream {
+    private static final AtomicInteger IDS = new AtomicInteger();
+
+    private final CommunicatorImpl comm;
+    private final Session session;
+    private final Thread worker;
+    private final ArrayDeque<Task<?>> queue = new ArrayDeque<>();
+    private long enqueued;
+    private long completed;
+    private Throwable firstFailure;
+    private boolean closed;
+
+    private record Task<T>(Supplier<CommFuture<T>> start, StreamFuture<T> result) {
+    }
+
+    StreamImpl(CommunicatorImpl comm, Session session) {
+        this.comm = comm;
+        this.session = session;
+        this.worker = Thread.ofPlatform().daemon().name("hcomm-stream-" + comm.rank() + "-" + IDS.incrementAndGet())
+                .start(this::run);
+    }
+
+    @Override
+    public CommFuture<Void> send(MemorySegment buf, int peer, int tag) {
+        return enqueue(() -> comm.sendAsync(buf, peer, tag));
+    }
+
+    @Override
+    public CommFuture<Status> recv(MemorySegment buf, int peer, int tag) {
+        return enqueue(() -> comm.recvAsync(buf, peer, tag));
+    }
+
+    private <T> CommFuture<T> enqueue(Supplier<CommFuture<T>> start) {
+        StreamFuture<T> f = new StreamFuture<>(comm.timeoutNanos(), comm.rank());
+        synchronized (this) {
+            if (closed) throw new IllegalStateException("rank " + comm.rank() + ": the stream is closed");
+            if (comm.isClosed()) throw new IllegalStateException("rank " + comm.rank() + ": the communicator is closed");
+            queue.add(new Task<>(start, f));
+            enqueued++;
+            notifyAll();
+        }
+        return f;
+    }
+
+    private void run() {
+        while (true) {
+            Task<?> task;
+            Throwable earlier;
+            synchronized (this) {
+                while (queue.isEmpty() && !closed) {
+                    try {
+                        wait();
+                    } catch (InterruptedException e) {
+                        // closing
+                    }
+                }
+                if (queue.isEmpty()) return;
+                task = queue.poll();
+                earlier = firstFailure;
+            }
+            Throwable failure = earlier != null
+                    ? new CommAbortedException("rank " + comm.rank() + ": not run: an earlier op on this stream failed: " + earlier.getMessage())
+                    : runTask(task);
+            synchronized (this) {
+                if (failure != null && firstFailure == null) firstFailure = failure;
+                completed++;
+                notifyAll();
+            }
+            if (failure != null) task.result().completeExceptionally(failure);
+        }
+    }
+
+    private static <T> Throwable runTask(Task<T> task) {
+        try {
+            T value = task.start().get().await();
+            task.result().complete(value);
+            return null;
+        } catch (Throwable e) {
+            return e;
+        }
+    }
+
+    @Override
+    public void synchronize() {
+        long deadline = System.nanoTime() + comm.timeoutNanos();
+        synchronized (this) {
+            drain(deadline);
+            Throwable f = firstFailure;
+            firstFailure = null;
+            if (f instanceof RuntimeException r) throw r;
+            if (f instanceof Error e) throw e;
+            if (f != null) throw new HcommException("stream op failed", f);
+        }
+    }
+
+    private void drain(long deadline) {
+        while (completed < enqueued) {
+            long left = deadline - System.nanoTime();
+            if (left <= 0) {
+                throw new CommTimeoutException("rank " + comm.rank() + ": stream.synchronize: " + (enqueued - completed)
+                        + " ops still pending after " + TimeUnit.NANOSECONDS.toMillis(comm.timeoutNanos()) + " ms (HCOMM_TIMEOUT)");
+            }
+            try {
+                wait(Math.max(1, left / 1_000_000));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new HcommException("rank " + comm.rank() + ": interrupted in stream.synchronize", e);
+            }
+        }
+    }
+
+    @Override
+    public void close() {
+        synchronized (this) {
+            if (closed) return;
+            try {
+                if (!session.isClosed()) drain(System.nanoTime() + comm.timeoutNanos());
+            } catch (RuntimeException e) {
+                // close never throws; the ops' own futures carry their failures
+            }
+            closed = true;
+            notifyAll();
+        }
+        try {
+            worker.join(10_000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        session.unregister(this);
+    }
+
+    /** The future of an op on a stream, completed by the worker. */
+    static final class StreamFuture<T> extends CommFuture<T> {
+        private final long timeoutNanos;
+        private final int rank;
+
+        StreamFuture(long timeoutNanos, int rank) {
+            this.timeoutNanos = timeoutNanos;
+            this.rank = rank;
+        }
+
+        @Override
+        protected boolean awaitUntil(long deadlineNanos) {
+            return parkUntilDone(deadlineNanos);
+        }
+
+        @Override
+        protected long defaultDeadline() {
+            return System.nanoTime() + timeoutNanos;
+        }
+
+        @Override
+        protected CommTimeoutException timeoutException(long waitedNanos) {
+            return new CommTimeoutException("rank " + rank + ": stream op did not complete within "
+                    + TimeUnit.NANOSECONDS.toMillis(waitedNanos) + " ms");
+        }
+    }
+}

@@ -1,0 +1,64 @@
+package io.hcomm4j.transport;
+
+import java.nio.ByteBuffer;
+
+/**
+ * The data-connection wire format: every frame starts with a fixed 56-byte little-endian header.
+ *
+ * <pre>
+ *  0 u16 magic 0x4843 ("HC")   2 u8 version   3 u8 type
+ *  4 i32 flags
+ *  8 i64 seq     sequence number of this frame on this connection and direction (1, 2, 3 ...)
+ * 16 i64 ack     highest seq the sender has received from the other direction
+ * 24 i64 commId  communicator the message belongs to
+ * 32 i32 tag     message tag
+ * 36 i32 src     sending rank (must be the connection's peer)
+ * 40 i64 length  payload bytes after the header (EAGER, DATA) or message size (RTS)
+ * 48 i64 msgId   sender's id of a rendezvous message (RTS, CTS, DATA)
+ * </pre>
+ *
+ * A header is checked (magic, version, type, src, seq, length against limits, msgId against what is
+ * outstanding) before any memory is set aside for its payload.
+ */
+final class Frame {
+    static final int HEADER = 56;
+    static final short MAGIC = 0x4843;
+    static final byte VERSION = 1;
+
+    /** Small message, payload follows. */
+    static final byte EAGER = 1;
+    /** Ready-to-send: a large message is waiting for the receiver; no payload. */
+    static final byte RTS = 2;
+    /** Clear-to-send: the receiver matched an RTS and waits for the DATA; no payload. */
+    static final byte CTS = 3;
+    /** The payload of a large message, after a CTS. */
+    static final byte DATA = 4;
+    /** Acknowledges frames up to {@code ack}; no payload. */
+    static final byte ACK = 5;
+    /** The sender is closing the connection in order; its EOF that follows is not a failure. */
+    static final byte BYE = 6;
+
+    /** CTS flag: the receiver will not take the data (its buffer is too small); the send completes without it. */
+    static final int CTS_DISCARD = 1;
+
+    private Frame() {
+    }
+
+    static void encode(ByteBuffer b, byte type, int flags, long seq, long ack, long commId, int tag, int src,
+                       long length, long msgId) {
+        b.putShort(MAGIC).put(VERSION).put(type).putInt(flags).putLong(seq).putLong(ack).putLong(commId)
+                .putInt(tag).putInt(src).putLong(length).putLong(msgId);
+    }
+
+    static String typeName(byte type) {
+        return switch (type) {
+            case EAGER -> "EAGER";
+            case RTS -> "RTS";
+            case CTS -> "CTS";
+            case DATA -> "DATA";
+            case ACK -> "ACK";
+            case BYE -> "BYE";
+            default -> "type " + type;
+        };
+    }
+}

@@ -1,0 +1,486 @@
+package io.hcomm4j.transport;
+
+import java.io.EOFException;
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.SocketChannel;
+import java.util.ArrayDeque;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * The one TCP connection between this rank and one peer, in both directions: frames out (any thread,
+ * under {@code txLock}, written straight to the socket when nothing is queued) and frames in (only the
+ * thread holding the progress token reads). Small frames are read through a 64 KiB buffer, so one read
+ * brings a header and its payload; a large payload is read straight into its destination.
+ */
+final class PeerLink {
+    enum State { IDLE, CONNECTING, CONNECTED, CLOSED, FAILED }
+
+    private static final int RX_CAPACITY = 64 * 1024;
+    /** Largest chunk handed to one socket call for a native segment (ByteBuffers stop at 2 GiB). */
+    private static final long NATIVE_CHUNK = 256L << 20;
+    /** Heap segments go through the JDK's temporary direct buffer; keep that small. */
+    private static final long HEAP_CHUNK = 1L << 20;
+    private static final int ACK_EVERY = 128;
+
+    final TcpTransport t;
+    final int peer;
+
+    // connection (guarded by this)
+    volatile State state = State.IDLE;
+    SocketChannel ch;
+    SelectionKey key;
+    volatile boolean peerSaidBye;
+
+    // outbound (guarded by txLock)
+    final ReentrantLock txLock = new ReentrantLock();
+    private final ArrayDeque<OutFrame> txQueue = new ArrayDeque<>();
+    private final ByteBuffer txHeader = ByteBuffer.allocateDirect(Frame.HEADER).order(ByteOrder.LITTLE_ENDIAN);
+    private final ByteBuffer[] gather = new ByteBuffer[2];
+    private long txSeq;
+    private long msgIds;
+
+    // inbound (progress token holder only)
+    private final ByteBuffer rx = ByteBuffer.allocateDirect(RX_CAPACITY).order(ByteOrder.LITTLE_ENDIAN);
+    private final MemorySegment rxSeg = MemorySegment.ofBuffer(rx);
+    private volatile long rxSeq;
+    private long rxSinceAck;
+    volatile long peerAcked;
+    private boolean inPayload;
+    private MemorySegment dest;
+    private long destOff;
+    private long remaining;
+    private RecvRequest payloadRecv;
+    private byte[] payloadUnexpected;
+    private long payloadCommId;
+    private int payloadTag;
+
+    /** Rendezvous sends whose RTS went out, by msgId, until their CTS comes. */
+    final ConcurrentHashMap<Long, SendRequest> awaitingCts = new ConcurrentHashMap<>();
+    /** Matched rendezvous receives whose CTS went out, by msgId, until their DATA comes. */
+    final ConcurrentHashMap<Long, RecvRequest> awaitingData = new ConcurrentHashMap<>();
+    /** Bytes of unexpected eager messages from this peer held in match tables (guarded by the match lock). */
+    long unexpectedBytes;
+    /** Reading paused because unexpectedBytes reached the limit. */
+    volatile boolean paused;
+
+    PeerLink(TcpTransport t, int peer) {
+        this.t = t;
+        this.peer = peer;
+    }
+
+    /** A frame (or its unwritten rest) waiting for the socket. */
+    private static final class OutFrame {
+        final ByteBuffer header;
+        final MemorySegment payload;
+        long offset;
+        final SendRequest completes;
+
+        OutFrame(ByteBuffer header, MemorySegment payload, long offset, SendRequest completes) {
+            this.header = header;
+            this.payload = payload;
+            this.offset = offset;
+            this.completes = completes;
+        }
+    }
+
+    long nextMsgId() {
+        txLock.lock();
+        try {
+            return ++msgIds;
+        } finally {
+            txLock.unlock();
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------ outbound
+
+    /**
+     * Writes (or queues) one frame. {@code completes}, if given, succeeds once the whole frame is on the socket.
+     *
+     * @return false if the link is not usable (failed or closed)
+     */
+    boolean sendFrame(byte type, int flags, long commId, int tag, long length, long msgId, MemorySegment payload,
+                      SendRequest completes) {
+        boolean done = false;
+        txLock.lock();
+        try {
+            if (state != State.CONNECTED) return false;
+            long seq = ++txSeq;
+            long ack = rxSeq;
+            if (txQueue.isEmpty()) {
+                ByteBuffer h = txHeader.clear();
+                Frame.encode(h, type, flags, seq, ack, commId, tag, t.rank, length, msgId);
+                h.flip();
+                long off = writeNow(h, payload, 0);
+                if (off < 0) {
+                    done = true;
+                } else {
+                    ByteBuffer rest = ByteBuffer.allocate(h.remaining()).order(ByteOrder.LITTLE_ENDIAN).put(h).flip();
+                    txQueue.add(new OutFrame(rest, payload, off, completes));
+                    key.interestOpsOr(SelectionKey.OP_WRITE);
+                    t.progress.wakeup();
+                }
+            } else {
+                ByteBuffer h = ByteBuffer.allocate(Frame.HEADER).order(ByteOrder.LITTLE_ENDIAN);
+                Frame.encode(h, type, flags, seq, ack, commId, tag, t.rank, length, msgId);
+                txQueue.add(new OutFrame(h.flip(), payload, 0, completes));
+            }
+        } catch (IOException e) {
+            txLock.unlock();
+            fail(e);
+            return false;
+        } finally {
+            if (txLock.isHeldByCurrentThread()) txLock.unlock();
+        }
+        if (done && completes != null) completes.succeed(null);
+        return true;
+    }
+
+    /**
+     * Writes header and payload[offset..] until the socket would block.
+     *
+     * @return -1 when everything was written, else the payload offset reached (header may have bytes left)
+     */
+    private long writeNow(ByteBuffer header, MemorySegment payload, long offset) throws IOException {
+        long size = payload == null ? 0 : payload.byteSize();
+        while (true) {
+            ByteBuffer body = null;
+            if (offset < size) {
+                long chunk = Math.min(size - offset, payload.isNative() ? NATIVE_CHUNK : HEAP_CHUNK);
+                body = payload.asSlice(offset, chunk).asByteBuffer();
+            }
+            long written;
+            int headerBefore = header.remaining();
+            if (headerBefore > 0 && body != null) {
+                gather[0] = header;
+                gather[1] = body;
+                written = ch.write(gather, 0, 2);
+                gather[0] = gather[1] = null;
+            } else if (headerBefore > 0) {
+                written = ch.write(header);
+            } else if (body != null) {
+                written = ch.write(body);
+            } else {
+                return -1;
+            }
+            long bodyWritten = Math.max(0, written - headerBefore);
+            offset += bodyWritten;
+            if (!header.hasRemaining() && offset >= size) return -1;
+            if (written == 0 || (body != null && body.hasRemaining())) return offset;
+        }
+    }
+
+    /** OP_WRITE: drain the queue. */
+    private void flushQueue() {
+        SendRequest completed;
+        do {
+            completed = null;
+            txLock.lock();
+            try {
+                OutFrame f = txQueue.peek();
+                if (f == null) {
+                    if (key.isValid()) key.interestOpsAnd(~SelectionKey.OP_WRITE);
+                    return;
+                }
+                long off = writeNow(f.header, f.payload, f.offset);
+                if (off >= 0) {
+                    f.offset = off;
+                    return;
+                }
+                txQueue.poll();
+                completed = f.completes;
+            } catch (IOException e) {
+                txLock.unlock();
+                fail(e);
+                return;
+            } finally {
+                if (txLock.isHeldByCurrentThread()) txLock.unlock();
+            }
+            if (completed != null) completed.succeed(null);
+        } while (true);
+    }
+
+    boolean txIdle() {
+        txLock.lock();
+        try {
+            return txQueue.isEmpty();
+        } finally {
+            txLock.unlock();
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------- inbound
+
+    void onReady(SelectionKey k) {
+        try {
+            if (k.isValid() && k.isWritable()) flushQueue();
+            if (k.isValid() && k.isReadable()) onReadable();
+        } catch (ProtocolException e) {
+            t.log().warn("rank {}: protocol error from rank {}: {}; closing the connection", t.rank, peer, e.getMessage());
+            fail(e);
+        } catch (IOException e) {
+            fail(e);
+        }
+    }
+
+    private void onReadable() throws IOException {
+        while (!paused && state == State.CONNECTED) {
+            if (inPayload && rx.position() == 0 && dest != null && remaining >= RX_CAPACITY / 4) {
+                long chunk = Math.min(remaining, dest.isNative() ? NATIVE_CHUNK : HEAP_CHUNK);
+                int n = ch.read(dest.asSlice(destOff, chunk).asByteBuffer());
+                if (n < 0) throw eof();
+                if (n == 0) return;
+                destOff += n;
+                remaining -= n;
+                if (remaining == 0) finishPayload();
+                continue;
+            }
+            int n = ch.read(rx);
+            if (n < 0) throw eof();
+            rx.flip();
+            try {
+                consumeBuffered();
+            } finally {
+                rx.compact();
+            }
+            if (n == 0) return;
+        }
+    }
+
+    private IOException eof() {
+        return new EOFException(peerSaidBye ? "rank " + peer + " closed its session" : "connection closed by rank " + peer);
+    }
+
+    private void consumeBuffered() throws ProtocolException {
+        while (true) {
+            if (inPayload) {
+                int avail = rx.remaining();
+                if (avail == 0) return;
+                int take = (int) Math.min(avail, remaining);
+                if (dest != null) MemorySegment.copy(rxSeg, rx.position(), dest, destOff, take);
+                rx.position(rx.position() + take);
+                destOff += take;
+                remaining -= take;
+                if (remaining > 0) return;
+                finishPayload();
+            } else {
+                if (rx.remaining() < Frame.HEADER || paused) return;
+                if (!onHeader(rx.position())) return;
+                rx.position(rx.position() + Frame.HEADER);
+                if (!inPayload && ++rxSinceAck >= ACK_EVERY) sendAck();
+            }
+        }
+    }
+
+    /** Checks and acts on the header at {@code p}; false if reading must pause (header left unread). */
+    private boolean onHeader(int p) throws ProtocolException {
+        short magic = rx.getShort(p);
+        byte version = rx.get(p + 2);
+        byte type = rx.get(p + 3);
+        int flags = rx.getInt(p + 4);
+        long seq = rx.getLong(p + 8);
+        long ack = rx.getLong(p + 16);
+        long commId = rx.getLong(p + 24);
+        int tag = rx.getInt(p + 32);
+        int src = rx.getInt(p + 36);
+        long length = rx.getLong(p + 40);
+        long msgId = rx.getLong(p + 48);
+        if (magic != Frame.MAGIC) throw new ProtocolException("bad magic 0x" + Integer.toHexString(magic & 0xffff));
+        if (version != Frame.VERSION) throw new ProtocolException("unsupported frame version " + version);
+        if (src != peer) throw new ProtocolException("frame claims source rank " + src);
+        if (seq != rxSeq + 1) throw new ProtocolException("frame seq " + seq + " after " + rxSeq);
+        if (length < 0) throw new ProtocolException("negative length " + length);
+        if (ack > peerAcked) peerAcked = ack;
+        switch (type) {
+            case Frame.EAGER -> {
+                if (length > TcpTransport.MAX_EAGER) throw new ProtocolException("eager frame of " + length + " bytes");
+                if (!t.onEager(this, commId, tag, length)) return false;
+            }
+            case Frame.RTS -> t.onRts(this, commId, tag, length, msgId);
+            case Frame.CTS -> {
+                SendRequest s = awaitingCts.remove(msgId);
+                if (s == null) throw new ProtocolException("CTS for unknown message " + msgId);
+                if ((flags & Frame.CTS_DISCARD) != 0 || s.isDone()) {
+                    // the receiver refused it, or we gave up on it: no data follows, the receiver is told
+                    if (s.isDone()) sendFrame(Frame.DATA, Frame.CTS_DISCARD, s.commId, s.tag, 0, msgId, null, null);
+                    else s.succeed(null);
+                } else {
+                    sendFrame(Frame.DATA, 0, s.commId, s.tag, s.size, msgId, s.buf, s);
+                }
+            }
+            case Frame.DATA -> {
+                RecvRequest r = awaitingData.remove(msgId);
+                if (r == null) throw new ProtocolException("DATA for unknown message " + msgId);
+                if ((flags & Frame.CTS_DISCARD) != 0) {
+                    if (length != 0) throw new ProtocolException("cancelled DATA with " + length + " bytes");
+                    r.fail(new io.hcomm4j.CommAbortedException("rank " + t.rank + ": " + r.describe()
+                            + ": the sender (rank " + peer + ") gave up on the message"));
+                } else {
+                    if (length != r.matchedSize) {
+                        throw new ProtocolException("DATA of " + length + " bytes for a message of " + r.matchedSize);
+                    }
+                    expectPayload(r.buf, length, r, null, commId, tag);
+                }
+            }
+            case Frame.ACK -> { }
+            case Frame.BYE -> peerSaidBye = true;
+            default -> throw new ProtocolException("unknown frame type " + type);
+        }
+        rxSeq = seq;
+        return true;
+    }
+
+    /** Next {@code length} bytes go to {@code target} (null: discard); then the recv or unexpected entry completes. */
+    void expectPayload(MemorySegment target, long length, RecvRequest recv, byte[] unexpected, long commId, int tag) {
+        if (length == 0) {
+            inPayload = true;
+            remaining = 0;
+            dest = target;
+            payloadRecv = recv;
+            payloadUnexpected = unexpected;
+            payloadCommId = commId;
+            payloadTag = tag;
+            finishPayload();
+            return;
+        }
+        inPayload = true;
+        dest = target;
+        destOff = 0;
+        remaining = length;
+        payloadRecv = recv;
+        payloadUnexpected = unexpected;
+        payloadCommId = commId;
+        payloadTag = tag;
+    }
+
+    private void finishPayload() {
+        inPayload = false;
+        RecvRequest r = payloadRecv;
+        byte[] u = payloadUnexpected;
+        dest = null;
+        payloadRecv = null;
+        payloadUnexpected = null;
+        if (++rxSinceAck >= ACK_EVERY) sendAck();
+        if (r != null) {
+            if (!r.isDone()) r.succeedMatched();
+        } else if (u != null) {
+            t.onUnexpectedComplete(this, payloadCommId, payloadTag, u);
+        }
+    }
+
+    private void sendAck() {
+        rxSinceAck = 0;
+        sendFrame(Frame.ACK, 0, 0, 0, 0, 0, null, null);
+    }
+
+    /** Resumes reading after unexpected messages were taken (called with the match lock held). */
+    void resume() {
+        if (paused) {
+            paused = false;
+            SelectionKey k = key;
+            if (k != null && k.isValid()) {
+                k.interestOpsOr(SelectionKey.OP_READ);
+                t.progress.wakeup();
+            }
+        }
+    }
+
+    void pause() {
+        paused = true;
+        SelectionKey k = key;
+        if (k != null && k.isValid()) k.interestOpsAnd(~SelectionKey.OP_READ);
+    }
+
+    // ---------------------------------------------------------------------------------------- lifecycle
+
+    /** Installs a connected, authenticated channel (called with this link's monitor held). */
+    void install(SocketChannel channel) throws IOException {
+        channel.configureBlocking(false);
+        channel.setOption(java.net.StandardSocketOptions.TCP_NODELAY, true);
+        this.ch = channel;
+        this.key = channel.register(t.progress.selector, SelectionKey.OP_READ, this);
+        state = State.CONNECTED;
+        t.progress.wakeup();
+        t.progress.selector.wakeup();
+        notifyAll();
+    }
+
+    /** The connection broke: close it and fail everything that depended on this peer. */
+    void fail(Exception cause) {
+        synchronized (this) {
+            if (state == State.FAILED || state == State.CLOSED) return;
+            state = State.FAILED;
+            notifyAll();
+        }
+        closeChannel();
+        if (peerSaidBye) {
+            t.log().debug("rank {}: rank {} closed its session", t.rank, peer);
+        } else if (!t.closing) {
+            t.log().warn("rank {}: lost the connection to rank {}: {}", t.rank, peer, cause.toString());
+        }
+        t.onPeerFailed(this, cause);
+    }
+
+    /** Drains queued frames that will never be written (called after the state left CONNECTED). */
+    java.util.List<SendRequest> drainQueued() {
+        java.util.List<SendRequest> out = new java.util.ArrayList<>();
+        txLock.lock();
+        try {
+            for (OutFrame f : txQueue) if (f.completes != null) out.add(f.completes);
+            txQueue.clear();
+        } finally {
+            txLock.unlock();
+        }
+        if (payloadRecv != null) out.add(null);
+        return out;
+    }
+
+    RecvRequest payloadRecv() {
+        return payloadRecv;
+    }
+
+    void closeChannel() {
+        SocketChannel c = ch;
+        if (c != null) {
+            try {
+                c.close();
+            } catch (IOException ignored) {
+                // closing anyway
+            }
+        }
+    }
+
+    /** Orderly close: BYE, then the socket (the caller drained the queue first). */
+    void closeOrderly() {
+        synchronized (this) {
+            if (state != State.CONNECTED) {
+                if (state == State.IDLE || state == State.CONNECTING) state = State.CLOSED;
+                notifyAll();
+                return;
+            }
+        }
+        sendFrame(Frame.BYE, 0, 0, 0, 0, 0, null, null);
+    }
+
+    void markClosed() {
+        synchronized (this) {
+            if (state == State.CONNECTED || state == State.IDLE || state == State.CONNECTING) state = State.CLOSED;
+            notifyAll();
+        }
+        closeChannel();
+    }
+
+    /** A header or frame sequence that no well-behaved peer sends. */
+    static final class ProtocolException extends IOException {
+        private static final long serialVersionUID = 1L;
+
+        ProtocolException(String message) {
+            super(message);
+        }
+    }
+}

@@ -1,0 +1,213 @@
+package io.hcomm4j.transport;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The progress engine of one transport: a selector over every connection, polled by whoever holds the
+ * poll token. A thread waiting for an op takes the token and polls itself (leader/follower): it spins on
+ * {@code selectNow} for {@code spinNanos}, then blocks in {@code select}. A background thread holds the
+ * token only while no thread waits, so async ops progress without a waiter and a waiter never pays the
+ * wake-up of a sleeping thread for its own message. Spinning is bounded, so ranks that outnumber the
+ * cores do not burn them.
+ */
+final class Progress implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(Progress.class);
+    private static final long MAX_BLOCK_MS = 100;
+    private static final long BACKGROUND_QUIET_NANOS = 1_000_000;
+
+    final Selector selector;
+    private final ReentrantLock token = new ReentrantLock();
+    private final AtomicInteger waiters = new AtomicInteger();
+    private final ConcurrentLinkedQueue<Thread> parked = new ConcurrentLinkedQueue<>();
+    private final long spinNanos;
+    private final Consumer<SelectionKey> onKey;
+    private final Thread background;
+    private volatile boolean blocking;
+    /** When the last waiting thread left: the background thread stays away while waiters come and go. */
+    private volatile long lastWaiterLeft;
+    private volatile boolean closed;
+    private int handled;
+
+    Progress(String name, long spinNanos) {
+        try {
+            this.selector = Selector.open();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        this.spinNanos = spinNanos;
+        this.onKey = key -> {
+            handled++;
+            ((PeerLink) key.attachment()).onReady(key);
+        };
+        this.background = Thread.ofPlatform().daemon().name(name).unstarted(this::runBackground);
+    }
+
+    void start() {
+        background.start();
+    }
+
+    /** Tells a thread blocked in select that interest changed or a channel was registered. */
+    void wakeup() {
+        if (blocking) selector.wakeup();
+    }
+
+    /**
+     * Waits until {@code r} finished or the deadline passed, driving progress meanwhile.
+     *
+     * @return true if {@code r} finished
+     */
+    boolean awaitUntil(Request<?> r, long deadline) {
+        if (r.finished()) return true;
+        if (token.isHeldByCurrentThread()) {
+            throw new IllegalStateException("a blocking wait inside a completion callback that runs on the progress "
+                    + "engine; use the future's *Async methods for callbacks that block");
+        }
+        waiters.incrementAndGet();
+        if (blocking) selector.wakeup();
+        try {
+            long spinEnd = System.nanoTime() + spinNanos;
+            while (!r.finished()) {
+                long now = System.nanoTime();
+                if (now - deadline >= 0) return r.finished();
+                if (token.tryLock()) {
+                    try {
+                        if (now - spinEnd < 0) {
+                            if (pollNow() > 0) spinEnd = System.nanoTime() + spinNanos;
+                            else Thread.onSpinWait();
+                        } else if (!r.finished()) {
+                            pollBlocking(Math.max(1, Math.min(MAX_BLOCK_MS, (deadline - now) / 1_000_000)));
+                            spinEnd = System.nanoTime() + spinNanos;
+                        }
+                    } finally {
+                        token.unlock();
+                    }
+                } else if (now - spinEnd < 0) {
+                    Thread.onSpinWait();
+                } else {
+                    // someone else polls and will complete r; sleep until then, or until the token may be free
+                    Thread me = Thread.currentThread();
+                    r.waiter = me;
+                    parked.add(me);
+                    if (!r.finished()) LockSupport.parkNanos(Math.min(deadline - now, 1_000_000));
+                    parked.remove(me);
+                    r.waiter = null;
+                }
+            }
+            return true;
+        } finally {
+            lastWaiterLeft = System.nanoTime();
+            waiters.decrementAndGet();
+            Thread next = parked.peek();
+            if (next != null) LockSupport.unpark(next);
+        }
+    }
+
+    private int pollNow() {
+        handled = 0;
+        try {
+            selector.selectNow(onKey);
+        } catch (IOException e) {
+            LOG.warn("selector failed", e);
+        }
+        return handled;
+    }
+
+    private void pollBlocking(long ms) {
+        blocking = true;
+        try {
+            handled = 0;
+            selector.select(onKey, ms);
+        } catch (IOException e) {
+            LOG.warn("selector failed", e);
+        } finally {
+            blocking = false;
+        }
+    }
+
+    private void runBackground() {
+        while (!closed) {
+            // a thread that waits polls for itself; the background thread only polls when none has for a while,
+            // so it never holds the token (in a blocking select) just when a waiter comes back
+            if (waiters.get() > 0 || System.nanoTime() - lastWaiterLeft < BACKGROUND_QUIET_NANOS) {
+                if (!closed) LockSupport.parkNanos(BACKGROUND_QUIET_NANOS);
+                continue;
+            }
+            if (!token.tryLock()) {
+                LockSupport.parkNanos(200_000);
+                continue;
+            }
+            try {
+                if (waiters.get() == 0 && !closed) pollBlocking(MAX_BLOCK_MS);
+            } catch (RuntimeException e) {
+                LOG.error("progress thread: unexpected failure", e);
+            } finally {
+                token.unlock();
+            }
+        }
+    }
+
+    /** Runs {@code task} while holding the poll token (no poll runs concurrently). */
+    void withToken(Runnable task) {
+        waiters.incrementAndGet();
+        if (blocking) selector.wakeup();
+        token.lock();
+        try {
+            task.run();
+        } finally {
+            token.unlock();
+            lastWaiterLeft = System.nanoTime();
+            waiters.decrementAndGet();
+        }
+    }
+
+    /** Polls (holding the token) until {@code done} returns true or the deadline passes. */
+    boolean pollUntil(java.util.function.BooleanSupplier done, long deadline) {
+        waiters.incrementAndGet();
+        if (blocking) selector.wakeup();
+        try {
+            while (!done.getAsBoolean()) {
+                if (System.nanoTime() - deadline >= 0) return false;
+                if (token.tryLock()) {
+                    try {
+                        if (pollNow() == 0) pollBlocking(1);
+                    } finally {
+                        token.unlock();
+                    }
+                } else {
+                    LockSupport.parkNanos(100_000);
+                }
+            }
+            return true;
+        } finally {
+            lastWaiterLeft = System.nanoTime();
+            waiters.decrementAndGet();
+        }
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        selector.wakeup();
+        LockSupport.unpark(background);
+        try {
+            background.join(5_000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        try {
+            selector.close();
+        } catch (IOException e) {
+            LOG.debug("selector close", e);
+        }
+    }
+}

@@ -1,0 +1,38 @@
+package io.hcomm4j.transport;
+
+import io.hcomm4j.Status;
+import java.lang.foreign.MemorySegment;
+
+/** A posted receive: waits in its communicator's match table until a message matches, then takes its bytes. */
+public final class RecvRequest extends Request<Status> {
+    /** Source world rank, or {@link TcpTransport#ANY}. */
+    final int src;
+    /** Filled in when matched. */
+    int matchedSrc;
+    int matchedTag;
+    long matchedSize;
+
+    RecvRequest(TcpTransport transport, long commId, int src, int tag, MemorySegment buf) {
+        super(transport, commId, tag, buf);
+        this.src = src;
+    }
+
+    boolean matches(int msgSrc, int msgTag) {
+        return (src == TcpTransport.ANY || src == msgSrc) && (tag == TcpTransport.ANY || tag == msgTag);
+    }
+
+    void succeedMatched() {
+        succeed(new Status(matchedSrc, matchedTag, matchedSize));
+    }
+
+    @Override
+    String describe() {
+        return "recv from " + (src == TcpTransport.ANY ? "any rank" : "rank " + src)
+                + " (tag " + (tag == TcpTransport.ANY ? "any" : String.valueOf(tag)) + ", buffer " + buf.byteSize() + " bytes)";
+    }
+
+    @Override
+    void abandon() {
+        transport.abandonRecv(this);
+    }
+}

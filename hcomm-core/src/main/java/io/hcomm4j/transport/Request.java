@@ -1,0 +1,75 @@
+package io.hcomm4j.transport;
+
+import io.hcomm4j.CommFuture;
+import io.hcomm4j.CommTimeoutException;
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * One point-to-point op in flight: its arguments, its protocol state and its future. Completion sets a
+ * volatile flag first (what waiters poll) and wakes a parked waiter, then completes the future.
+ */
+public abstract sealed class Request<T> extends CommFuture<T> permits SendRequest, RecvRequest {
+    final TcpTransport transport;
+    final long commId;
+    final int tag;
+    final MemorySegment buf;
+    /** Rendezvous message id once assigned (send) or matched (recv); 0 before. */
+    long msgId;
+    private volatile boolean finished;
+    volatile Thread waiter;
+
+    Request(TcpTransport transport, long commId, int tag, MemorySegment buf) {
+        this.transport = transport;
+        this.commId = commId;
+        this.tag = tag;
+        this.buf = buf;
+    }
+
+    /** True once the op completed, successfully or not. */
+    final boolean finished() {
+        return finished;
+    }
+
+    final void succeed(T value) {
+        if (markFinished()) complete(value);
+    }
+
+    final void fail(Throwable error) {
+        if (markFinished()) completeExceptionally(error);
+    }
+
+    private boolean markFinished() {
+        synchronized (this) {
+            if (finished) return false;
+            finished = true;
+        }
+        Thread w = waiter;
+        if (w != null) LockSupport.unpark(w);
+        transport.onFinished(this);
+        return true;
+    }
+
+    /** "send to rank 3 (tag 7, 4096 bytes)" — names the op and the peer for errors. */
+    abstract String describe();
+
+    /** Called when a waiter gave up on this op: withdraw it if it has not started moving data. */
+    abstract void abandon();
+
+    @Override
+    protected boolean awaitUntil(long deadlineNanos) {
+        return transport.progress.awaitUntil(this, deadlineNanos);
+    }
+
+    @Override
+    protected long defaultDeadline() {
+        return System.nanoTime() + transport.timeoutNanos;
+    }
+
+    @Override
+    protected CommTimeoutException timeoutException(long waitedNanos) {
+        abandon();
+        return new CommTimeoutException("rank " + transport.rank + ": " + describe() + " did not complete within "
+                + (waitedNanos / 1_000_000) + " ms (HCOMM_TIMEOUT)");
+    }
+}

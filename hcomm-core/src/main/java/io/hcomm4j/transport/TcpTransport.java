@@ -1,0 +1,670 @@
+package io.hcomm4j.transport;
+
+import io.hcomm4j.CommAbortedException;
+import io.hcomm4j.HcommException;
+import io.hcomm4j.PeerFailedException;
+import io.hcomm4j.security.Auth;
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.StandardSocketOptions;
+import java.nio.ByteBuffer;
+import java.nio.channels.ClosedChannelException;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.IntFunction;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Tagged, ordered, reliable messages between the ranks of one job over TCP: one authenticated connection
+ * per pair of ranks, opened on first use (the lower rank's attempt wins if both connect at once).
+ * Messages up to the eager limit travel with their header; larger ones go as ready-to-send, and their
+ * bytes only after the receiver matched them (so an unexpected large message costs no buffer). Matching
+ * follows MPI: per communicator, in order of arrival and of posting, by source and tag with wildcards.
+ *
+ * <p>Ranks here are world ranks; communicators above translate.
+ */
+public final class TcpTransport implements AutoCloseable {
+    /** Wildcard for source or tag in {@link #recv}. */
+    public static final int ANY = -1;
+    /** Largest eager frame a receiver accepts from anyone (the configured limit is at most this). */
+    static final long MAX_EAGER = 64L << 20;
+
+    private static final Logger LOG = LoggerFactory.getLogger(TcpTransport.class);
+    private static final int HELLO_MAGIC = 0x4843484C; // "HCHL"
+    private static final byte ACCEPT = 1;
+    private static final byte REJECT = 2;
+
+    final int rank;
+    final int size;
+    final long timeoutNanos;
+    final Progress progress;
+    private final long eagerLimit;
+    private final long unexpectedLimit;
+    private final Auth auth;
+    private final long jobToken;
+    private final Duration connectTimeout;
+    private final ServerSocketChannel listener;
+    private final Thread acceptor;
+    private final PeerLink[] links;
+    private final boolean[] failed;
+    private IntFunction<InetSocketAddress> addressBook;
+    private final ReentrantLock matchLock = new ReentrantLock();
+    private final Map<Long, MatchTable> tables = new HashMap<>();
+    volatile boolean closing;
+
+    /** Settings the transport needs, taken from CommConfig by the layer above. */
+    public record Options(Duration timeout, Duration connectTimeout, Duration spinTime, long eagerLimit,
+                          long unexpectedLimit) {
+    }
+
+    private TcpTransport(int rank, int size, InetAddress bind, Auth auth, long jobToken, Options o) throws IOException {
+        this.rank = rank;
+        this.size = size;
+        this.auth = auth;
+        this.jobToken = jobToken;
+        this.timeoutNanos = o.timeout().toNanos();
+        this.connectTimeout = o.connectTimeout();
+        this.eagerLimit = o.eagerLimit();
+        this.unexpectedLimit = o.unexpectedLimit();
+        this.progress = new Progress("hcomm-progress-" + rank, o.spinTime().toNanos());
+        this.links = new PeerLink[size];
+        this.failed = new boolean[size];
+        for (int i = 0; i < size; i++) links[i] = new PeerLink(this, i);
+        this.listener = ServerSocketChannel.open();
+        listener.setOption(StandardSocketOptions.SO_REUSEADDR, true);
+        listener.bind(new InetSocketAddress(bind, 0), Math.max(64, size));
+        this.acceptor = Thread.ofPlatform().daemon().name("hcomm-accept-" + rank).unstarted(this::acceptLoop);
+    }
+
+    /**
+     * Opens the listener on {@code bind} (an ephemeral port). Call {@link #start} once every rank's address
+     * is known.
+     *
+     * @param jobToken a number every rank of this job shares (from the store), so connections from another
+     *                 job that happens to use the same secret are refused
+     */
+    public static TcpTransport open(int rank, int size, InetAddress bind, Auth auth, long jobToken, Options options) {
+        try {
+            return new TcpTransport(rank, size, bind, auth, jobToken, options);
+        } catch (IOException e) {
+            throw new HcommException("rank " + rank + ": cannot listen on " + bind.getHostAddress() + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** The address peers connect to. */
+    public InetSocketAddress listenAddress() {
+        try {
+            return (InetSocketAddress) listener.getLocalAddress();
+        } catch (IOException e) {
+            throw new HcommException("listener closed", e);
+        }
+    }
+
+    /** Starts accepting and progressing; {@code addressBook} gives each peer's listen address. */
+    public void start(IntFunction<InetSocketAddress> addressBook) {
+        this.addressBook = addressBook;
+        progress.start();
+        acceptor.start();
+    }
+
+    Logger log() {
+        return LOG;
+    }
+
+    // ------------------------------------------------------------------------------------------ user ops
+
+    /** Starts sending {@code buf} to world rank {@code dst}. Arguments were checked by the caller. */
+    public SendRequest send(long commId, int dst, int tag, MemorySegment buf) {
+        SendRequest s = new SendRequest(this, commId, dst, tag, buf);
+        if (closing) {
+            s.abort("failed: the session is closed");
+            return s;
+        }
+        if (dst == rank) {
+            sendToSelf(s);
+            return s;
+        }
+        PeerLink l;
+        try {
+            l = linkTo(dst, System.nanoTime() + timeoutNanos);
+        } catch (HcommException e) {
+            s.fail(e);
+            return s;
+        }
+        boolean ok;
+        if (s.size <= eagerLimit) {
+            ok = l.sendFrame(Frame.EAGER, 0, commId, tag, s.size, 0, buf, s);
+        } else {
+            s.msgId = l.nextMsgId();
+            l.awaitingCts.put(s.msgId, s);
+            ok = l.sendFrame(Frame.RTS, 0, commId, tag, s.size, s.msgId, null, null);
+            if (!ok) l.awaitingCts.remove(s.msgId);
+        }
+        if (!ok) s.fail(peerFailed(dst, "send to rank " + dst, null));
+        return s;
+    }
+
+    /** Posts a receive from world rank {@code src} (or {@link #ANY}) with {@code tag} (or {@link #ANY}). */
+    public RecvRequest recv(long commId, int src, int tag, MemorySegment buf) {
+        RecvRequest r = new RecvRequest(this, commId, src, tag, buf);
+        if (closing) {
+            r.fail(new CommAbortedException("rank " + rank + ": " + r.describe() + " failed: the session is closed"));
+            return r;
+        }
+        Runnable after = null;
+        matchLock.lock();
+        try {
+            MatchTable table = table(commId);
+            Unexpected u = table.takeUnexpected(r);
+            if (u != null) {
+                after = deliverUnexpected(r, u);
+            } else if (src != ANY && failed[src]) {
+                after = () -> r.fail(peerFailed(src, r.describe(), null));
+            } else {
+                table.posted.add(r);
+            }
+        } finally {
+            matchLock.unlock();
+        }
+        if (after != null) after.run();
+        return r;
+    }
+
+    /** Matches a recv with an unexpected message (match lock held); returns what to run after unlocking. */
+    private Runnable deliverUnexpected(RecvRequest r, Unexpected u) {
+        r.matchedSrc = u.src;
+        r.matchedTag = u.tag;
+        r.matchedSize = u.size;
+        if (u.size > r.buf.byteSize()) {
+            Runnable refuse = u.data != null ? null : refuseRendezvous(u);
+            if (u.data != null) releaseUnexpected(u);
+            return () -> {
+                if (refuse != null) refuse.run();
+                r.fail(truncated(r, u.size));
+            };
+        }
+        if (u.data != null) {
+            MemorySegment.copy(MemorySegment.ofArray(u.data), 0, r.buf, 0, u.size);
+            releaseUnexpected(u);
+            return r::succeedMatched;
+        }
+        if (u.selfSend != null) {
+            MemorySegment.copy(u.selfSend.buf, 0, r.buf, 0, u.size);
+            SendRequest s = u.selfSend;
+            return () -> {
+                s.succeed(null);
+                r.succeedMatched();
+            };
+        }
+        // a rendezvous RTS: ask for the data
+        PeerLink l = links[u.src];
+        r.msgId = u.msgId;
+        l.awaitingData.put(u.msgId, r);
+        return () -> {
+            if (!l.sendFrame(Frame.CTS, 0, u.commId, u.tag, 0, u.msgId, null, null)) {
+                l.awaitingData.remove(u.msgId);
+                r.fail(peerFailed(u.src, r.describe(), null));
+            }
+        };
+    }
+
+    private Runnable refuseRendezvous(Unexpected u) {
+        if (u.selfSend != null) {
+            SendRequest s = u.selfSend;
+            return () -> s.succeed(null);
+        }
+        PeerLink l = links[u.src];
+        return () -> l.sendFrame(Frame.CTS, Frame.CTS_DISCARD, u.commId, u.tag, 0, u.msgId, null, null);
+    }
+
+    private void releaseUnexpected(Unexpected u) {
+        if (u.src != rank) {
+            PeerLink l = links[u.src];
+            l.unexpectedBytes -= u.size;
+            if (l.paused && l.unexpectedBytes + MAX_EAGER / 64 <= unexpectedLimit) l.resume();
+        }
+    }
+
+    private IllegalArgumentException truncated(RecvRequest r, long messageSize) {
+        return new IllegalArgumentException("rank " + rank + ": " + r.describe() + ": buf of " + r.buf.byteSize()
+                + " bytes is smaller than the message of " + messageSize + " bytes from rank " + r.matchedSrc
+                + " (tag " + r.matchedTag + ")");
+    }
+
+    private void sendToSelf(SendRequest s) {
+        Runnable after;
+        matchLock.lock();
+        try {
+            MatchTable table = table(s.commId);
+            RecvRequest r = table.takePosted(rank, s.tag);
+            if (r != null) {
+                r.matchedSrc = rank;
+                r.matchedTag = s.tag;
+                r.matchedSize = s.size;
+                if (s.size > r.buf.byteSize()) {
+                    after = () -> {
+                        s.succeed(null);
+                        r.fail(truncated(r, s.size));
+                    };
+                } else {
+                    MemorySegment.copy(s.buf, 0, r.buf, 0, s.size);
+                    after = () -> {
+                        s.succeed(null);
+                        r.succeedMatched();
+                    };
+                }
+            } else if (s.size <= eagerLimit) {
+                byte[] copy = s.buf.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
+                table.unexpected.add(new Unexpected(s.commId, rank, s.tag, s.size, copy, 0, null));
+                after = () -> s.succeed(null);
+            } else {
+                table.unexpected.add(new Unexpected(s.commId, rank, s.tag, s.size, null, 0, s));
+                after = null;
+            }
+        } finally {
+            matchLock.unlock();
+        }
+        if (after != null) after.run();
+    }
+
+    void abandonSend(SendRequest s) {
+        if (s.dst == rank) {
+            matchLock.lock();
+            try {
+                table(s.commId).unexpected.removeIf(u -> u.selfSend == s);
+            } finally {
+                matchLock.unlock();
+            }
+        }
+        // a remote RTS stays known: if its CTS comes, the receiver is told the sender gave up
+        s.abort("was abandoned after its deadline");
+    }
+
+    void abandonRecv(RecvRequest r) {
+        matchLock.lock();
+        try {
+            MatchTable table = tables.get(r.commId);
+            if (table != null) table.posted.remove(r);
+        } finally {
+            matchLock.unlock();
+        }
+        r.fail(new CommAbortedException("rank " + rank + ": " + r.describe() + " was abandoned after its deadline"));
+    }
+
+    void onFinished(Request<?> r) {
+        // hook for accounting and monitoring (per-op metrics come with the monitoring layer)
+    }
+
+    // ---------------------------------------------------------------------------------- frames arriving
+
+    /** An EAGER header arrived on {@code l}; false: pause reading (unexpected-message limit). */
+    boolean onEager(PeerLink l, long commId, int tag, long length) {
+        RecvRequest r;
+        matchLock.lock();
+        try {
+            MatchTable table = table(commId);
+            r = table.takePosted(l.peer, tag);
+            if (r == null) {
+                if (l.unexpectedBytes > 0 && l.unexpectedBytes + length > unexpectedLimit) {
+                    l.pause();
+                    return false;
+                }
+                l.unexpectedBytes += length;
+            }
+        } finally {
+            matchLock.unlock();
+        }
+        if (r != null) {
+            r.matchedSrc = l.peer;
+            r.matchedTag = tag;
+            r.matchedSize = length;
+            if (length > r.buf.byteSize()) {
+                l.expectPayload(null, length, null, null, commId, tag);
+                r.fail(truncated(r, length));
+            } else {
+                l.expectPayload(r.buf, length, r, null, commId, tag);
+            }
+        } else {
+            byte[] data = new byte[(int) length];
+            l.expectPayload(MemorySegment.ofArray(data), length, null, data, commId, tag);
+        }
+        return true;
+    }
+
+    /** An unexpected eager payload is complete: match it with a recv posted meanwhile, or queue it. */
+    void onUnexpectedComplete(PeerLink l, long commId, int tag, byte[] data) {
+        Runnable after = null;
+        matchLock.lock();
+        try {
+            MatchTable table = table(commId);
+            Unexpected u = new Unexpected(commId, l.peer, tag, data.length, data, 0, null);
+            RecvRequest r = table.takePosted(l.peer, tag);
+            if (r != null) after = deliverUnexpected(r, u);
+            else table.unexpected.add(u);
+        } finally {
+            matchLock.unlock();
+        }
+        if (after != null) after.run();
+    }
+
+    /** An RTS arrived: match it now (and send CTS) or keep it as unexpected. */
+    void onRts(PeerLink l, long commId, int tag, long length, long msgId) {
+        Runnable after;
+        matchLock.lock();
+        try {
+            MatchTable table = table(commId);
+            Unexpected u = new Unexpected(commId, l.peer, tag, length, null, msgId, null);
+            RecvRequest r = table.takePosted(l.peer, tag);
+            if (r != null) {
+                after = deliverUnexpected(r, u);
+            } else {
+                table.unexpected.add(u);
+                after = null;
+            }
+        } finally {
+            matchLock.unlock();
+        }
+        if (after != null) after.run();
+    }
+
+    /** A peer's connection broke: fail every op that depended on it. */
+    void onPeerFailed(PeerLink l, Exception cause) {
+        int p = l.peer;
+        List<Request<?>> doomed = new ArrayList<>();
+        matchLock.lock();
+        try {
+            failed[p] = true;
+            for (MatchTable table : tables.values()) {
+                for (Iterator<RecvRequest> it = table.posted.iterator(); it.hasNext(); ) {
+                    RecvRequest r = it.next();
+                    if (r.src == p || r.src == ANY) {
+                        it.remove();
+                        doomed.add(r);
+                    }
+                }
+                table.unexpected.removeIf(u -> u.src == p && u.data == null && u.selfSend == null);
+            }
+        } finally {
+            matchLock.unlock();
+        }
+        for (SendRequest s : l.drainQueued()) if (s != null) doomed.add(s);
+        if (l.payloadRecv() != null) doomed.add(l.payloadRecv());
+        doomed.addAll(l.awaitingCts.values());
+        l.awaitingCts.clear();
+        doomed.addAll(l.awaitingData.values());
+        l.awaitingData.clear();
+        for (Request<?> r : doomed) {
+            if (closing) r.fail(new CommAbortedException("rank " + rank + ": " + r.describe() + " failed: the session is closed"));
+            else r.fail(peerFailed(p, r.describe(), cause));
+        }
+    }
+
+    private PeerFailedException peerFailed(int peer, String what, Throwable cause) {
+        PeerLink l = links[peer];
+        String why = l.peerSaidBye ? "rank " + peer + " closed its session" : "rank " + peer + " failed (connection lost)";
+        return new PeerFailedException("rank " + rank + ": " + what + ": " + why, List.of(peer), cause);
+    }
+
+    private MatchTable table(long commId) {
+        return tables.computeIfAbsent(commId, id -> new MatchTable());
+    }
+
+    // ------------------------------------------------------------------------------------- connections
+
+    private PeerLink linkTo(int peer, long deadline) {
+        PeerLink l = links[peer];
+        if (l.state == PeerLink.State.CONNECTED) return l;
+        synchronized (l) {
+            while (l.state != PeerLink.State.IDLE) {
+                switch (l.state) {
+                    case CONNECTED -> { return l; }
+                    case FAILED, CLOSED -> throw peerFailed(peer, "connect to rank " + peer, null);
+                    default -> waitOn(l, deadline, peer);
+                }
+            }
+            l.state = PeerLink.State.CONNECTING;
+        }
+        // network I/O outside the monitor: the acceptor may need it to settle a simultaneous connect
+        try {
+            connect(l, deadline);
+            return l;
+        } catch (HcommException e) {
+            synchronized (l) {
+                if (l.state == PeerLink.State.CONNECTING) {
+                    l.state = PeerLink.State.FAILED;
+                    l.notifyAll();
+                }
+            }
+            matchLock.lock();
+            try {
+                failed[peer] = true;
+            } finally {
+                matchLock.unlock();
+            }
+            throw e;
+        }
+    }
+
+    private void waitOn(PeerLink l, long deadline, int peer) {
+        long left = deadline - System.nanoTime();
+        if (left <= 0) {
+            throw new io.hcomm4j.CommTimeoutException("rank " + rank + ": connecting to rank " + peer + " timed out");
+        }
+        try {
+            l.wait(Math.max(1, left / 1_000_000));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new HcommException("rank " + rank + ": interrupted while connecting to rank " + peer, e);
+        }
+    }
+
+    /** Connects to {@code l.peer} (state CONNECTING, monitor not held); returns once CONNECTED or throws. */
+    private void connect(PeerLink l, long deadline) {
+        int peer = l.peer;
+        InetSocketAddress addr = addressBook.apply(peer);
+        IOException last = null;
+        long backoff = 10;
+        long connectDeadline = Math.min(deadline, System.nanoTime() + connectTimeout.toNanos());
+        while (System.nanoTime() < connectDeadline && !closing) {
+            SocketChannel ch = null;
+            try {
+                ch = SocketChannel.open();
+                ch.socket().connect(addr, (int) Math.max(1, Math.min(10_000, (connectDeadline - System.nanoTime()) / 1_000_000)));
+                ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
+                auth.connect(ch, Auth.DATA, Duration.ofSeconds(10));
+                ByteBuffer hello = ByteBuffer.allocate(24).putInt(HELLO_MAGIC).putInt(rank).putInt(peer).putInt(size)
+                        .putLong(jobToken).flip();
+                while (hello.hasRemaining()) ch.write(hello);
+                ch.socket().setSoTimeout(10_000);
+                int b = ch.socket().getInputStream().read();
+                if (b == ACCEPT) {
+                    synchronized (l) {
+                        l.install(ch);
+                    }
+                    return;
+                }
+                ch.close();
+                if (b == REJECT) {
+                    // both sides connected at once and the peer (lower rank) keeps its own attempt: wait for it
+                    synchronized (l) {
+                        while (l.state == PeerLink.State.CONNECTING) waitOn(l, deadline, peer);
+                        if (l.state == PeerLink.State.CONNECTED) return;
+                    }
+                    throw peerFailed(peer, "connect to rank " + peer, null);
+                }
+                last = new IOException("rank " + peer + " closed the connection during the hello");
+            } catch (Auth.AuthException e) {
+                closeQuietly(ch);
+                throw new HcommException("rank " + rank + ": rank " + peer + " at " + addr + " failed authentication: "
+                        + e.getMessage() + " (do all ranks share HCOMM_SECRET?)", e);
+            } catch (IOException e) {
+                closeQuietly(ch);
+                last = e;
+            }
+            synchronized (l) {
+                if (l.state == PeerLink.State.CONNECTED) return;
+                try {
+                    l.wait(backoff);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    break;
+                }
+                if (l.state == PeerLink.State.CONNECTED) return;
+            }
+            backoff = Math.min(500, backoff * 2);
+        }
+        throw new PeerFailedException("rank " + rank + ": cannot connect to rank " + peer + " at " + addr + ": "
+                + (last == null ? "closing" : last.getMessage()), List.of(peer), last);
+    }
+
+    private void acceptLoop() {
+        while (!closing) {
+            SocketChannel ch;
+            try {
+                ch = listener.accept();
+            } catch (ClosedChannelException e) {
+                return;
+            } catch (IOException e) {
+                if (!closing) LOG.warn("rank {}: accept failed: {}", rank, e.toString());
+                continue;
+            }
+            Thread.ofVirtual().name("hcomm-hello-" + rank).start(() -> handshake(ch));
+        }
+    }
+
+    private void handshake(SocketChannel ch) {
+        String from = "?";
+        try {
+            from = String.valueOf(ch.getRemoteAddress());
+            auth.accept(ch, Auth.DATA, Duration.ofSeconds(10));
+            ch.socket().setSoTimeout(10_000);
+            var in = ch.socket().getInputStream();
+            byte[] hb = in.readNBytes(24);
+            if (hb.length < 24) throw new IOException("short hello");
+            ByteBuffer hello = ByteBuffer.wrap(hb);
+            int magic = hello.getInt();
+            int src = hello.getInt();
+            int dst = hello.getInt();
+            int peerSize = hello.getInt();
+            long token = hello.getLong();
+            if (magic != HELLO_MAGIC || dst != rank || peerSize != size || src < 0 || src >= size || src == rank
+                    || token != jobToken) {
+                throw new IOException("hello from a rank of another job or communicator (src " + src + ", dst " + dst
+                        + ", size " + peerSize + ")");
+            }
+            PeerLink l = links[src];
+            synchronized (l) {
+                boolean keepOurs = l.state == PeerLink.State.CONNECTING && rank < src;
+                if (l.state == PeerLink.State.IDLE || (l.state == PeerLink.State.CONNECTING && !keepOurs)) {
+                    ch.write(ByteBuffer.wrap(new byte[] {ACCEPT}));
+                    l.install(ch);
+                    return;
+                }
+                ch.write(ByteBuffer.wrap(new byte[] {REJECT}));
+                ch.close();
+            }
+        } catch (Auth.AuthException e) {
+            LOG.warn("rank {}: refused a data connection from {}: {}", rank, from, e.getMessage());
+            closeQuietly(ch);
+        } catch (IOException e) {
+            if (!closing) LOG.warn("rank {}: refused a data connection from {}: {}", rank, from, e.toString());
+            closeQuietly(ch);
+        }
+    }
+
+    private static void closeQuietly(SocketChannel ch) {
+        if (ch == null) return;
+        try {
+            ch.close();
+        } catch (IOException ignored) {
+            // nothing more to do
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------ closing
+
+    /**
+     * Closes in order: says BYE on every connection, flushes what is queued (bounded), then closes sockets,
+     * stops the acceptor and the progress thread. Pending ops fail with {@link CommAbortedException}.
+     */
+    @Override
+    public void close() {
+        if (closing) return;
+        closing = true;
+        try {
+            listener.close();
+        } catch (IOException ignored) {
+            // closing anyway
+        }
+        for (PeerLink l : links) l.closeOrderly();
+        long deadline = System.nanoTime() + 2_000_000_000L;
+        progress.pollUntil(() -> {
+            for (PeerLink l : links) if (l.state == PeerLink.State.CONNECTED && !l.txIdle()) return false;
+            return true;
+        }, deadline);
+        progress.withToken(() -> {
+            for (PeerLink l : links) {
+                l.markClosed();
+                onPeerFailed(l, new ClosedChannelException());
+            }
+        });
+        List<Request<?>> doomed = new ArrayList<>();
+        matchLock.lock();
+        try {
+            for (MatchTable table : tables.values()) {
+                doomed.addAll(table.posted);
+                table.posted.clear();
+                for (Unexpected u : table.unexpected) if (u.selfSend != null) doomed.add(u.selfSend);
+                table.unexpected.clear();
+            }
+        } finally {
+            matchLock.unlock();
+        }
+        for (Request<?> r : doomed) r.fail(new CommAbortedException("rank " + rank + ": " + r.describe() + " failed: the session is closed"));
+        acceptor.interrupt();
+        try {
+            acceptor.join(2_000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        progress.close();
+    }
+
+    // ------------------------------------------------------------------------------------ match tables
+
+    /** A message that arrived before its receive: eager bytes, an RTS, or a send to self. */
+    record Unexpected(long commId, int src, int tag, long size, byte[] data, long msgId, SendRequest selfSend) {
+    }
+
+    /** Per communicator: receives posted in order, and unexpected messages in order of arrival. */
+    static final class MatchTable {
+        final java.util.ArrayList<RecvRequest> posted = new java.util.ArrayList<>();
+        final java.util.ArrayList<Unexpected> unexpected = new java.util.ArrayList<>();
+
+        RecvRequest takePosted(int src, int tag) {
+            for (int i = 0; i < posted.size(); i++) {
+                RecvRequest r = posted.get(i);
+                if (r.matches(src, tag)) return posted.remove(i);
+            }
+            return null;
+        }
+
+        Unexpected takeUnexpected(RecvRequest r) {
+            for (int i = 0; i < unexpected.size(); i++) {
+                Unexpected u = unexpected.get(i);
+                if (r.matches(u.src, u.tag)) return unexpected.remove(i);
+            }
+            return null;
+        }
+    }
+}

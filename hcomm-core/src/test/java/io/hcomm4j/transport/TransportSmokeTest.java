@@ -1,0 +1,66 @@
+package io.hcomm4j.transport;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.hcomm4j.Status;
+import io.hcomm4j.security.Auth;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+
+class TransportSmokeTest {
+    static TcpTransport[] job(int n) throws Exception {
+        TcpTransport[] ts = new TcpTransport[n];
+        InetSocketAddress[] book = new InetSocketAddress[n];
+        var opts = new TcpTransport.Options(Duration.ofSeconds(20), Duration.ofSeconds(10), Duration.ofNanos(50_000), 64 * 1024, 64 << 20);
+        for (int i = 0; i < n; i++) {
+            ts[i] = TcpTransport.open(i, n, InetAddress.getLoopbackAddress(), Auth.of("s"), 42, opts);
+            book[i] = ts[i].listenAddress();
+        }
+        for (TcpTransport t : ts) t.start(p -> book[p]);
+        return ts;
+    }
+
+    @Test
+    void pingPongAndLarge() throws Exception {
+        TcpTransport[] ts = job(2);
+        try (Arena arena = Arena.ofShared()) {
+            for (long size : new long[] {0, 1, 4095, 4096, 65536, 65537, (1 << 20) + 7, 64L << 20}) {
+                MemorySegment src = arena.allocate(Math.max(1, size));
+                MemorySegment dst = arena.allocate(Math.max(1, size));
+                for (long i = 0; i < size; i++) src.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 31 + size));
+                MemorySegment s = src.asSlice(0, size);
+                var r = ts[1].recv(0, 0, 5, dst);
+                var w = ts[0].send(0, 1, 5, s);
+                w.await();
+                Status st = r.await();
+                assertThat(st.bytes()).isEqualTo(size);
+                assertThat(st.source()).isEqualTo(0);
+                assertThat(dst.asSlice(0, size).mismatch(s)).isEqualTo(-1);
+            }
+            // latency
+            MemorySegment a = arena.allocate(8), b = arena.allocate(8);
+            Thread echo = Thread.ofPlatform().start(() -> {
+                for (int i = 0; i < 20000; i++) {
+                    ts[1].recv(0, 0, 1, b).await();
+                    ts[1].send(0, 0, 1, b).await();
+                }
+            });
+            long t0 = 0;
+            for (int i = 0; i < 20000; i++) {
+                if (i == 10000) t0 = System.nanoTime();
+                ts[0].send(0, 1, 1, a).await();
+                ts[0].recv(0, 1, 1, a).await();
+            }
+            long t1 = System.nanoTime();
+            echo.join();
+            System.out.printf("pingpong 8B half-rtt %.2f us%n", (t1 - t0) / 10000.0 / 2 / 1000);
+        } finally {
+            for (TcpTransport t : ts) t.close();
+        }
+    }
+}
