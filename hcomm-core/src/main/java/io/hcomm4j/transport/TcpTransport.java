@@ -177,6 +177,7 @@ public final class TcpTransport implements AutoCloseable {
             matchLock.unlock();
         }
         if (after != null) after.run();
+        else if (src != ANY && src != rank && links[src].state == PeerLink.State.IDLE) connectInBackground(src);
         return r;
     }
 
@@ -439,20 +440,31 @@ public final class TcpTransport implements AutoCloseable {
             connect(l, deadline);
             return l;
         } catch (HcommException e) {
+            boolean mine;
             synchronized (l) {
-                if (l.state == PeerLink.State.CONNECTING) {
+                mine = l.state == PeerLink.State.CONNECTING;
+                if (mine) {
                     l.state = PeerLink.State.FAILED;
                     l.notifyAll();
                 }
             }
-            matchLock.lock();
-            try {
-                failed[peer] = true;
-            } finally {
-                matchLock.unlock();
-            }
+            if (mine && !closing) onPeerFailed(l, e);
             throw e;
         }
+    }
+
+    /**
+     * Opens the connection to a peer we wait for but have not talked to yet, so that its death is noticed
+     * (connection refused or EOF) instead of waiting out the timeout.
+     */
+    private void connectInBackground(int peer) {
+        Thread.ofVirtual().name("hcomm-connect-" + rank).start(() -> {
+            try {
+                linkTo(peer, System.nanoTime() + connectTimeout.toNanos());
+            } catch (HcommException e) {
+                LOG.debug("rank {}: background connect to rank {} failed: {}", rank, peer, e.getMessage());
+            }
+        });
     }
 
     private void waitOn(PeerLink l, long deadline, int peer) {

@@ -59,6 +59,14 @@ class TransportSmokeTest {
             long t1 = System.nanoTime();
             echo.join();
             System.out.printf("pingpong 8B half-rtt %.2f us%n", (t1 - t0) / 10000.0 / 2 / 1000);
+            MemorySegment big = arena.allocate(64L << 20), big2 = arena.allocate(64L << 20);
+            for (int rep = 0; rep < 6; rep++) {
+                long s0 = System.nanoTime();
+                var rr = ts[1].recv(0, 0, 9, big2);
+                ts[0].send(0, 1, 9, big).await();
+                rr.await();
+                System.out.printf("64MiB one-way %.2f GB/s%n", (64 << 20) / ((System.nanoTime() - s0) / 1e9) / 1e9);
+            }
         } finally {
             for (TcpTransport t : ts) t.close();
         }

@@ -1,0 +1,121 @@
+package io.hcomm4j;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.hcomm4j.bootstrap.TcpStore;
+import io.hcomm4j.security.Auth;
+import io.hcomm4j.testing.Ranks;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Strangers at a rank's data port while a job runs: no secret, a wrong secret, random bytes, the right
+ * secret with a foreign hello. Each is refused and closed; the job's results stay exactly right.
+ */
+class DataPortSecurityTest {
+    @Test
+    void foreignClientsAreRefusedAndTheJobStaysCorrect() throws Exception {
+        int port = Ranks.freePort();
+        int n = 2;
+        CountDownLatch running = new CountDownLatch(n);
+        CountDownLatch attacked = new CountDownLatch(1);
+        AtomicInteger rounds = new AtomicInteger();
+        List<Thread> ranks = new ArrayList<>();
+        List<Throwable> errors = new java.util.concurrent.CopyOnWriteArrayList<>();
+        for (int r = 0; r < n; r++) {
+            int rank = r;
+            ranks.add(Thread.ofPlatform().start(() -> {
+                try (Hcomm h = Hcomm.init(Ranks.threadConfig(rank, n, port).build())) {
+                    Communicator c = h.world();
+                    running.countDown();
+                    Random rnd = new Random(rank);
+                    int round = 0;
+                    while (attacked.getCount() > 0 || round < 50) {
+                        int size = rnd.nextInt(3) == 0 ? 200_000 : 1000;
+                        long[] out = new long[size / 8];
+                        for (int i = 0; i < out.length; i++) out[i] = rank * 1_000_000_007L + round * 31L + i;
+                        long[] in = new long[out.length];
+                        CommFuture<Status> rf = c.recvAsync(in, 1 - rank, round % 3);
+                        c.send(out, 1 - rank, round % 3);
+                        rf.await();
+                        for (int i = 0; i < in.length; i++) {
+                            long want = (1 - rank) * 1_000_000_007L + round * 31L + i;
+                            if (in[i] != want) throw new AssertionError("round " + round + " element " + i);
+                        }
+                        round++;
+                    }
+                    rounds.addAndGet(round);
+                } catch (Throwable e) {
+                    errors.add(e);
+                }
+            }));
+        }
+        running.await();
+        InetSocketAddress data;
+        try (TcpStore store = TcpStore.connect(new InetSocketAddress("127.0.0.1", port), "thread-secret", Duration.ofSeconds(10))) {
+            String[] hp = new String(store.get("hcomm/1/addr/0", Duration.ofSeconds(10)), StandardCharsets.UTF_8).split(" ");
+            data = new InetSocketAddress(hp[0], Integer.parseInt(hp[1]));
+        }
+        try {
+            // (a) connects and says nothing: the rank's handshake thread waits out its own deadline; the job goes on
+            SocketChannel silent = SocketChannel.open(data);
+            // (b) no secret and (c) a wrong secret: the handshake fails
+            for (String secret : new String[] {null, "wrong-secret"}) {
+                try (SocketChannel ch = SocketChannel.open(data)) {
+                    try {
+                        Auth.of(secret).connect(ch, Auth.DATA, Duration.ofSeconds(5));
+                        throw new AssertionError("handshake with secret " + secret + " succeeded");
+                    } catch (Auth.AuthException expected) {
+                        // the rank did not prove itself to us either
+                    }
+                }
+            }
+            // (d) random bytes instead of the handshake
+            try (SocketChannel ch = SocketChannel.open(data)) {
+                byte[] junk = new byte[4096];
+                new Random(7).nextBytes(junk);
+                ch.write(ByteBuffer.wrap(junk));
+                assertClosedByPeer(ch);
+            }
+            // (e) the right secret but a hello from another job
+            try (SocketChannel ch = SocketChannel.open(data)) {
+                Auth.of("thread-secret").connect(ch, Auth.DATA, Duration.ofSeconds(5));
+                ch.write(ByteBuffer.allocate(24).putInt(0x4843484C).putInt(1).putInt(0).putInt(2).putLong(12345).flip());
+                assertClosedByPeer(ch);
+            }
+            silent.close();
+        } finally {
+            attacked.countDown();
+        }
+        for (Thread t : ranks) t.join(120_000);
+        assertThat(errors).isEmpty();
+        assertThat(rounds.get()).isGreaterThanOrEqualTo(100);
+    }
+
+    private static void assertClosedByPeer(SocketChannel ch) throws IOException {
+        ch.socket().setSoTimeout(15_000);
+        var in = ch.socket().getInputStream();
+        int total = 0;
+        while (true) {
+            int r;
+            try {
+                r = in.read(new byte[256]);
+            } catch (IOException reset) {
+                return; // reset by the rank: closed too
+            }
+            if (r < 0) return;
+            total += r;
+            if (total > 1024) throw new AssertionError("the rank keeps talking to a stranger");
+        }
+    }
+}

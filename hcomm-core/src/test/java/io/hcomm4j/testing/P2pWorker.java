@@ -1,0 +1,410 @@
+package io.hcomm4j.testing;
+
+import io.hcomm4j.CommAbortedException;
+import io.hcomm4j.CommFuture;
+import io.hcomm4j.Communicator;
+import io.hcomm4j.DataType;
+import io.hcomm4j.Hcomm;
+import io.hcomm4j.Status;
+import io.hcomm4j.Stream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Random;
+import java.util.Set;
+
+/**
+ * One rank of the point-to-point test job (a separate JVM). Every check is on every element; a failure
+ * throws, which exits the JVM non-zero with the reason on stderr.
+ */
+public final class P2pWorker {
+    static final long[] SIZES = {0, 1, 4095, 4096, (1 << 20) + 7, 64L << 20};
+
+    public static void main(String[] args) throws Exception {
+        try (Hcomm hcomm = Hcomm.init()) {
+            Communicator comm = hcomm.world();
+            int rank = comm.rank();
+            for (String scenario : args) {
+                long t0 = System.nanoTime();
+                switch (scenario) {
+                    case "sizes" -> sizes(comm);
+                    case "types" -> types(comm);
+                    case "tags" -> tags(comm);
+                    case "anysource" -> anySource(comm);
+                    case "stream" -> stream(comm);
+                    case "self" -> self(comm);
+                    case "errors" -> errors(comm);
+                    default -> throw new IllegalArgumentException("unknown scenario " + scenario);
+                }
+                System.out.printf("rank %d PASS %s (%d ms)%n", rank, scenario, (System.nanoTime() - t0) / 1_000_000);
+            }
+        }
+    }
+
+    /** The byte every test message carries at index i. */
+    static byte pattern(int src, int tag, long i) {
+        long x = (i + 1) * 0x9E3779B97F4A7C15L ^ (src * 31L + tag * 1_000_003L);
+        return (byte) (x ^ (x >>> 29));
+    }
+
+    static void fill(MemorySegment s, int src, int tag) {
+        for (long i = 0; i < s.byteSize(); i++) s.set(ValueLayout.JAVA_BYTE, i, pattern(src, tag, i));
+    }
+
+    static void check(MemorySegment s, long n, int src, int tag, String what) {
+        for (long i = 0; i < n; i++) {
+            byte b = s.get(ValueLayout.JAVA_BYTE, i);
+            if (b != pattern(src, tag, i)) {
+                throw new AssertionError(what + ": byte " + i + " of " + n + " is " + b + ", expected " + pattern(src, tag, i));
+            }
+        }
+    }
+
+    enum Form { BLOCKING, ASYNC, STREAM }
+
+    /** Every size, off-heap, in all three forms, around the ring (send to next, receive from previous). */
+    static void sizes(Communicator comm) {
+        int n = comm.size(), rank = comm.rank(), next = (rank + 1) % n, prev = (rank - 1 + n) % n;
+        try (Arena arena = Arena.ofConfined(); Stream stream = comm.newStream()) {
+            for (long size : SIZES) {
+                MemorySegment out = arena.allocate(Math.max(1, size)).asSlice(0, size);
+                MemorySegment in = arena.allocate(size + 16);
+                for (Form form : Form.values()) {
+                    int tag = (int) (size % 1000) + form.ordinal();
+                    fill(out, rank, tag);
+                    in.fill((byte) 0x5A);
+                    Status st = exchange(comm, stream, form, out, in, next, prev, tag);
+                    expect(st, prev, tag, size, "sizes " + form + " " + size);
+                    check(in, size, prev, tag, "sizes " + form + " " + size);
+                    if (in.get(ValueLayout.JAVA_BYTE, size) != 0x5A) throw new AssertionError("wrote past the message end");
+                }
+            }
+        }
+    }
+
+    static Status exchange(Communicator comm, Stream stream, Form form, MemorySegment out, MemorySegment in,
+                           int next, int prev, int tag) {
+        return switch (form) {
+            case BLOCKING -> {
+                // even ranks send first, odd ranks receive first: plain blocking calls, no deadlock on a ring
+                if (comm.rank() % 2 == 0 && comm.size() % 2 == 0) {
+                    comm.send(out, next, tag);
+                    yield comm.recv(in, prev, tag);
+                } else if (comm.size() % 2 == 0) {
+                    Status st = comm.recv(in, prev, tag);
+                    comm.send(out, next, tag);
+                    yield st;
+                } else {
+                    CommFuture<Status> r = comm.recvAsync(in, prev, tag);
+                    comm.send(out, next, tag);
+                    yield r.await();
+                }
+            }
+            case ASYNC -> {
+                CommFuture<Status> r = comm.recvAsync(in, prev, tag);
+                CommFuture<Void> s = comm.sendAsync(out, next, tag);
+                s.join();
+                yield r.join();
+            }
+            case STREAM -> {
+                // a second stream receives so the ring cannot deadlock; synchronize waits for both
+                try (Stream recvStream = comm.newStream()) {
+                    CommFuture<Status> r = recvStream.recv(in, prev, tag);
+                    stream.send(out, next, tag);
+                    stream.synchronize();
+                    recvStream.synchronize();
+                    yield r.join();
+                }
+            }
+        };
+    }
+
+    static void expect(Status st, int src, int tag, long bytes, String what) {
+        if (st.source() != src || st.tag() != tag || st.bytes() != bytes) {
+            throw new AssertionError(what + ": status " + st + ", expected source " + src + " tag " + tag + " bytes " + bytes);
+        }
+    }
+
+    /** Heap arrays of every element type (each DataType's Java carrier), every size, checked per element. */
+    static void types(Communicator comm) {
+        int n = comm.size(), rank = comm.rank(), next = (rank + 1) % n, prev = (rank - 1 + n) % n;
+        for (DataType type : DataType.values()) {
+            for (long bytes : SIZES) {
+                int count = (int) (bytes / type.byteSize());
+                int tag = 100 + type.ordinal();
+                Object out = newArray(type, count), in = newArray(type, count + 3);
+                MemorySegment outSeg = seg(out), inSeg = seg(in);
+                for (int i = 0; i < count; i++) setElem(outSeg, type, i, value(rank, type, i));
+                CommFuture<Status> r = switch (in) {
+                    case byte[] a -> comm.recvAsync(a, prev, tag);
+                    case short[] a -> comm.recvAsync(a, prev, tag);
+                    case int[] a -> comm.recvAsync(a, prev, tag);
+                    case long[] a -> comm.recvAsync(a, prev, tag);
+                    case float[] a -> comm.recvAsync(a, prev, tag);
+                    case double[] a -> comm.recvAsync(a, prev, tag);
+                    default -> throw new IllegalStateException();
+                };
+                switch (out) {
+                    case byte[] a -> comm.send(a, next, tag);
+                    case short[] a -> comm.send(a, next, tag);
+                    case int[] a -> comm.send(a, next, tag);
+                    case long[] a -> comm.send(a, next, tag);
+                    case float[] a -> comm.send(a, next, tag);
+                    case double[] a -> comm.send(a, next, tag);
+                    default -> throw new IllegalStateException();
+                }
+                Status st = r.await();
+                expect(st, prev, tag, (long) count * type.byteSize(), "types " + type);
+                for (int i = 0; i < count; i++) {
+                    long got = getElem(inSeg, type, i), want = value(prev, type, i);
+                    if (got != want) throw new AssertionError("types " + type + " count " + count + ": element " + i + " is " + got + ", expected " + want);
+                }
+            }
+        }
+    }
+
+    static Object newArray(DataType t, int count) {
+        return switch (t) {
+            case INT8, UINT8 -> new byte[count];
+            case FLOAT16, BFLOAT16 -> new short[count];
+            case INT32 -> new int[count];
+            case INT64 -> new long[count];
+            case FLOAT32 -> new float[count];
+            case FLOAT64 -> new double[count];
+        };
+    }
+
+    static MemorySegment seg(Object a) {
+        return switch (a) {
+            case byte[] x -> MemorySegment.ofArray(x);
+            case short[] x -> MemorySegment.ofArray(x);
+            case int[] x -> MemorySegment.ofArray(x);
+            case long[] x -> MemorySegment.ofArray(x);
+            case float[] x -> MemorySegment.ofArray(x);
+            case double[] x -> MemorySegment.ofArray(x);
+            default -> throw new IllegalStateException();
+        };
+    }
+
+    /** A value per (rank, type, index), as the raw bits the element holds. */
+    static long value(int rank, DataType t, int i) {
+        long v = (long) i * 2654435761L + rank * 97L + t.ordinal();
+        return switch (t) {
+            case INT8, UINT8 -> (byte) v;
+            case FLOAT16, BFLOAT16 -> (short) v;
+            case INT32 -> (int) v;
+            case INT64 -> v * 0x100000001L;
+            case FLOAT32 -> Float.floatToRawIntBits((float) (v * 0.5));
+            case FLOAT64 -> Double.doubleToRawLongBits(v * 0.25);
+        };
+    }
+
+    static void setElem(MemorySegment s, DataType t, int i, long v) {
+        switch (t) {
+            case INT8, UINT8 -> s.setAtIndex(ValueLayout.JAVA_BYTE, i, (byte) v);
+            case FLOAT16, BFLOAT16 -> s.setAtIndex(ValueLayout.JAVA_SHORT, i, (short) v);
+            case INT32 -> s.setAtIndex(ValueLayout.JAVA_INT, i, (int) v);
+            case INT64 -> s.setAtIndex(ValueLayout.JAVA_LONG, i, v);
+            case FLOAT32 -> s.setAtIndex(ValueLayout.JAVA_FLOAT, i, Float.intBitsToFloat((int) v));
+            case FLOAT64 -> s.setAtIndex(ValueLayout.JAVA_DOUBLE, i, Double.longBitsToDouble(v));
+        }
+    }
+
+    static long getElem(MemorySegment s, DataType t, int i) {
+        return switch (t) {
+            case INT8, UINT8 -> s.getAtIndex(ValueLayout.JAVA_BYTE, i);
+            case FLOAT16, BFLOAT16 -> s.getAtIndex(ValueLayout.JAVA_SHORT, i);
+            case INT32 -> s.getAtIndex(ValueLayout.JAVA_INT, i);
+            case INT64 -> s.getAtIndex(ValueLayout.JAVA_LONG, i);
+            case FLOAT32 -> Float.floatToRawIntBits(s.getAtIndex(ValueLayout.JAVA_FLOAT, i));
+            case FLOAT64 -> Double.doubleToRawLongBits(s.getAtIndex(ValueLayout.JAVA_DOUBLE, i));
+        };
+    }
+
+    /**
+     * Many messages on interleaved tags, eager and rendezvous mixed within a tag, received in a different
+     * tag order than sent: within each tag they must arrive in send order (MPI non-overtaking).
+     */
+    static void tags(Communicator comm) {
+        int n = comm.size(), rank = comm.rank(), next = (rank + 1) % n, prev = (rank - 1 + n) % n;
+        int tags = 7, perTag = 30;
+        Random rnd = new Random(42);
+        long[] sizes = new long[tags * perTag];
+        for (int i = 0; i < sizes.length; i++) sizes[i] = rnd.nextInt(4) == 0 ? 70_000 + rnd.nextInt(200_000) : 8 + rnd.nextInt(3000);
+        try (Arena arena = Arena.ofConfined()) {
+            List<CommFuture<Status>> recvs = new ArrayList<>();
+            List<MemorySegment> inBufs = new ArrayList<>();
+            List<int[]> expected = new ArrayList<>();
+            // post receives tag by tag, highest tag first
+            for (int tag = tags - 1; tag >= 0; tag--) {
+                for (int k = 0; k < perTag; k++) {
+                    int msg = k * tags + tag;
+                    MemorySegment in = arena.allocate(sizes[msg]);
+                    inBufs.add(in);
+                    expected.add(new int[] {tag, msg});
+                    recvs.add(comm.recvAsync(in, prev, tag));
+                }
+            }
+            // send round-robin over tags; message index encodes (k, tag)
+            List<CommFuture<Void>> sends = new ArrayList<>();
+            List<MemorySegment> keep = new ArrayList<>();
+            for (int msg = 0; msg < sizes.length; msg++) {
+                int tag = msg % tags;
+                MemorySegment out = arena.allocate(sizes[msg]);
+                fill(out, rank * 1000 + msg, tag);
+                keep.add(out);
+                sends.add(comm.sendAsync(out, next, tag));
+            }
+            for (CommFuture<Void> s : sends) s.await();
+            for (int i = 0; i < recvs.size(); i++) {
+                Status st = recvs.get(i).await();
+                int tag = expected.get(i)[0], msg = expected.get(i)[1];
+                expect(st, prev, tag, sizes[msg], "tags msg " + msg);
+                check(inBufs.get(i), sizes[msg], prev * 1000 + msg, tag, "tags msg " + msg + " (order within tag " + tag + ")");
+            }
+        }
+    }
+
+    /** Rank 0 receives one message from every rank with ANY_SOURCE / ANY_TAG. */
+    static void anySource(Communicator comm) {
+        int n = comm.size(), rank = comm.rank();
+        try (Arena arena = Arena.ofConfined()) {
+            if (rank == 0) {
+                Set<Integer> seen = new HashSet<>();
+                for (int i = 0; i < n - 1; i++) {
+                    MemorySegment in = arena.allocate(200_000);
+                    Status st = comm.recv(in, Communicator.ANY_SOURCE, Communicator.ANY_TAG);
+                    int src = st.source();
+                    if (src <= 0 || src >= n || !seen.add(src)) throw new AssertionError("anysource: unexpected source " + st);
+                    long size = src % 2 == 0 ? 100 : 150_000;
+                    expect(st, src, 500 + src, size, "anysource");
+                    check(in, size, src, 500 + src, "anysource from " + src);
+                }
+            } else {
+                long size = rank % 2 == 0 ? 100 : 150_000;
+                MemorySegment out = arena.allocate(size);
+                fill(out, rank, 500 + rank);
+                comm.send(out, 0, 500 + rank);
+            }
+        }
+    }
+
+    /** FIFO order on one stream; a failed op fails the rest until synchronize reports it. */
+    static void stream(Communicator comm) {
+        int n = comm.size(), rank = comm.rank(), next = (rank + 1) % n, prev = (rank - 1 + n) % n;
+        try (Arena arena = Arena.ofConfined(); Stream s = comm.newStream(); Stream r = comm.newStream()) {
+            int count = 50;
+            List<MemorySegment> ins = new ArrayList<>();
+            List<CommFuture<Status>> fs = new ArrayList<>();
+            for (int i = 0; i < count; i++) {
+                MemorySegment in = arena.allocate(5000);
+                ins.add(in);
+                fs.add(r.recv(in, prev, 7)); // same tag: the stream order is the send order
+            }
+            for (int i = 0; i < count; i++) {
+                MemorySegment out = arena.allocate(5000);
+                fill(out, rank * 100 + i, 7);
+                s.send(out, next, 7);
+            }
+            s.synchronize();
+            r.synchronize();
+            for (int i = 0; i < count; i++) {
+                if (!fs.get(i).isDone()) throw new AssertionError("stream op " + i + " not done after synchronize");
+                check(ins.get(i), 5000, prev * 100 + i, 7, "stream msg " + i);
+            }
+            // failure: a too-small receive fails; the op queued after it is not run; synchronize throws the first
+            MemorySegment big = arena.allocate(10_000);
+            fill(big, rank, 8);
+            comm.send(big, next, 8);
+            CommFuture<Status> tooSmall = r.recv(arena.allocate(100), prev, 8);
+            CommFuture<Status> after = r.recv(arena.allocate(100), prev, 9);
+            try {
+                r.synchronize();
+                throw new AssertionError("synchronize did not report the failed receive");
+            } catch (IllegalArgumentException e) {
+                if (!e.getMessage().contains("smaller than the message")) throw new AssertionError("wrong failure: " + e);
+            }
+            if (!tooSmall.isCompletedExceptionally()) throw new AssertionError("too-small receive did not fail");
+            try {
+                after.await();
+                throw new AssertionError("the op after a failure ran");
+            } catch (CommAbortedException expectedFailure) {
+                // the stream did not run it
+            }
+            // the stream is usable again after synchronize reported the failure
+            MemorySegment in = arena.allocate(64);
+            MemorySegment out = arena.allocate(64);
+            fill(out, rank, 10);
+            CommFuture<Status> again = r.recv(in, prev, 10);
+            s.send(out, next, 10);
+            s.synchronize();
+            r.synchronize();
+            expect(again.join(), prev, 10, 64, "stream after failure");
+            check(in, 64, prev, 10, "stream after failure");
+        }
+    }
+
+    /** Messages to oneself, eager and rendezvous, posted before and after the send. */
+    static void self(Communicator comm) {
+        int rank = comm.rank();
+        try (Arena arena = Arena.ofConfined()) {
+            for (long size : new long[] {0, 10, 100_000, 5_000_000}) {
+                MemorySegment out = arena.allocate(Math.max(1, size)).asSlice(0, size);
+                fill(out, rank, 3);
+                MemorySegment in = arena.allocate(size + 1);
+                CommFuture<Void> s = comm.sendAsync(out, rank, 3);
+                Status st = comm.recv(in, rank, 3);
+                s.await();
+                expect(st, rank, 3, size, "self");
+                check(in, size, rank, 3, "self " + size);
+                CommFuture<Status> r = comm.recvAsync(in, rank, 4);
+                comm.sendAsync(out, rank, 4).await();
+                expect(r.await(), rank, 4, size, "self posted first");
+                check(in, size, rank, 4, "self posted first " + size);
+            }
+        }
+    }
+
+    /** Bad arguments fail at once with a message naming the argument; the job goes on. */
+    static void errors(Communicator comm) {
+        int n = comm.size(), rank = comm.rank(), next = (rank + 1) % n, prev = (rank - 1 + n) % n;
+        MemorySegment small = MemorySegment.ofArray(new byte[16]);
+        expectThrows(() -> comm.send(small, n, 0), IllegalArgumentException.class, "peer " + n);
+        expectThrows(() -> comm.send(small, -1, 0), IllegalArgumentException.class, "peer -1");
+        expectThrows(() -> comm.recv(small, n + 5, 0), IllegalArgumentException.class, "peer " + (n + 5));
+        expectThrows(() -> comm.send(small, next, -3), IllegalArgumentException.class, "tag -3");
+        expectThrows(() -> comm.recv(small, prev, -7), IllegalArgumentException.class, "tag -7");
+        expectThrows(() -> comm.send((MemorySegment) null, next, 0), NullPointerException.class, "buf");
+        expectThrows(() -> comm.recv(small.asReadOnly(), prev, 0), IllegalArgumentException.class, "read-only");
+        // receive buffer smaller than the message, eager and rendezvous: the receiver gets the error, the sender completes
+        for (int size : new int[] {1000, 300_000}) {
+            byte[] out = new byte[size];
+            CommFuture<Void> s = comm.sendAsync(out, next, 11);
+            expectThrows(() -> comm.recv(new byte[size / 2], prev, 11), IllegalArgumentException.class, "smaller than the message");
+            s.await();
+        }
+        // the link still works afterwards
+        byte[] out = new byte[32];
+        for (int i = 0; i < 32; i++) out[i] = (byte) (rank + i);
+        byte[] in = new byte[32];
+        CommFuture<Status> r = comm.recvAsync(in, prev, 12);
+        comm.send(out, next, 12);
+        r.await();
+        for (int i = 0; i < 32; i++) if (in[i] != (byte) (prev + i)) throw new AssertionError("after errors: byte " + i);
+    }
+
+    static void expectThrows(Runnable r, Class<? extends Throwable> type, String fragment) {
+        try {
+            r.run();
+        } catch (Throwable e) {
+            if (!type.isInstance(e) || e.getMessage() == null || !e.getMessage().contains(fragment)) {
+                throw new AssertionError("expected " + type.getSimpleName() + " mentioning '" + fragment + "', got " + e, e);
+            }
+            return;
+        }
+        throw new AssertionError("expected " + type.getSimpleName() + " mentioning '" + fragment + "', nothing thrown");
+    }
+}

@@ -1,0 +1,175 @@
+package io.hcomm4j.testing;
+
+import io.hcomm4j.CommConfig;
+import io.hcomm4j.Hcomm;
+import java.io.File;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+
+/** Starts the ranks of a test job: as separate JVM processes (real sockets between processes) or as threads. */
+public final class Ranks {
+    private Ranks() {
+    }
+
+    /** What one rank process did. */
+    public record Outcome(int rank, int exitCode, String output) {
+    }
+
+    /** A free TCP port on loopback (for the store). */
+    public static int freePort() {
+        try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            return s.getLocalPort();
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** The command that starts {@code main} in a new JVM with this JVM's classpath and test flags. */
+    public static List<String> javaCommand(Class<?> main, String... args) {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(ProcessHandle.current().info().command().orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
+        String flags = System.getProperty("hcomm.test.jvmArgs", "--enable-native-access=ALL-UNNAMED");
+        cmd.addAll(Arrays.asList(flags.trim().split("\\s+")));
+        cmd.add("-Xmx1g");
+        cmd.add("-cp");
+        cmd.add(System.getProperty("java.class.path"));
+        cmd.add(main.getName());
+        cmd.addAll(Arrays.asList(args));
+        return cmd;
+    }
+
+    /** A running job of rank processes. */
+    public static final class Job implements AutoCloseable {
+        public final List<Process> processes = new ArrayList<>();
+        public final List<Path> logs = new ArrayList<>();
+        public final int port;
+
+        Job(int port) {
+            this.port = port;
+        }
+
+        /** Waits for every rank (killing all at the timeout) and returns their outcomes. */
+        public List<Outcome> await(Duration timeout) throws InterruptedException, IOException {
+            long deadline = System.nanoTime() + timeout.toNanos();
+            List<Outcome> out = new ArrayList<>();
+            for (int r = 0; r < processes.size(); r++) {
+                Process p = processes.get(r);
+                long left = deadline - System.nanoTime();
+                if (!p.waitFor(Math.max(0, left), TimeUnit.NANOSECONDS)) {
+                    close();
+                    throw new AssertionError("rank " + r + " did not finish within " + timeout + "; output of all ranks:\n" + outputs());
+                }
+                out.add(new Outcome(r, p.exitValue(), Files.readString(logs.get(r))));
+            }
+            return out;
+        }
+
+        /** All ranks' output, for failure messages. */
+        public String outputs() throws IOException {
+            StringBuilder sb = new StringBuilder();
+            for (int r = 0; r < logs.size(); r++) sb.append("--- rank ").append(r).append('\n').append(Files.readString(logs.get(r)));
+            return sb.toString();
+        }
+
+        @Override
+        public void close() {
+            for (Process p : processes) {
+                p.descendants().forEach(ProcessHandle::destroyForcibly);
+                p.destroyForcibly();
+            }
+            for (Process p : processes) {
+                try {
+                    p.waitFor(10, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        }
+    }
+
+    /** Starts {@code n} rank processes of {@code main} with the env that {@code hcomm launch} gives (rank 0 hosts the store). */
+    public static Job start(int n, Class<?> main, Map<String, String> extraEnv, String... args) throws IOException {
+        Job job = new Job(freePort());
+        Path dir = Files.createTempDirectory("hcomm-ranks");
+        for (int r = 0; r < n; r++) {
+            ProcessBuilder pb = new ProcessBuilder(javaCommand(main, args));
+            Map<String, String> env = pb.environment();
+            env.keySet().removeIf(k -> k.startsWith("HCOMM_"));
+            env.put("RANK", String.valueOf(r));
+            env.put("LOCAL_RANK", String.valueOf(r));
+            env.put("WORLD_SIZE", String.valueOf(n));
+            env.put("MASTER_ADDR", "127.0.0.1");
+            env.put("MASTER_PORT", String.valueOf(job.port));
+            env.put("HCOMM_SECRET", "test-secret");
+            env.put("HCOMM_TIMEOUT", "60s");
+            env.putAll(extraEnv);
+            Path log = dir.resolve("rank" + r + ".log");
+            pb.redirectErrorStream(true).redirectOutput(log.toFile()).redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")));
+            job.logs.add(log);
+            job.processes.add(pb.start());
+        }
+        return job;
+    }
+
+    /** Runs a job of processes and asserts that every rank exited 0; returns the outcomes. */
+    public static List<Outcome> run(int n, Class<?> main, Duration timeout, String... args) throws Exception {
+        try (Job job = start(n, main, Map.of(), args)) {
+            List<Outcome> out = job.await(timeout);
+            for (Outcome o : out) {
+                if (o.exitCode() != 0) {
+                    throw new AssertionError("rank " + o.rank() + " exited with " + o.exitCode() + "; output of all ranks:\n" + job.outputs());
+                }
+            }
+            return out;
+        }
+    }
+
+    /** Config for rank {@code rank} of an in-JVM job of {@code n} ranks whose store rank 0 hosts on {@code port}. */
+    public static CommConfig.Builder threadConfig(int rank, int n, int port) {
+        return CommConfig.builder().initMethod("tcp://127.0.0.1:" + port).rank(rank).worldSize(n).secret("thread-secret")
+                .timeout(Duration.ofSeconds(60)).initTimeout(Duration.ofSeconds(60));
+    }
+
+    /** Runs {@code body} on {@code n} ranks that are threads of this JVM, each in its own session; rethrows the first failure. */
+    public static void runThreads(int n, Duration timeout, Consumer<Hcomm> body) throws Exception {
+        int port = freePort();
+        ExecutorService pool = Executors.newFixedThreadPool(n);
+        try {
+            List<Future<?>> fs = new ArrayList<>();
+            for (int r = 0; r < n; r++) {
+                int rank = r;
+                fs.add(pool.submit(() -> {
+                    try (Hcomm h = Hcomm.init(threadConfig(rank, n, port).build())) {
+                        body.accept(h);
+                    }
+                    return null;
+                }));
+            }
+            long deadline = System.nanoTime() + timeout.toNanos();
+            for (Future<?> f : fs) {
+                try {
+                    f.get(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+                } catch (ExecutionException e) {
+                    if (e.getCause() instanceof Exception ex) throw ex;
+                    throw e;
+                }
+            }
+        } finally {
+            pool.shutdownNow();
+            pool.awaitTermination(30, TimeUnit.SECONDS);
+        }
+    }
+}
