@@ -79,13 +79,14 @@ public final class TcpStore implements Store {
         int handshakeDrops = 0;
         Exception last = null;
         int attempts = 0;
+        boolean connected = false;
         while (true) {
             attempts++;
             // Re-resolve each attempt: the store's host name may not resolve until its node is up.
             InetSocketAddress target = address.isUnresolved()
                     ? new InetSocketAddress(address.getHostString(), address.getPort()) : address;
             SocketChannel ch = null;
-            boolean connected = false;
+            connected = false;
             try {
                 if (target.isUnresolved()) throw new IOException("cannot resolve " + address.getHostString());
                 ch = SocketChannel.open();
@@ -103,8 +104,11 @@ public final class TcpStore implements Store {
                 return store;
             } catch (Auth.AuthException e) {
                 closeQuietly(ch);
-                throw new HcommException("store at " + hostPort(address) + " rejected the handshake: " + e.getMessage()
-                        + " (is HCOMM_SECRET the same on every rank and the launcher?)", e);
+                String hint = e.getMessage().contains("secret")
+                        ? "is HCOMM_SECRET the same on every rank and the launcher?"
+                        : "is another service listening on that port?";
+                throw new HcommException("store at " + hostPort(address) + " failed the handshake: " + e.getMessage()
+                        + " (" + hint + ")", e);
             } catch (IOException | RuntimeException e) {
                 closeQuietly(ch);
                 last = e;
@@ -119,8 +123,13 @@ public final class TcpStore implements Store {
             }
             long leftMs = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
             if (leftMs <= 0) {
-                throw new CommTimeoutException("could not connect to the store at " + hostPort(address) + " within " + human(timeout)
-                        + " (" + attempts + " attempts); last error: " + last);
+                // Something accepted the connection but never started the handshake: not our store.
+                String hint = connected && !(last instanceof EOFException || last instanceof SocketException)
+                        ? "; a server accepted the connection but did not speak the HComm4J handshake: is another "
+                        + "service on that port (under torchrun MASTER_PORT is torch's own store: set HCOMM_STORE_PORT)?"
+                        : "";
+                throw new CommTimeoutException("could not connect to the store at " + hostPort(address) + " within "
+                        + human(timeout) + " (" + attempts + " attempts); last error: " + last + hint);
             }
             try {
                 Thread.sleep(Math.min(backoff, leftMs));
@@ -306,7 +315,7 @@ public final class TcpStore implements Store {
             channel.socket().setSoTimeout(soTimeout > Integer.MAX_VALUE ? 0 : (int) soTimeout);
             return ex.run();
         } catch (SocketTimeoutException e) {
-            throw fail(what, "no reply within " + REPLY_GRACE + " beyond the requested wait", e);
+            throw fail(what, "no reply within " + human(REPLY_GRACE) + " beyond the requested wait", e);
         } catch (IOException e) {
             throw fail(what, closed ? "store client closed" : e.toString(), e);
         } finally {

@@ -55,7 +55,10 @@ public final class TcpStoreServer implements AutoCloseable {
     private final Auth auth;
     private final Duration handshakeTimeout;
     private final Thread acceptor;
+    /** Connections whose thread may still run; pruned of ended ones by the acceptor. */
     private final Set<Connection> connections = ConcurrentHashMap.newKeySet();
+    /** Acceptor-only: set size at which ended connections are pruned next. */
+    private int pruneAt = 64;
     private final AtomicLong connectionCount = new AtomicLong();
     private final AtomicLong rejected = new AtomicLong();
     private volatile boolean closed;
@@ -180,13 +183,16 @@ public final class TcpStoreServer implements AutoCloseable {
                 backoffMs = Math.min(backoffMs * 2, 100);
                 continue;
             }
-            // The thread needs its own Connection (to deregister) and the Connection holds the thread.
-            Connection[] self = new Connection[1];
             Thread t = Thread.ofVirtual()
                     .name("hcomm-store-conn-" + address.getPort() + "-" + connectionCount.incrementAndGet())
-                    .unstarted(() -> serve(self[0]));
+                    .unstarted(() -> serve(ch));
             Connection c = new Connection(ch, t);
-            self[0] = c;
+            // Entries leave the set only once their thread has ended, so close() can join every thread that might
+            // still run; pruning when the set has doubled keeps that amortized O(1) per connection.
+            if (connections.size() >= pruneAt) {
+                connections.removeIf(x -> !x.thread.isAlive());
+                pruneAt = Math.max(64, 2 * connections.size());
+            }
             connections.add(c);
             if (closed) {
                 connections.remove(c);
@@ -197,8 +203,7 @@ public final class TcpStoreServer implements AutoCloseable {
         }
     }
 
-    private void serve(Connection self) {
-        SocketChannel ch = self.channel;
+    private void serve(SocketChannel ch) {
         String peer = remote(ch);
         try {
             try {
@@ -235,7 +240,6 @@ public final class TcpStoreServer implements AutoCloseable {
             if (!closed) LOG.debug("store on {}: connection from {} lost: {}", name, peer, e.toString());
         } finally {
             closeQuietly(ch);
-            connections.remove(self);
         }
     }
 

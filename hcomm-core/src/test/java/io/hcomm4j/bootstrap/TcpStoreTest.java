@@ -79,6 +79,18 @@ class TcpStoreTest extends StoreContractTest {
     }
 
     @Test
+    void aListenerThatIsNotAStoreIsCalledOut() throws Exception {
+        // like torch's own store on MASTER_PORT: accepts, then waits for the client to speak first
+        try (java.net.ServerSocket other = new java.net.ServerSocket(0, 4, TestPorts.LOOPBACK)) {
+            assertThatThrownBy(() -> TcpStore.connect(new InetSocketAddress("127.0.0.1", other.getLocalPort()), SECRET,
+                    Duration.ofMillis(300)))
+                    .isInstanceOf(CommTimeoutException.class)
+                    .hasMessageContaining("127.0.0.1:" + other.getLocalPort())
+                    .hasMessageContaining("did not speak the HComm4J handshake");
+        }
+    }
+
+    @Test
     void wrongSecretIsReportedQuicklyNotRetriedUntilTheDeadline() {
         long t0 = System.nanoTime();
         assertThatThrownBy(() -> TcpStore.connect(server.address(), "not-the-secret", Duration.ofSeconds(30)))
