@@ -21,6 +21,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -63,11 +65,23 @@ public final class TcpStoreServer implements AutoCloseable {
     private final AtomicLong rejected = new AtomicLong();
     private volatile boolean closed;
 
-    // One lock and one condition: every mutation signals all waiters. Waiters are few (about one per rank) and
-    // bootstrap traffic is light, so a broadcast is cheaper to get right than per-key waiter lists.
+    // One lock guards the data and the waiters. Each waiting request has its own condition and is registered
+    // under the keys it still misses, so a set wakes only the requests waiting for that key: with n ranks each
+    // awaiting all n keys, a broadcast would cost O(n^2) wake-ups and O(n^3) key checks.
     private final ReentrantLock lock = new ReentrantLock();
-    private final Condition changed = lock.newCondition();
     private final Map<String, byte[]> data = new HashMap<>();
+    private final Map<String, Set<Waiter>> waiters = new HashMap<>();
+
+    /** A request blocked in GET or WAIT; {@code missing} are the keys it is registered under. Guarded by the lock. */
+    private static final class Waiter {
+        final Condition ready;
+        final Set<String> missing;
+
+        Waiter(Condition ready, Set<String> missing) {
+            this.ready = ready;
+            this.missing = missing;
+        }
+    }
 
     private record Connection(SocketChannel channel, Thread thread) {
     }
@@ -138,7 +152,7 @@ public final class TcpStoreServer implements AutoCloseable {
         join(acceptor, deadline);
         lock.lock();
         try {
-            changed.signalAll();
+            for (Set<Waiter> ws : waiters.values()) for (Waiter w : ws) w.ready.signal();
         } finally {
             lock.unlock();
         }
@@ -151,6 +165,7 @@ public final class TcpStoreServer implements AutoCloseable {
         lock.lock();
         try {
             data.clear();
+            waiters.clear();
         } finally {
             lock.unlock();
         }
@@ -326,7 +341,6 @@ public final class TcpStoreServer implements AutoCloseable {
                 lock.lock();
                 try {
                     existed = data.remove(key) != null;
-                    changed.signalAll();
                 } finally {
                     lock.unlock();
                 }
@@ -356,10 +370,20 @@ public final class TcpStoreServer implements AutoCloseable {
     private void put(String key, byte[] value) {
         lock.lock();
         try {
-            data.put(key, value);
-            changed.signalAll();
+            store(key, value);
         } finally {
             lock.unlock();
+        }
+    }
+
+    /** Stores and wakes the requests waiting for {@code key}. Lock held. */
+    private void store(String key, byte[] value) {
+        data.put(key, value);
+        Set<Waiter> ws = waiters.remove(key);
+        if (ws == null) return;
+        for (Waiter w : ws) {
+            w.missing.remove(key);
+            if (w.missing.isEmpty()) w.ready.signal();
         }
     }
 
@@ -373,38 +397,45 @@ public final class TcpStoreServer implements AutoCloseable {
     }
 
     private byte[] awaitValue(String key, long waitMs) throws InterruptedException, ClosedChannelException {
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(waitMs);
         lock.lock();
         try {
-            while (true) {
-                byte[] v = data.get(key);
-                if (v != null) return v;
-                // Closing: end without a reply, so the client reports a lost store rather than a timeout.
-                if (closed) throw new ClosedChannelException();
-                long left = deadline - System.nanoTime();
-                if (left <= 0) return null;
-                changed.awaitNanos(left);
-            }
+            // Read under the same lock hold that saw the key, so a concurrent delete cannot slip in between.
+            return awaitLocked(List.of(key), waitMs).isEmpty() ? data.get(key) : null;
         } finally {
             lock.unlock();
         }
     }
 
     private List<String> awaitKeys(List<String> keys, long waitMs) throws InterruptedException, ClosedChannelException {
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(waitMs);
         lock.lock();
         try {
-            while (true) {
-                List<String> missing = new ArrayList<>();
-                for (String k : keys) if (!data.containsKey(k)) missing.add(k);
-                if (missing.isEmpty()) return missing;
-                if (closed) throw new ClosedChannelException();
-                long left = deadline - System.nanoTime();
-                if (left <= 0) return missing;
-                changed.awaitNanos(left);
-            }
+            return awaitLocked(keys, waitMs);
         } finally {
             lock.unlock();
+        }
+    }
+
+    /** Waits until every key is set or {@code waitMs} passes; returns the keys still missing. Lock held. */
+    private List<String> awaitLocked(List<String> keys, long waitMs) throws InterruptedException, ClosedChannelException {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(waitMs);
+        while (true) {
+            // Closing: end without a reply, so the client reports a lost store rather than a timeout.
+            if (closed) throw new ClosedChannelException();
+            Set<String> missing = new LinkedHashSet<>();
+            for (String k : keys) if (!data.containsKey(k)) missing.add(k);
+            long left = deadline - System.nanoTime();
+            if (missing.isEmpty() || left <= 0) return new ArrayList<>(missing);
+            Waiter w = new Waiter(lock.newCondition(), missing);
+            for (String k : missing) waiters.computeIfAbsent(k, x -> new HashSet<>()).add(w);
+            try {
+                while (!w.missing.isEmpty() && !closed && left > 0) left = w.ready.awaitNanos(left);
+            } finally {
+                for (String k : w.missing) {
+                    Set<Waiter> ws = waiters.get(k);
+                    if (ws != null && ws.remove(w) && ws.isEmpty()) waiters.remove(k);
+                }
+            }
+            // Re-checked from the data: a key may have been deleted again after it woke us.
         }
     }
 
@@ -412,8 +443,7 @@ public final class TcpStoreServer implements AutoCloseable {
         lock.lock();
         try {
             long v = Math.addExact(decodeCounter(key, data.get(key)), delta);
-            data.put(key, encodeCounter(v));
-            changed.signalAll();
+            store(key, encodeCounter(v));
             return v;
         } finally {
             lock.unlock();
@@ -426,8 +456,7 @@ public final class TcpStoreServer implements AutoCloseable {
             byte[] cur = data.get(key);
             boolean match = expected == null ? cur == null : cur != null && Arrays.equals(cur, expected);
             if (!match) return cur;
-            data.put(key, desired);
-            changed.signalAll();
+            store(key, desired);
             return desired;
         } finally {
             lock.unlock();

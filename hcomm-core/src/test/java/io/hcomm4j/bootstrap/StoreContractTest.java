@@ -227,6 +227,36 @@ abstract class StoreContractTest {
         }
     }
 
+    /** The rendezvous pattern: every rank publishes its key, then waits for everyone's. */
+    @Test
+    void everyRankAwaitsEveryRanksKey() throws Exception {
+        int n = 32;
+        List<Store> clients = new ArrayList<>();
+        for (int i = 0; i < n; i++) clients.add(store());
+        List<String> keys = new ArrayList<>();
+        for (int i = 0; i < n; i++) keys.add("addr/" + i);
+        ExecutorService pool = Executors.newFixedThreadPool(n);
+        try {
+            List<Future<byte[]>> fs = new ArrayList<>();
+            for (int i = 0; i < n; i++) {
+                Store c = clients.get(i);
+                String mine = keys.get(i);
+                String next = keys.get((i + 1) % n);
+                fs.add(pool.submit(() -> {
+                    c.set(mine, mine.getBytes(UTF_8));
+                    c.await(keys, Duration.ofSeconds(15));
+                    return c.get(next, Duration.ZERO);
+                }));
+            }
+            for (int i = 0; i < n; i++) {
+                assertThat(fs.get(i).get(20, TimeUnit.SECONDS)).isEqualTo(keys.get((i + 1) % n).getBytes(UTF_8));
+            }
+        } finally {
+            pool.shutdownNow();
+            assertThat(pool.awaitTermination(5, TimeUnit.SECONDS)).isTrue();
+        }
+    }
+
     @Test
     void concurrentCompareAndSetElectsOneWinner() throws Exception {
         int threads = 8;
