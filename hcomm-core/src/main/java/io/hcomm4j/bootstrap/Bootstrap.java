@@ -1,15 +1,43 @@
 package io.hcomm4j.bootstrap;
 
 import io.hcomm4j.CommConfig;
+import io.hcomm4j.HcommException;
+import java.net.Inet4Address;
+import java.net.Inet6Address;
 import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.NetworkInterface;
+import java.net.SocketException;
+import java.net.UnknownHostException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Init-time discovery: who am I (rank, world size), where is the store, which address do data
  * connections use. Reads {@code tcp://}, {@code file://} and {@code env://} init methods; {@code env://}
- * understands torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), Slurm (SLURM_PROCID, SLURM_NTASKS)
- * and Open MPI (OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE).
+ * understands torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), Slurm (SLURM_PROCID, SLURM_NTASKS),
+ * Open MPI (OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE) and PMI (PMI_RANK, PMI_SIZE).
  */
 public final class Bootstrap {
+    private static final Logger LOG = LoggerFactory.getLogger(Bootstrap.class);
+    /** Launcher conventions in the order they are tried: {rank variable, size variable, who sets them}. */
+    private static final String[][] RANK_SOURCES = {
+        {"RANK", "WORLD_SIZE", "torchrun / hcomm launch"},
+        {"SLURM_PROCID", "SLURM_NTASKS", "Slurm srun"},
+        {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "Open MPI mpirun"},
+        {"PMI_RANK", "PMI_SIZE", "PMI (MPICH, Intel MPI)"},
+    };
+    /** One warning per JVM is enough: every rank thread of a test or every communicator would repeat it. */
+    private static final AtomicBoolean WARNED_NO_SECRET = new AtomicBoolean();
+
     private Bootstrap() {
     }
 
@@ -27,6 +55,259 @@ public final class Bootstrap {
 
     /** Resolves rank and size, starts the store server if this rank hosts it, and connects to the store. */
     public static Joined join(CommConfig config) {
-        throw new UnsupportedOperationException("TODO");
+        return join(config, System.getenv());
+    }
+
+    /**
+     * As {@link #join(CommConfig)}, reading launcher variables (RANK, MASTER_ADDR, SLURM_PROCID, …) from
+     * {@code env} instead of the process environment: for tests, and for embedders that learned them elsewhere.
+     *
+     * @throws HcommException rank, size or store cannot be determined (the message names the variables looked
+     *                        for), the store cannot be served or reached, or the data address cannot be resolved
+     */
+    public static Joined join(CommConfig config, Map<String, String> env) {
+        Objects.requireNonNull(config, "config");
+        Objects.requireNonNull(env, "env");
+        int[] rs = rankAndSize(config, env);
+        int rank = rs[0];
+        int size = rs[1];
+        String secret = config.secret().filter(s -> !s.isEmpty()).orElse(null);
+        if (secret == null && WARNED_NO_SECRET.compareAndSet(false, true)) {
+            LOG.warn("no job secret: store and data connections are unauthenticated, so any process that can reach "
+                    + "them can join or disturb the job; set HCOMM_SECRET (hcomm launch sets one for you)");
+        }
+        // Resolved before the store, so a misconfigured address fails fast instead of after the rendezvous.
+        InetAddress explicitData = explicitDataAddress(config);
+
+        String method = config.initMethod();
+        String scheme = method.toLowerCase(Locale.ROOT);
+        Store store;
+        TcpStoreServer server = null;
+        if (scheme.startsWith("file://")) {
+            String p = method.substring("file://".length());
+            if (p.isEmpty()) throw new HcommException("initMethod '" + method + "' names no directory (use file:///path)");
+            store = new FileStore(Path.of(p));
+        } else {
+            InetSocketAddress storeAddress;
+            String origin;
+            if (scheme.startsWith("tcp://")) {
+                storeAddress = parseTcp(method);
+                origin = "initMethod " + method;
+            } else if (scheme.startsWith("env://")) {
+                storeAddress = envStoreAddress(config, env);
+                origin = config.storePort() != CommConfig.UNSET ? "MASTER_ADDR and HCOMM_STORE_PORT" : "MASTER_ADDR:MASTER_PORT";
+            } else {
+                throw new HcommException("initMethod '" + method + "' is not one of env://, tcp://host:port, file:///path");
+            }
+            if (rank == 0 && !config.storeHosted()) {
+                try {
+                    server = TcpStoreServer.start(storeAddress, secret);
+                } catch (HcommException e) {
+                    throw new HcommException("rank 0 serves the store but cannot listen on " + StoreProtocol.hostPort(storeAddress) + " ("
+                            + origin + "): " + (e.getCause() != null ? e.getCause() : e.getMessage()) + "; the address must belong to rank 0's host and the port "
+                            + "be free (set HCOMM_STORE_HOSTED=1 if a launcher already serves the store)", e);
+                }
+            }
+            // With port 0 only rank 0 can know the port (a one-rank job); everyone else needs a fixed one.
+            InetSocketAddress connectTo = server != null && storeAddress.getPort() == 0 ? server.address() : storeAddress;
+            try {
+                store = TcpStore.connect(connectTo, secret, config.initTimeout());
+            } catch (RuntimeException e) {
+                closeQuietly(server);
+                throw e;
+            }
+        }
+        InetAddress data;
+        try {
+            data = explicitData != null ? explicitData : defaultDataAddress(store);
+        } catch (RuntimeException e) {
+            closeQuietly(store);
+            closeQuietly(server);
+            throw e;
+        }
+        LOG.debug("joined as rank {} of {} via {} (data address {})", rank, size, store, data.getHostAddress());
+        return new Joined(rank, size, store, data, server);
+    }
+
+    /** {rank, size}: from the config where set, otherwise from the first launcher convention found in {@code env}. */
+    static int[] rankAndSize(CommConfig config, Map<String, String> env) {
+        int rank = config.rank();
+        int size = config.worldSize();
+        String rankFrom = "HCOMM_RANK";
+        String sizeFrom = "HCOMM_WORLD_SIZE";
+        if (rank == CommConfig.UNSET || size == CommConfig.UNSET) {
+            String[] source = null;
+            List<String> halfSet = new ArrayList<>();
+            for (String[] s : RANK_SOURCES) {
+                boolean r = present(env, s[0]);
+                boolean n = present(env, s[1]);
+                if (r && n) {
+                    source = s;
+                    break;
+                }
+                if (r != n) halfSet.add((r ? s[0] : s[1]) + " is set but " + (r ? s[1] : s[0]) + " is not");
+            }
+            if (source == null) {
+                StringBuilder sb = new StringBuilder("cannot tell this process's rank and world size: set HCOMM_RANK "
+                        + "and HCOMM_WORLD_SIZE, or start it with a launcher; looked for ");
+                for (int i = 0; i < RANK_SOURCES.length; i++) {
+                    if (i > 0) sb.append(i == RANK_SOURCES.length - 1 ? " and " : ", ");
+                    sb.append(RANK_SOURCES[i][0]).append('/').append(RANK_SOURCES[i][1])
+                            .append(" (").append(RANK_SOURCES[i][2]).append(')');
+                }
+                sb.append(halfSet.isEmpty() ? ", found none" : "; " + String.join("; ", halfSet));
+                throw new HcommException(sb.toString());
+            }
+            if (rank == CommConfig.UNSET) {
+                rank = parseInt(env, source[0]);
+                rankFrom = source[0];
+            }
+            if (size == CommConfig.UNSET) {
+                size = parseInt(env, source[1]);
+                sizeFrom = source[1];
+            }
+        }
+        if (size < 1) throw new HcommException("world size " + size + " (from " + sizeFrom + ") must be >= 1");
+        if (rank < 0 || rank >= size) {
+            throw new HcommException("rank " + rank + " (from " + rankFrom + ") is outside [0, " + size
+                    + ") for world size " + size + " (from " + sizeFrom + ")");
+        }
+        return new int[] {rank, size};
+    }
+
+    /** Parses {@code tcp://host:port} (IPv6 literals in brackets). */
+    static InetSocketAddress parseTcp(String method) {
+        String rest = method.substring("tcp://".length());
+        int slash = rest.indexOf('/');
+        if (slash >= 0) rest = rest.substring(0, slash);
+        String host;
+        String port;
+        if (rest.startsWith("[")) {
+            int close = rest.indexOf(']');
+            if (close < 0 || close + 1 >= rest.length() || rest.charAt(close + 1) != ':') {
+                throw new HcommException("initMethod '" + method + "' is not tcp://host:port");
+            }
+            host = rest.substring(1, close);
+            port = rest.substring(close + 2);
+        } else {
+            int colon = rest.lastIndexOf(':');
+            if (colon <= 0) throw new HcommException("initMethod '" + method + "' is not tcp://host:port (port missing)");
+            host = rest.substring(0, colon);
+            port = rest.substring(colon + 1);
+        }
+        return new InetSocketAddress(host, parsePort(port, "the port of initMethod '" + method + "'"));
+    }
+
+    /** MASTER_ADDR and MASTER_PORT, or MASTER_ADDR and the configured store port (under torchrun, whose own store has MASTER_PORT). */
+    static InetSocketAddress envStoreAddress(CommConfig config, Map<String, String> env) {
+        boolean portFromConfig = config.storePort() != CommConfig.UNSET;
+        List<String> missing = new ArrayList<>();
+        if (!present(env, "MASTER_ADDR")) missing.add("MASTER_ADDR");
+        if (!portFromConfig && !present(env, "MASTER_PORT")) missing.add("MASTER_PORT");
+        if (!missing.isEmpty()) {
+            throw new HcommException("init method env:// finds the store at MASTER_ADDR:MASTER_PORT (or MASTER_ADDR "
+                    + "and HCOMM_STORE_PORT), but " + String.join(" and ", missing) + (missing.size() > 1 ? " are" : " is")
+                    + " not set; set them, or use HCOMM_INIT_METHOD=tcp://host:port or file:///shared/dir");
+        }
+        int port = portFromConfig ? config.storePort() : parsePort(env.get("MASTER_PORT").trim(), "MASTER_PORT");
+        return new InetSocketAddress(env.get("MASTER_ADDR").trim(), port);
+    }
+
+    /** The data address from {@code socketAddr} or {@code socketIfname}, or null if neither is set. */
+    static InetAddress explicitDataAddress(CommConfig config) {
+        if (config.socketAddr().isPresent()) {
+            String a = config.socketAddr().get().trim();
+            InetAddress addr;
+            try {
+                addr = InetAddress.getByName(a);
+            } catch (UnknownHostException e) {
+                throw new HcommException("socket address '" + a + "' (HCOMM_SOCKET_ADDR) does not resolve", e);
+            }
+            if (addr.isAnyLocalAddress()) {
+                throw new HcommException("socket address '" + a + "' (HCOMM_SOCKET_ADDR) is the wildcard address; "
+                        + "peers need an address they can connect to");
+            }
+            return addr;
+        }
+        if (config.socketIfname().isPresent()) return interfaceAddress(config.socketIfname().get().trim());
+        return null;
+    }
+
+    /** First IPv4 address of interface {@code name}, else its first global IPv6 address, else any IPv6 address. */
+    static InetAddress interfaceAddress(String name) {
+        NetworkInterface ni;
+        try {
+            ni = NetworkInterface.getByName(name);
+        } catch (SocketException e) {
+            throw new HcommException("cannot look up network interface '" + name + "' (HCOMM_SOCKET_IFNAME): " + e, e);
+        }
+        if (ni == null) {
+            throw new HcommException("network interface '" + name + "' (HCOMM_SOCKET_IFNAME) does not exist; this "
+                    + "host has " + interfaceNames());
+        }
+        List<InetAddress> addrs = Collections.list(ni.getInetAddresses());
+        for (InetAddress a : addrs) if (a instanceof Inet4Address) return a;
+        for (InetAddress a : addrs) if (a instanceof Inet6Address && !a.isLinkLocalAddress()) return a;
+        for (InetAddress a : addrs) if (a instanceof Inet6Address) return a;
+        throw new HcommException("network interface '" + name + "' (HCOMM_SOCKET_IFNAME) has no IP address; this "
+                + "host has " + interfaceNames());
+    }
+
+    private static InetAddress defaultDataAddress(Store store) {
+        // The interface that reaches the store's host is the one peers (who reach the same host) can most
+        // likely reach us on.
+        if (store instanceof TcpStore t) return t.localAddress();
+        try {
+            InetAddress a = InetAddress.getLocalHost();
+            if (!a.isAnyLocalAddress()) return a;
+        } catch (UnknownHostException e) {
+            LOG.debug("host name does not resolve ({}), data connections use 127.0.0.1", e.getMessage());
+        }
+        return InetAddress.getLoopbackAddress();
+    }
+
+    private static String interfaceNames() {
+        try {
+            List<String> names = new ArrayList<>();
+            for (NetworkInterface n : Collections.list(NetworkInterface.getNetworkInterfaces())) names.add(n.getName());
+            Collections.sort(names);
+            return names.toString();
+        } catch (SocketException e) {
+            return "(interfaces cannot be listed: " + e.getMessage() + ")";
+        }
+    }
+
+    private static boolean present(Map<String, String> env, String name) {
+        String v = env.get(name);
+        return v != null && !v.isBlank();
+    }
+
+    private static int parseInt(Map<String, String> env, String name) {
+        String v = env.get(name).trim();
+        try {
+            return Integer.parseInt(v);
+        } catch (NumberFormatException e) {
+            throw new HcommException(name + "='" + v + "' is not an integer");
+        }
+    }
+
+    private static int parsePort(String v, String what) {
+        int p;
+        try {
+            p = Integer.parseInt(v);
+        } catch (NumberFormatException e) {
+            throw new HcommException(what + " '" + v + "' is not a port number");
+        }
+        if (p < 0 || p > 65535) throw new HcommException(what + " " + p + " is not in [0, 65535]");
+        return p;
+    }
+
+    private static void closeQuietly(AutoCloseable c) {
+        if (c == null) return;
+        try {
+            c.close();
+        } catch (Exception e) {
+            LOG.debug("close failed: {}", e.toString());
+        }
     }
 }
