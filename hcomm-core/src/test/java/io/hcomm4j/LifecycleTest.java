@@ -64,7 +64,7 @@ class LifecycleTest {
         int port = Ranks.freePort();
         AtomicReference<Throwable> seen = new AtomicReference<>();
         Thread other = Thread.ofPlatform().start(() -> {
-            try (Hcomm h = Hcomm.init(Ranks.threadConfig(1, 2, port).timeout(Duration.ofMillis(800)).build())) {
+            try (Hcomm h = Hcomm.init(Ranks.threadConfig(1, 2, port).timeout(Duration.ofSeconds(60)).build())) {
                 // rank 1 sends nothing on tag 5; it only waits until rank 0 is done
                 h.world().recv(new byte[1], 0, 99);
             } catch (Throwable e) {

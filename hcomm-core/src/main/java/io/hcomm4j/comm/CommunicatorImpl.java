@@ -43,6 +43,7 @@ final class CommunicatorImpl implements Communicator {
             throw new IllegalArgumentException("rank " + rank + ": send: peer " + peer + " is out of range [0, " + size + ")");
         }
         if (tag < 0) throw new IllegalArgumentException("rank " + rank + ": send: tag " + tag + " must be >= 0");
+        checkShared(buf, "send");
         return transport.send(commId, peer, tag, buf);
     }
 
@@ -58,6 +59,7 @@ final class CommunicatorImpl implements Communicator {
             throw new IllegalArgumentException("rank " + rank + ": recv: tag " + tag + " must be >= 0 or ANY_TAG");
         }
         if (buf.isReadOnly()) throw new IllegalArgumentException("rank " + rank + ": recv: buf is read-only");
+        checkShared(buf, "recv");
         return transport.recv(commId, peer == ANY_SOURCE ? TcpTransport.ANY : peer, tag == ANY_TAG ? TcpTransport.ANY : tag, buf);
     }
 
@@ -67,6 +69,17 @@ final class CommunicatorImpl implements Communicator {
         StreamImpl s = new StreamImpl(this, session);
         session.register(s);
         return s;
+    }
+
+    private void checkShared(MemorySegment buf, String op) {
+        if (!buf.scope().isAlive()) {
+            throw new IllegalArgumentException("rank " + rank + ": " + op + ": buf belongs to a closed arena");
+        }
+        if (!transport.usableFromAnyThread(buf)) {
+            throw new IllegalArgumentException("rank " + rank + ": " + op + ": buf is confined to the thread that allocated it "
+                    + "(Arena.ofConfined()); the library's threads move the data, so allocate it with Arena.ofShared(), "
+                    + "Arena.ofAuto() or Arena.global()");
+        }
     }
 
     long timeoutNanos() {

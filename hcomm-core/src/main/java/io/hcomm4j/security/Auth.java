@@ -108,7 +108,13 @@ public final class Auth {
         ByteBuffer reply = ByteBuffer.allocate(4 + NONCE + MAC).putInt(MAGIC).put(nonceI)
                 .put(hmac((byte) 'I', purpose, nonceA, nonceI)).flip();
         writeFully(ch, reply, deadline);
-        ByteBuffer proof = readFully(ch, MAC, deadline);
+        ByteBuffer proof;
+        try {
+            proof = readFully(ch, MAC, deadline);
+        } catch (EOFException | java.net.SocketException e) {
+            // the acceptor hangs up on a wrong proof: that is its answer
+            throw new AuthException("the other side closed the connection after our proof: wrong job secret?");
+        }
         if (!MessageDigest.isEqual(proof.array(), hmac((byte) 'A', purpose, nonceI, nonceA))) {
             throw new AuthException("server did not prove the job secret");
         }

@@ -20,11 +20,11 @@ import java.util.concurrent.locks.ReentrantLock;
 final class PeerLink {
     enum State { IDLE, CONNECTING, CONNECTED, CLOSED, FAILED }
 
-    private static final int RX_CAPACITY = 64 * 1024;
+    private static final int RX_CAPACITY = 128 * 1024;
+    /** Heap payloads are copied through this much direct memory per connection (the socket needs direct memory). */
+    private static final int STAGE_CAPACITY = 128 * 1024;
     /** Largest chunk handed to one socket call for a native segment (ByteBuffers stop at 2 GiB). */
     private static final long NATIVE_CHUNK = 256L << 20;
-    /** Heap segments go through the JDK's temporary direct buffer; keep that small. */
-    private static final long HEAP_CHUNK = 1L << 20;
     private static final int ACK_EVERY = 128;
 
     final TcpTransport t;
@@ -41,6 +41,8 @@ final class PeerLink {
     private final ArrayDeque<OutFrame> txQueue = new ArrayDeque<>();
     private final ByteBuffer txHeader = ByteBuffer.allocateDirect(Frame.HEADER).order(ByteOrder.LITTLE_ENDIAN);
     private final ByteBuffer[] gather = new ByteBuffer[2];
+    private final ByteBuffer stage = ByteBuffer.allocateDirect(STAGE_CAPACITY);
+    private final MemorySegment stageSeg = MemorySegment.ofBuffer(stage);
     private long txSeq;
     private long msgIds;
 
@@ -71,6 +73,7 @@ final class PeerLink {
     PeerLink(TcpTransport t, int peer) {
         this.t = t;
         this.peer = peer;
+        stage.limit(0);
     }
 
     /** A frame (or its unwritten rest) waiting for the socket. */
@@ -130,9 +133,11 @@ final class PeerLink {
                 Frame.encode(h, type, flags, seq, ack, commId, tag, t.rank, length, msgId);
                 txQueue.add(new OutFrame(h.flip(), payload, 0, completes));
             }
-        } catch (IOException e) {
+        } catch (IOException | RuntimeException e) {
+            // a frame may be half written: the byte stream is broken, the connection goes
             txLock.unlock();
-            fail(e);
+            fail(e instanceof IOException io ? io : new IOException(e));
+            if (e instanceof RuntimeException && completes != null) completes.fail(e);
             return false;
         } finally {
             if (txLock.isHeldByCurrentThread()) txLock.unlock();
@@ -142,17 +147,27 @@ final class PeerLink {
     }
 
     /**
-     * Writes header and payload[offset..] until the socket would block.
+     * Writes header and payload[offset..] until the socket would block. Native payloads go to the socket
+     * directly; heap payloads are copied through {@code stage} ({@code offset} then counts bytes taken from
+     * the payload, some of which may still sit in the stage).
      *
      * @return -1 when everything was written, else the payload offset reached (header may have bytes left)
      */
     private long writeNow(ByteBuffer header, MemorySegment payload, long offset) throws IOException {
         long size = payload == null ? 0 : payload.byteSize();
+        boolean heap = payload != null && !payload.isNative();
         while (true) {
             ByteBuffer body = null;
-            if (offset < size) {
-                long chunk = Math.min(size - offset, payload.isNative() ? NATIVE_CHUNK : HEAP_CHUNK);
-                body = payload.asSlice(offset, chunk).asByteBuffer();
+            if (heap) {
+                if (!stage.hasRemaining() && offset < size) {
+                    int n = (int) Math.min(STAGE_CAPACITY, size - offset);
+                    MemorySegment.copy(payload, offset, stageSeg, 0, n);
+                    stage.clear().limit(n);
+                    offset += n;
+                }
+                if (stage.hasRemaining()) body = stage;
+            } else if (offset < size) {
+                body = payload.asSlice(offset, Math.min(size - offset, NATIVE_CHUNK)).asByteBuffer();
             }
             long written;
             int headerBefore = header.remaining();
@@ -168,9 +183,9 @@ final class PeerLink {
             } else {
                 return -1;
             }
-            long bodyWritten = Math.max(0, written - headerBefore);
-            offset += bodyWritten;
-            if (!header.hasRemaining() && offset >= size) return -1;
+            if (!heap) offset += Math.max(0, written - headerBefore);
+            boolean bodyDone = offset >= size && !(heap && stage.hasRemaining());
+            if (!header.hasRemaining() && bodyDone) return -1;
             if (written == 0 || (body != null && body.hasRemaining())) return offset;
         }
     }
@@ -194,9 +209,9 @@ final class PeerLink {
                 }
                 txQueue.poll();
                 completed = f.completes;
-            } catch (IOException e) {
+            } catch (IOException | RuntimeException e) {
                 txLock.unlock();
-                fail(e);
+                fail(e instanceof IOException io ? io : new IOException(e));
                 return;
             } finally {
                 if (txLock.isHeldByCurrentThread()) txLock.unlock();
@@ -225,13 +240,18 @@ final class PeerLink {
             fail(e);
         } catch (IOException e) {
             fail(e);
+        } catch (RuntimeException e) {
+            // e.g. a receive buffer whose arena was closed while its op was in flight: the byte stream can
+            // no longer be followed, so the connection goes
+            t.log().warn("rank {}: failure while receiving from rank {}: {}; closing the connection", t.rank, peer, e.toString());
+            fail(new IOException(e));
         }
     }
 
     private void onReadable() throws IOException {
         while (!paused && state == State.CONNECTED) {
-            if (inPayload && rx.position() == 0 && dest != null && remaining >= RX_CAPACITY / 4) {
-                long chunk = Math.min(remaining, dest.isNative() ? NATIVE_CHUNK : HEAP_CHUNK);
+            if (inPayload && rx.position() == 0 && dest != null && dest.isNative() && remaining >= RX_CAPACITY / 4) {
+                long chunk = Math.min(remaining, NATIVE_CHUNK);
                 int n = ch.read(dest.asSlice(destOff, chunk).asByteBuffer());
                 if (n < 0) throw eof();
                 if (n == 0) return;

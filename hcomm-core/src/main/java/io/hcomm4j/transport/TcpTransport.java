@@ -121,6 +121,14 @@ public final class TcpTransport implements AutoCloseable {
         return LOG;
     }
 
+    /**
+     * True if threads other than the caller may read and write {@code buf}: the transport's threads and any
+     * waiting thread do the I/O, so a segment confined to one thread cannot be used.
+     */
+    public boolean usableFromAnyThread(MemorySegment buf) {
+        return buf.isAccessibleBy(acceptor);
+    }
+
     // ------------------------------------------------------------------------------------------ user ops
 
     /** Starts sending {@code buf} to world rank {@code dst}. Arguments were checked by the caller. */

@@ -68,7 +68,7 @@ public final class P2pWorker {
     /** Every size, off-heap, in all three forms, around the ring (send to next, receive from previous). */
     static void sizes(Communicator comm) {
         int n = comm.size(), rank = comm.rank(), next = (rank + 1) % n, prev = (rank - 1 + n) % n;
-        try (Arena arena = Arena.ofConfined(); Stream stream = comm.newStream()) {
+        try (Arena arena = Arena.ofShared(); Stream stream = comm.newStream()) {
             for (long size : SIZES) {
                 MemorySegment out = arena.allocate(Math.max(1, size)).asSlice(0, size);
                 MemorySegment in = arena.allocate(size + 16);
@@ -234,7 +234,7 @@ public final class P2pWorker {
         Random rnd = new Random(42);
         long[] sizes = new long[tags * perTag];
         for (int i = 0; i < sizes.length; i++) sizes[i] = rnd.nextInt(4) == 0 ? 70_000 + rnd.nextInt(200_000) : 8 + rnd.nextInt(3000);
-        try (Arena arena = Arena.ofConfined()) {
+        try (Arena arena = Arena.ofShared()) {
             List<CommFuture<Status>> recvs = new ArrayList<>();
             List<MemorySegment> inBufs = new ArrayList<>();
             List<int[]> expected = new ArrayList<>();
@@ -271,7 +271,7 @@ public final class P2pWorker {
     /** Rank 0 receives one message from every rank with ANY_SOURCE / ANY_TAG. */
     static void anySource(Communicator comm) {
         int n = comm.size(), rank = comm.rank();
-        try (Arena arena = Arena.ofConfined()) {
+        try (Arena arena = Arena.ofShared()) {
             if (rank == 0) {
                 Set<Integer> seen = new HashSet<>();
                 for (int i = 0; i < n - 1; i++) {
@@ -295,7 +295,7 @@ public final class P2pWorker {
     /** FIFO order on one stream; a failed op fails the rest until synchronize reports it. */
     static void stream(Communicator comm) {
         int n = comm.size(), rank = comm.rank(), next = (rank + 1) % n, prev = (rank - 1 + n) % n;
-        try (Arena arena = Arena.ofConfined(); Stream s = comm.newStream(); Stream r = comm.newStream()) {
+        try (Arena arena = Arena.ofShared(); Stream s = comm.newStream(); Stream r = comm.newStream()) {
             int count = 50;
             List<MemorySegment> ins = new ArrayList<>();
             List<CommFuture<Status>> fs = new ArrayList<>();
@@ -350,7 +350,7 @@ public final class P2pWorker {
     /** Messages to oneself, eager and rendezvous, posted before and after the send. */
     static void self(Communicator comm) {
         int rank = comm.rank();
-        try (Arena arena = Arena.ofConfined()) {
+        try (Arena arena = Arena.ofShared()) {
             for (long size : new long[] {0, 10, 100_000, 5_000_000}) {
                 MemorySegment out = arena.allocate(Math.max(1, size)).asSlice(0, size);
                 fill(out, rank, 3);
@@ -361,6 +361,7 @@ public final class P2pWorker {
                 expect(st, rank, 3, size, "self");
                 check(in, size, rank, 3, "self " + size);
                 CommFuture<Status> r = comm.recvAsync(in, rank, 4);
+                fill(out, rank, 4);
                 comm.sendAsync(out, rank, 4).await();
                 expect(r.await(), rank, 4, size, "self posted first");
                 check(in, size, rank, 4, "self posted first " + size);
@@ -379,6 +380,15 @@ public final class P2pWorker {
         expectThrows(() -> comm.recv(small, prev, -7), IllegalArgumentException.class, "tag -7");
         expectThrows(() -> comm.send((MemorySegment) null, next, 0), NullPointerException.class, "buf");
         expectThrows(() -> comm.recv(small.asReadOnly(), prev, 0), IllegalArgumentException.class, "read-only");
+        try (Arena confined = Arena.ofConfined()) {
+            MemorySegment mine = confined.allocate(16);
+            expectThrows(() -> comm.send(mine, next, 0), IllegalArgumentException.class, "confined");
+            expectThrows(() -> comm.recv(mine, prev, 0), IllegalArgumentException.class, "confined");
+        }
+        Arena gone = Arena.ofShared();
+        MemorySegment closed = gone.allocate(16);
+        gone.close();
+        expectThrows(() -> comm.send(closed, next, 0), IllegalArgumentException.class, "closed arena");
         // receive buffer smaller than the message, eager and rendezvous: the receiver gets the error, the sender completes
         for (int size : new int[] {1000, 300_000}) {
             byte[] out = new byte[size];
