@@ -36,6 +36,7 @@ class PeerFailureTest {
                 Matcher m = Pattern.compile("DETECTED (\\d+) ms ranks=\\[(\\d+)]").matcher(out);
                 assertThat(m.find()).as("rank %d output: %s", r, out).isTrue();
                 assertThat(Long.parseLong(m.group(1))).as("detection time ms").isLessThan(10_000);
+                System.out.printf("PeerFailureTest n=%d: rank %d saw rank %d fail after %s ms%n", n, r, n - 1, m.group(1));
                 assertThat(Integer.parseInt(m.group(2))).isEqualTo(n - 1);
                 if (n > 2) assertThat(out).contains("SURVIVORS OK");
             }

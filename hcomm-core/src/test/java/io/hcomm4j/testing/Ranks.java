@@ -43,7 +43,7 @@ public final class Ranks {
         cmd.add(ProcessHandle.current().info().command().orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
         String flags = System.getProperty("hcomm.test.jvmArgs", "--enable-native-access=ALL-UNNAMED");
         cmd.addAll(Arrays.asList(flags.trim().split("\\s+")));
-        cmd.add("-Xmx1g");
+        cmd.add(System.getProperty("hcomm.test.rankXmx", "-Xmx1g"));
         cmd.add("-cp");
         cmd.add(System.getProperty("java.class.path"));
         cmd.add(main.getName());
