@@ -90,7 +90,7 @@ class DataPortSecurityTest {
             // (e) the right secret but a hello from another job
             try (SocketChannel ch = SocketChannel.open(data)) {
                 Auth.of("thread-secret").connect(ch, Auth.DATA, Duration.ofSeconds(5));
-                ch.write(ByteBuffer.allocate(24).putInt(0x4843484C).putInt(1).putInt(0).putInt(2).putLong(12345).flip());
+                ch.write(ByteBuffer.allocate(32).putInt(0x4843484C).putInt(1).putInt(0).putInt(2).putLong(12345).putLong(1 << 20).flip());
                 assertClosedByPeer(ch);
             }
             silent.close();

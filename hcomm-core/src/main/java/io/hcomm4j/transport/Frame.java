@@ -38,6 +38,11 @@ final class Frame {
     /** The sender is closing the connection in order; its EOF that follows is not a failure. */
     static final byte BYE = 6;
 
+    /** Returns eager credit: {@code length} more bytes may be sent eagerly; no payload. */
+    static final byte CREDIT = 7;
+    /** Credit an eager message costs beyond its payload (bounds the count of small unexpected messages). */
+    static final long EAGER_OVERHEAD = 64;
+
     /** CTS flag: the receiver will not take the data (its buffer is too small); the send completes without it. */
     static final int CTS_DISCARD = 1;
 
@@ -58,6 +63,7 @@ final class Frame {
             case DATA -> "DATA";
             case ACK -> "ACK";
             case BYE -> "BYE";
+            case CREDIT -> "CREDIT";
             default -> "type " + type;
         };
     }

@@ -65,10 +65,19 @@ final class PeerLink {
     final ConcurrentHashMap<Long, SendRequest> awaitingCts = new ConcurrentHashMap<>();
     /** Matched rendezvous receives whose CTS went out, by msgId, until their DATA comes. */
     final ConcurrentHashMap<Long, RecvRequest> awaitingData = new ConcurrentHashMap<>();
-    /** Bytes of unexpected eager messages from this peer held in match tables (guarded by the match lock). */
-    long unexpectedBytes;
-    /** Reading paused because unexpectedBytes reached the limit. */
-    volatile boolean paused;
+    /**
+     * Eager flow control. A sender may have at most the receiver's unexpected limit of eager bytes (plus
+     * {@link Frame#EAGER_OVERHEAD} each) that the receiver has not yet handed to a receive; past that it sends
+     * rendezvous (only an RTS travels), so a receiver never buffers more than its limit per peer and a sender
+     * far ahead never deadlocks a legal program.
+     */
+    private long sendCredit;
+    /** The peer's limit (from the hello); credit returned beyond it is a protocol error. */
+    private long peerLimit;
+    /** Eager bytes (with overhead) received and not yet credited back (poller adds, consumers subtract). */
+    private final java.util.concurrent.atomic.AtomicLong eagerHeld = new java.util.concurrent.atomic.AtomicLong();
+    /** Eager bytes handed to receives (or dropped) and not yet credited back. */
+    private final java.util.concurrent.atomic.AtomicLong consumedUnreturned = new java.util.concurrent.atomic.AtomicLong();
 
     PeerLink(TcpTransport t, int peer) {
         this.t = t;
@@ -88,6 +97,30 @@ final class PeerLink {
             this.payload = payload;
             this.offset = offset;
             this.completes = completes;
+        }
+    }
+
+    /** Takes {@code cost} of eager credit if there is that much; false means: send it rendezvous. */
+    boolean tryTakeCredit(long cost) {
+        txLock.lock();
+        try {
+            if (sendCredit < cost) return false;
+            sendCredit -= cost;
+            return true;
+        } finally {
+            txLock.unlock();
+        }
+    }
+
+    /** An eager message of {@code cost} left the receive side (to a receive, or dropped): credit it back in batches. */
+    void consumed(long cost) {
+        long pending = consumedUnreturned.addAndGet(cost);
+        if (pending >= t.unexpectedLimit / 4) {
+            long n = consumedUnreturned.getAndSet(0);
+            if (n > 0) {
+                eagerHeld.addAndGet(-n);
+                sendFrame(Frame.CREDIT, 0, 0, 0, n, 0, null, null);
+            }
         }
     }
 
@@ -249,7 +282,7 @@ final class PeerLink {
     }
 
     private void onReadable() throws IOException {
-        while (!paused && state == State.CONNECTED) {
+        while (state == State.CONNECTED) {
             if (inPayload && rx.position() == 0 && dest != null && dest.isNative() && remaining >= RX_CAPACITY / 4) {
                 long chunk = Math.min(remaining, NATIVE_CHUNK);
                 int n = ch.read(dest.asSlice(destOff, chunk).asByteBuffer());
@@ -289,16 +322,17 @@ final class PeerLink {
                 if (remaining > 0) return;
                 finishPayload();
             } else {
-                if (rx.remaining() < Frame.HEADER || paused) return;
-                if (!onHeader(rx.position())) return;
-                rx.position(rx.position() + Frame.HEADER);
+                if (rx.remaining() < Frame.HEADER) return;
+                int p = rx.position();
+                rx.position(p + Frame.HEADER);
+                onHeader(p);
                 if (!inPayload && ++rxSinceAck >= ACK_EVERY) sendAck();
             }
         }
     }
 
-    /** Checks and acts on the header at {@code p}; false if reading must pause (header left unread). */
-    private boolean onHeader(int p) throws ProtocolException {
+    /** Checks and acts on the header at {@code p} (the buffer position is already past it). */
+    private void onHeader(int p) throws ProtocolException {
         short magic = rx.getShort(p);
         byte version = rx.get(p + 2);
         byte type = rx.get(p + 3);
@@ -319,7 +353,12 @@ final class PeerLink {
         switch (type) {
             case Frame.EAGER -> {
                 if (length > TcpTransport.MAX_EAGER) throw new ProtocolException("eager frame of " + length + " bytes");
-                if (!t.onEager(this, commId, tag, length)) return false;
+                if (eagerHeld.addAndGet(length + Frame.EAGER_OVERHEAD) > t.unexpectedLimit) {
+                    throw new ProtocolException("eager bytes beyond the credit given (limit " + t.unexpectedLimit + ")");
+                }
+                rxSeq = seq;
+                t.onEager(this, commId, tag, length);
+                return;
             }
             case Frame.RTS -> t.onRts(this, commId, tag, length, msgId);
             case Frame.CTS -> {
@@ -349,10 +388,18 @@ final class PeerLink {
             }
             case Frame.ACK -> { }
             case Frame.BYE -> peerSaidBye = true;
+            case Frame.CREDIT -> {
+                txLock.lock();
+                try {
+                    sendCredit += length;
+                    if (sendCredit > peerLimit) throw new ProtocolException("credit beyond the limit the peer announced");
+                } finally {
+                    txLock.unlock();
+                }
+            }
             default -> throw new ProtocolException("unknown frame type " + type);
         }
         rxSeq = seq;
-        return true;
     }
 
     /** Next {@code length} bytes go to {@code target} (null: discard); then the recv or unexpected entry completes. */
@@ -398,28 +445,21 @@ final class PeerLink {
         sendFrame(Frame.ACK, 0, 0, 0, 0, 0, null, null);
     }
 
-    /** Resumes reading after unexpected messages were taken (called with the match lock held). */
-    void resume() {
-        if (paused) {
-            paused = false;
-            SelectionKey k = key;
-            if (k != null && k.isValid()) {
-                k.interestOpsOr(SelectionKey.OP_READ);
-                t.progress.wakeup();
-            }
-        }
-    }
-
-    void pause() {
-        paused = true;
-        SelectionKey k = key;
-        if (k != null && k.isValid()) k.interestOpsAnd(~SelectionKey.OP_READ);
-    }
-
     // ---------------------------------------------------------------------------------------- lifecycle
 
-    /** Installs a connected, authenticated channel (called with this link's monitor held). */
-    void install(SocketChannel channel) throws IOException {
+    /**
+     * Installs a connected, authenticated channel (called with this link's monitor held).
+     *
+     * @param peerUnexpectedLimit the peer's per-peer eager buffer, from the hello: our initial send credit
+     */
+    void install(SocketChannel channel, long peerUnexpectedLimit) throws IOException {
+        txLock.lock();
+        try {
+            peerLimit = peerUnexpectedLimit;
+            sendCredit = peerUnexpectedLimit;
+        } finally {
+            txLock.unlock();
+        }
         channel.configureBlocking(false);
         channel.setOption(java.net.StandardSocketOptions.TCP_NODELAY, true);
         this.ch = channel;

@@ -41,6 +41,7 @@ public final class TcpTransport implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(TcpTransport.class);
     private static final int HELLO_MAGIC = 0x4843484C; // "HCHL"
+    private static final int HELLO_BYTES = 32;
     private static final byte ACCEPT = 1;
     private static final byte REJECT = 2;
 
@@ -49,7 +50,7 @@ public final class TcpTransport implements AutoCloseable {
     final long timeoutNanos;
     final Progress progress;
     private final long eagerLimit;
-    private final long unexpectedLimit;
+    final long unexpectedLimit;
     private final Auth auth;
     private final long jobToken;
     private final Duration connectTimeout;
@@ -150,7 +151,7 @@ public final class TcpTransport implements AutoCloseable {
             return s;
         }
         boolean ok;
-        if (s.size <= eagerLimit) {
+        if (s.size <= eagerLimit && l.tryTakeCredit(s.size + Frame.EAGER_OVERHEAD)) {
             ok = l.sendFrame(Frame.EAGER, 0, commId, tag, s.size, 0, buf, s);
         } else {
             s.msgId = l.nextMsgId();
@@ -237,11 +238,7 @@ public final class TcpTransport implements AutoCloseable {
     }
 
     private void releaseUnexpected(Unexpected u) {
-        if (u.src != rank) {
-            PeerLink l = links[u.src];
-            l.unexpectedBytes -= u.size;
-            if (l.paused && l.unexpectedBytes + MAX_EAGER / 64 <= unexpectedLimit) l.resume();
-        }
+        if (u.src != rank) links[u.src].consumed(u.size + Frame.EAGER_OVERHEAD);
     }
 
     private IllegalArgumentException truncated(RecvRequest r, long messageSize) {
@@ -316,20 +313,12 @@ public final class TcpTransport implements AutoCloseable {
 
     // ---------------------------------------------------------------------------------- frames arriving
 
-    /** An EAGER header arrived on {@code l}; false: pause reading (unexpected-message limit). */
-    boolean onEager(PeerLink l, long commId, int tag, long length) {
+    /** An EAGER header arrived on {@code l}: its payload goes to a matching posted receive, or to a new buffer. */
+    void onEager(PeerLink l, long commId, int tag, long length) {
         RecvRequest r;
         matchLock.lock();
         try {
-            MatchTable table = table(commId);
-            r = table.takePosted(l.peer, tag);
-            if (r == null) {
-                if (l.unexpectedBytes > 0 && l.unexpectedBytes + length > unexpectedLimit) {
-                    l.pause();
-                    return false;
-                }
-                l.unexpectedBytes += length;
-            }
+            r = table(commId).takePosted(l.peer, tag);
         } finally {
             matchLock.unlock();
         }
@@ -337,6 +326,7 @@ public final class TcpTransport implements AutoCloseable {
             r.matchedSrc = l.peer;
             r.matchedTag = tag;
             r.matchedSize = length;
+            l.consumed(length + Frame.EAGER_OVERHEAD);
             if (length > r.buf.byteSize()) {
                 l.expectPayload(null, length, null, null, commId, tag);
                 r.fail(truncated(r, length));
@@ -347,7 +337,6 @@ public final class TcpTransport implements AutoCloseable {
             byte[] data = new byte[(int) length];
             l.expectPayload(MemorySegment.ofArray(data), length, null, data, commId, tag);
         }
-        return true;
     }
 
     /** An unexpected eager payload is complete: match it with a recv posted meanwhile, or queue it. */
@@ -502,14 +491,19 @@ public final class TcpTransport implements AutoCloseable {
                 ch.socket().connect(addr, (int) Math.max(1, Math.min(10_000, (connectDeadline - System.nanoTime()) / 1_000_000)));
                 ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
                 auth.connect(ch, Auth.DATA, Duration.ofSeconds(10));
-                ByteBuffer hello = ByteBuffer.allocate(24).putInt(HELLO_MAGIC).putInt(rank).putInt(peer).putInt(size)
-                        .putLong(jobToken).flip();
+                ByteBuffer hello = ByteBuffer.allocate(HELLO_BYTES).putInt(HELLO_MAGIC).putInt(rank).putInt(peer).putInt(size)
+                        .putLong(jobToken).putLong(unexpectedLimit).flip();
                 while (hello.hasRemaining()) ch.write(hello);
                 ch.socket().setSoTimeout(10_000);
-                int b = ch.socket().getInputStream().read();
+                var in = ch.socket().getInputStream();
+                int b = in.read();
                 if (b == ACCEPT) {
+                    byte[] lim = in.readNBytes(8);
+                    if (lim.length < 8) throw new IOException("rank " + peer + " closed the connection during the hello");
+                    long peerLimit = ByteBuffer.wrap(lim).getLong();
+                    if (peerLimit < 0) throw new IOException("rank " + peer + " announced a negative eager limit");
                     synchronized (l) {
-                        l.install(ch);
+                        l.install(ch, peerLimit);
                     }
                     return;
                 }
@@ -569,15 +563,16 @@ public final class TcpTransport implements AutoCloseable {
             auth.accept(ch, Auth.DATA, Duration.ofSeconds(10));
             ch.socket().setSoTimeout(10_000);
             var in = ch.socket().getInputStream();
-            byte[] hb = in.readNBytes(24);
-            if (hb.length < 24) throw new IOException("short hello");
+            byte[] hb = in.readNBytes(HELLO_BYTES);
+            if (hb.length < HELLO_BYTES) throw new IOException("short hello");
             ByteBuffer hello = ByteBuffer.wrap(hb);
             int magic = hello.getInt();
             int src = hello.getInt();
             int dst = hello.getInt();
             int peerSize = hello.getInt();
             long token = hello.getLong();
-            if (magic != HELLO_MAGIC || dst != rank || peerSize != size || src < 0 || src >= size || src == rank
+            long peerLimit = hello.getLong();
+            if (magic != HELLO_MAGIC || peerLimit < 0 || dst != rank || peerSize != size || src < 0 || src >= size || src == rank
                     || token != jobToken) {
                 throw new IOException("hello from a rank of another job or communicator (src " + src + ", dst " + dst
                         + ", size " + peerSize + ")");
@@ -586,8 +581,9 @@ public final class TcpTransport implements AutoCloseable {
             synchronized (l) {
                 boolean keepOurs = l.state == PeerLink.State.CONNECTING && rank < src;
                 if (l.state == PeerLink.State.IDLE || (l.state == PeerLink.State.CONNECTING && !keepOurs)) {
-                    ch.write(ByteBuffer.wrap(new byte[] {ACCEPT}));
-                    l.install(ch);
+                    ByteBuffer reply = ByteBuffer.allocate(9).put(ACCEPT).putLong(unexpectedLimit).flip();
+                    while (reply.hasRemaining()) ch.write(reply);
+                    l.install(ch, peerLimit);
                     return;
                 }
                 ch.write(ByteBuffer.wrap(new byte[] {REJECT}));
