@@ -7,6 +7,7 @@ import io.hcomm4j.Hcomm;
 import io.hcomm4j.Stream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.List;
 import java.util.Locale;
 
 /**
@@ -29,6 +30,8 @@ import java.util.Locale;
 public final class DemoRank {
     /** Elements of the seed example's buffers (1 MiB of ints). */
     static final int COUNT = 256 * 1024;
+    /** Start of rank 0's summary lines, which {@code hcomm demo} holds back and prints after every rank finished. */
+    static final String SUMMARY = "summary| ";
     private static final int TAG = 7;
 
     private DemoRank() {
@@ -134,17 +137,20 @@ public final class DemoRank {
         }
 
         void print(int size) {
+            List<String> lines = List.of(
+                    String.format(Locale.ROOT, "HComm4J demo: %d ranks on this host", size),
+                    String.format(Locale.ROOT, "  %-28s %7s %11s  %s", "measurement", "size", "iterations", "result (median)"),
+                    String.format(Locale.ROOT, "  %-28s %7s %11d  %.2f us one-way latency", "ping-pong, rank 0 <-> 1",
+                            P2pBench.human(latency.bytes()), latency.iterations(), latency.timeUs()),
+                    String.format(Locale.ROOT, "  %-28s %7s %11s  %.2f GB/s", "stream, rank 0 -> 1",
+                            P2pBench.human(bandwidth.bytes()), bandwidth.iterations() + " x " + BANDWIDTH_WINDOW,
+                            bandwidth.algbwGBs()),
+                    String.format(Locale.ROOT, "  %-28s %7s %11d  %.2f GB/s per rank (%.0f us per step)",
+                            "ring exchange, all " + size + " ranks", P2pBench.human(ring.bytes()), ring.iterations(),
+                            ring.algbwGBs(), ring.timeUs()),
+                    "  every received byte checked: " + (wrong() == 0 ? "all correct" : wrong() + " wrong"));
             StringBuilder sb = new StringBuilder();
-            sb.append(String.format(Locale.ROOT, "%nHComm4J demo: %d ranks on this host%n", size));
-            sb.append(String.format(Locale.ROOT, "  %-30s %7s %12s  %s%n", "measurement", "size", "iterations", "result (median)"));
-            sb.append(String.format(Locale.ROOT, "  %-30s %7s %12d  %.2f us one-way latency%n", "ping-pong, rank 0 <-> 1",
-                    P2pBench.human(latency.bytes()), latency.iterations(), latency.timeUs()));
-            sb.append(String.format(Locale.ROOT, "  %-30s %7s %12s  %.2f GB/s%n", "stream, rank 0 -> 1",
-                    P2pBench.human(bandwidth.bytes()), bandwidth.iterations() + " x " + BANDWIDTH_WINDOW, bandwidth.algbwGBs()));
-            sb.append(String.format(Locale.ROOT, "  %-30s %7s %12d  %.2f GB/s per rank (%.0f us per step)%n",
-                    "ring exchange, all " + size + " ranks", P2pBench.human(ring.bytes()), ring.iterations(),
-                    ring.algbwGBs(), ring.timeUs()));
-            sb.append(String.format(Locale.ROOT, "  every received byte checked: %s%n", wrong() == 0 ? "all correct" : wrong() + " wrong"));
+            for (String line : lines) sb.append(SUMMARY).append(line).append(System.lineSeparator());
             System.out.print(sb);
         }
     }
