@@ -1,6 +1,5 @@
 package io.hcomm4j.cli;
 
-import io.hcomm4j.security.Auth;
 import java.io.ByteArrayOutputStream;
 import java.io.OutputStream;
 import java.io.PrintStream;
@@ -43,9 +42,7 @@ final class DemoCommand implements Callable<Integer> {
                 + " [rank R])");
         SummaryTap tap = new SummaryTap(parent.out);
         int code = new LocalLauncher("hcomm demo", new PrintStream(tap, true), parent.err)
-                .dropStderrLine(LocalLauncher.INCUBATOR_WARNING)
-                .run(LocalLauncher.Job.local(ranks, Auth.newSecret()),
-                        LocalLauncher.javaCommand(DemoRank.class.getName(), List.of()));
+                .runJava(ranks, DemoRank.class.getName(), List.of());
         tap.printHeld();
         parent.err.println(code == 0 ? "hcomm demo: all " + ranks + " ranks finished" : "hcomm demo: failed (exit code " + code + ")");
         return code;

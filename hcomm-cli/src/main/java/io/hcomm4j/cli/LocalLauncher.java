@@ -1,6 +1,7 @@
 package io.hcomm4j.cli;
 
 import io.hcomm4j.bootstrap.TcpStoreServer;
+import io.hcomm4j.security.Auth;
 import java.io.File;
 import java.io.IOException;
 import java.io.InputStream;
@@ -200,6 +201,17 @@ final class LocalLauncher {
         // Node 0's launcher serves the store for the whole job, so no rank starts one.
         env.put("HCOMM_STORE_HOSTED", "1");
         return env;
+    }
+
+    /**
+     * Runs a job of {@code n} ranks on this machine, each a JVM running {@code mainClass} ({@link #javaCommand}),
+     * with a new job secret. Drops the JVM's incubator warning, which {@link #RANK_JVM_FLAGS} cause, from their stderr.
+     *
+     * @return as {@link #run}
+     */
+    int runJava(int n, String mainClass, List<String> args) {
+        dropStderrLine(INCUBATOR_WARNING);
+        return run(Job.local(n, Auth.newSecret()), javaCommand(mainClass, args));
     }
 
     /**

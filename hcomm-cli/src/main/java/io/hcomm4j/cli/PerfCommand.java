@@ -2,7 +2,6 @@ package io.hcomm4j.cli;
 
 import io.hcomm4j.Communicator;
 import io.hcomm4j.Hcomm;
-import io.hcomm4j.security.Auth;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -124,9 +123,7 @@ final class PerfCommand implements Callable<Integer> {
         if (ranks < 2) throw new ParameterException(spec.commandLine(), "p2p needs at least 2 ranks (-n 2), not " + ranks);
         return new LocalLauncher("hcomm perf", parent.out, parent.err)
                 .rank0StdoutRaw(true)
-                .dropStderrLine(LocalLauncher.INCUBATOR_WARNING)
-                .run(LocalLauncher.Job.local(ranks, Auth.newSecret()),
-                        LocalLauncher.javaCommand(HcommCli.class.getName(), rankArgs()));
+                .runJava(ranks, HcommCli.class.getName(), rankArgs());
     }
 
     /** The arguments of the rank JVMs: this command without {@code -n}. */
