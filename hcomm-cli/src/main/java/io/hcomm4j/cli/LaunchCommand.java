@@ -23,7 +23,8 @@ import picocli.CommandLine.Spec;
                     + " HCOMM_STORE_HOSTED=1 in its environment, which Hcomm.init() reads.",
             "Every line a rank writes is printed with a '[rank R] ' prefix (stderr to stderr). When a rank exits with"
                     + " a non-zero code, the other ranks are stopped (SIGTERM, then SIGKILL after the grace period)"
-                    + " and hcomm launch exits with that code; when all exit with 0, it exits with 0.",
+                    + " and hcomm launch exits with that code; when all exit with 0, it exits with 0. Processes the"
+                    + " ranks started are stopped with them, and (on Linux) so are those still running when the job ends.",
             "",
         },
         footer = {

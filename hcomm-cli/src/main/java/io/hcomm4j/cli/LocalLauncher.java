@@ -21,6 +21,8 @@ import java.util.Set;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.function.Predicate;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
 
 /**
  * Starts the ranks of one node of a job as child processes and supervises them: the engine of
@@ -31,7 +33,9 @@ import java.util.function.Predicate;
  * copied to this process's stdout or stderr with a {@code [rank R] } prefix, whole lines at a time. When a
  * rank exits with a non-zero code the other ranks are stopped (SIGTERM to them and their descendants, then
  * SIGKILL after the grace period) and {@link #run} returns that code. A shutdown hook does the same when
- * this process is interrupted or terminated, so no rank outlives the launcher.
+ * this process is interrupted or terminated, so no rank outlives the launcher. On Linux the launcher adopts
+ * the processes a rank leaves behind ({@link Subreaper}); they are stopped when the job ends. The launcher
+ * owns the child processes its JVM starts while a job runs.
  */
 final class LocalLauncher {
     /** The one line every JVM started with {@code --add-modules jdk.incubator.vector} writes to stderr. */
@@ -233,6 +237,7 @@ final class LocalLauncher {
             }
         }
         int storePort = store != null ? store.address().getPort() : job.masterPort();
+        Subreaper.activate();
         Ranks ranks = new Ranks(job);
         HostedStore hosted = store;
         Thread hook = Thread.ofPlatform().name(name + "-shutdown").unstarted(() -> {
@@ -285,9 +290,13 @@ final class LocalLauncher {
         private final BlockingQueue<Integer> exits = new LinkedBlockingQueue<>();
         private volatile boolean stopRequested;
 
+        /** Children this process had before the job: not the job's, never stopped. */
+        private final Set<Long> otherChildren;
+
         Ranks(Job job) {
             this.job = job;
             this.processes = new Process[job.procsPerNode()];
+            this.otherChildren = ProcessHandle.current().children().map(ProcessHandle::pid).collect(Collectors.toSet());
         }
 
         void start(int local, List<String> command, Map<String, String> rankEnv) throws IOException {
@@ -344,21 +353,34 @@ final class LocalLauncher {
             Set<ProcessHandle> targets = aliveTree();
             if (targets.isEmpty()) return;
             targets.forEach(ProcessHandle::destroy);
-            long deadline = System.nanoTime() + gracePeriod.toNanos();
-            while (targets.stream().anyMatch(ProcessHandle::isAlive) && System.nanoTime() < deadline) {
-                sleep(10);
-            }
+            if (awaitGone(targets, gracePeriod)) return;
             // Whatever is still alive, and what it started meanwhile, is killed.
             targets.addAll(aliveTree());
             targets.stream().filter(ProcessHandle::isAlive).forEach(ProcessHandle::destroyForcibly);
-            // SIGKILL takes effect asynchronously: wait (bounded) until they are gone
-            deadline = System.nanoTime() + KILL_WAIT.toNanos();
-            while (targets.stream().anyMatch(ProcessHandle::isAlive) && System.nanoTime() < deadline) {
+            awaitGone(targets, KILL_WAIT); // SIGKILL takes effect asynchronously
+        }
+
+        /** Waits up to {@code limit} until none of {@code targets} is alive; true if so. */
+        private boolean awaitGone(Set<ProcessHandle> targets, Duration limit) {
+            long deadline = System.nanoTime() + limit.toNanos();
+            while (true) {
+                adopted().forEach(orphan -> Subreaper.reap(orphan.pid()));
+                if (targets.stream().noneMatch(ProcessHandle::isAlive)) return true;
+                if (System.nanoTime() - deadline > 0) return false;
                 sleep(10);
             }
         }
 
-        /** The live ranks and all their descendants (taken before any signal: orphans leave the tree). */
+        /** Children of this process that are neither ranks nor older than the job: orphans it adopted. */
+        private Stream<ProcessHandle> adopted() {
+            Set<Long> ranks = Arrays.stream(processes).filter(Objects::nonNull).map(Process::pid).collect(Collectors.toSet());
+            return ProcessHandle.current().children().filter(c -> !otherChildren.contains(c.pid()) && !ranks.contains(c.pid()));
+        }
+
+        /**
+         * The live ranks and all their descendants, and the processes they left behind that this process adopted
+         * ({@link #adoptOrphans}). Taken before any signal: a process whose parent dies leaves the parent's tree.
+         */
         private Set<ProcessHandle> aliveTree() {
             Set<ProcessHandle> all = new LinkedHashSet<>();
             for (Process p : processes) {
@@ -366,6 +388,12 @@ final class LocalLauncher {
                 p.descendants().forEach(all::add);
                 if (p.isAlive()) all.add(p.toHandle());
             }
+            adopted().forEach(orphan -> {
+                Subreaper.reap(orphan.pid()); // gone if it has exited
+                all.add(orphan);
+                orphan.descendants().forEach(all::add);
+            });
+            all.removeIf(h -> !h.isAlive());
             return all;
         }
 

@@ -157,6 +157,17 @@ class LocalLauncherTest {
     }
 
     @Test
+    void processesARankLeavesBehindAreStoppedWithTheJob() {
+        // each rank starts a sleep and exits at once: the sleep is orphaned, and adopted by the launcher
+        int code = launcher().run(LocalLauncher.Job.local(2, "s"), sh("sleep 600 >/dev/null 2>&1 & echo \"pid=$!\""));
+
+        assertThat(code).as(io.toString()).isZero();
+        List<Long> pids = Processes.pidsIn(io.out());
+        assertThat(pids).hasSize(2);
+        for (long pid : pids) assertThat(Processes.alive(pid)).as("process %d", pid).isFalse();
+    }
+
+    @Test
     void allRanksSucceedingIsSuccess() {
         LocalLauncher launcher = launcher();
         int code = launcher.run(LocalLauncher.Job.local(4, "s"), sh("exit 0"));
