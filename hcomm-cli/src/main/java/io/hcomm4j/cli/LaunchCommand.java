@@ -1,0 +1,115 @@
+package io.hcomm4j.cli;
+
+import io.hcomm4j.security.Auth;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.ParentCommand;
+import picocli.CommandLine.Spec;
+
+/** {@code hcomm launch}: starts the ranks of a job on this node, like torchrun or mpirun. */
+@Command(name = "launch", sortOptions = false, usageHelpAutoWidth = true, mixinStandardHelpOptions = true,
+        versionProvider = HcommCli.Version.class,
+        description = {
+            "Starts N ranks of COMMAND on this node and serves the job's store (on node 0), like torchrun or mpirun.",
+            "",
+            "World size = N x K; this node runs ranks NODE_RANK*N .. NODE_RANK*N+N-1. Each rank gets RANK, LOCAL_RANK,"
+                    + " WORLD_SIZE, LOCAL_WORLD_SIZE, NODE_RANK, MASTER_ADDR, MASTER_PORT, HCOMM_SECRET and"
+                    + " HCOMM_STORE_HOSTED=1 in its environment, which Hcomm.init() reads.",
+            "Every line a rank writes is printed with a '[rank R] ' prefix (stderr to stderr). When a rank exits with"
+                    + " a non-zero code, the other ranks are stopped (SIGTERM, then SIGKILL after the grace period)"
+                    + " and hcomm launch exits with that code; when all exit with 0, it exits with 0. Processes the"
+                    + " ranks started are stopped with them, and (on Linux) so are those still running when the job ends.",
+            "",
+        },
+        footer = {
+            "",
+            "Several nodes: run hcomm launch on every node with the same -n, --nnodes, --master-addr, --master-port"
+                    + " and the same secret (--secret S or HCOMM_SECRET=S; prefer the variable, a command line is"
+                    + " visible to other users); node 0 (--node-rank 0) serves the store at --master-addr:--master-port.",
+            "",
+            "Examples:",
+            "  hcomm launch -n 4 -- java -cp app.jar com.example.Train",
+            "  export HCOMM_SECRET=$(openssl rand -hex 24)    # the same on both nodes",
+            "  hcomm launch -n 2 --nnodes 2 --node-rank 0 \\",
+            "      --master-addr 10.0.0.1 --master-port 29500 -- ./train.sh     # on node 0 (10.0.0.1)",
+            "  hcomm launch -n 2 --nnodes 2 --node-rank 1 \\",
+            "      --master-addr 10.0.0.1 --master-port 29500 -- ./train.sh     # on node 1",
+        })
+final class LaunchCommand implements Callable<Integer> {
+    @ParentCommand
+    HcommCli parent;
+
+    @Spec
+    CommandSpec spec;
+
+    @Option(names = {"-n", "--nproc-per-node"}, paramLabel = "N", defaultValue = "1",
+            description = "Ranks to start on this node (default: ${DEFAULT-VALUE}).")
+    int procsPerNode;
+
+    @Option(names = "--nnodes", paramLabel = "K", defaultValue = "1",
+            description = "Number of nodes of the job (default: ${DEFAULT-VALUE}).")
+    int nnodes;
+
+    @Option(names = "--node-rank", paramLabel = "I", defaultValue = "0",
+            description = "This node's index, 0..K-1; node 0 serves the store (default: ${DEFAULT-VALUE}).")
+    int nodeRank;
+
+    @Option(names = "--master-addr", paramLabel = "ADDR",
+            description = "Address of the store, served by node 0 (default: 127.0.0.1; required with --nnodes > 1).")
+    String masterAddr;
+
+    @Option(names = "--master-port", paramLabel = "PORT", defaultValue = "0",
+            description = "Port of the store; 0 picks a free port (default; a single node only).")
+    int masterPort;
+
+    @Option(names = "--secret", paramLabel = "S",
+            description = "The job secret every rank proves on every connection (default: HCOMM_SECRET, else a new"
+                    + " random secret; with --nnodes > 1 one of them is required and must be the same on every node).")
+    String secret;
+
+    @Option(names = "--grace-period", paramLabel = "TIME", defaultValue = "5s",
+            converter = HcommCli.DurationConverter.class,
+            description = "How long stopped ranks get between SIGTERM and SIGKILL (default: ${DEFAULT-VALUE}).")
+    Duration gracePeriod;
+
+    @Parameters(arity = "1..*", paramLabel = "COMMAND",
+            description = "The command every rank runs, with its arguments (put it after --).")
+    List<String> command;
+
+    @Override
+    public Integer call() {
+        String jobSecret = secret != null ? secret : parent.env.get("HCOMM_SECRET");
+        if (jobSecret != null && jobSecret.isBlank()) jobSecret = null;
+        if (nnodes > 1) {
+            if (jobSecret == null) {
+                throw new ParameterException(spec.commandLine(), "A job of several nodes needs the same secret on every"
+                        + " node: give --secret S or set HCOMM_SECRET (e.g. export HCOMM_SECRET=$(openssl rand -hex 24)).");
+            }
+            if (masterAddr == null) {
+                throw new ParameterException(spec.commandLine(), "A job of several nodes needs --master-addr: the address"
+                        + " of node 0, where the store is served.");
+            }
+            if (masterPort == 0) {
+                throw new ParameterException(spec.commandLine(), "A job of several nodes needs --master-port: a port"
+                        + " free on node 0 (e.g. 29500).");
+            }
+        }
+        if (jobSecret == null) jobSecret = Auth.newSecret();
+        LocalLauncher.Job job;
+        try {
+            job = new LocalLauncher.Job(procsPerNode, nnodes, nodeRank,
+                    masterAddr != null ? masterAddr : "127.0.0.1", masterPort, jobSecret);
+        } catch (IllegalArgumentException e) {
+            throw new ParameterException(spec.commandLine(), e.getMessage());
+        }
+        return new LocalLauncher("hcomm launch", parent.out, parent.err)
+                .gracePeriod(gracePeriod)
+                .run(job, command);
+    }
+}

@@ -1,0 +1,485 @@
+package io.hcomm4j.cli;
+
+import io.hcomm4j.bootstrap.TcpStoreServer;
+import io.hcomm4j.security.Auth;
+import java.io.File;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.PrintStream;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.function.Predicate;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+
+/**
+ * Starts the ranks of one node of a job as child processes and supervises them: the engine of
+ * {@code hcomm launch}, {@code hcomm demo} and {@code hcomm perf -n N}.
+ *
+ * <p>Node 0 hosts the job's store (a {@link TcpStoreServer} unless a test injects another {@link StoreHost}).
+ * Every rank gets the torchrun-style environment ({@link #rankEnvironment}). Each line a rank writes is
+ * copied to this process's stdout or stderr with a {@code [rank R] } prefix, whole lines at a time. When a
+ * rank exits with a non-zero code the other ranks are stopped (SIGTERM to them and their descendants, then
+ * SIGKILL after the grace period) and {@link #run} returns that code. A shutdown hook does the same when
+ * this process is interrupted or terminated, so no rank outlives the launcher. On Linux the launcher adopts
+ * the processes a rank leaves behind ({@link Subreaper}); they are stopped when the job ends. The launcher
+ * owns the child processes its JVM starts while a job runs.
+ */
+final class LocalLauncher {
+    /** The one line every JVM started with {@code --add-modules jdk.incubator.vector} writes to stderr. */
+    static final String INCUBATOR_WARNING = "WARNING: Using incubator modules: jdk.incubator.vector";
+
+    /** JVM flags of every rank JVM that {@link #javaCommand} builds. */
+    static final List<String> RANK_JVM_FLAGS = List.of(
+            "--enable-native-access=ALL-UNNAMED", "--add-modules", "jdk.incubator.vector", "-XX:+UseParallelGC");
+
+    /** Variables that would contradict the launcher's job if a rank inherited them from this process. */
+    private static final List<String> CLEARED_VARIABLES = List.of(
+            "HCOMM_RANK", "HCOMM_WORLD_SIZE", "HCOMM_INIT_METHOD", "HCOMM_STORE_PORT");
+
+    /** Longest line piece copied at once; a longer line is split into several prefixed lines. */
+    private static final int MAX_LINE = 64 * 1024;
+
+    /** How long to wait for killed processes to disappear. */
+    private static final Duration KILL_WAIT = Duration.ofSeconds(5);
+
+    /**
+     * The shape of a job and this node's place in it, like torchrun's options.
+     *
+     * @param procsPerNode ranks started on each node
+     * @param nnodes       number of nodes
+     * @param nodeRank     this node's index, {@code 0 .. nnodes-1}; node 0 hosts the store
+     * @param masterAddr   address of the store (node 0 binds it)
+     * @param masterPort   port of the store; 0 lets node 0 pick a free one (single node only)
+     * @param secret       the job secret every rank proves; the same on every node
+     */
+    record Job(int procsPerNode, int nnodes, int nodeRank, String masterAddr, int masterPort, String secret) {
+        Job {
+            Objects.requireNonNull(masterAddr, "masterAddr");
+            if (procsPerNode < 1) throw new IllegalArgumentException("ranks per node must be >= 1, was " + procsPerNode);
+            if (nnodes < 1) throw new IllegalArgumentException("number of nodes must be >= 1, was " + nnodes);
+            if (nodeRank < 0 || nodeRank >= nnodes) {
+                throw new IllegalArgumentException("node rank must be in 0.." + (nnodes - 1) + ", was " + nodeRank);
+            }
+            if (masterPort < 0 || masterPort > 65535) throw new IllegalArgumentException("master port must be in 0..65535, was " + masterPort);
+            if (nnodes > 1 && masterPort == 0) throw new IllegalArgumentException("a job of several nodes needs a master port (not 0)");
+        }
+
+        /** A job of {@code n} ranks on this machine, with its store on a free loopback port. */
+        static Job local(int n, String secret) {
+            return new Job(n, 1, 0, "127.0.0.1", 0, secret);
+        }
+
+        /** Number of ranks of the whole job. */
+        int worldSize() {
+            return procsPerNode * nnodes;
+        }
+
+        /** Global rank of this node's local rank 0. */
+        int firstRank() {
+            return nodeRank * procsPerNode;
+        }
+
+        /** True on the node whose launcher serves the store. */
+        boolean hostsStore() {
+            return nodeRank == 0;
+        }
+    }
+
+    /** Starts the job's store; production uses {@link #TCP_STORE}, tests inject their own. */
+    @FunctionalInterface
+    interface StoreHost {
+        /** Starts serving on {@code bind} (port 0: a free port); the result says where and how to stop it. */
+        HostedStore start(InetSocketAddress bind, String secret) throws Exception;
+    }
+
+    /**
+     * A running store.
+     *
+     * @param address where it listens (the actual port, never 0)
+     * @param server  closing it stops the store
+     */
+    record HostedStore(InetSocketAddress address, AutoCloseable server) {
+    }
+
+    /** Hosts the store with the core's {@link TcpStoreServer}. */
+    static final StoreHost TCP_STORE = (bind, secret) -> {
+        TcpStoreServer server = TcpStoreServer.start(bind, secret);
+        return new HostedStore(server.address(), server);
+    };
+
+    private final String name;
+    private final PrintStream out;
+    private final PrintStream err;
+    private StoreHost storeHost = TCP_STORE;
+    private Duration gracePeriod = Duration.ofSeconds(5);
+    private boolean rank0StdoutRaw;
+    private Predicate<String> stderrFilter = line -> true;
+    private volatile List<Process> started = List.of();
+
+    /**
+     * @param name prefix of the launcher's own messages, e.g. {@code "hcomm launch"}
+     * @param out  where the ranks' stdout lines go
+     * @param err  where the ranks' stderr lines and the launcher's messages go
+     */
+    LocalLauncher(String name, PrintStream out, PrintStream err) {
+        this.name = name;
+        this.out = out;
+        this.err = err;
+    }
+
+    /** Replaces how node 0 hosts the store. */
+    LocalLauncher storeHost(StoreHost host) {
+        this.storeHost = Objects.requireNonNull(host, "host");
+        return this;
+    }
+
+    /** Time between SIGTERM and SIGKILL when ranks are stopped (default 5 s). */
+    LocalLauncher gracePeriod(Duration grace) {
+        this.gracePeriod = Objects.requireNonNull(grace, "grace");
+        return this;
+    }
+
+    /** Copies the stdout of global rank 0 without a prefix: its output is the job's result (a table, CSV). */
+    LocalLauncher rank0StdoutRaw(boolean raw) {
+        this.rank0StdoutRaw = raw;
+        return this;
+    }
+
+    /** Drops the ranks' stderr lines equal to {@code line} (used for the JVM's incubator warning). */
+    LocalLauncher dropStderrLine(String line) {
+        this.stderrFilter = l -> !l.equals(line);
+        return this;
+    }
+
+    /** The rank processes the last {@link #run} started (for tests that check nothing outlives it). */
+    List<ProcessHandle> startedProcesses() {
+        return started.stream().map(Process::toHandle).toList();
+    }
+
+    /**
+     * The command line that runs {@code mainClass} in a JVM like this one: the same java binary and
+     * class path, {@link #RANK_JVM_FLAGS}, then {@code args}.
+     */
+    static List<String> javaCommand(String mainClass, List<String> args) {
+        String java = ProcessHandle.current().info().command()
+                .orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        String classPath = Arrays.stream(System.getProperty("java.class.path").split(File.pathSeparator))
+                .filter(e -> !e.isEmpty())
+                .map(e -> Path.of(e).toAbsolutePath().toString())
+                .reduce((a, b) -> a + File.pathSeparator + b)
+                .orElse(".");
+        List<String> cmd = new ArrayList<>();
+        cmd.add(java);
+        cmd.addAll(RANK_JVM_FLAGS);
+        cmd.add("-cp");
+        cmd.add(classPath);
+        cmd.add(mainClass);
+        cmd.addAll(args);
+        return cmd;
+    }
+
+    /** The variables the launcher sets for local rank {@code localRank} of {@code job}. */
+    static Map<String, String> rankEnvironment(Job job, int localRank, int storePort) {
+        Map<String, String> env = new LinkedHashMap<>();
+        env.put("RANK", Integer.toString(job.firstRank() + localRank));
+        env.put("LOCAL_RANK", Integer.toString(localRank));
+        env.put("WORLD_SIZE", Integer.toString(job.worldSize()));
+        env.put("LOCAL_WORLD_SIZE", Integer.toString(job.procsPerNode()));
+        env.put("NODE_RANK", Integer.toString(job.nodeRank()));
+        env.put("MASTER_ADDR", job.masterAddr());
+        env.put("MASTER_PORT", Integer.toString(storePort));
+        if (job.secret() != null) env.put("HCOMM_SECRET", job.secret());
+        // Node 0's launcher serves the store for the whole job, so no rank starts one.
+        env.put("HCOMM_STORE_HOSTED", "1");
+        return env;
+    }
+
+    /**
+     * Runs a job of {@code n} ranks on this machine, each a JVM running {@code mainClass} ({@link #javaCommand}),
+     * with a new job secret. Drops the JVM's incubator warning, which {@link #RANK_JVM_FLAGS} cause, from their stderr.
+     *
+     * @return as {@link #run}
+     */
+    int runJava(int n, String mainClass, List<String> args) {
+        dropStderrLine(INCUBATOR_WARNING);
+        return run(Job.local(n, Auth.newSecret()), javaCommand(mainClass, args));
+    }
+
+    /**
+     * Runs this node's ranks of {@code job}, each executing {@code command}, until all have exited or one
+     * has failed.
+     *
+     * @return 0 when every rank exited with 0; otherwise the failing rank's exit code (or 1)
+     */
+    int run(Job job, List<String> command) {
+        if (command.isEmpty()) throw new IllegalArgumentException("no command to launch");
+        HostedStore store = null;
+        if (job.hostsStore()) {
+            InetSocketAddress bind = new InetSocketAddress(job.masterAddr(), job.masterPort());
+            try {
+                store = storeHost.start(bind, job.secret());
+            } catch (Exception e) {
+                err.println(name + ": cannot host the store on " + job.masterAddr() + ":" + job.masterPort() + ": " + e);
+                return 1;
+            }
+        }
+        int storePort = store != null ? store.address().getPort() : job.masterPort();
+        Subreaper.activate();
+        Ranks ranks = new Ranks(job);
+        HostedStore hosted = store;
+        Thread hook = Thread.ofPlatform().name(name + "-shutdown").unstarted(() -> {
+            if (!ranks.stopRequested()) err.println(name + ": interrupted: stopping the ranks");
+            ranks.stop(); // also waits for a stop the main thread has begun
+            closeQuietly(hosted);
+        });
+        Runtime.getRuntime().addShutdownHook(hook);
+        try {
+            for (int i = 0; i < job.procsPerNode(); i++) {
+                try {
+                    ranks.start(i, command, rankEnvironment(job, i, storePort));
+                } catch (IOException e) {
+                    err.println(name + ": cannot start rank " + (job.firstRank() + i) + " (" + command.getFirst() + "): " + e.getMessage());
+                    return 1;
+                }
+            }
+            started = ranks.processes();
+            return ranks.supervise();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return 130;
+        } finally {
+            started = ranks.processes();
+            ranks.stop();
+            ranks.drainOutput(Duration.ofSeconds(2));
+            try {
+                Runtime.getRuntime().removeShutdownHook(hook);
+            } catch (IllegalStateException shuttingDown) {
+                // the hook is running or has run; it stops the ranks and closes the store itself
+            }
+            closeQuietly(store);
+        }
+    }
+
+    private static void closeQuietly(HostedStore store) {
+        if (store == null) return;
+        try {
+            store.server().close();
+        } catch (Exception ignored) {
+            // nothing to do about a store that fails to close at the end of the job
+        }
+    }
+
+    /** This node's rank processes, their output pumps and their exits. */
+    private final class Ranks {
+        private final Job job;
+        private final Process[] processes;
+        private final List<Thread> pumps = new ArrayList<>();
+        private final BlockingQueue<Integer> exits = new LinkedBlockingQueue<>();
+        private volatile boolean stopRequested;
+
+        /** Children this process had before the job: not the job's, never stopped. */
+        private final Set<Long> otherChildren;
+
+        Ranks(Job job) {
+            this.job = job;
+            this.processes = new Process[job.procsPerNode()];
+            this.otherChildren = ProcessHandle.current().children().map(ProcessHandle::pid).collect(Collectors.toSet());
+        }
+
+        void start(int local, List<String> command, Map<String, String> rankEnv) throws IOException {
+            ProcessBuilder pb = new ProcessBuilder(command);
+            Map<String, String> env = pb.environment();
+            CLEARED_VARIABLES.forEach(env::remove);
+            env.putAll(rankEnv);
+            int rank = job.firstRank() + local;
+            Process p;
+            synchronized (this) {
+                if (stopRequested) throw new IOException("the launcher is stopping");
+                p = pb.start();
+                processes[local] = p;
+            }
+            // Ranks read no input: a job's ranks sharing this terminal would fight over it.
+            p.getOutputStream().close();
+            String prefix = "[rank " + rank + "] ";
+            pumps.add(pump(p.getInputStream(), out, rank == 0 && rank0StdoutRaw ? "" : prefix, line -> true,
+                    "rank-" + rank + "-stdout"));
+            pumps.add(pump(p.getErrorStream(), err, prefix, stderrFilter, "rank-" + rank + "-stderr"));
+            p.onExit().thenRun(() -> exits.add(local));
+        }
+
+        synchronized List<Process> processes() {
+            return Arrays.stream(processes).filter(Objects::nonNull).toList();
+        }
+
+        boolean stopRequested() {
+            return stopRequested;
+        }
+
+        /** Waits for the ranks; returns the job's exit code. */
+        int supervise() throws InterruptedException {
+            for (int remaining = processes.length; remaining > 0; remaining--) {
+                int local = exits.take();
+                int code = processes[local].exitValue();
+                if (code != 0 && !stopRequested) {
+                    stop();
+                    drainOutput(Duration.ofSeconds(2));
+                    err.println(name + ": rank " + (job.firstRank() + local) + " exited with code " + code
+                            + "; stopped the other ranks");
+                    return code > 0 && code < 256 ? code : 1;
+                }
+            }
+            return stopRequested ? 143 : 0; // stopped from outside (SIGTERM): the job did not finish
+        }
+
+        /**
+         * Stops every rank that still runs and its descendants: SIGTERM, then SIGKILL to whatever is left
+         * after the grace period. Idempotent and safe from any thread.
+         */
+        synchronized void stop() {
+            stopRequested = true;
+            Set<ProcessHandle> targets = aliveTree();
+            if (targets.isEmpty()) return;
+            targets.forEach(ProcessHandle::destroy);
+            if (awaitGone(targets, gracePeriod)) return;
+            // Whatever is still alive, and what it started meanwhile, is killed.
+            targets.addAll(aliveTree());
+            targets.stream().filter(ProcessHandle::isAlive).forEach(ProcessHandle::destroyForcibly);
+            awaitGone(targets, KILL_WAIT); // SIGKILL takes effect asynchronously
+        }
+
+        /** Waits up to {@code limit} until none of {@code targets} is alive; true if so. */
+        private boolean awaitGone(Set<ProcessHandle> targets, Duration limit) {
+            long deadline = System.nanoTime() + limit.toNanos();
+            while (true) {
+                adopted().forEach(orphan -> Subreaper.reap(orphan.pid()));
+                if (targets.stream().noneMatch(ProcessHandle::isAlive)) return true;
+                if (System.nanoTime() - deadline > 0) return false;
+                sleep(10);
+            }
+        }
+
+        /** Children of this process that are neither ranks nor older than the job: orphans it adopted. */
+        private Stream<ProcessHandle> adopted() {
+            Set<Long> ranks = Arrays.stream(processes).filter(Objects::nonNull).map(Process::pid).collect(Collectors.toSet());
+            return ProcessHandle.current().children().filter(c -> !otherChildren.contains(c.pid()) && !ranks.contains(c.pid()));
+        }
+
+        /**
+         * The live ranks and all their descendants, and the processes they left behind that this process adopted
+         * ({@link #adoptOrphans}). Taken before any signal: a process whose parent dies leaves the parent's tree.
+         */
+        private Set<ProcessHandle> aliveTree() {
+            Set<ProcessHandle> all = new LinkedHashSet<>();
+            for (Process p : processes) {
+                if (p == null) continue;
+                p.descendants().forEach(all::add);
+                if (p.isAlive()) all.add(p.toHandle());
+            }
+            adopted().forEach(orphan -> {
+                Subreaper.reap(orphan.pid()); // gone if it has exited
+                all.add(orphan);
+                orphan.descendants().forEach(all::add);
+            });
+            all.removeIf(h -> !h.isAlive());
+            return all;
+        }
+
+        /** Waits (bounded) until the output of every rank has been copied. */
+        void drainOutput(Duration limit) {
+            long deadline = System.nanoTime() + limit.toNanos();
+            for (Thread t : pumps) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) return;
+                try {
+                    t.join(Duration.ofNanos(left));
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return;
+                }
+            }
+        }
+    }
+
+    private static void sleep(long millis) {
+        try {
+            Thread.sleep(millis);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /**
+     * Copies {@code in} to {@code to} line by line, each line written whole with one call and prefixed.
+     * Bytes are copied as they are (no decoding); lines longer than {@link #MAX_LINE} are split.
+     */
+    private static Thread pump(InputStream in, PrintStream to, String prefix, Predicate<String> keep, String name) {
+        byte[] prefixBytes = prefix.getBytes(StandardCharsets.UTF_8);
+        return Thread.ofPlatform().name(name).daemon().start(() -> {
+            LineBuffer line = new LineBuffer(prefixBytes);
+            byte[] buf = new byte[8192];
+            try (in) {
+                int n;
+                while ((n = in.read(buf)) >= 0) {
+                    for (int i = 0; i < n; i++) {
+                        byte b = buf[i];
+                        if (b == '\n') {
+                            line.emit(to, keep);
+                        } else {
+                            line.append(b);
+                            if (line.length() >= MAX_LINE) line.emit(to, keep);
+                        }
+                    }
+                }
+            } catch (IOException e) {
+                // the stream was closed: the rank is gone
+            }
+            if (line.length() > 0) line.emit(to, keep);
+        });
+    }
+
+    /** One line being collected: prefix, bytes, newline. */
+    private static final class LineBuffer {
+        private final int start;
+        private byte[] bytes;
+        private int end;
+
+        LineBuffer(byte[] prefix) {
+            this.bytes = Arrays.copyOf(prefix, prefix.length + 256);
+            this.start = prefix.length;
+            this.end = start;
+        }
+
+        int length() {
+            return end - start;
+        }
+
+        void append(byte b) {
+            if (end + 1 >= bytes.length) bytes = Arrays.copyOf(bytes, bytes.length * 2);
+            bytes[end++] = b;
+        }
+
+        void emit(PrintStream to, Predicate<String> keep) {
+            int len = end - start;
+            if (len > 0 && bytes[end - 1] == '\r') len--; // CRLF
+            if (keep.test(new String(bytes, start, len, StandardCharsets.UTF_8))) {
+                bytes[start + len] = '\n';
+                to.write(bytes, 0, start + len + 1); // one call: whole line, never interleaved
+                to.flush();
+            }
+            end = start;
+        }
+    }
+}

@@ -1,0 +1,146 @@
+package io.hcomm4j.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import picocli.CommandLine;
+
+/** The command line: options, usage errors and exit codes (nothing here needs the core). */
+@Timeout(30)
+class HcommCliTest {
+    private final Captured io = new Captured();
+
+    private int run(Map<String, String> env, String... args) {
+        return HcommCli.execute(args, io.out, io.err, env);
+    }
+
+    private int run(String... args) {
+        return run(Map.of(), args);
+    }
+
+    @Test
+    void versionNamesHcommAndJava() {
+        assertThat(run("--version")).isZero();
+        assertThat(io.out()).startsWith("hcomm 0.").contains("Java " + System.getProperty("java.version"));
+    }
+
+    @Test
+    void helpListsTheCommands() {
+        assertThat(run("--help")).isZero();
+        assertThat(io.out()).contains("launch", "demo", "perf");
+        for (String command : List.of("launch", "demo", "perf")) {
+            Captured sub = new Captured();
+            assertThat(HcommCli.execute(new String[] {command, "--help"}, sub.out, sub.err, Map.of())).isZero();
+            assertThat(sub.out()).startsWith("Usage: hcomm " + command);
+        }
+    }
+
+    @Test
+    void noCommandIsAUsageError() {
+        assertThat(run()).isEqualTo(2);
+        assertThat(io.err()).contains("Missing command").contains("Usage: hcomm");
+    }
+
+    @Test
+    void launchHelpSaysEveryNodeNeedsTheSameSecret() {
+        assertThat(run("launch", "--help")).isZero();
+        assertThat(io.out()).contains("the same secret", "HCOMM_SECRET", "RANK, LOCAL_RANK, WORLD_SIZE");
+    }
+
+    @Test
+    void launchNeedsACommand() {
+        assertThat(run("launch", "-n", "2")).isEqualTo(2);
+        assertThat(io.err()).contains("COMMAND");
+    }
+
+    @Test
+    void severalNodesNeedASecret() {
+        assertThat(run("launch", "--nnodes", "2", "--master-addr", "10.0.0.1", "--master-port", "29500", "--", "true"))
+                .isEqualTo(2);
+        assertThat(io.err()).contains("same secret on every node").contains("HCOMM_SECRET");
+    }
+
+    @Test
+    void severalNodesNeedTheMasterAddressAndPort() {
+        assertThat(run("launch", "--nnodes", "2", "--secret", "s", "--master-port", "29500", "--", "true")).isEqualTo(2);
+        assertThat(io.err()).contains("--master-addr");
+        Captured again = new Captured();
+        assertThat(HcommCli.execute(new String[] {"launch", "--nnodes", "2", "--master-addr", "a", "--", "true"},
+                again.out, again.err, Map.of("HCOMM_SECRET", "s"))).isEqualTo(2);
+        assertThat(again.err()).contains("--master-port");
+    }
+
+    @Test
+    void aNodeRankOutsideTheJobIsAUsageError() {
+        assertThat(run("launch", "--node-rank", "1", "--", "true")).isEqualTo(2);
+        assertThat(io.err()).contains("node rank must be in 0..0");
+    }
+
+    @Test
+    void launchOnASecondNodeRunsItsRanksWithTheSecretFromTheEnvironment() {
+        // node 1 hosts no store, so this runs without the core's store server
+        int code = run(Map.of("HCOMM_SECRET", "from-env"), "launch", "-n", "2", "--nnodes", "2", "--node-rank", "1",
+                "--master-addr", "127.0.0.1", "--master-port", "29999",
+                "sh", "-c", "echo $RANK/$WORLD_SIZE $HCOMM_SECRET $MASTER_PORT", "--not-an-option-of-launch");
+
+        assertThat(code).as(io.toString()).isZero();
+        assertThat(io.outLines()).containsExactlyInAnyOrder("[rank 2] 2/4 from-env 29999", "[rank 3] 3/4 from-env 29999");
+    }
+
+    @Test
+    void launchExitsWithTheFailingRanksCode() {
+        int code = run("launch", "-n", "2", "--nnodes", "2", "--node-rank", "1", "--master-addr", "127.0.0.1",
+                "--master-port", "29999", "--secret", "s", "--grace-period", "1s",
+                "--", "sh", "-c", "if [ $RANK = 3 ]; then exit 5; fi; sleep 600");
+
+        assertThat(code).isEqualTo(5);
+        assertThat(io.err()).contains("hcomm launch: rank 3 exited with code 5; stopped the other ranks");
+    }
+
+    @Test
+    void perfOfAnOpNotYetImplementedExitsWith2() {
+        assertThat(run("perf", "allreduce")).isEqualTo(2);
+        assertThat(io.err()).contains("allreduce is not yet implemented");
+    }
+
+    @Test
+    void perfOfAnUnknownOpIsAUsageError() {
+        assertThat(run("perf", "allgatherv")).isEqualTo(2);
+        assertThat(io.err()).contains("Unknown op 'allgatherv'");
+    }
+
+    @Test
+    void perfRejectsBadSizes() {
+        assertThat(run("perf", "p2p", "-b", "4M", "-e", "1K")).isEqualTo(2);
+        assertThat(io.err()).contains("smaller than -b");
+        Captured again = new Captured();
+        assertThat(HcommCli.execute(new String[] {"perf", "p2p", "-b", "lots"}, again.out, again.err, Map.of())).isEqualTo(2);
+        assertThat(again.err()).contains("not a size");
+    }
+
+    @Test
+    void perfNeedsTwoRanks() {
+        assertThat(run("perf", "p2p", "-n", "1")).isEqualTo(2);
+        assertThat(io.err()).contains("at least 2 ranks");
+    }
+
+    @Test
+    void perfRanksGetTheSameOptionsWithoutN() {
+        CommandLine cl = HcommCli.commandLine(io.out, io.err, Map.of());
+        CommandLine.ParseResult parsed = cl.parseArgs("perf", "p2p", "-n", "3", "-b", "1K", "-e", "4M", "-f", "4",
+                "--algo", "stream", "--iters", "5", "--warmup", "1", "--format", "csv", "--check");
+        PerfCommand perf = parsed.subcommand().commandSpec().commandLine().getCommand();
+
+        assertThat(perf.rankArgs()).containsExactly("perf", "p2p", "--format", "csv", "-b", "1024", "-e", "4194304",
+                "-f", "4", "--algo", "stream", "--iters", "5", "--warmup", "1", "--check");
+        // and the ranks read them back to the same plan
+        CommandLine again = HcommCli.commandLine(io.out, io.err, Map.of());
+        PerfCommand rank = again.parseArgs(perf.rankArgs().toArray(String[]::new)).subcommand().commandSpec()
+                .commandLine().getCommand();
+        assertThat(PerfCommand.p2pPlan(rank.minBytes, rank.maxBytes, rank.factor, rank.algo, rank.iters, rank.warmup))
+                .isEqualTo(PerfCommand.p2pPlan(perf.minBytes, perf.maxBytes, perf.factor, perf.algo, perf.iters, perf.warmup));
+    }
+}
