@@ -404,17 +404,6 @@ final class PeerLink {
 
     /** Next {@code length} bytes go to {@code target} (null: discard); then the recv or unexpected entry completes. */
     void expectPayload(MemorySegment target, long length, RecvRequest recv, byte[] unexpected, long commId, int tag) {
-        if (length == 0) {
-            inPayload = true;
-            remaining = 0;
-            dest = target;
-            payloadRecv = recv;
-            payloadUnexpected = unexpected;
-            payloadCommId = commId;
-            payloadTag = tag;
-            finishPayload();
-            return;
-        }
         inPayload = true;
         dest = target;
         destOff = 0;
@@ -423,6 +412,7 @@ final class PeerLink {
         payloadUnexpected = unexpected;
         payloadCommId = commId;
         payloadTag = tag;
+        if (length == 0) finishPayload();
     }
 
     private void finishPayload() {
