@@ -1,0 +1,61 @@
+package io.hcomm4j;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.time.Duration;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+class CommConfigTest {
+    @Test
+    void durationsAndSizesParse() {
+        assertThat(CommConfig.parseDuration("500ms")).isEqualTo(Duration.ofMillis(500));
+        assertThat(CommConfig.parseDuration("3s")).isEqualTo(Duration.ofSeconds(3));
+        assertThat(CommConfig.parseDuration("2m")).isEqualTo(Duration.ofMinutes(2));
+        assertThat(CommConfig.parseDuration("1h")).isEqualTo(Duration.ofHours(1));
+        assertThat(CommConfig.parseDuration("100us")).isEqualTo(Duration.ofNanos(100_000));
+        assertThat(CommConfig.parseDuration("7")).isEqualTo(Duration.ofSeconds(7));
+        assertThat(CommConfig.parseDuration("1.5s")).isEqualTo(Duration.ofMillis(1500));
+        assertThatThrownBy(() -> CommConfig.parseDuration("soon")).hasMessageContaining("'soon' is not a duration");
+        assertThatThrownBy(() -> CommConfig.parseDuration("3 fortnights")).hasMessageContaining("unknown unit");
+        assertThat(CommConfig.parseSize("4096")).isEqualTo(4096);
+        assertThat(CommConfig.parseSize("64K")).isEqualTo(65536);
+        assertThat(CommConfig.parseSize("64KiB")).isEqualTo(65536);
+        assertThat(CommConfig.parseSize("1M")).isEqualTo(1 << 20);
+        assertThat(CommConfig.parseSize("2G")).isEqualTo(2L << 30);
+        assertThatThrownBy(() -> CommConfig.parseSize("lots")).hasMessageContaining("not a size");
+    }
+
+    @Test
+    void environmentThenSystemPropertyThenBuilder() {
+        Map<String, String> env = Map.of("HCOMM_TIMEOUT", "3s", "HCOMM_EAGER_LIMIT", "32K", "HCOMM_SECRET", "from-env",
+                "HCOMM_STORE_HOSTED", "1");
+        Map<String, String> props = Map.of("hcomm.timeout", "9s", "hcomm.spin.time", "0");
+        CommConfig c = CommConfig.builderFrom(env, props::get).build();
+        assertThat(c.timeout()).isEqualTo(Duration.ofSeconds(9));
+        assertThat(c.eagerLimit()).isEqualTo(32 * 1024);
+        assertThat(c.secret()).contains("from-env");
+        assertThat(c.storeHosted()).isTrue();
+        assertThat(c.spinTime()).isZero();
+        CommConfig overridden = CommConfig.builderFrom(env, props::get).timeout(Duration.ofMillis(1)).build();
+        assertThat(overridden.timeout()).isEqualTo(Duration.ofMillis(1));
+        assertThat(c.toString()).doesNotContain("from-env");
+    }
+
+    @Test
+    void badValuesNameTheSetting() {
+        assertThatThrownBy(() -> CommConfig.builderFrom(Map.of("HCOMM_TIMEOUT", "soon"), k -> null).build())
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("HCOMM_TIMEOUT").hasMessageContaining("hcomm.timeout");
+        assertThatThrownBy(() -> CommConfig.builderFrom(Map.of("HCOMM_RANK", "x"), k -> null).build())
+                .hasMessageContaining("HCOMM_RANK").hasMessageContaining("not an integer");
+        assertThatThrownBy(() -> CommConfig.builderFrom(Map.of("HCOMM_STORE_HOSTED", "maybe"), k -> null).build())
+                .hasMessageContaining("HCOMM_STORE_HOSTED");
+        assertThatThrownBy(() -> CommConfig.builder().initMethod("udp://x").build()).hasMessageContaining("initMethod");
+        assertThatThrownBy(() -> CommConfig.builder().rank(4).worldSize(4).build()).hasMessageContaining("rank 4");
+        assertThatThrownBy(() -> CommConfig.builder().worldSize(0).build()).hasMessageContaining("worldSize");
+        assertThatThrownBy(() -> CommConfig.builder().timeout(Duration.ZERO).build()).hasMessageContaining("timeout");
+        assertThatThrownBy(() -> CommConfig.builder().eagerLimit(1L << 30).build()).hasMessageContaining("eagerLimit");
+        assertThatThrownBy(() -> CommConfig.builder().unexpectedLimit(10).build()).hasMessageContaining("unexpectedLimit");
+    }
+}
