@@ -38,6 +38,24 @@ public interface Communicator extends AutoCloseable {
      */
     CommFuture<Status> recvAsync(MemorySegment buf, int peer, int tag);
 
+    /**
+     * Waits until a message from {@code peer} (or {@link #ANY_SOURCE}) with {@code tag} (or {@link #ANY_TAG}) can be
+     * received, and returns its source, tag and size without receiving it: allocate a buffer of that size,
+     * then {@code recv} it with the returned source and tag. Receives posted earlier take messages first.
+     */
+    default Status probe(int peer, int tag) {
+        return probeAsync(peer, tag).await();
+    }
+
+    /** The asynchronous form of {@link #probe}. */
+    CommFuture<Status> probeAsync(int peer, int tag);
+
+    /**
+     * The status of a message from {@code peer} (or ANY_SOURCE) with {@code tag} (or ANY_TAG) that a receive
+     * posted now would get, if one has arrived; never waits (MPI_Iprobe).
+     */
+    java.util.Optional<Status> iprobe(int peer, int tag);
+
     /** Blocking send: {@code sendAsync(buf, peer, tag).await()}. */
     default void send(MemorySegment buf, int peer, int tag) {
         sendAsync(buf, peer, tag).await();

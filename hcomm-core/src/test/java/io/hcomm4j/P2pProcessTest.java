@@ -10,7 +10,7 @@ import org.junit.jupiter.api.Test;
 
 /** Point-to-point between separate JVM processes over real sockets; each rank checks every element itself. */
 class P2pProcessTest {
-    static final String[] ALL = {"sizes", "types", "tags", "anysource", "stream", "self", "errors"};
+    static final String[] ALL = {"sizes", "types", "tags", "anysource", "stream", "self", "errors", "probe"};
 
     @Test
     void twoRanksEveryScenario() throws Exception {

@@ -51,16 +51,35 @@ final class CommunicatorImpl implements Communicator {
     public CommFuture<Status> recvAsync(MemorySegment buf, int peer, int tag) {
         checkOpen();
         Objects.requireNonNull(buf, "buf");
-        if (peer != ANY_SOURCE && (peer < 0 || peer >= size)) {
-            throw new IllegalArgumentException("rank " + rank + ": recv: peer " + peer + " is out of range [0, " + size
-                    + ") and is not ANY_SOURCE");
-        }
-        if (tag < 0 && tag != ANY_TAG) {
-            throw new IllegalArgumentException("rank " + rank + ": recv: tag " + tag + " must be >= 0 or ANY_TAG");
-        }
+        checkSource(peer, tag, "recv");
         if (buf.isReadOnly()) throw new IllegalArgumentException("rank " + rank + ": recv: buf is read-only");
         checkShared(buf, "recv");
         return transport.recv(commId, peer == ANY_SOURCE ? TcpTransport.ANY : peer, tag == ANY_TAG ? TcpTransport.ANY : tag, buf);
+    }
+
+    @Override
+    public CommFuture<Status> probeAsync(int peer, int tag) {
+        checkOpen();
+        checkSource(peer, tag, "probe");
+        return transport.probe(commId, peer == ANY_SOURCE ? TcpTransport.ANY : peer, tag == ANY_TAG ? TcpTransport.ANY : tag);
+    }
+
+    @Override
+    public java.util.Optional<Status> iprobe(int peer, int tag) {
+        checkOpen();
+        checkSource(peer, tag, "iprobe");
+        return java.util.Optional.ofNullable(
+                transport.iprobe(commId, peer == ANY_SOURCE ? TcpTransport.ANY : peer, tag == ANY_TAG ? TcpTransport.ANY : tag));
+    }
+
+    private void checkSource(int peer, int tag, String op) {
+        if (peer != ANY_SOURCE && (peer < 0 || peer >= size)) {
+            throw new IllegalArgumentException("rank " + rank + ": " + op + ": peer " + peer + " is out of range [0, " + size
+                    + ") and is not ANY_SOURCE");
+        }
+        if (tag < 0 && tag != ANY_TAG) {
+            throw new IllegalArgumentException("rank " + rank + ": " + op + ": tag " + tag + " must be >= 0 or ANY_TAG");
+        }
     }
 
     @Override

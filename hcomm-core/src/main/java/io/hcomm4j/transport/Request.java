@@ -9,7 +9,7 @@ import java.util.concurrent.locks.LockSupport;
  * One point-to-point op in flight: its arguments, its protocol state and its future. Completion sets a
  * volatile flag first (what waiters poll) and wakes a parked waiter, then completes the future.
  */
-public abstract sealed class Request<T> extends CommFuture<T> permits SendRequest, RecvRequest {
+public abstract sealed class Request<T> extends CommFuture<T> permits SendRequest, RecvRequest, ProbeRequest {
     final TcpTransport transport;
     final long commId;
     final int tag;

@@ -190,6 +190,62 @@ public final class TcpTransport implements AutoCloseable {
         return r;
     }
 
+    /**
+     * The status of the first message from {@code src} (or {@link #ANY}) with {@code tag} (or {@link #ANY}) that a
+     * receive posted now would get, or {@code null} if none has arrived. Source and tag are world rank and tag.
+     */
+    public io.hcomm4j.Status iprobe(long commId, int src, int tag) {
+        matchLock.lock();
+        try {
+            Unexpected u = table(commId).peekUnexpected(src, tag);
+            return u == null ? null : new io.hcomm4j.Status(u.src, u.tag, u.size);
+        } finally {
+            matchLock.unlock();
+        }
+    }
+
+    /** Completes with the status of the first matching message once one can be received (it is not received). */
+    public ProbeRequest probe(long commId, int src, int tag) {
+        ProbeRequest p = new ProbeRequest(this, commId, src, tag);
+        if (closing) {
+            p.fail(new CommAbortedException("rank " + rank + ": " + p.describe() + " failed: the session is closed"));
+            return p;
+        }
+        io.hcomm4j.Status found = null;
+        boolean dead = false;
+        matchLock.lock();
+        try {
+            MatchTable table = table(commId);
+            Unexpected u = table.peekUnexpected(src, tag);
+            if (u != null) found = new io.hcomm4j.Status(u.src, u.tag, u.size);
+            else if (src != ANY && failed[src]) dead = true;
+            else table.probes.add(p);
+        } finally {
+            matchLock.unlock();
+        }
+        if (found != null) p.succeed(found);
+        else if (dead) p.fail(peerFailed(src, p.describe(), null));
+        else if (src != ANY && src != rank && links[src].state == PeerLink.State.IDLE) connectInBackground(src);
+        return p;
+    }
+
+    private static void succeedProbes(List<ProbeRequest> probed, int src, int tag, long size) {
+        if (probed == null) return;
+        io.hcomm4j.Status st = new io.hcomm4j.Status(src, tag, size);
+        for (ProbeRequest p : probed) p.succeed(st);
+    }
+
+    void abandonProbe(ProbeRequest p) {
+        matchLock.lock();
+        try {
+            MatchTable table = tables.get(p.commId);
+            if (table != null) table.probes.remove(p);
+        } finally {
+            matchLock.unlock();
+        }
+        p.fail(new CommAbortedException("rank " + rank + ": " + p.describe() + " was abandoned after its deadline"));
+    }
+
     /** Matches a recv with an unexpected message (match lock held); returns what to run after unlocking. */
     private Runnable deliverUnexpected(RecvRequest r, Unexpected u) {
         r.matchedSrc = u.src;
@@ -271,11 +327,14 @@ public final class TcpTransport implements AutoCloseable {
                 }
             } else if (s.size <= eagerLimit) {
                 byte[] copy = s.buf.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
-                table.unexpected.add(new Unexpected(s.commId, rank, s.tag, s.size, copy, 0, null));
-                after = () -> s.succeed(null);
+                List<ProbeRequest> probed = table.addUnexpected(new Unexpected(s.commId, rank, s.tag, s.size, copy, 0, null));
+                after = () -> {
+                    s.succeed(null);
+                    succeedProbes(probed, rank, s.tag, s.size);
+                };
             } else {
-                table.unexpected.add(new Unexpected(s.commId, rank, s.tag, s.size, null, 0, s));
-                after = null;
+                List<ProbeRequest> probed = table.addUnexpected(new Unexpected(s.commId, rank, s.tag, s.size, null, 0, s));
+                after = probed == null ? null : () -> succeedProbes(probed, rank, s.tag, s.size);
             }
         } finally {
             matchLock.unlock();
@@ -347,8 +406,12 @@ public final class TcpTransport implements AutoCloseable {
             MatchTable table = table(commId);
             Unexpected u = new Unexpected(commId, l.peer, tag, data.length, data, 0, null);
             RecvRequest r = table.takePosted(l.peer, tag);
-            if (r != null) after = deliverUnexpected(r, u);
-            else table.unexpected.add(u);
+            if (r != null) {
+                after = deliverUnexpected(r, u);
+            } else {
+                List<ProbeRequest> probed = table.addUnexpected(u);
+                if (probed != null) after = () -> succeedProbes(probed, u.src, u.tag, u.size);
+            }
         } finally {
             matchLock.unlock();
         }
@@ -366,8 +429,8 @@ public final class TcpTransport implements AutoCloseable {
             if (r != null) {
                 after = deliverUnexpected(r, u);
             } else {
-                table.unexpected.add(u);
-                after = null;
+                List<ProbeRequest> probed = table.addUnexpected(u);
+                after = probed == null ? null : () -> succeedProbes(probed, u.src, u.tag, u.size);
             }
         } finally {
             matchLock.unlock();
@@ -391,6 +454,13 @@ public final class TcpTransport implements AutoCloseable {
                     }
                 }
                 table.unexpected.removeIf(u -> u.src == p && u.data == null && u.selfSend == null);
+                for (Iterator<ProbeRequest> it = table.probes.iterator(); it.hasNext(); ) {
+                    ProbeRequest pr = it.next();
+                    if (pr.src == p || pr.src == ANY) {
+                        it.remove();
+                        doomed.add(pr);
+                    }
+                }
             }
         } finally {
             matchLock.unlock();
@@ -640,6 +710,8 @@ public final class TcpTransport implements AutoCloseable {
             for (MatchTable table : tables.values()) {
                 doomed.addAll(table.posted);
                 table.posted.clear();
+                doomed.addAll(table.probes);
+                table.probes.clear();
                 for (Unexpected u : table.unexpected) if (u.selfSend != null) doomed.add(u.selfSend);
                 table.unexpected.clear();
             }
@@ -666,6 +738,30 @@ public final class TcpTransport implements AutoCloseable {
     static final class MatchTable {
         final java.util.ArrayList<RecvRequest> posted = new java.util.ArrayList<>();
         final java.util.ArrayList<Unexpected> unexpected = new java.util.ArrayList<>();
+        final java.util.ArrayList<ProbeRequest> probes = new java.util.ArrayList<>();
+
+        /** Queues an unexpected message; returns the waiting probes it satisfies (removed), or null. */
+        List<ProbeRequest> addUnexpected(Unexpected u) {
+            unexpected.add(u);
+            if (probes.isEmpty()) return null;
+            List<ProbeRequest> hit = null;
+            for (Iterator<ProbeRequest> it = probes.iterator(); it.hasNext(); ) {
+                ProbeRequest p = it.next();
+                if (p.matches(u.src, u.tag)) {
+                    it.remove();
+                    if (hit == null) hit = new ArrayList<>();
+                    hit.add(p);
+                }
+            }
+            return hit;
+        }
+
+        Unexpected peekUnexpected(int src, int tag) {
+            for (Unexpected u : unexpected) {
+                if ((src == ANY || src == u.src) && (tag == ANY || tag == u.tag)) return u;
+            }
+            return null;
+        }
 
         RecvRequest takePosted(int src, int tag) {
             for (int i = 0; i < posted.size(); i++) {

@@ -37,10 +37,24 @@ public final class P2pWorker {
                     case "stream" -> stream(comm);
                     case "self" -> self(comm);
                     case "errors" -> errors(comm);
+                    case "probe" -> probe(comm);
                     default -> throw new IllegalArgumentException("unknown scenario " + scenario);
                 }
+                barrier(comm);
                 System.out.printf("rank %d PASS %s (%d ms)%n", rank, scenario, (System.nanoTime() - t0) / 1_000_000);
             }
+        }
+    }
+
+    /** Keeps scenarios apart (their wildcard receives must not see the next scenario's messages). */
+    static void barrier(Communicator comm) {
+        byte[] b = new byte[1];
+        if (comm.rank() == 0) {
+            for (int p = 1; p < comm.size(); p++) comm.recv(b, p, 9999);
+            for (int p = 1; p < comm.size(); p++) comm.send(b, p, 9998);
+        } else {
+            comm.send(b, 0, 9999);
+            comm.recv(b, 0, 9998);
         }
     }
 
@@ -268,7 +282,10 @@ public final class P2pWorker {
         }
     }
 
-    /** Rank 0 receives one message from every rank with ANY_SOURCE / ANY_TAG. */
+    /**
+     * Rank 0 receives one message from every rank with ANY_SOURCE (fixed tag), then one more from each rank
+     * with ANY_TAG (fixed source); statuses name the real source, tag and size.
+     */
     static void anySource(Communicator comm) {
         int n = comm.size(), rank = comm.rank();
         try (Arena arena = Arena.ofShared()) {
@@ -276,18 +293,29 @@ public final class P2pWorker {
                 Set<Integer> seen = new HashSet<>();
                 for (int i = 0; i < n - 1; i++) {
                     MemorySegment in = arena.allocate(200_000);
-                    Status st = comm.recv(in, Communicator.ANY_SOURCE, Communicator.ANY_TAG);
+                    Status st = comm.recv(in, Communicator.ANY_SOURCE, 500);
                     int src = st.source();
                     if (src <= 0 || src >= n || !seen.add(src)) throw new AssertionError("anysource: unexpected source " + st);
                     long size = src % 2 == 0 ? 100 : 150_000;
-                    expect(st, src, 500 + src, size, "anysource");
-                    check(in, size, src, 500 + src, "anysource from " + src);
+                    expect(st, src, 500, size, "anysource");
+                    check(in, size, src, 500, "anysource from " + src);
+                }
+                for (int src = 1; src < n; src++) {
+                    MemorySegment in = arena.allocate(200_000);
+                    Status st = comm.recv(in, src, Communicator.ANY_TAG);
+                    long size = src % 2 == 0 ? 150_000 : 100;
+                    expect(st, src, 600 + src, size, "anytag");
+                    check(in, size, src, 600 + src, "anytag from " + src);
                 }
             } else {
                 long size = rank % 2 == 0 ? 100 : 150_000;
                 MemorySegment out = arena.allocate(size);
-                fill(out, rank, 500 + rank);
-                comm.send(out, 0, 500 + rank);
+                fill(out, rank, 500);
+                comm.send(out, 0, 500);
+                long size2 = rank % 2 == 0 ? 150_000 : 100;
+                MemorySegment out2 = arena.allocate(size2);
+                fill(out2, rank, 600 + rank);
+                comm.send(out2, 0, 600 + rank);
             }
         }
     }
@@ -369,6 +397,63 @@ public final class P2pWorker {
         }
     }
 
+    /**
+     * Variable-size messages received by probing first: blocking probe from a rank, iprobe polling, and
+     * ANY_SOURCE probes at rank 0; the probed size allocates an exact buffer.
+     */
+    static void probe(Communicator comm) {
+        int n = comm.size(), rank = comm.rank(), next = (rank + 1) % n, prev = (rank - 1 + n) % n;
+        Random sizes = new Random(7);
+        try (Arena arena = Arena.ofShared()) {
+            List<CommFuture<Void>> sends = new ArrayList<>();
+            int count = 20;
+            long[] sent = new long[count];
+            for (int i = 0; i < count; i++) {
+                sent[i] = sizes.nextInt(3) == 0 ? 100_000 + sizes.nextInt(50_000) : sizes.nextInt(2000);
+                MemorySegment out = arena.allocate(Math.max(1, sent[i])).asSlice(0, sent[i]);
+                fill(out, rank * 100 + i, 20 + i % 3);
+                sends.add(comm.sendAsync(out, next, 20 + i % 3));
+            }
+            for (int i = 0; i < count; i++) {
+                int tag = 20 + i % 3;
+                Status st;
+                if (i % 2 == 0) {
+                    st = comm.probe(prev, tag);
+                } else {
+                    java.util.Optional<Status> o;
+                    while ((o = comm.iprobe(prev, Communicator.ANY_TAG)).isEmpty()) Thread.onSpinWait();
+                    st = o.get();
+                    if (comm.iprobe(prev, Communicator.ANY_TAG).orElseThrow().bytes() != st.bytes()) {
+                        throw new AssertionError("probing twice gave different messages");
+                    }
+                }
+                expect(st, prev, tag, sent[i], "probe " + i);
+                MemorySegment in = arena.allocate(Math.max(1, st.bytes())).asSlice(0, st.bytes());
+                expect(comm.recv(in, st.source(), st.tag()), prev, tag, sent[i], "recv after probe " + i);
+                check(in, st.bytes(), prev * 100 + i, tag, "probe " + i);
+            }
+            for (CommFuture<Void> s : sends) s.await();
+            for (int tag = 20; tag < 23; tag++) {
+                if (comm.iprobe(prev, tag).isPresent()) throw new AssertionError("iprobe found tag " + tag + " after all were received");
+            }
+            // rank 0 probes ANY_SOURCE for one message from every other rank
+            if (rank == 0) {
+                Set<Integer> seen = new HashSet<>();
+                for (int k = 1; k < n; k++) {
+                    Status st = comm.probe(Communicator.ANY_SOURCE, 30);
+                    if (!seen.add(st.source()) || st.bytes() != 1000L * st.source()) throw new AssertionError("probe any: " + st);
+                    MemorySegment in = arena.allocate(st.bytes());
+                    comm.recv(in, st.source(), 30);
+                    check(in, st.bytes(), st.source(), 30, "probe any from " + st.source());
+                }
+            } else {
+                MemorySegment out = arena.allocate(1000L * rank);
+                fill(out, rank, 30);
+                comm.send(out, 0, 30);
+            }
+        }
+    }
+
     /** Bad arguments fail at once with a message naming the argument; the job goes on. */
     static void errors(Communicator comm) {
         int n = comm.size(), rank = comm.rank(), next = (rank + 1) % n, prev = (rank - 1 + n) % n;
@@ -377,6 +462,8 @@ public final class P2pWorker {
         expectThrows(() -> comm.send(small, -1, 0), IllegalArgumentException.class, "peer -1");
         expectThrows(() -> comm.recv(small, n + 5, 0), IllegalArgumentException.class, "peer " + (n + 5));
         expectThrows(() -> comm.send(small, next, -3), IllegalArgumentException.class, "tag -3");
+        expectThrows(() -> comm.probe(n, 0), IllegalArgumentException.class, "peer " + n);
+        expectThrows(() -> comm.iprobe(prev, -9), IllegalArgumentException.class, "tag -9");
         expectThrows(() -> comm.recv(small, prev, -7), IllegalArgumentException.class, "tag -7");
         expectThrows(() -> comm.send((MemorySegment) null, next, 0), NullPointerException.class, "buf");
         expectThrows(() -> comm.recv(small.asReadOnly(), prev, 0), IllegalArgumentException.class, "read-only");
