@@ -1,11 +1,13 @@
 package io.hcomm4j.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.junit.jupiter.api.Assumptions.assumeFalse;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.hcomm4j.bootstrap.TcpStoreServer;
+import java.io.IOException;
 import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.regex.Matcher;
@@ -14,90 +16,130 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * Jobs with the real core: the launcher hosting a {@link TcpStoreServer}, {@code hcomm demo} and
- * {@code hcomm perf p2p} with ranks in child JVMs. While the core is still a stub (it throws
- * {@code UnsupportedOperationException("TODO")}) these tests are skipped, not failed; they run by
- * themselves once it is there.
+ * Jobs with the real core, ranks in child JVMs: {@code hcomm launch} serving the store with the core's
+ * {@link TcpStoreServer} to ranks that exchange data, {@code hcomm demo}, and {@code hcomm perf p2p}.
  */
 @Timeout(120)
 class CoreJobTest {
     private final Captured io = new Captured();
 
-    private static void assumeStoreServer() {
-        try (TcpStoreServer server = TcpStoreServer.start(new InetSocketAddress("127.0.0.1", 0), "probe")) {
-            assumeTrue(server.address().getPort() > 0, "TcpStoreServer reports no port");
-        } catch (UnsupportedOperationException e) {
-            assumeTrue(false, "TcpStoreServer is not implemented yet");
-        }
+    @Test
+    void launchedRanksJoinThroughTheLaunchersStoreAndExchangeData() {
+        List<String> args = new ArrayList<>(List.of("launch", "-n", "3", "--grace-period", "2s", "--"));
+        // a rank that cannot reach the store fails in 30 s, not after the default 2 minutes
+        args.addAll(neighbourRank("30s"));
+
+        int code = HcommCli.execute(args.toArray(String[]::new), io.out, io.err, Map.of());
+
+        assertThat(code).as(io.toString()).isZero();
+        Matcher m = Pattern.compile("\\[rank 0] rank 0 of 3 \\(store hosted by the launcher: true, port (\\d+)\\): .*")
+                .matcher(io.outLines().stream().filter(l -> l.startsWith("[rank 0] ")).findFirst().orElse(""));
+        assertThat(m.matches()).as(io.toString()).isTrue();
+        int port = Integer.parseInt(m.group(1));
+        assertThat(port).isPositive();
+        assertThat(io.outLines()).as(io.toString()).containsExactlyInAnyOrder(
+                "[rank 0] rank 0 of 3 (store hosted by the launcher: true, port " + port + "): 400000 bytes from rank 2, all correct",
+                "[rank 1] rank 1 of 3 (store hosted by the launcher: true, port " + port + "): 400000 bytes from rank 0, all correct",
+                "[rank 2] rank 2 of 3 (store hosted by the launcher: true, port " + port + "): 400000 bytes from rank 1, all correct");
+        // the launcher closed its store when the job ended
+        assertThatThrownBy(() -> {
+            try (Socket s = new Socket()) {
+                s.connect(new InetSocketAddress("127.0.0.1", port), 2_000);
+            }
+        }).isInstanceOf(IOException.class);
     }
 
-    /** Skips when the ranks failed because a part of the core is still a stub. */
-    private void assumeCoreImplemented() {
-        assumeFalse(io.err().contains("UnsupportedOperationException: TODO"), "the core is not implemented yet");
+    private static List<String> neighbourRank(String timeout) {
+        List<String> cmd = new ArrayList<>(LocalLauncher.javaCommand(NeighbourRank.class.getName(), List.of()));
+        cmd.addAll(1, List.of("-Dhcomm.init.timeout=" + timeout, "-Dhcomm.timeout=" + timeout));
+        return cmd;
     }
 
     @Test
-    void launchHostsTheStoreOnAFreePort() {
-        assumeStoreServer();
-        int code = HcommCli.execute(new String[] {"launch", "-n", "2", "--", "sh", "-c", "echo port=$MASTER_PORT"},
-                io.out, io.err, Map.of());
+    void aRankThatFailsToJoinFailsTheLaunch() {
+        // rank 1 leaves without joining: rank 0's init times out, it exits with 1, and so does the launcher
+        List<String> args = new ArrayList<>(List.of("launch", "-n", "2", "--grace-period", "2s", "--",
+                "sh", "-c", "if [ \"$RANK\" = 1 ]; then exit 0; fi; exec \"$@\"", "sh"));
+        args.addAll(neighbourRank("2s"));
 
-        assertThat(code).as(io.toString()).isZero();
-        List<String> ports = io.outLines().stream().map(l -> l.replaceFirst("^\\[rank \\d] port=", "")).distinct().toList();
-        assertThat(ports).hasSize(1);
-        assertThat(Integer.parseInt(ports.getFirst())).isPositive();
+        int code = HcommCli.execute(args.toArray(String[]::new), io.out, io.err, Map.of());
+
+        assertThat(code).as(io.toString()).isEqualTo(1);
+        assertThat(io.outLines()).as(io.toString()).noneMatch(l -> l.contains("all correct"));
+        assertThat(io.errLines()).as(io.toString()).contains("[rank 0] neighbour rank failed:")
+                .contains("hcomm launch: rank 0 exited with code 1; stopped the other ranks");
     }
 
     @Test
     void demoRunsTheSeedExampleOnFourRanks() {
-        assumeStoreServer();
         int code = HcommCli.execute(new String[] {"demo"}, io.out, io.err, Map.of());
-        assumeCoreImplemented();
 
         assertThat(code).as(io.toString()).isZero();
+        List<String> out = io.outLines();
+        Pattern ring = Pattern.compile("measure: ring exchange of 1 MiB: \\d+ us per step, data from the previous rank correct");
         for (int r = 0; r < 4; r++) {
             int prev = (r + 3) % 4;
-            assertThat(io.outLines()).as(io.toString()).contains(
-                    "[rank " + r + "] communicator: world rank " + r + " of 4",
-                    "[rank " + r + "] check: all " + DemoRank.COUNT + " ints from rank " + prev + " are correct",
-                    "[rank " + r + "] finalize: done");
+            String prefix = "[rank " + r + "] ";
+            assertThat(out).as(io.toString()).containsSubsequence(
+                    prefix + "init: Hcomm.init() joined the job",
+                    prefix + "communicator: world rank " + r + " of 4",
+                    prefix + "check: all " + DemoRank.COUNT + " ints from rank " + prev + " are correct",
+                    prefix + "finalize: done");
+            assertThat(out).as(io.toString()).filteredOn(l -> l.startsWith(prefix + "measure: ring"))
+                    .singleElement().satisfies(l -> assertThat(ring.matcher(l.substring(prefix.length())).matches()).as(l).isTrue());
         }
         // rank 0's summary comes last, after every rank's own lines, without prefix
-        List<String> out = io.outLines();
-        assertThat(out.getLast()).isEqualTo("  every received byte checked: all correct");
-        assertThat(out.subList(out.indexOf("HComm4J demo: 4 ranks on this host"), out.size())).noneMatch(l -> l.startsWith("[rank"));
+        int summary = out.indexOf("HComm4J demo: 4 ranks on this host");
+        assertThat(summary).as(io.toString()).isPositive();
+        List<String> tail = out.subList(summary, out.size());
+        assertThat(tail).noneMatch(l -> l.startsWith("[rank"));
+        assertThat(tail).hasSize(6);
+        assertThat(tail.get(2)).matches("  ping-pong, rank 0 <-> 1 +8 B +2000 +[0-9.]+ us one-way latency");
+        assertThat(tail.get(3)).matches("  stream, rank 0 -> 1 +4 MiB +10 x 8 +[0-9.]+ GB/s");
+        assertThat(tail.get(4)).matches("  ring exchange, all 4 ranks +1 MiB +20 +[0-9.]+ GB/s per rank \\(\\d+ us per step\\)");
+        assertThat(tail.getLast()).isEqualTo("  every received byte checked: all correct");
         assertThat(io.err()).doesNotContain(LocalLauncher.INCUBATOR_WARNING).contains("hcomm demo: all 4 ranks finished");
     }
 
     @Test
     void perfP2pPrintsCheckedCsv() {
-        assumeStoreServer();
         int code = HcommCli.execute(new String[] {"perf", "p2p", "--format", "csv", "--check", "-b", "8", "-e", "64K",
                 "-f", "64", "--iters", "20", "--warmup", "2"}, io.out, io.err, Map.of());
-        assumeCoreImplemented();
 
         assertThat(code).as(io.toString()).isZero();
         List<String> lines = io.outLines();
-        assertThat(lines.getFirst()).isEqualTo(PerfReport.CSV_HEADER);
+        assertThat(lines.getFirst()).isEqualTo("op,algo,ranks,bytes,count,dtype,redop,root,time_us,algbw_gbs,busbw_gbs,wrong");
         Pattern row = Pattern.compile("p2p,(pingpong|stream),2,(\\d+),\\2,int8,none,-1,([0-9.]+),([0-9.]+),\\4,0");
-        assertThat(lines.subList(1, lines.size())).hasSize(6).allSatisfy(l -> {
+        List<String> rows = lines.subList(1, lines.size());
+        assertThat(rows).as(io.toString()).hasSize(6).allSatisfy(l -> {
             Matcher m = row.matcher(l);
             assertThat(m.matches()).as(l).isTrue();
-            assertThat(Double.parseDouble(m.group(3))).as("time of %s", l).isPositive();
+            double bytes = Double.parseDouble(m.group(2));
+            double timeUs = Double.parseDouble(m.group(3));
+            assertThat(timeUs).as("time of %s", l).isPositive();
+            // algbw = bytes / time, to the printed precision
+            assertThat(Double.parseDouble(m.group(4))).as("algbw of %s", l)
+                    .isCloseTo(bytes / (timeUs * 1e3), org.assertj.core.data.Offset.offset(1e-4 + 1e-3 * bytes / (timeUs * 1e3)));
         });
-        assertThat(lines.subList(1, lines.size())).extracting(l -> l.split(",")[3])
-                .containsExactly("8", "8", "512", "512", "32768", "32768");
+        assertThat(rows).extracting(l -> l.split(",")[1] + " " + l.split(",")[3]).containsExactly(
+                "pingpong 8", "stream 8", "pingpong 512", "stream 512", "pingpong 32768", "stream 32768");
     }
 
     @Test
-    void perfP2pTableWithDefaults() {
-        assumeStoreServer();
-        int code = HcommCli.execute(new String[] {"perf", "p2p", "--iters", "10", "--warmup", "1"}, io.out, io.err, Map.of());
-        assumeCoreImplemented();
+    void perfP2pTableWithDefaultSizesChecked() {
+        int code = HcommCli.execute(new String[] {"perf", "p2p", "--check", "--iters", "3", "--warmup", "1"},
+                io.out, io.err, Map.of());
 
         assertThat(code).as(io.toString()).isZero();
-        assertThat(io.out()).contains("time (us)", "algbw (GB/s)", "busbw (GB/s)", "#wrong");
-        assertThat(io.outLines()).filteredOn(l -> !l.startsWith("#")).hasSize(4);
-        assertThat(io.err()).contains("[rank 0] # p2p pingpong 8 B");
+        assertThat(io.out()).contains("time (us)", "algbw (GB/s)", "busbw (GB/s)", "#wrong", "check on");
+        List<String[]> rows = io.outLines().stream().filter(l -> !l.startsWith("#") && !l.isBlank())
+                .map(l -> l.trim().split("\\s+")).toList();
+        assertThat(rows).as(io.toString()).extracting(c -> c[0] + " " + c[9])
+                .containsExactly("8 pingpong", "4096 pingpong", "4194304 stream", "67108864 stream");
+        assertThat(rows).allSatisfy(c -> {
+            assertThat(c[8]).as("#wrong").isEqualTo("0");
+            assertThat(Double.parseDouble(c[5])).as("time (us)").isPositive();
+        });
+        assertThat(io.err()).contains("[rank 0] # p2p pingpong 8 B", "[rank 0] # p2p stream 64 MiB");
     }
 }

@@ -6,7 +6,7 @@ import java.util.List;
 
 /**
  * A launcher in a JVM of its own, for tests that signal it: runs {@code args[0]} ranks of
- * {@code sh -c args[1]} with a fake store and exits with the launcher's exit code.
+ * {@code sh -c args[1]}, serving the store as {@code hcomm launch} does, and exits with the launcher's exit code.
  */
 public final class LaunchHarness {
     private LaunchHarness() {
@@ -17,7 +17,6 @@ public final class LaunchHarness {
         int n = Integer.parseInt(args[0]);
         List<String> command = List.of("sh", "-c", String.join(" ", Arrays.asList(args).subList(1, args.length)));
         int code = new LocalLauncher("hcomm launch", System.out, System.err)
-                .storeHost(new FakeStoreHost())
                 .gracePeriod(Duration.ofSeconds(2))
                 .run(LocalLauncher.Job.local(n, "s"), command);
         System.exit(code);

@@ -3,6 +3,8 @@ package io.hcomm4j.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import java.net.InetAddress;
+import java.net.ServerSocket;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -11,11 +13,11 @@ import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-/** The launcher with real child processes ({@code sh -c}) and a fake store. */
+/** The launcher with real child processes ({@code sh -c}) and the real store server. */
 @Timeout(30)
 class LocalLauncherTest {
     private final Captured io = new Captured();
-    private final FakeStoreHost store = new FakeStoreHost();
+    private final RecordingStoreHost store = new RecordingStoreHost();
 
     private LocalLauncher launcher() {
         return new LocalLauncher("hcomm launch", io.out, io.err).storeHost(store).gracePeriod(Duration.ofSeconds(2));
@@ -27,19 +29,28 @@ class LocalLauncherTest {
 
     @Test
     void everyRankGetsItsEnvironment() {
-        int code = launcher().run(LocalLauncher.Job.local(3, "s3cret"), sh(
+        LocalLauncher launcher = launcher().storeHost((bind, secret) -> {
+            LocalLauncher.HostedStore hosted = store.start(bind, secret);
+            // before any rank starts, the store serves clients that prove the job's secret
+            store.checkServes("s3cret");
+            return hosted;
+        });
+        int code = launcher.run(LocalLauncher.Job.local(3, "s3cret"), sh(
                 "echo \"RANK=$RANK LOCAL_RANK=$LOCAL_RANK WORLD_SIZE=$WORLD_SIZE LOCAL_WORLD_SIZE=$LOCAL_WORLD_SIZE"
                         + " NODE_RANK=$NODE_RANK MASTER_ADDR=$MASTER_ADDR MASTER_PORT=$MASTER_PORT"
                         + " HCOMM_SECRET=$HCOMM_SECRET HCOMM_STORE_HOSTED=$HCOMM_STORE_HOSTED\""));
 
         assertThat(code).as(io.toString()).isZero();
+        // the ranks got the port the store listened on
+        int port = store.address.getPort();
+        assertThat(port).isPositive();
         assertThat(io.outLines()).containsExactlyInAnyOrder(
                 "[rank 0] RANK=0 LOCAL_RANK=0 WORLD_SIZE=3 LOCAL_WORLD_SIZE=3 NODE_RANK=0 MASTER_ADDR=127.0.0.1"
-                        + " MASTER_PORT=45678 HCOMM_SECRET=s3cret HCOMM_STORE_HOSTED=1",
+                        + " MASTER_PORT=" + port + " HCOMM_SECRET=s3cret HCOMM_STORE_HOSTED=1",
                 "[rank 1] RANK=1 LOCAL_RANK=1 WORLD_SIZE=3 LOCAL_WORLD_SIZE=3 NODE_RANK=0 MASTER_ADDR=127.0.0.1"
-                        + " MASTER_PORT=45678 HCOMM_SECRET=s3cret HCOMM_STORE_HOSTED=1",
+                        + " MASTER_PORT=" + port + " HCOMM_SECRET=s3cret HCOMM_STORE_HOSTED=1",
                 "[rank 2] RANK=2 LOCAL_RANK=2 WORLD_SIZE=3 LOCAL_WORLD_SIZE=3 NODE_RANK=0 MASTER_ADDR=127.0.0.1"
-                        + " MASTER_PORT=45678 HCOMM_SECRET=s3cret HCOMM_STORE_HOSTED=1");
+                        + " MASTER_PORT=" + port + " HCOMM_SECRET=s3cret HCOMM_STORE_HOSTED=1");
         assertThat(io.err()).isEmpty();
         // node 0 hosted the store with the job's secret on the master address, and closed it at the end
         assertThat(store.starts).hasValue(1);
@@ -47,6 +58,7 @@ class LocalLauncherTest {
         assertThat(store.bind.getPort()).isZero();
         assertThat(store.secret).isEqualTo("s3cret");
         assertThat(store.closes).hasValue(1);
+        assertThat(store.listening()).as("store listening after the job").isFalse();
     }
 
     @Test
@@ -187,16 +199,20 @@ class LocalLauncherTest {
     }
 
     @Test
-    void aStoreThatCannotStartIsReported() {
-        LocalLauncher launcher = launcher().storeHost((bind, secret) -> {
-            throw new java.net.BindException("Address already in use");
-        });
-        int code = launcher.run(new LocalLauncher.Job(1, 1, 0, "127.0.0.1", 29500, "s"), sh("exit 0"));
+    void aStoreThatCannotStartIsReported() throws Exception {
+        // the master port is taken by another listener, so the store server cannot bind it
+        try (ServerSocket taken = new ServerSocket(0, 1, InetAddress.getByAddress(new byte[] {127, 0, 0, 1}))) {
+            int port = taken.getLocalPort();
+            LocalLauncher launcher = launcher();
+            int code = launcher.run(new LocalLauncher.Job(1, 1, 0, "127.0.0.1", port, "s"), sh("exit 0"));
 
-        assertThat(code).isEqualTo(1);
-        assertThat(io.err()).contains("hcomm launch: cannot host the store on 127.0.0.1:29500")
-                .contains("Address already in use");
-        assertThat(launcher.startedProcesses()).isEmpty();
+            assertThat(code).isEqualTo(1);
+            assertThat(io.err()).contains("hcomm launch: cannot host the store on 127.0.0.1:" + port)
+                    .contains("Address already in use");
+            assertThat(store.starts).hasValue(1);
+            assertThat(store.closes).hasValue(0);
+            assertThat(launcher.startedProcesses()).isEmpty();
+        }
     }
 
     @Test
