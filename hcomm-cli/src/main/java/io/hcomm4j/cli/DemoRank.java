@@ -111,6 +111,17 @@ public final class DemoRank {
         say("buffers: freed");
 
         Measurements m = measure(comm);
+        // every rank reports its own count of wrong bytes to rank 0, so the summary speaks for all of them
+        long[] wrongBytes = {m.wrong()};
+        if (rank == 0) {
+            long[] theirs = new long[1];
+            for (int p = 1; p < size; p++) {
+                comm.recv(theirs, p, TAG + 1);
+                wrongBytes[0] += theirs[0];
+            }
+        } else {
+            comm.send(wrongBytes, 0, TAG + 1);
+        }
 
         // 7. cleanup: communicator, session
         comm.close();
@@ -118,7 +129,7 @@ public final class DemoRank {
         hcomm.close();
         say("finalize: done");
 
-        if (rank == 0) m.print(size);
+        if (rank == 0) m.print(size, wrongBytes[0]);
         return m.wrong() == 0 ? 0 : 1;
     }
 
@@ -136,7 +147,7 @@ public final class DemoRank {
             return w;
         }
 
-        void print(int size) {
+        void print(int size, long wrongOnAllRanks) {
             List<String> lines = List.of(
                     String.format(Locale.ROOT, "HComm4J demo: %d ranks on this host", size),
                     String.format(Locale.ROOT, "  %-28s %7s %11s  %s", "measurement", "size", "iterations", "result (median)"),
@@ -148,7 +159,8 @@ public final class DemoRank {
                     String.format(Locale.ROOT, "  %-28s %7s %11d  %.2f GB/s per rank (%.0f us per step)",
                             "ring exchange, all " + size + " ranks", P2pBench.human(ring.bytes()), ring.iterations(),
                             ring.algbwGBs(), ring.timeUs()),
-                    "  every received byte checked: " + (wrong() == 0 ? "all correct" : wrong() + " wrong"));
+                    "  every received byte checked on all " + size + " ranks: "
+                            + (wrongOnAllRanks == 0 ? "all correct" : wrongOnAllRanks + " wrong"));
             StringBuilder sb = new StringBuilder();
             for (String line : lines) sb.append(SUMMARY).append(line).append(System.lineSeparator());
             System.out.print(sb);

@@ -232,7 +232,11 @@ final class LocalLauncher {
             try {
                 store = storeHost.start(bind, job.secret());
             } catch (Exception e) {
-                err.println(name + ": cannot host the store on " + job.masterAddr() + ":" + job.masterPort() + ": " + e);
+                // the root cause says why (e.g. "Address already in use"); the address is already in our sentence
+                Throwable root = e;
+                while (root.getCause() != null) root = root.getCause();
+                err.println(name + ": cannot host the store on " + job.masterAddr() + ":" + job.masterPort() + ": "
+                        + (root.getMessage() != null ? root.getMessage() : root.toString()));
                 return 1;
             }
         }

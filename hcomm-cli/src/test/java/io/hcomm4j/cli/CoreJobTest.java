@@ -97,7 +97,7 @@ class CoreJobTest {
         assertThat(tail.get(2)).matches("  ping-pong, rank 0 <-> 1 +8 B +2000 +[0-9.]+ us one-way latency");
         assertThat(tail.get(3)).matches("  stream, rank 0 -> 1 +4 MiB +10 x 8 +[0-9.]+ GB/s");
         assertThat(tail.get(4)).matches("  ring exchange, all 4 ranks +1 MiB +20 +[0-9.]+ GB/s per rank \\(\\d+ us per step\\)");
-        assertThat(tail.getLast()).isEqualTo("  every received byte checked: all correct");
+        assertThat(tail.getLast()).isEqualTo("  every received byte checked on all 4 ranks: all correct");
         assertThat(io.err()).doesNotContain(LocalLauncher.INCUBATOR_WARNING).contains("hcomm demo: all 4 ranks finished");
     }
 
