@@ -113,7 +113,7 @@ public final class Bootstrap {
             try {
                 store = TcpStore.connect(connectTo, secret, config.initTimeout());
             } catch (RuntimeException e) {
-                closeQuietly(server);
+                StoreProtocol.closeQuietly(server);
                 throw e;
             }
         }
@@ -121,8 +121,8 @@ public final class Bootstrap {
         try {
             data = explicitData != null ? explicitData : defaultDataAddress(store);
         } catch (RuntimeException e) {
-            closeQuietly(store);
-            closeQuietly(server);
+            StoreProtocol.closeQuietly(store);
+            StoreProtocol.closeQuietly(server);
             throw e;
         }
         LOG.debug("joined as rank {} of {} via {} (data address {})", rank, size, store, data.getHostAddress());
@@ -300,14 +300,5 @@ public final class Bootstrap {
         }
         if (p < 0 || p > 65535) throw new HcommException(what + " " + p + " is not in [0, 65535]");
         return p;
-    }
-
-    private static void closeQuietly(AutoCloseable c) {
-        if (c == null) return;
-        try {
-            c.close();
-        } catch (Exception e) {
-            LOG.debug("close failed: {}", e.toString());
-        }
     }
 }

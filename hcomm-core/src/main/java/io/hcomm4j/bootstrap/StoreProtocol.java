@@ -167,4 +167,14 @@ final class StoreProtocol {
                     + "count on it: '" + (s.length() > 64 ? s.substring(0, 64) + "…" : s) + "'");
         }
     }
+
+    /** Closes {@code c} (if not null) on a path that is already failing or ending; a failure to close changes nothing. */
+    static void closeQuietly(AutoCloseable c) {
+        if (c == null) return;
+        try {
+            c.close();
+        } catch (Exception e) {
+            org.slf4j.LoggerFactory.getLogger(StoreProtocol.class).debug("close failed: {}", e.toString());
+        }
+    }
 }

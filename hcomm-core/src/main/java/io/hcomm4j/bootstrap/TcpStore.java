@@ -103,14 +103,14 @@ public final class TcpStore implements Store {
                 LOG.debug("connected to store at {} after {} attempt(s)", target, attempts);
                 return store;
             } catch (Auth.AuthException e) {
-                closeQuietly(ch);
+                StoreProtocol.closeQuietly(ch);
                 String hint = e.getMessage().contains("secret")
                         ? "is HCOMM_SECRET the same on every rank and the launcher?"
                         : "is another service listening on that port?";
                 throw new HcommException("store at " + hostPort(address) + " failed the handshake: " + e.getMessage()
                         + " (" + hint + ")", e);
             } catch (IOException | RuntimeException e) {
-                closeQuietly(ch);
+                StoreProtocol.closeQuietly(ch);
                 last = e;
                 // The acceptor checks our proof first and just hangs up on a wrong secret, so a wrong secret looks
                 // like a dropped connection; a few of those in a row means it is not a start-up race.
@@ -277,7 +277,7 @@ public final class TcpStore implements Store {
         if (closed) return;
         closed = true;
         // Not under the lock: closing the channel is what unblocks a thread stuck in a call.
-        closeQuietly(channel);
+        StoreProtocol.closeQuietly(channel);
     }
 
     @Override
@@ -326,7 +326,7 @@ public final class TcpStore implements Store {
     private HcommException fail(String what, String why, IOException cause) {
         // The reply stream is now at an unknown position: nothing later on it can be trusted.
         broken = why + " (during " + what + ")";
-        closeQuietly(channel);
+        StoreProtocol.closeQuietly(channel);
         return new HcommException("lost connection to the store at " + hostPort(address) + " during " + what + ": " + why, cause);
     }
 
@@ -360,14 +360,5 @@ public final class TcpStore implements Store {
     private static String describe(List<String> keys) {
         if (keys.size() <= 16) return keys.toString();
         return keys.subList(0, 16) + " and " + (keys.size() - 16) + " more";
-    }
-
-    private static void closeQuietly(AutoCloseable c) {
-        if (c == null) return;
-        try {
-            c.close();
-        } catch (Exception e) {
-            LOG.debug("close failed: {}", e.toString());
-        }
     }
 }

@@ -116,7 +116,7 @@ public final class TcpStoreServer implements AutoCloseable {
             LOG.debug("store serving on {}", s.name);
             return s;
         } catch (IOException | RuntimeException e) {
-            closeQuietly(ch);
+            StoreProtocol.closeQuietly(ch);
             throw new HcommException("could not serve the store on " + hostPort(bind) + ": " + e, e);
         }
     }
@@ -146,7 +146,7 @@ public final class TcpStoreServer implements AutoCloseable {
             if (closed) return;
             closed = true;
         }
-        closeQuietly(server);
+        StoreProtocol.closeQuietly(server);
         long deadline = System.nanoTime() + CLOSE_JOIN.toNanos();
         // The acceptor must be gone before the connections are swept, so no connection is registered after.
         join(acceptor, deadline);
@@ -158,7 +158,7 @@ public final class TcpStoreServer implements AutoCloseable {
         }
         List<Connection> all = new ArrayList<>(connections);
         for (Connection c : all) {
-            closeQuietly(c.channel);
+            StoreProtocol.closeQuietly(c.channel);
             c.thread.interrupt();
         }
         for (Connection c : all) join(c.thread, deadline);
@@ -211,7 +211,7 @@ public final class TcpStoreServer implements AutoCloseable {
             connections.add(c);
             if (closed) {
                 connections.remove(c);
-                closeQuietly(ch);
+                StoreProtocol.closeQuietly(ch);
                 return;
             }
             c.thread.start();
@@ -254,7 +254,7 @@ public final class TcpStoreServer implements AutoCloseable {
         } catch (IOException e) {
             if (!closed) LOG.debug("store on {}: connection from {} lost: {}", name, peer, e.toString());
         } finally {
-            closeQuietly(ch);
+            StoreProtocol.closeQuietly(ch);
         }
     }
 
@@ -478,15 +478,6 @@ public final class TcpStoreServer implements AutoCloseable {
             if (!t.join(left)) LOG.warn("store thread {} did not end within {} of close()", t.getName(), CLOSE_JOIN);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-        }
-    }
-
-    private static void closeQuietly(AutoCloseable c) {
-        if (c == null) return;
-        try {
-            c.close();
-        } catch (Exception e) {
-            LOG.debug("close failed: {}", e.toString());
         }
     }
 }

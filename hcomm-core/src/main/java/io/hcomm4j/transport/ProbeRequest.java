@@ -13,7 +13,7 @@ public final class ProbeRequest extends Request<Status> {
     }
 
     boolean matches(int msgSrc, int msgTag) {
-        return (src == TcpTransport.ANY || src == msgSrc) && (tag == TcpTransport.ANY || tag == msgTag);
+        return TcpTransport.matches(src, tag, msgSrc, msgTag);
     }
 
     @Override
@@ -24,6 +24,6 @@ public final class ProbeRequest extends Request<Status> {
 
     @Override
     void abandon() {
-        transport.abandonProbe(this);
+        transport.abandonWaiting(this);
     }
 }

@@ -18,7 +18,7 @@ public final class RecvRequest extends Request<Status> {
     }
 
     boolean matches(int msgSrc, int msgTag) {
-        return (src == TcpTransport.ANY || src == msgSrc) && (tag == TcpTransport.ANY || tag == msgTag);
+        return TcpTransport.matches(src, tag, msgSrc, msgTag);
     }
 
     void succeedMatched() {
@@ -33,6 +33,6 @@ public final class RecvRequest extends Request<Status> {
 
     @Override
     void abandon() {
-        transport.abandonRecv(this);
+        transport.abandonWaiting(this);
     }
 }

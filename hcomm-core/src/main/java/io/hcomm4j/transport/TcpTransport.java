@@ -235,17 +235,6 @@ public final class TcpTransport implements AutoCloseable {
         for (ProbeRequest p : probed) p.succeed(st);
     }
 
-    void abandonProbe(ProbeRequest p) {
-        matchLock.lock();
-        try {
-            MatchTable table = tables.get(p.commId);
-            if (table != null) table.probes.remove(p);
-        } finally {
-            matchLock.unlock();
-        }
-        p.fail(new CommAbortedException("rank " + rank + ": " + p.describe() + " was abandoned after its deadline"));
-    }
-
     /** Matches a recv with an unexpected message (match lock held); returns what to run after unlocking. */
     private Runnable deliverUnexpected(RecvRequest r, Unexpected u) {
         r.matchedSrc = u.src;
@@ -355,15 +344,24 @@ public final class TcpTransport implements AutoCloseable {
         s.abort("was abandoned after its deadline");
     }
 
-    void abandonRecv(RecvRequest r) {
+    /** A receive or probe whose waiter gave up: withdraw it from its match table and fail it. */
+    void abandonWaiting(Request<?> r) {
         matchLock.lock();
         try {
             MatchTable table = tables.get(r.commId);
-            if (table != null) table.posted.remove(r);
+            if (table != null) {
+                table.posted.remove(r);
+                table.probes.remove(r);
+            }
         } finally {
             matchLock.unlock();
         }
         r.fail(new CommAbortedException("rank " + rank + ": " + r.describe() + " was abandoned after its deadline"));
+    }
+
+    /** Whether a message from {@code src} with {@code tag} matches a wanted source and tag (either may be {@link #ANY}). */
+    static boolean matches(int wantSrc, int wantTag, int src, int tag) {
+        return (wantSrc == ANY || wantSrc == src) && (wantTag == ANY || wantTag == tag);
     }
 
     void onFinished(Request<?> r) {
@@ -758,7 +756,7 @@ public final class TcpTransport implements AutoCloseable {
 
         Unexpected peekUnexpected(int src, int tag) {
             for (Unexpected u : unexpected) {
-                if ((src == ANY || src == u.src) && (tag == ANY || tag == u.tag)) return u;
+                if (matches(src, tag, u.src, u.tag)) return u;
             }
             return null;
         }
