@@ -186,6 +186,83 @@ public interface Communicator extends AutoCloseable {
         return recvAsync(MemorySegment.ofArray(data), peer, tag);
     }
 
+    // ------------------------------------------------------------------------------------ collectives
+    //
+    // Every rank calls the same collectives in the same order with matching count, type, op and root
+    // (MPI/NCCL semantics). Counts are elements of the given type; buffers must hold them (checked, naming
+    // the argument). The blocking form runs on the caller's thread; the *Async form runs on the
+    // communicator's collective thread, in call order. Passing the same segment as send and receive buffer
+    // works in place.
+
+    /** Copies {@code count} elements of root's {@code buf} into every rank's {@code buf}. */
+    void broadcast(MemorySegment buf, long count, DataType type, int root);
+
+    /** Asynchronous {@link #broadcast}. */
+    CommFuture<Void> broadcastAsync(MemorySegment buf, long count, DataType type, int root);
+
+    /**
+     * Every rank contributes {@code count} elements ({@code send}); every rank receives all contributions in
+     * rank order in {@code recv} ({@code size() * count} elements). In place: {@code send} may be rank's own
+     * block of {@code recv}, or {@code recv} itself (then the own block is already in place).
+     */
+    void allGather(MemorySegment send, MemorySegment recv, long count, DataType type);
+
+    /** Asynchronous {@link #allGather}. */
+    CommFuture<Void> allGatherAsync(MemorySegment send, MemorySegment recv, long count, DataType type);
+
+    /**
+     * All-gather of different counts: rank r contributes {@code recvCounts[r]} elements, placed at element
+     * offset {@code displs[r]} of every rank's {@code recv}.
+     */
+    void allGatherV(MemorySegment send, MemorySegment recv, long[] recvCounts, long[] displs, DataType type);
+
+    /** Asynchronous {@link #allGatherV}. */
+    CommFuture<Void> allGatherVAsync(MemorySegment send, MemorySegment recv, long[] recvCounts, long[] displs, DataType type);
+
+    /** Root receives every rank's {@code count} elements in rank order in {@code recv} (ignored on other ranks). */
+    void gather(MemorySegment send, MemorySegment recv, long count, DataType type, int root);
+
+    /** Asynchronous {@link #gather}. */
+    CommFuture<Void> gatherAsync(MemorySegment send, MemorySegment recv, long count, DataType type, int root);
+
+    /** Gather of different counts: rank r sends {@code recvCounts[r]} elements, root places them at {@code displs[r]}. */
+    void gatherV(MemorySegment send, MemorySegment recv, long[] recvCounts, long[] displs, DataType type, int root);
+
+    /** Asynchronous {@link #gatherV}. */
+    CommFuture<Void> gatherVAsync(MemorySegment send, MemorySegment recv, long[] recvCounts, long[] displs, DataType type, int root);
+
+    /** Root's {@code send} holds {@code size() * count} elements; rank r receives block r in {@code recv}. */
+    void scatter(MemorySegment send, MemorySegment recv, long count, DataType type, int root);
+
+    /** Asynchronous {@link #scatter}. */
+    CommFuture<Void> scatterAsync(MemorySegment send, MemorySegment recv, long count, DataType type, int root);
+
+    /** Scatter of different counts: rank r receives {@code sendCounts[r]} elements from root's {@code displs[r]}. */
+    void scatterV(MemorySegment send, long[] sendCounts, long[] displs, MemorySegment recv, DataType type, int root);
+
+    /** Asynchronous {@link #scatterV}. */
+    CommFuture<Void> scatterVAsync(MemorySegment send, long[] sendCounts, long[] displs, MemorySegment recv, DataType type, int root);
+
+    /** Block b ({@code count} elements) of every rank's {@code send} goes to rank b's {@code recv} at block (sender's rank). */
+    void allToAll(MemorySegment send, MemorySegment recv, long count, DataType type);
+
+    /** Asynchronous {@link #allToAll}. */
+    CommFuture<Void> allToAllAsync(MemorySegment send, MemorySegment recv, long count, DataType type);
+
+    /** All-to-all of different counts and placements (elements), like MPI_Alltoallv. */
+    void allToAllV(MemorySegment send, long[] sendCounts, long[] sendDispls, MemorySegment recv, long[] recvCounts,
+                   long[] recvDispls, DataType type);
+
+    /** Asynchronous {@link #allToAllV}. */
+    CommFuture<Void> allToAllVAsync(MemorySegment send, long[] sendCounts, long[] sendDispls, MemorySegment recv,
+                                    long[] recvCounts, long[] recvDispls, DataType type);
+
+    /** Returns once every rank has called it. */
+    void barrier();
+
+    /** Asynchronous {@link #barrier}. */
+    CommFuture<Void> barrierAsync();
+
     /** A new ordered queue of ops on this communicator (see {@link Stream}). */
     Stream newStream();
 

@@ -2,6 +2,16 @@ package io.hcomm4j.comm;
 
 import io.hcomm4j.CommFuture;
 import io.hcomm4j.Communicator;
+import io.hcomm4j.DataType;
+import io.hcomm4j.algo.AllGather;
+import io.hcomm4j.algo.AllToAll;
+import io.hcomm4j.algo.Broadcast;
+import io.hcomm4j.algo.CollectiveLinks;
+import io.hcomm4j.algo.Rooted;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 import io.hcomm4j.Status;
 import io.hcomm4j.Stream;
 import io.hcomm4j.transport.TcpTransport;
@@ -16,6 +26,16 @@ final class CommunicatorImpl implements Communicator {
     private final int rank;
     private final int size;
     private volatile boolean closed;
+    /** Collective traffic of this communicator: its id with the top bit set, apart from user point-to-point. */
+    private final long collectiveChannel;
+    private final AtomicLong collectiveSeq = new AtomicLong();
+    private ExecutorService collectiveThread;
+
+    /** Broadcasts up to this size use the binomial tree; larger ones the pipelined chain. */
+    static final long BCAST_TREE_MAX = 256 * 1024;
+    static final long BCAST_CHUNK = 1 << 20;
+    /** All-gathers up to this total size use Bruck; larger ones the ring. */
+    static final long ALLGATHER_BRUCK_MAX = 64 * 1024;
 
     CommunicatorImpl(Session session, TcpTransport transport, long commId, int rank, int size) {
         this.session = session;
@@ -23,6 +43,7 @@ final class CommunicatorImpl implements Communicator {
         this.commId = commId;
         this.rank = rank;
         this.size = size;
+        this.collectiveChannel = commId | (1L << 62);
     }
 
     @Override
@@ -82,6 +103,324 @@ final class CommunicatorImpl implements Communicator {
         }
     }
 
+    // ------------------------------------------------------------------------------------ collectives
+
+    /** Runs a collective: on the caller's thread (blocking) or on this communicator's collective thread (async). */
+    private CommFuture<Void> collective(String op, boolean async, Consumer<CollectiveLinks> body) {
+        checkOpen();
+        long seq = collectiveSeq.incrementAndGet();
+        if (!async) {
+            runCollective(seq, op, body);
+            return null;
+        }
+        WorkerFuture<Void> f = new WorkerFuture<>(timeoutNanos(), rank, op);
+        collectiveThread().execute(() -> {
+            try {
+                runCollective(seq, op, body);
+                f.complete(null);
+            } catch (Throwable e) {
+                f.completeExceptionally(e);
+            }
+        });
+        return f;
+    }
+
+    private void runCollective(long seq, String op, Consumer<CollectiveLinks> body) {
+        try (TransportLinks links = new TransportLinks(transport, collectiveChannel, seq, rank, size, op, session.scratch())) {
+            body.accept(links);
+        }
+    }
+
+    private synchronized ExecutorService collectiveThread() {
+        if (collectiveThread == null) {
+            collectiveThread = Executors.newSingleThreadExecutor(r -> Thread.ofPlatform().daemon()
+                    .name("hcomm-coll-" + rank + "-" + commId).unstarted(r));
+        }
+        return collectiveThread;
+    }
+
+    private long bytes(String op, String arg, MemorySegment buf, long count, DataType type) {
+        java.util.Objects.requireNonNull(type, "type");
+        if (count < 0) throw new IllegalArgumentException("rank " + rank + ": " + op + ": count " + count + " must be >= 0");
+        long need = Math.multiplyExact(count, type.byteSize());
+        checkBuffer(op, arg, buf, need);
+        return need;
+    }
+
+    private void checkBuffer(String op, String arg, MemorySegment buf, long need) {
+        java.util.Objects.requireNonNull(buf, arg);
+        if (buf.byteSize() < need) {
+            throw new IllegalArgumentException("rank " + rank + ": " + op + ": " + arg + " holds " + buf.byteSize()
+                    + " bytes, the call needs " + need);
+        }
+        checkShared(buf, op);
+    }
+
+    private void checkRoot(String op, int root) {
+        if (root < 0 || root >= size) {
+            throw new IllegalArgumentException("rank " + rank + ": " + op + ": root " + root + " is out of range [0, " + size + ")");
+        }
+    }
+
+    /** Byte offsets and sizes of variable blocks, checked against the buffer. */
+    private long[][] blocks(String op, String arg, MemorySegment buf, long[] counts, long[] displs, DataType type) {
+        java.util.Objects.requireNonNull(counts, arg + "Counts");
+        java.util.Objects.requireNonNull(displs, arg + " displs");
+        if (counts.length != size || displs.length != size) {
+            throw new IllegalArgumentException("rank " + rank + ": " + op + ": counts and displs need " + size
+                    + " entries (one per rank), have " + counts.length + " and " + displs.length);
+        }
+        long[] off = new long[size];
+        long[] len = new long[size];
+        long need = 0;
+        for (int r = 0; r < size; r++) {
+            if (counts[r] < 0 || displs[r] < 0) {
+                throw new IllegalArgumentException("rank " + rank + ": " + op + ": counts[" + r + "] = " + counts[r]
+                        + " and displs[" + r + "] = " + displs[r] + " must be >= 0");
+            }
+            off[r] = Math.multiplyExact(displs[r], type.byteSize());
+            len[r] = Math.multiplyExact(counts[r], type.byteSize());
+            need = Math.max(need, off[r] + len[r]);
+        }
+        checkBuffer(op, arg, buf, need);
+        return new long[][] {off, len};
+    }
+
+    @Override
+    public void broadcast(MemorySegment buf, long count, DataType type, int root) {
+        broadcast(buf, count, type, root, false);
+    }
+
+    @Override
+    public CommFuture<Void> broadcastAsync(MemorySegment buf, long count, DataType type, int root) {
+        return broadcast(buf, count, type, root, true);
+    }
+
+    private CommFuture<Void> broadcast(MemorySegment buf, long count, DataType type, int root, boolean async) {
+        long n = bytes("broadcast", "buf", buf, count, type);
+        checkRoot("broadcast", root);
+        MemorySegment data = buf.asSlice(0, n);
+        if (rank != root && data.isReadOnly()) throw new IllegalArgumentException("rank " + rank + ": broadcast: buf is read-only");
+        return collective("broadcast", async, l -> {
+            if (n <= BCAST_TREE_MAX || size <= 2) Broadcast.binomialTree(l, data, root);
+            else Broadcast.pipelinedChain(l, data, root, BCAST_CHUNK);
+        });
+    }
+
+    @Override
+    public void allGather(MemorySegment send, MemorySegment recv, long count, DataType type) {
+        allGather(send, recv, count, type, false);
+    }
+
+    @Override
+    public CommFuture<Void> allGatherAsync(MemorySegment send, MemorySegment recv, long count, DataType type) {
+        return allGather(send, recv, count, type, true);
+    }
+
+    private CommFuture<Void> allGather(MemorySegment send, MemorySegment recv, long count, DataType type, boolean async) {
+        long blk = bytes("allGather", "send", send, count, type);
+        checkBuffer("allGather", "recv", recv, Math.multiplyExact(blk, size));
+        MemorySegment own = recv.asSlice(rank * blk, blk);
+        MemorySegment mine = send.equals(recv) ? own : send.asSlice(0, blk);
+        long[] off = new long[size];
+        long[] len = new long[size];
+        for (int r = 0; r < size; r++) {
+            off[r] = r * blk;
+            len[r] = blk;
+        }
+        return collective("allGather", async, l -> {
+            MemorySegment.copy(mine, 0, own, 0, blk);
+            if (blk * size <= ALLGATHER_BRUCK_MAX) AllGather.bruck(l, recv, blk);
+            else AllGather.ring(l, recv, off, len);
+        });
+    }
+
+    @Override
+    public void allGatherV(MemorySegment send, MemorySegment recv, long[] recvCounts, long[] displs, DataType type) {
+        allGatherV(send, recv, recvCounts, displs, type, false);
+    }
+
+    @Override
+    public CommFuture<Void> allGatherVAsync(MemorySegment send, MemorySegment recv, long[] recvCounts, long[] displs, DataType type) {
+        return allGatherV(send, recv, recvCounts, displs, type, true);
+    }
+
+    private CommFuture<Void> allGatherV(MemorySegment send, MemorySegment recv, long[] recvCounts, long[] displs,
+                                        DataType type, boolean async) {
+        long[][] b = blocks("allGatherV", "recv", recv, recvCounts, displs, type);
+        long[] off = b[0];
+        long[] len = b[1];
+        MemorySegment own = recv.asSlice(off[rank], len[rank]);
+        MemorySegment mine = send.equals(recv) ? own : send;
+        checkBuffer("allGatherV", "send", mine, len[rank]);
+        return collective("allGatherV", async, l -> {
+            MemorySegment.copy(mine, 0, own, 0, len[rank]);
+            AllGather.ring(l, recv, off, len);
+        });
+    }
+
+    @Override
+    public void gather(MemorySegment send, MemorySegment recv, long count, DataType type, int root) {
+        gather(send, recv, count, type, root, false);
+    }
+
+    @Override
+    public CommFuture<Void> gatherAsync(MemorySegment send, MemorySegment recv, long count, DataType type, int root) {
+        return gather(send, recv, count, type, root, true);
+    }
+
+    private CommFuture<Void> gather(MemorySegment send, MemorySegment recv, long count, DataType type, int root, boolean async) {
+        checkRoot("gather", root);
+        long blk = bytes("gather", "send", send, count, type);
+        if (rank == root) checkBuffer("gather", "recv", recv, Math.multiplyExact(blk, size));
+        return collective("gather", async, l -> Rooted.gatherBinomial(l, send, rank == root ? recv : null, root, blk));
+    }
+
+    @Override
+    public void gatherV(MemorySegment send, MemorySegment recv, long[] recvCounts, long[] displs, DataType type, int root) {
+        gatherV(send, recv, recvCounts, displs, type, root, false);
+    }
+
+    @Override
+    public CommFuture<Void> gatherVAsync(MemorySegment send, MemorySegment recv, long[] recvCounts, long[] displs,
+                                         DataType type, int root) {
+        return gatherV(send, recv, recvCounts, displs, type, root, true);
+    }
+
+    private CommFuture<Void> gatherV(MemorySegment send, MemorySegment recv, long[] recvCounts, long[] displs,
+                                     DataType type, int root, boolean async) {
+        checkRoot("gatherV", root);
+        java.util.Objects.requireNonNull(recvCounts, "recvCounts");
+        long[][] b = rank == root ? blocks("gatherV", "recv", recv, recvCounts, displs, type)
+                : new long[][] {new long[size], sizesOf("gatherV", recvCounts, type)};
+        checkBuffer("gatherV", "send", send, b[1][rank]);
+        return collective("gatherV", async, l -> Rooted.gatherLinear(l, send, recv, root, b[0], b[1]));
+    }
+
+    private long[] sizesOf(String op, long[] counts, DataType type) {
+        if (counts.length != size) {
+            throw new IllegalArgumentException("rank " + rank + ": " + op + ": counts need " + size + " entries, have " + counts.length);
+        }
+        long[] len = new long[size];
+        for (int r = 0; r < size; r++) {
+            if (counts[r] < 0) throw new IllegalArgumentException("rank " + rank + ": " + op + ": counts[" + r + "] = " + counts[r] + " must be >= 0");
+            len[r] = Math.multiplyExact(counts[r], type.byteSize());
+        }
+        return len;
+    }
+
+    @Override
+    public void scatter(MemorySegment send, MemorySegment recv, long count, DataType type, int root) {
+        scatter(send, recv, count, type, root, false);
+    }
+
+    @Override
+    public CommFuture<Void> scatterAsync(MemorySegment send, MemorySegment recv, long count, DataType type, int root) {
+        return scatter(send, recv, count, type, root, true);
+    }
+
+    private CommFuture<Void> scatter(MemorySegment send, MemorySegment recv, long count, DataType type, int root, boolean async) {
+        checkRoot("scatter", root);
+        long blk = bytes("scatter", "recv", recv, count, type);
+        if (rank == root) checkBuffer("scatter", "send", send, Math.multiplyExact(blk, size));
+        return collective("scatter", async, l -> Rooted.scatterBinomial(l, rank == root ? send : null, recv, root, blk));
+    }
+
+    @Override
+    public void scatterV(MemorySegment send, long[] sendCounts, long[] displs, MemorySegment recv, DataType type, int root) {
+        scatterV(send, sendCounts, displs, recv, type, root, false);
+    }
+
+    @Override
+    public CommFuture<Void> scatterVAsync(MemorySegment send, long[] sendCounts, long[] displs, MemorySegment recv,
+                                          DataType type, int root) {
+        return scatterV(send, sendCounts, displs, recv, type, root, true);
+    }
+
+    private CommFuture<Void> scatterV(MemorySegment send, long[] sendCounts, long[] displs, MemorySegment recv,
+                                      DataType type, int root, boolean async) {
+        checkRoot("scatterV", root);
+        java.util.Objects.requireNonNull(sendCounts, "sendCounts");
+        long[][] b = rank == root ? blocks("scatterV", "send", send, sendCounts, displs, type)
+                : new long[][] {new long[size], sizesOf("scatterV", sendCounts, type)};
+        checkBuffer("scatterV", "recv", recv, b[1][rank]);
+        return collective("scatterV", async, l -> Rooted.scatterLinear(l, send, recv, root, b[0], b[1]));
+    }
+
+    @Override
+    public void allToAll(MemorySegment send, MemorySegment recv, long count, DataType type) {
+        allToAll(send, recv, count, type, false);
+    }
+
+    @Override
+    public CommFuture<Void> allToAllAsync(MemorySegment send, MemorySegment recv, long count, DataType type) {
+        return allToAll(send, recv, count, type, true);
+    }
+
+    private CommFuture<Void> allToAll(MemorySegment send, MemorySegment recv, long count, DataType type, boolean async) {
+        long blk = Math.multiplyExact(count < 0 ? 0 : count, type.byteSize());
+        if (count < 0) throw new IllegalArgumentException("rank " + rank + ": allToAll: count " + count + " must be >= 0");
+        long total = Math.multiplyExact(blk, size);
+        checkBuffer("allToAll", "send", send, total);
+        checkBuffer("allToAll", "recv", recv, total);
+        long[] off = new long[size];
+        long[] len = new long[size];
+        for (int r = 0; r < size; r++) {
+            off[r] = r * blk;
+            len[r] = blk;
+        }
+        return allToAllBlocks("allToAll", send, off, len, recv, off, len, total, async);
+    }
+
+    @Override
+    public void allToAllV(MemorySegment send, long[] sendCounts, long[] sendDispls, MemorySegment recv, long[] recvCounts,
+                          long[] recvDispls, DataType type) {
+        allToAllV(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, type, false);
+    }
+
+    @Override
+    public CommFuture<Void> allToAllVAsync(MemorySegment send, long[] sendCounts, long[] sendDispls, MemorySegment recv,
+                                           long[] recvCounts, long[] recvDispls, DataType type) {
+        return allToAllV(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, type, true);
+    }
+
+    private CommFuture<Void> allToAllV(MemorySegment send, long[] sendCounts, long[] sendDispls, MemorySegment recv,
+                                       long[] recvCounts, long[] recvDispls, DataType type, boolean async) {
+        long[][] s = blocks("allToAllV", "send", send, sendCounts, sendDispls, type);
+        long[][] r = blocks("allToAllV", "recv", recv, recvCounts, recvDispls, type);
+        if (s[1][rank] != r[1][rank]) {
+            throw new IllegalArgumentException("rank " + rank + ": allToAllV: sendCounts[" + rank + "] and recvCounts[" + rank
+                    + "] (this rank's block to itself) differ");
+        }
+        long total = 0;
+        for (int i = 0; i < size; i++) total = Math.max(total, s[0][i] + s[1][i]);
+        return allToAllBlocks("allToAllV", send, s[0], s[1], recv, r[0], r[1], total, async);
+    }
+
+    private CommFuture<Void> allToAllBlocks(String op, MemorySegment send, long[] sOff, long[] sLen, MemorySegment recv,
+                                            long[] rOff, long[] rLen, long sendBytes, boolean async) {
+        boolean overlap = send.asSlice(0, sendBytes).asOverlappingSlice(recv).isPresent();
+        return collective(op, async, l -> {
+            MemorySegment src = send;
+            if (overlap) {
+                // in place: the blocks still to be sent must not be overwritten by those arriving
+                src = l.scratch(sendBytes);
+                MemorySegment.copy(send, 0, src, 0, sendBytes);
+            }
+            AllToAll.pairwise(l, src, sOff, sLen, recv, rOff, rLen);
+        });
+    }
+
+    @Override
+    public void barrier() {
+        collective("barrier", false, AllToAll::barrier);
+    }
+
+    @Override
+    public CommFuture<Void> barrierAsync() {
+        return collective("barrier", true, AllToAll::barrier);
+    }
+
     @Override
     public Stream newStream() {
         checkOpen();
@@ -118,11 +457,25 @@ final class CommunicatorImpl implements Communicator {
 
     void markClosed() {
         closed = true;
+        shutdownCollectiveThread();
+    }
+
+    private synchronized void shutdownCollectiveThread() {
+        if (collectiveThread != null) {
+            collectiveThread.shutdown();
+            try {
+                collectiveThread.awaitTermination(10, java.util.concurrent.TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            collectiveThread.shutdownNow();
+        }
     }
 
     @Override
     public void close() {
         closed = true;
+        shutdownCollectiveThread();
     }
 
     @Override

@@ -33,6 +33,7 @@ public final class Session implements AutoCloseable {
     private final TcpTransport transport;
     private final CommunicatorImpl world;
     private final List<AutoCloseable> children = new CopyOnWriteArrayList<>();
+    private final ScratchPool scratch = new ScratchPool();
     private volatile boolean closed;
 
     private Session(CommConfig config, Bootstrap.Joined joined, String namespace, TcpTransport transport) {
@@ -110,6 +111,10 @@ public final class Session implements AutoCloseable {
         children.remove(child);
     }
 
+    ScratchPool scratch() {
+        return scratch;
+    }
+
     boolean isClosed() {
         return closed;
     }
@@ -122,6 +127,7 @@ public final class Session implements AutoCloseable {
         for (AutoCloseable c : children) closeQuietly(c);
         world.markClosed();
         transport.close();
+        scratch.close();
         if (joined.owned() != null) {
             // the store lives in this process: let every rank finish its init reads before it goes away
             long deadline = System.nanoTime() + Math.min(config.initTimeout().toNanos(), 10_000_000_000L);

@@ -29,7 +29,7 @@ final class StreamImpl implements Stream {
     private Throwable firstFailure;
     private boolean closed;
 
-    private record Task<T>(Supplier<CommFuture<T>> start, StreamFuture<T> result) {
+    private record Task<T>(Supplier<CommFuture<T>> start, WorkerFuture<T> result) {
     }
 
     StreamImpl(CommunicatorImpl comm, Session session) {
@@ -50,7 +50,7 @@ final class StreamImpl implements Stream {
     }
 
     private <T> CommFuture<T> enqueue(Supplier<CommFuture<T>> start) {
-        StreamFuture<T> f = new StreamFuture<>(comm.timeoutNanos(), comm.rank());
+        WorkerFuture<T> f = new WorkerFuture<>(comm.timeoutNanos(), comm.rank(), "stream op");
         synchronized (this) {
             if (closed) throw new IllegalStateException("rank " + comm.rank() + ": the stream is closed");
             if (comm.isClosed()) throw new IllegalStateException("rank " + comm.rank() + ": the communicator is closed");
@@ -146,32 +146,5 @@ final class StreamImpl implements Stream {
             Thread.currentThread().interrupt();
         }
         session.unregister(this);
-    }
-
-    /** The future of an op on a stream, completed by the worker. */
-    static final class StreamFuture<T> extends CommFuture<T> {
-        private final long timeoutNanos;
-        private final int rank;
-
-        StreamFuture(long timeoutNanos, int rank) {
-            this.timeoutNanos = timeoutNanos;
-            this.rank = rank;
-        }
-
-        @Override
-        protected boolean awaitUntil(long deadlineNanos) {
-            return parkUntilDone(deadlineNanos);
-        }
-
-        @Override
-        protected long defaultDeadline() {
-            return System.nanoTime() + timeoutNanos;
-        }
-
-        @Override
-        protected CommTimeoutException timeoutException(long waitedNanos) {
-            return new CommTimeoutException("rank " + rank + ": stream op did not complete within "
-                    + TimeUnit.NANOSECONDS.toMillis(waitedNanos) + " ms");
-        }
     }
 }
