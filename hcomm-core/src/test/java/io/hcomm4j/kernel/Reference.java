@@ -141,12 +141,23 @@ final class Reference {
         throw new AssertionError(op);
     }
 
-    /** {@code a / divisor}, exact (to 60 digits: no quotient of a double by a small int lies that close to a tie). */
+    /**
+     * {@code a / divisor}: exact when the quotient has a finite decimal expansion (which every tie has); otherwise to
+     * 60 digits, far closer than any such quotient of a double by a small int comes to a rounding tie.
+     */
     private static Exact quotient(double a, int divisor) {
         if (Double.isNaN(a) || Double.isInfinite(a) || a == 0) {
             return Exact.of(a); // divisor >= 1: NaN, infinities and zeros keep their sign
         }
-        return Exact.of(new BigDecimal(a).divide(BigDecimal.valueOf(divisor), DIVISION), negative(a));
+        BigDecimal x = new BigDecimal(a);
+        BigDecimal d = BigDecimal.valueOf(divisor);
+        BigDecimal q;
+        try {
+            q = x.divide(d);
+        } catch (ArithmeticException nonTerminating) {
+            q = x.divide(d, DIVISION);
+        }
+        return Exact.of(q, negative(a));
     }
 
     /** An exact result, or a special value; rounding it to double or float happens once. */
