@@ -194,6 +194,61 @@ public interface Communicator extends AutoCloseable {
     // communicator's collective thread, in call order. Passing the same segment as send and receive buffer
     // works in place.
 
+    /**
+     * Element-wise reduction of every rank's {@code send} ({@code count} elements) with {@code op}; every rank
+     * receives the result in {@code recv}, bit-identical on every rank. {@code send} may equal {@code recv}
+     * (in place). AVG is the sum divided by {@link #size()}.
+     */
+    void allReduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op);
+
+    /** Asynchronous {@link #allReduce}. */
+    CommFuture<Void> allReduceAsync(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op);
+
+    /** In-place all-reduce of a {@code float[]} (FLOAT32). */
+    default void allReduce(float[] data, ReduceOp op) {
+        MemorySegment s = MemorySegment.ofArray(data);
+        allReduce(s, s, data.length, DataType.FLOAT32, op);
+    }
+
+    /** In-place all-reduce of a {@code double[]} (FLOAT64). */
+    default void allReduce(double[] data, ReduceOp op) {
+        MemorySegment s = MemorySegment.ofArray(data);
+        allReduce(s, s, data.length, DataType.FLOAT64, op);
+    }
+
+    /** In-place all-reduce of an {@code int[]} (INT32). */
+    default void allReduce(int[] data, ReduceOp op) {
+        MemorySegment s = MemorySegment.ofArray(data);
+        allReduce(s, s, data.length, DataType.INT32, op);
+    }
+
+    /** In-place all-reduce of a {@code long[]} (INT64). */
+    default void allReduce(long[] data, ReduceOp op) {
+        MemorySegment s = MemorySegment.ofArray(data);
+        allReduce(s, s, data.length, DataType.INT64, op);
+    }
+
+    /** Like {@link #allReduce} but only {@code root} receives the result in {@code recv} (ignored elsewhere). */
+    void reduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op, int root);
+
+    /** Asynchronous {@link #reduce}. */
+    CommFuture<Void> reduceAsync(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op, int root);
+
+    /**
+     * Reduces every rank's {@code send} ({@code size() * recvCount} elements) and scatters the result: rank r
+     * receives block r ({@code recvCount} elements) in {@code recv}.
+     */
+    void reduceScatter(MemorySegment send, MemorySegment recv, long recvCount, DataType type, ReduceOp op);
+
+    /** Asynchronous {@link #reduceScatter}. */
+    CommFuture<Void> reduceScatterAsync(MemorySegment send, MemorySegment recv, long recvCount, DataType type, ReduceOp op);
+
+    /** Reduce-scatter of different block sizes: {@code send} holds blocks of {@code recvCounts[r]} elements in rank order. */
+    void reduceScatterV(MemorySegment send, MemorySegment recv, long[] recvCounts, DataType type, ReduceOp op);
+
+    /** Asynchronous {@link #reduceScatterV}. */
+    CommFuture<Void> reduceScatterVAsync(MemorySegment send, MemorySegment recv, long[] recvCounts, DataType type, ReduceOp op);
+
     /** Copies {@code count} elements of root's {@code buf} into every rank's {@code buf}. */
     void broadcast(MemorySegment buf, long count, DataType type, int root);
 

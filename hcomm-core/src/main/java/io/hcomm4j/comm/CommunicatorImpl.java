@@ -6,7 +6,10 @@ import io.hcomm4j.DataType;
 import io.hcomm4j.algo.AllGather;
 import io.hcomm4j.algo.AllToAll;
 import io.hcomm4j.algo.Broadcast;
+import io.hcomm4j.ReduceOp;
 import io.hcomm4j.algo.CollectiveLinks;
+import io.hcomm4j.algo.Reductions;
+import io.hcomm4j.kernel.ReduceKernel;
 import io.hcomm4j.algo.Rooted;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -34,6 +37,10 @@ final class CommunicatorImpl implements Communicator {
     /** Broadcasts up to this size use the binomial tree; larger ones the pipelined chain. */
     static final long BCAST_TREE_MAX = 256 * 1024;
     static final long BCAST_CHUNK = 1 << 20;
+    /** All-reduces up to this size use recursive doubling; larger ones the ring. */
+    static final long ALLREDUCE_RD_MAX = 64 * 1024;
+    /** Ring chunk: reducing one chunk overlaps receiving the next. */
+    static final long RING_CHUNK_BYTES = 256 * 1024;
     /** All-gathers up to this total size use Bruck; larger ones the ring. */
     static final long ALLGATHER_BRUCK_MAX = 64 * 1024;
 
@@ -184,6 +191,117 @@ final class CommunicatorImpl implements Communicator {
         }
         checkBuffer(op, arg, buf, need);
         return new long[][] {off, len};
+    }
+
+    private ReduceKernel kernel(DataType type, ReduceOp op) {
+        java.util.Objects.requireNonNull(type, "type");
+        java.util.Objects.requireNonNull(op, "op");
+        return ReduceKernel.of(type, op);
+    }
+
+    private void checkWritable(String op, String arg, MemorySegment buf) {
+        if (buf.isReadOnly()) throw new IllegalArgumentException("rank " + rank + ": " + op + ": " + arg + " is read-only");
+    }
+
+    @Override
+    public void allReduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op) {
+        allReduce(send, recv, count, type, op, false);
+    }
+
+    @Override
+    public CommFuture<Void> allReduceAsync(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op) {
+        return allReduce(send, recv, count, type, op, true);
+    }
+
+    private CommFuture<Void> allReduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op,
+                                       boolean async) {
+        ReduceKernel k = kernel(type, op);
+        long n = bytes("allReduce", "send", send, count, type);
+        checkBuffer("allReduce", "recv", recv, n);
+        checkWritable("allReduce", "recv", recv);
+        int avg = op == ReduceOp.AVG ? size : 1;
+        long chunk = Math.max(1, RING_CHUNK_BYTES / type.byteSize());
+        return collective("allReduce", async, l -> {
+            if (!send.equals(recv)) MemorySegment.copy(send, 0, recv, 0, n);
+            if (n <= ALLREDUCE_RD_MAX || count < size) Reductions.recursiveDoubling(l, recv.asSlice(0, n), count, k, avg);
+            else Reductions.ringAllReduce(l, recv.asSlice(0, n), count, k, chunk, avg);
+        });
+    }
+
+    @Override
+    public void reduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op, int root) {
+        reduce(send, recv, count, type, op, root, false);
+    }
+
+    @Override
+    public CommFuture<Void> reduceAsync(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op, int root) {
+        return reduce(send, recv, count, type, op, root, true);
+    }
+
+    private CommFuture<Void> reduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op, int root,
+                                    boolean async) {
+        ReduceKernel k = kernel(type, op);
+        checkRoot("reduce", root);
+        long n = bytes("reduce", "send", send, count, type);
+        if (rank == root) {
+            checkBuffer("reduce", "recv", recv, n);
+            checkWritable("reduce", "recv", recv);
+        }
+        int avg = op == ReduceOp.AVG ? size : 1;
+        return collective("reduce", async, l -> {
+            MemorySegment work = rank == root ? recv.asSlice(0, n) : l.scratch(n);
+            if (!send.equals(work)) MemorySegment.copy(send, 0, work, 0, n);
+            Reductions.binomialReduce(l, work, count, k, root, avg);
+        });
+    }
+
+    @Override
+    public void reduceScatter(MemorySegment send, MemorySegment recv, long recvCount, DataType type, ReduceOp op) {
+        reduceScatter(send, recv, recvCount, type, op, false);
+    }
+
+    @Override
+    public CommFuture<Void> reduceScatterAsync(MemorySegment send, MemorySegment recv, long recvCount, DataType type, ReduceOp op) {
+        return reduceScatter(send, recv, recvCount, type, op, true);
+    }
+
+    private CommFuture<Void> reduceScatter(MemorySegment send, MemorySegment recv, long recvCount, DataType type, ReduceOp op,
+                                           boolean async) {
+        if (recvCount < 0) throw new IllegalArgumentException("rank " + rank + ": reduceScatter: recvCount " + recvCount + " must be >= 0");
+        long[] counts = new long[size];
+        java.util.Arrays.fill(counts, recvCount);
+        return reduceScatterBlocks("reduceScatter", send, recv, counts, type, op, async);
+    }
+
+    @Override
+    public void reduceScatterV(MemorySegment send, MemorySegment recv, long[] recvCounts, DataType type, ReduceOp op) {
+        reduceScatterBlocks("reduceScatterV", send, recv, recvCounts, type, op, false);
+    }
+
+    @Override
+    public CommFuture<Void> reduceScatterVAsync(MemorySegment send, MemorySegment recv, long[] recvCounts, DataType type, ReduceOp op) {
+        return reduceScatterBlocks("reduceScatterV", send, recv, recvCounts, type, op, true);
+    }
+
+    private CommFuture<Void> reduceScatterBlocks(String name, MemorySegment send, MemorySegment recv, long[] recvCounts,
+                                                 DataType type, ReduceOp op, boolean async) {
+        ReduceKernel k = kernel(type, op);
+        long[] sizes = sizesOf(name, java.util.Objects.requireNonNull(recvCounts, "recvCounts"), type);
+        long[] at = new long[size + 1];
+        for (int r = 0; r < size; r++) at[r + 1] = at[r] + recvCounts[r];
+        long es = type.byteSize();
+        long total = Math.multiplyExact(at[size], es);
+        checkBuffer(name, "send", send, total);
+        checkBuffer(name, "recv", recv, sizes[rank]);
+        checkWritable(name, "recv", recv);
+        int avg = op == ReduceOp.AVG ? size : 1;
+        long chunk = Math.max(1, RING_CHUNK_BYTES / es);
+        return collective(name, async, l -> {
+            MemorySegment work = l.scratch(total);
+            MemorySegment.copy(send, 0, work, 0, total);
+            Reductions.ringReduceScatter(l, work, at, k, chunk, avg);
+            MemorySegment.copy(work, at[rank] * es, recv, 0, sizes[rank]);
+        });
     }
 
     @Override

@@ -1,0 +1,201 @@
+package io.hcomm4j;
+
+import io.hcomm4j.testing.Ranks;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.time.Duration;
+import java.util.Random;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * Seeded random sequences of all-reduce, reduce, reduce-scatter(V) on 1..8 ranks (threads of this JVM over
+ * real sockets), every DataType with every ReduceOp, counts 0, 1, primes and sizes not divisible by the rank
+ * count, every root. Every element on every rank is compared bit for bit with a reference computed in long
+ * or double precision from all ranks' inputs. Inputs are chosen so that every partial result is exact in the
+ * type (small integers; powers of two for PROD), so the reference does not depend on the reduction order;
+ * AVG divides the exact sum once as documented.
+ */
+class ReductionCollectivesTest {
+    static final long SEED = 77_2026L;
+    static final long[] COUNTS = {0, 1, 2, 3, 13, 97, 1009, 20_011, 100_003, 300_007};
+
+    /** Rank r's input at element i of op k, as an exact number. */
+    static double input(DataType t, ReduceOp op, int r, int k, long i) {
+        long h = (i * 0x9E3779B97F4A7C15L) ^ (r * 0xC2B2AE3D27D4EB4FL) ^ (k * 0x165667B19E3779F9L);
+        h ^= h >>> 29;
+        if (op == ReduceOp.PROD) {
+            if (t == DataType.UINT8) return (Math.floorMod(h, 4) + 1);
+            double[] p = {-2, -1, 1, 2};
+            return p[(int) Math.floorMod(h, 4)];
+        }
+        int range = switch (t) {
+            case BFLOAT16 -> 15;
+            case UINT8 -> 30;
+            default -> 100;
+        };
+        long v = Math.floorMod(h, 2 * range + 1) - range;
+        return t == DataType.UINT8 ? Math.abs(v) : v;
+    }
+
+    static void put(MemorySegment s, DataType t, long i, double x) {
+        switch (t) {
+            case INT8, UINT8 -> s.setAtIndex(ValueLayout.JAVA_BYTE, i, (byte) (long) x);
+            case INT32 -> s.setAtIndex(ValueLayout.JAVA_INT_UNALIGNED, i, (int) (long) x);
+            case INT64 -> s.setAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, i, (long) x);
+            case FLOAT16 -> s.setAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, i, Float.floatToFloat16((float) x));
+            case BFLOAT16 -> s.setAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, i, (short) (Float.floatToRawIntBits((float) x) >>> 16));
+            case FLOAT32 -> s.setAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, i, (float) x);
+            case FLOAT64 -> s.setAtIndex(ValueLayout.JAVA_DOUBLE_UNALIGNED, i, x);
+        }
+    }
+
+    /** The raw bits of element i. */
+    static long bits(MemorySegment s, DataType t, long i) {
+        return switch (t) {
+            case INT8, UINT8 -> s.getAtIndex(ValueLayout.JAVA_BYTE, i) & 0xFF;
+            case INT32 -> s.getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, i) & 0xFFFFFFFFL;
+            case INT64 -> s.getAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, i);
+            case FLOAT16, BFLOAT16 -> s.getAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, i) & 0xFFFF;
+            case FLOAT32 -> Float.floatToRawIntBits(s.getAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, i)) & 0xFFFFFFFFL;
+            case FLOAT64 -> Double.doubleToRawLongBits(s.getAtIndex(ValueLayout.JAVA_DOUBLE_UNALIGNED, i));
+        };
+    }
+
+    static short bf16(float f) {
+        int b = Float.floatToRawIntBits(f);
+        return (short) ((b + 0x7FFF + ((b >>> 16) & 1)) >>> 16);
+    }
+
+    /** Raw bits the reduction of element i over n ranks must have. */
+    static long expected(DataType t, ReduceOp op, int n, int k, long i) {
+        boolean integer = t == DataType.INT8 || t == DataType.UINT8 || t == DataType.INT32 || t == DataType.INT64;
+        if (integer) {
+            long acc = (long) input(t, op, 0, k, i);
+            for (int r = 1; r < n; r++) {
+                long x = (long) input(t, op, r, k, i);
+                acc = switch (op) {
+                    case SUM, AVG -> acc + x;
+                    case PROD -> acc * x;
+                    case MIN -> t == DataType.UINT8 ? Math.min(acc & 0xFF, x & 0xFF) : Math.min(acc, x);
+                    case MAX -> t == DataType.UINT8 ? Math.max(acc & 0xFF, x & 0xFF) : Math.max(acc, x);
+                };
+            }
+            long v = switch (t) {
+                case INT8 -> op == ReduceOp.AVG ? (byte) acc / n : (byte) acc;
+                case UINT8 -> op == ReduceOp.AVG ? (acc & 0xFF) / n : acc;
+                case INT32 -> op == ReduceOp.AVG ? (int) acc / n : (int) acc;
+                default -> op == ReduceOp.AVG ? acc / n : acc;
+            };
+            return switch (t) {
+                case INT8, UINT8 -> v & 0xFF;
+                case INT32 -> v & 0xFFFFFFFFL;
+                default -> v;
+            };
+        }
+        double acc = input(t, op, 0, k, i);
+        for (int r = 1; r < n; r++) {
+            double x = input(t, op, r, k, i);
+            acc = switch (op) {
+                case SUM, AVG -> acc + x;
+                case PROD -> acc * x;
+                case MIN -> Math.min(acc, x);
+                case MAX -> Math.max(acc, x);
+            };
+        }
+        if (t == DataType.FLOAT64) return Double.doubleToRawLongBits(op == ReduceOp.AVG ? acc / n : acc);
+        float f = op == ReduceOp.AVG ? (float) acc / (float) n : (float) acc;
+        return switch (t) {
+            case FLOAT16 -> Float.floatToFloat16(f) & 0xFFFF;
+            case BFLOAT16 -> bf16(f) & 0xFFFF;
+            default -> Float.floatToRawIntBits(f) & 0xFFFFFFFFL;
+        };
+    }
+
+    static void check(MemorySegment s, long at, DataType t, ReduceOp op, int n, int k, long from, long count, String what) {
+        for (long i = 0; i < count; i++) {
+            long got = bits(s, t, at + i);
+            long want = expected(t, op, n, k, from + i);
+            if (got != want) {
+                throw new AssertionError(what + ": element " + (from + i) + " has bits 0x" + Long.toHexString(got) + ", expected 0x"
+                        + Long.toHexString(want));
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(ints = {1, 2, 3, 4, 5, 7, 8})
+    void randomSequences(int n) throws Exception {
+        int ops = n <= 4 ? 60 : 30;
+        Ranks.runThreads(n, Duration.ofMinutes(4), h -> {
+            Communicator c = h.world();
+            int me = c.rank();
+            Random rnd = new Random(SEED + n);
+            try (Arena arena = Arena.ofShared()) {
+                for (int k = 0; k < ops; k++) {
+                    DataType t = DataType.values()[rnd.nextInt(DataType.values().length)];
+                    ReduceOp op = ReduceOp.values()[rnd.nextInt(ReduceOp.values().length)];
+                    long count = COUNTS[rnd.nextInt(COUNTS.length)];
+                    int kind = rnd.nextInt(4);
+                    int root = rnd.nextInt(n);
+                    boolean async = rnd.nextBoolean();
+                    boolean inPlace = rnd.nextBoolean();
+                    int es = t.byteSize();
+                    String what = "op " + k + " kind " + kind + " n=" + n + " rank " + me + " " + t + " " + op + " count " + count;
+                    switch (kind) {
+                        case 0 -> { // allReduce
+                            MemorySegment send = arena.allocate(Math.max(1, count * es));
+                            for (long i = 0; i < count; i++) put(send, t, i, input(t, op, me, k, i));
+                            MemorySegment recv = inPlace ? send : arena.allocate(Math.max(1, count * es));
+                            if (async) c.allReduceAsync(send, recv, count, t, op).await();
+                            else c.allReduce(send, recv, count, t, op);
+                            check(recv, 0, t, op, n, k, 0, count, what);
+                        }
+                        case 1 -> { // reduce
+                            MemorySegment send = arena.allocate(Math.max(1, count * es));
+                            for (long i = 0; i < count; i++) put(send, t, i, input(t, op, me, k, i));
+                            MemorySegment recv = inPlace && me == root ? send : arena.allocate(Math.max(1, count * es));
+                            if (async) c.reduceAsync(send, recv, count, t, op, root).await();
+                            else c.reduce(send, recv, count, t, op, root);
+                            if (me == root) check(recv, 0, t, op, n, k, 0, count, what);
+                            else {
+                                // a non-root's send buffer is its own and stays untouched
+                                MemorySegment one = arena.allocate(8);
+                                for (long i = 0; i < count; i++) {
+                                    put(one, t, 0, input(t, op, me, k, i));
+                                    if (bits(send, t, i) != bits(one, t, 0)) throw new AssertionError(what + ": send changed at " + i);
+                                }
+                            }
+                        }
+                        case 2 -> { // reduceScatter
+                            long per = Math.min(count, 30_011);
+                            MemorySegment send = arena.allocate(Math.max(1, per * n * es));
+                            for (long i = 0; i < per * n; i++) put(send, t, i, input(t, op, me, k, i));
+                            MemorySegment recv = arena.allocate(Math.max(1, per * es));
+                            if (async) c.reduceScatterAsync(send, recv, per, t, op).await();
+                            else c.reduceScatter(send, recv, per, t, op);
+                            check(recv, 0, t, op, n, k, me * per, per, what);
+                        }
+                        default -> { // reduceScatterV
+                            long[] counts = new long[n];
+                            long total = 0;
+                            for (int r = 0; r < n; r++) {
+                                counts[r] = COUNTS[rnd.nextInt(COUNTS.length - 2)];
+                                total += counts[r];
+                            }
+                            long from = 0;
+                            for (int r = 0; r < me; r++) from += counts[r];
+                            MemorySegment send = arena.allocate(Math.max(1, total * es));
+                            for (long i = 0; i < total; i++) put(send, t, i, input(t, op, me, k, i));
+                            MemorySegment recv = arena.allocate(Math.max(1, counts[me] * es));
+                            if (async) c.reduceScatterVAsync(send, recv, counts, t, op).await();
+                            else c.reduceScatterV(send, recv, counts, t, op);
+                            check(recv, 0, t, op, n, k, from, counts[me], what);
+                        }
+                    }
+                }
+            }
+        });
+    }
+}
