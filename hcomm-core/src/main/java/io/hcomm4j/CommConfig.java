@@ -33,6 +33,7 @@ public final class CommConfig {
     private final long unexpectedLimit;
     private final boolean storeHosted;
     private final int storePort;
+    private final String algo;
 
     private CommConfig(Builder b) {
         this.initMethod = b.initMethod;
@@ -48,6 +49,7 @@ public final class CommConfig {
         this.unexpectedLimit = b.unexpectedLimit;
         this.storeHosted = b.storeHosted;
         this.storePort = b.storePort;
+        this.algo = b.algo;
     }
 
     /** A builder with every setting at its default. */
@@ -121,13 +123,16 @@ public final class CommConfig {
     /** Port of the TCP store for {@code env://}, or {@link #UNSET} for MASTER_PORT. */
     public int storePort() { return storePort; }
 
+    /** Forced collective algorithms ({@code HCOMM_ALGO}, e.g. {@code allreduce=ring;broadcast=tree}); empty: the cost model picks. */
+    public String algo() { return algo; }
+
     @Override
     public String toString() {
         return "CommConfig{initMethod=" + initMethod + ", rank=" + rank + ", worldSize=" + worldSize
                 + ", secret=" + (secret == null ? "unset" : "***") + ", timeout=" + timeout
                 + ", initTimeout=" + initTimeout + ", socketIfname=" + socketIfname + ", socketAddr=" + socketAddr
                 + ", spinTime=" + spinTime + ", eagerLimit=" + eagerLimit + ", unexpectedLimit=" + unexpectedLimit
-                + ", storeHosted=" + storeHosted + ", storePort=" + storePort + "}";
+                + ", storeHosted=" + storeHosted + ", storePort=" + storePort + ", algo=" + algo + "}";
     }
 
     /** Builder of {@link CommConfig}; {@link #build()} validates. */
@@ -145,6 +150,7 @@ public final class CommConfig {
         private long unexpectedLimit = 64L * 1024 * 1024;
         private boolean storeHosted;
         private int storePort = UNSET;
+        private String algo = "";
 
         private Builder() {
         }
@@ -188,6 +194,9 @@ public final class CommConfig {
         /** @param port TCP store port for {@code env://} */
         public Builder storePort(int port) { this.storePort = port; return this; }
 
+        /** @param algo forced algorithms, {@code op=algo;...} (see docs/configuration.md); empty for the cost model */
+        public Builder algo(String algo) { this.algo = algo == null ? "" : algo; return this; }
+
         /** Validates and builds; throws {@link IllegalArgumentException} naming the bad setting. */
         public CommConfig build() {
             String m = initMethod.toLowerCase(Locale.ROOT);
@@ -209,6 +218,11 @@ public final class CommConfig {
                 throw new IllegalArgumentException("unexpectedLimit (" + unexpectedLimit + ") must be >= eagerLimit (" + eagerLimit + ")");
             }
             if (storePort < UNSET || storePort > 65535) throw new IllegalArgumentException("storePort must be in [0, 65535], was " + storePort);
+            try {
+                io.hcomm4j.algo.Tuner.parse(algo);
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("algo (HCOMM_ALGO) '" + algo + "': " + e.getMessage(), e);
+            }
             return new CommConfig(this);
         }
 
@@ -280,7 +294,8 @@ public final class CommConfig {
         EAGER_LIMIT { void apply(Builder b, String v) { b.eagerLimit(parseSize(v)); } },
         UNEXPECTED_LIMIT { void apply(Builder b, String v) { b.unexpectedLimit(parseSize(v)); } },
         STORE_HOSTED { void apply(Builder b, String v) { b.storeHosted(parseBool(v)); } },
-        STORE_PORT { void apply(Builder b, String v) { b.storePort(parseInt(v)); } };
+        STORE_PORT { void apply(Builder b, String v) { b.storePort(parseInt(v)); } },
+        ALGO { void apply(Builder b, String v) { b.algo(v); } };
 
         abstract void apply(Builder b, String value);
 

@@ -6,8 +6,10 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.Random;
+import java.util.stream.Stream;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Seeded random sequences of the data-movement collectives (broadcast, all-gather(V), gather(V),
@@ -47,14 +49,23 @@ class DataMovementCollectivesTest {
         };
     }
 
-    @ParameterizedTest
-    @ValueSource(ints = {1, 2, 3, 4, 5, 8})
-    void randomSequences(int n) throws Exception {
+    /** Every rank count with the cost model's choices, and a few with each algorithm forced (HCOMM_ALGO). */
+    static Stream<Arguments> jobs() {
+        Stream<Arguments> auto = Stream.of(1, 2, 3, 4, 5, 7, 8).map(n -> Arguments.of(n, ""));
+        Stream<Arguments> forced = Stream.of(2, 3, 5).flatMap(n -> Stream.of(
+                Arguments.of(n, "allreduce=ring;broadcast=chain;allgather=ring"),
+                Arguments.of(n, "allreduce=recursive_doubling;broadcast=tree;allgather=bruck")));
+        return Stream.concat(auto, forced);
+    }
+
+    @ParameterizedTest(name = "{0} ranks, HCOMM_ALGO=''{1}''")
+    @MethodSource("jobs")
+    void randomSequences(int n, String algo) throws Exception {
         int ops = n <= 4 ? 40 : 25;
-        Ranks.runThreads(n, Duration.ofMinutes(3), h -> {
+        Ranks.runThreads(n, Duration.ofMinutes(3), b -> b.algo(algo), h -> {
             Communicator c = h.world();
             int me = c.rank();
-            Random rnd = new Random(SEED + n); // same sequence on every rank
+            Random rnd = new Random(SEED + n + algo.hashCode()); // same sequence on every rank
             DataType[] types = DataType.values();
             try (Arena arena = Arena.ofShared()) {
                 for (int k = 0; k < ops; k++) {

@@ -9,6 +9,7 @@ import io.hcomm4j.algo.Broadcast;
 import io.hcomm4j.ReduceOp;
 import io.hcomm4j.algo.CollectiveLinks;
 import io.hcomm4j.algo.Reductions;
+import io.hcomm4j.algo.Tuner;
 import io.hcomm4j.kernel.ReduceKernel;
 import io.hcomm4j.algo.Rooted;
 import java.util.concurrent.ExecutorService;
@@ -34,15 +35,9 @@ final class CommunicatorImpl implements Communicator {
     private final AtomicLong collectiveSeq = new AtomicLong();
     private ExecutorService collectiveThread;
 
-    /** Broadcasts up to this size use the binomial tree; larger ones the pipelined chain. */
-    static final long BCAST_TREE_MAX = 256 * 1024;
     static final long BCAST_CHUNK = 1 << 20;
-    /** All-reduces up to this size use recursive doubling; larger ones the ring. */
-    static final long ALLREDUCE_RD_MAX = 64 * 1024;
     /** Ring chunk: reducing one chunk overlaps receiving the next. */
     static final long RING_CHUNK_BYTES = 256 * 1024;
-    /** All-gathers up to this total size use Bruck; larger ones the ring. */
-    static final long ALLGATHER_BRUCK_MAX = 64 * 1024;
 
     CommunicatorImpl(Session session, TcpTransport transport, long commId, int rank, int size) {
         this.session = session;
@@ -138,6 +133,10 @@ final class CommunicatorImpl implements Communicator {
         }
     }
 
+    private Tuner tuner() {
+        return session.tuner();
+    }
+
     private synchronized ExecutorService collectiveThread() {
         if (collectiveThread == null) {
             collectiveThread = Executors.newSingleThreadExecutor(r -> Thread.ofPlatform().daemon()
@@ -221,9 +220,10 @@ final class CommunicatorImpl implements Communicator {
         checkWritable("allReduce", "recv", recv);
         int avg = op == ReduceOp.AVG ? size : 1;
         long chunk = Math.max(1, RING_CHUNK_BYTES / type.byteSize());
+        Tuner.Algo algo = tuner().choose(Tuner.Op.ALLREDUCE, n, size);
         return collective("allReduce", async, l -> {
             if (!send.equals(recv)) MemorySegment.copy(send, 0, recv, 0, n);
-            if (n <= ALLREDUCE_RD_MAX || count < size) Reductions.recursiveDoubling(l, recv.asSlice(0, n), count, k, avg);
+            if (algo == Tuner.Algo.RECURSIVE_DOUBLING) Reductions.recursiveDoubling(l, recv.asSlice(0, n), count, k, avg);
             else Reductions.ringAllReduce(l, recv.asSlice(0, n), count, k, chunk, avg);
         });
     }
@@ -319,8 +319,10 @@ final class CommunicatorImpl implements Communicator {
         checkRoot("broadcast", root);
         MemorySegment data = buf.asSlice(0, n);
         if (rank != root && data.isReadOnly()) throw new IllegalArgumentException("rank " + rank + ": broadcast: buf is read-only");
+        Tuner.Algo algo = size <= 2 && tuner().forced(Tuner.Op.BROADCAST) == null ? Tuner.Algo.TREE
+                : tuner().choose(Tuner.Op.BROADCAST, n, size);
         return collective("broadcast", async, l -> {
-            if (n <= BCAST_TREE_MAX || size <= 2) Broadcast.binomialTree(l, data, root);
+            if (algo == Tuner.Algo.TREE) Broadcast.binomialTree(l, data, root);
             else Broadcast.pipelinedChain(l, data, root, BCAST_CHUNK);
         });
     }
@@ -346,9 +348,10 @@ final class CommunicatorImpl implements Communicator {
             off[r] = r * blk;
             len[r] = blk;
         }
+        Tuner.Algo algo = tuner().choose(Tuner.Op.ALLGATHER, blk * size, size);
         return collective("allGather", async, l -> {
             MemorySegment.copy(mine, 0, own, 0, blk);
-            if (blk * size <= ALLGATHER_BRUCK_MAX) AllGather.bruck(l, recv, blk);
+            if (algo == Tuner.Algo.BRUCK) AllGather.bruck(l, recv, blk);
             else AllGather.ring(l, recv, off, len);
         });
     }

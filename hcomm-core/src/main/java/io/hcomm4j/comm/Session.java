@@ -34,6 +34,7 @@ public final class Session implements AutoCloseable {
     private final CommunicatorImpl world;
     private final List<AutoCloseable> children = new CopyOnWriteArrayList<>();
     private final ScratchPool scratch = new ScratchPool();
+    private final io.hcomm4j.algo.Tuner tuner;
     private volatile boolean closed;
 
     private Session(CommConfig config, Bootstrap.Joined joined, String namespace, TcpTransport transport) {
@@ -41,6 +42,7 @@ public final class Session implements AutoCloseable {
         this.joined = joined;
         this.namespace = namespace;
         this.transport = transport;
+        this.tuner = new io.hcomm4j.algo.Tuner(io.hcomm4j.algo.Tuner.LinkCost.TCP_LOOPBACK, io.hcomm4j.algo.Tuner.parse(config.algo()));
         this.world = new CommunicatorImpl(this, transport, 0L, joined.rank(), joined.worldSize());
     }
 
@@ -109,6 +111,10 @@ public final class Session implements AutoCloseable {
 
     void unregister(AutoCloseable child) {
         children.remove(child);
+    }
+
+    io.hcomm4j.algo.Tuner tuner() {
+        return tuner;
     }
 
     ScratchPool scratch() {

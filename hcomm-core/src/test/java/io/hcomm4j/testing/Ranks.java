@@ -145,6 +145,12 @@ public final class Ranks {
 
     /** Runs {@code body} on {@code n} ranks that are threads of this JVM, each in its own session; rethrows the first failure. */
     public static void runThreads(int n, Duration timeout, Consumer<Hcomm> body) throws Exception {
+        runThreads(n, timeout, b -> b, body);
+    }
+
+    /** As {@link #runThreads(int, Duration, Consumer)}, with each rank's config adjusted by {@code config}. */
+    public static void runThreads(int n, Duration timeout, java.util.function.UnaryOperator<CommConfig.Builder> config,
+                                  Consumer<Hcomm> body) throws Exception {
         int port = freePort();
         ExecutorService pool = Executors.newFixedThreadPool(n);
         try {
@@ -152,7 +158,7 @@ public final class Ranks {
             for (int r = 0; r < n; r++) {
                 int rank = r;
                 fs.add(pool.submit(() -> {
-                    try (Hcomm h = Hcomm.init(threadConfig(rank, n, port).build())) {
+                    try (Hcomm h = Hcomm.init(config.apply(threadConfig(rank, n, port)).build())) {
                         body.accept(h);
                     }
                     return null;

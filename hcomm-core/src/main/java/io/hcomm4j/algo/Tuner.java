@@ -1,0 +1,158 @@
+package io.hcomm4j.algo;
+
+import java.util.EnumMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * Picks an algorithm per (op, bytes, ranks) with the alpha-beta cost model: a message costs α + bytes·β on
+ * a link and reducing costs bytes·γ; each algorithm's cost is its formula over those; the cheapest wins.
+ * {@code HCOMM_ALGO} (e.g. {@code allreduce=ring;broadcast=tree}) forces a choice per op.
+ *
+ * <p>α, β, γ come from a table per link type (TCP over loopback, measured on the project's machines with
+ * {@code hcomm perf p2p} and the kernel benchmark) until the tuner measures them at init.
+ */
+public final class Tuner {
+    /** Collective ops whose algorithm can be chosen. */
+    public enum Op { ALLREDUCE, BROADCAST, REDUCE, ALLGATHER, REDUCESCATTER, GATHER, SCATTER, ALLTOALL, BARRIER }
+
+    /** Algorithms; each serves the ops in {@link #SERVES}. */
+    public enum Algo { RING, RECURSIVE_DOUBLING, TREE, CHAIN, BRUCK, PAIRWISE, DISSEMINATION }
+
+    /** Which algorithms each op has. */
+    public static final Map<Op, List<Algo>> SERVES;
+
+    static {
+        Map<Op, List<Algo>> m = new EnumMap<>(Op.class);
+        m.put(Op.ALLREDUCE, List.of(Algo.RING, Algo.RECURSIVE_DOUBLING));
+        m.put(Op.BROADCAST, List.of(Algo.TREE, Algo.CHAIN));
+        m.put(Op.REDUCE, List.of(Algo.TREE));
+        m.put(Op.ALLGATHER, List.of(Algo.RING, Algo.BRUCK));
+        m.put(Op.REDUCESCATTER, List.of(Algo.RING));
+        m.put(Op.GATHER, List.of(Algo.TREE));
+        m.put(Op.SCATTER, List.of(Algo.TREE));
+        m.put(Op.ALLTOALL, List.of(Algo.PAIRWISE));
+        m.put(Op.BARRIER, List.of(Algo.DISSEMINATION));
+        SERVES = java.util.Collections.unmodifiableMap(m);
+    }
+
+    /** Cost parameters of a link type, in seconds and seconds per byte. */
+    public record LinkCost(double alpha, double beta, double gamma) {
+        /** TCP over loopback on the project's 2-core machines: ~6 µs one-way, ~4 GB/s, reduction ~5 GB/s. */
+        public static final LinkCost TCP_LOOPBACK = new LinkCost(8e-6, 1 / 4.0e9, 1 / 5.0e9);
+    }
+
+    private final LinkCost cost;
+    private final Map<Op, Algo> forced;
+
+    /** @param forced the parsed {@code HCOMM_ALGO} (op → algorithm), possibly empty */
+    public Tuner(LinkCost cost, Map<Op, Algo> forced) {
+        this.cost = cost;
+        this.forced = Map.copyOf(forced);
+    }
+
+    /**
+     * Parses {@code HCOMM_ALGO}: {@code op=algo} pairs separated by {@code ;} or {@code ,}, case-insensitive,
+     * {@code -} or {@code _} alike ({@code rd} is short for recursive_doubling).
+     *
+     * @throws IllegalArgumentException naming the bad part and listing the valid choices
+     */
+    public static Map<Op, Algo> parse(String spec) {
+        Map<Op, Algo> out = new LinkedHashMap<>();
+        if (spec == null || spec.isBlank()) return out;
+        for (String part : spec.split("[;,]")) {
+            if (part.isBlank()) continue;
+            String[] kv = part.split("=", 2);
+            if (kv.length != 2) throw new IllegalArgumentException("'" + part.trim() + "' is not op=algorithm; " + choices());
+            Op op;
+            try {
+                op = Op.valueOf(norm(kv[0]).replace("_", ""));
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("unknown op '" + kv[0].trim() + "'; " + choices());
+            }
+            String a = norm(kv[1]);
+            if (a.equals("RD")) a = "RECURSIVE_DOUBLING";
+            if (a.equals("BINOMIAL") || a.equals("BINOMIAL_TREE")) a = "TREE";
+            Algo algo;
+            try {
+                algo = Algo.valueOf(a);
+            } catch (IllegalArgumentException e) {
+                algo = null;
+            }
+            if (algo == null || !SERVES.get(op).contains(algo)) {
+                throw new IllegalArgumentException("'" + kv[1].trim() + "' is not an algorithm of " + name(op) + "; valid: "
+                        + SERVES.get(op).stream().map(Tuner::name).toList() + " (" + choices() + ")");
+            }
+            out.put(op, algo);
+        }
+        return out;
+    }
+
+    private static String norm(String s) {
+        return s.trim().toUpperCase(Locale.ROOT).replace('-', '_');
+    }
+
+    /** Lower-case name as written in HCOMM_ALGO. */
+    public static String name(Enum<?> e) {
+        return e.name().toLowerCase(Locale.ROOT);
+    }
+
+    /** "valid: allreduce=ring|recursive_doubling; ..." */
+    public static String choices() {
+        StringBuilder sb = new StringBuilder("valid: ");
+        SERVES.forEach((op, algos) -> sb.append(name(op)).append('=')
+                .append(String.join("|", algos.stream().map(Tuner::name).toList())).append("; "));
+        return sb.substring(0, sb.length() - 2);
+    }
+
+    /** The forced algorithm of {@code op}, if HCOMM_ALGO names one. */
+    public Algo forced(Op op) {
+        return forced.get(op);
+    }
+
+    /** The algorithm for {@code op} on {@code bytes} (the whole vector) over {@code n} ranks. */
+    public Algo choose(Op op, long bytes, int n) {
+        Algo f = forced.get(op);
+        if (f != null) return f;
+        List<Algo> candidates = SERVES.get(op);
+        if (candidates.size() == 1) return candidates.get(0);
+        Algo best = null;
+        double bestCost = Double.MAX_VALUE;
+        for (Algo a : candidates) {
+            double c = cost(op, a, bytes, n);
+            if (c < bestCost) {
+                bestCost = c;
+                best = a;
+            }
+        }
+        return best;
+    }
+
+    /** Modelled seconds of {@code algo} for {@code op}. Public for tests and `hcomm perf`. */
+    public double cost(Op op, Algo algo, long bytes, int n) {
+        double a = cost.alpha();
+        double b = cost.beta();
+        double g = cost.gamma();
+        double m = bytes;
+        int lg = 32 - Integer.numberOfLeadingZeros(Math.max(1, n - 1));
+        boolean pof2 = Integer.bitCount(n) == 1;
+        return switch (algo) {
+            case RING -> switch (op) {
+                case ALLREDUCE -> 2.0 * (n - 1) * a + 2.0 * (n - 1) / n * m * b + (n - 1.0) / n * m * g;
+                case REDUCESCATTER -> (n - 1) * a + (n - 1.0) / n * m * (b + g);
+                default -> (n - 1) * a + (n - 1.0) / n * m * b;
+            };
+            case RECURSIVE_DOUBLING -> (lg + (pof2 ? 0 : 2)) * (a + m * b) + lg * m * g;
+            case TREE -> lg * (a + m * b);
+            case CHAIN -> {
+                double chunks = Math.max(1, Math.ceil(m / (1 << 20)));
+                yield (n - 2 + chunks) * (a + m / chunks * b);
+            }
+            case BRUCK -> lg * a + (n - 1.0) / n * m * b + m / 10e9;
+            case PAIRWISE -> (n - 1) * (a + m / n * b);
+            case DISSEMINATION -> lg * a;
+        };
+    }
+}
