@@ -318,6 +318,27 @@ public interface Communicator extends AutoCloseable {
     /** Asynchronous {@link #barrier}. */
     CommFuture<Void> barrierAsync();
 
+    /** Color for {@link #split} of a rank that joins no new communicator (it gets {@code null}). */
+    int UNDEFINED = -1;
+
+    /**
+     * Collective: a new communicator of the ranks that passed the same {@code color} ({@code >= 0}), ranked by
+     * {@code key}, ties by rank in this communicator; {@code null} for {@link #UNDEFINED}. It reuses this
+     * communicator's connections (one exchange of colors and keys, no new sockets), and its messages never mix
+     * with this one's. Close it when done; closing the session closes it too.
+     */
+    Communicator split(int color, int key);
+
+    /** Collective: a communicator of the same ranks whose messages never mix with this one's (like MPI_Comm_dup). */
+    Communicator dup();
+
+    /**
+     * A batch of point-to-point ops that start together (like ncclGroupStart/End or HcclBatchSendRecv): all its
+     * receives are posted before any of its sends starts, so a batch cannot deadlock whatever the order of its
+     * ops on the ranks.
+     */
+    Batch batch();
+
     /** A new ordered queue of ops on this communicator (see {@link Stream}). */
     Stream newStream();
 

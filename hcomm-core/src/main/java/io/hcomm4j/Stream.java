@@ -76,6 +76,30 @@ public interface Stream extends AutoCloseable {
     }
 
     /**
+     * Enqueues an all-reduce (see {@link Communicator#allReduce}). Like every collective on a stream, it takes
+     * its place in the communicator's collective order when it is enqueued, not when it runs.
+     */
+    CommFuture<Void> allReduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op);
+
+    /** Enqueues a broadcast (see {@link Communicator#broadcast}). */
+    CommFuture<Void> broadcast(MemorySegment buf, long count, DataType type, int root);
+
+    /** Enqueues a reduce (see {@link Communicator#reduce}). */
+    CommFuture<Void> reduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op, int root);
+
+    /** Enqueues an all-gather (see {@link Communicator#allGather}). */
+    CommFuture<Void> allGather(MemorySegment send, MemorySegment recv, long count, DataType type);
+
+    /** Enqueues a reduce-scatter (see {@link Communicator#reduceScatter}). */
+    CommFuture<Void> reduceScatter(MemorySegment send, MemorySegment recv, long recvCount, DataType type, ReduceOp op);
+
+    /** Enqueues an all-to-all (see {@link Communicator#allToAll}). */
+    CommFuture<Void> allToAll(MemorySegment send, MemorySegment recv, long count, DataType type);
+
+    /** Enqueues a barrier. */
+    CommFuture<Void> barrier();
+
+    /**
      * Waits until every op enqueued so far has completed (up to {@code HCOMM_TIMEOUT}), then rethrows the
      * first failure, if any, and clears it.
      */

@@ -39,12 +39,31 @@ final class CommunicatorImpl implements Communicator {
     /** Ring chunk: reducing one chunk overlaps receiving the next. */
     static final long RING_CHUNK_BYTES = 256 * 1024;
 
+    /** Communicator rank → world rank, or null for the world communicator (identity). */
+    private final int[] group;
+    /** World rank → communicator rank (-1: not a member), or null for the world communicator. */
+    private final int[] worldToComm;
+    /** Splits and dups made so far: part of a child's id, so siblings never share one. */
+    private final AtomicLong children = new AtomicLong();
+
     CommunicatorImpl(Session session, TcpTransport transport, long commId, int rank, int size) {
+        this(session, transport, commId, rank, null, size);
+    }
+
+    private CommunicatorImpl(Session session, TcpTransport transport, long commId, int rank, int[] group, int size) {
         this.session = session;
         this.transport = transport;
         this.commId = commId;
         this.rank = rank;
         this.size = size;
+        this.group = group;
+        if (group == null) {
+            this.worldToComm = null;
+        } else {
+            this.worldToComm = new int[transport.worldSize()];
+            java.util.Arrays.fill(worldToComm, -1);
+            for (int r = 0; r < group.length; r++) worldToComm[group[r]] = r;
+        }
         this.collectiveChannel = commId | (1L << 62);
     }
 
@@ -67,7 +86,7 @@ final class CommunicatorImpl implements Communicator {
         }
         if (tag < 0) throw new IllegalArgumentException("rank " + rank + ": send: tag " + tag + " must be >= 0");
         checkShared(buf, "send");
-        return transport.send(commId, peer, tag, buf);
+        return transport.send(commId, world(peer), tag, buf);
     }
 
     @Override
@@ -77,14 +96,16 @@ final class CommunicatorImpl implements Communicator {
         checkSource(peer, tag, "recv");
         if (buf.isReadOnly()) throw new IllegalArgumentException("rank " + rank + ": recv: buf is read-only");
         checkShared(buf, "recv");
-        return transport.recv(commId, peer == ANY_SOURCE ? TcpTransport.ANY : peer, tag == ANY_TAG ? TcpTransport.ANY : tag, buf);
+        return transport.recv(commId, peer == ANY_SOURCE ? TcpTransport.ANY : world(peer), tag == ANY_TAG ? TcpTransport.ANY : tag,
+                buf, worldToComm);
     }
 
     @Override
     public CommFuture<Status> probeAsync(int peer, int tag) {
         checkOpen();
         checkSource(peer, tag, "probe");
-        return transport.probe(commId, peer == ANY_SOURCE ? TcpTransport.ANY : peer, tag == ANY_TAG ? TcpTransport.ANY : tag);
+        return transport.probe(commId, peer == ANY_SOURCE ? TcpTransport.ANY : world(peer), tag == ANY_TAG ? TcpTransport.ANY : tag,
+                worldToComm);
     }
 
     @Override
@@ -92,7 +113,13 @@ final class CommunicatorImpl implements Communicator {
         checkOpen();
         checkSource(peer, tag, "iprobe");
         return java.util.Optional.ofNullable(
-                transport.iprobe(commId, peer == ANY_SOURCE ? TcpTransport.ANY : peer, tag == ANY_TAG ? TcpTransport.ANY : tag));
+                transport.iprobe(commId, peer == ANY_SOURCE ? TcpTransport.ANY : world(peer), tag == ANY_TAG ? TcpTransport.ANY : tag,
+                        worldToComm));
+    }
+
+    /** The world rank of communicator rank {@code r}. */
+    int world(int r) {
+        return group == null ? r : group[r];
     }
 
     private void checkSource(int peer, int tag, String op) {
@@ -107,14 +134,38 @@ final class CommunicatorImpl implements Communicator {
 
     // ------------------------------------------------------------------------------------ collectives
 
-    /** Runs a collective: on the caller's thread (blocking) or on this communicator's collective thread (async). */
-    private CommFuture<Void> collective(String op, boolean async, Consumer<CollectiveLinks> body) {
+    /**
+     * Where a collective runs. Its sequence number (the tag of all its messages) is taken when it is called,
+     * so every rank numbers its collectives in program order whatever thread or stream runs them.
+     */
+    static final class Mode {
+        /** On the caller's thread. */
+        static final Mode BLOCKING = new Mode(null, false);
+        /** On the communicator's collective thread. */
+        static final Mode ASYNC = new Mode(null, true);
+        final StreamImpl stream;
+        final boolean async;
+
+        private Mode(StreamImpl stream, boolean async) {
+            this.stream = stream;
+            this.async = async;
+        }
+
+        /** Queued on {@code stream}, after what is already queued there. */
+        static Mode on(StreamImpl stream) {
+            return new Mode(stream, true);
+        }
+    }
+
+    /** Runs a collective where {@code mode} says; returns its future (null when it ran on the caller's thread). */
+    private CommFuture<Void> collective(String op, Mode mode, Consumer<CollectiveLinks> body) {
         checkOpen();
         long seq = collectiveSeq.incrementAndGet();
-        if (!async) {
+        if (!mode.async) {
             runCollective(seq, op, body);
             return null;
         }
+        if (mode.stream != null) return mode.stream.enqueueCollective(op, () -> runCollective(seq, op, body));
         WorkerFuture<Void> f = new WorkerFuture<>(timeoutNanos(), rank, op);
         collectiveThread().execute(() -> {
             try {
@@ -128,7 +179,7 @@ final class CommunicatorImpl implements Communicator {
     }
 
     private void runCollective(long seq, String op, Consumer<CollectiveLinks> body) {
-        try (TransportLinks links = new TransportLinks(transport, collectiveChannel, seq, rank, size, op, session.scratch())) {
+        try (TransportLinks links = new TransportLinks(transport, collectiveChannel, seq, rank, size, group, op, session.scratch())) {
             body.accept(links);
         }
     }
@@ -204,16 +255,16 @@ final class CommunicatorImpl implements Communicator {
 
     @Override
     public void allReduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op) {
-        allReduce(send, recv, count, type, op, false);
+        allReduce(send, recv, count, type, op, Mode.BLOCKING);
     }
 
     @Override
     public CommFuture<Void> allReduceAsync(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op) {
-        return allReduce(send, recv, count, type, op, true);
+        return allReduce(send, recv, count, type, op, Mode.ASYNC);
     }
 
-    private CommFuture<Void> allReduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op,
-                                       boolean async) {
+    CommFuture<Void> allReduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op,
+                                       Mode mode) {
         ReduceKernel k = kernel(type, op);
         long n = bytes("allReduce", "send", send, count, type);
         checkBuffer("allReduce", "recv", recv, n);
@@ -221,7 +272,7 @@ final class CommunicatorImpl implements Communicator {
         int avg = op == ReduceOp.AVG ? size : 1;
         long chunk = Math.max(1, RING_CHUNK_BYTES / type.byteSize());
         Tuner.Algo algo = tuner().choose(Tuner.Op.ALLREDUCE, n, size);
-        return collective("allReduce", async, l -> {
+        return collective("allReduce", mode, l -> {
             if (!send.equals(recv)) MemorySegment.copy(send, 0, recv, 0, n);
             if (algo == Tuner.Algo.RECURSIVE_DOUBLING) Reductions.recursiveDoubling(l, recv.asSlice(0, n), count, k, avg);
             else Reductions.ringAllReduce(l, recv.asSlice(0, n), count, k, chunk, avg);
@@ -230,16 +281,16 @@ final class CommunicatorImpl implements Communicator {
 
     @Override
     public void reduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op, int root) {
-        reduce(send, recv, count, type, op, root, false);
+        reduce(send, recv, count, type, op, root, Mode.BLOCKING);
     }
 
     @Override
     public CommFuture<Void> reduceAsync(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op, int root) {
-        return reduce(send, recv, count, type, op, root, true);
+        return reduce(send, recv, count, type, op, root, Mode.ASYNC);
     }
 
-    private CommFuture<Void> reduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op, int root,
-                                    boolean async) {
+    CommFuture<Void> reduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op, int root,
+                                    Mode mode) {
         ReduceKernel k = kernel(type, op);
         checkRoot("reduce", root);
         long n = bytes("reduce", "send", send, count, type);
@@ -248,7 +299,7 @@ final class CommunicatorImpl implements Communicator {
             checkWritable("reduce", "recv", recv);
         }
         int avg = op == ReduceOp.AVG ? size : 1;
-        return collective("reduce", async, l -> {
+        return collective("reduce", mode, l -> {
             MemorySegment work = rank == root ? recv.asSlice(0, n) : l.scratch(n);
             if (!send.equals(work)) MemorySegment.copy(send, 0, work, 0, n);
             Reductions.binomialReduce(l, work, count, k, root, avg);
@@ -257,34 +308,34 @@ final class CommunicatorImpl implements Communicator {
 
     @Override
     public void reduceScatter(MemorySegment send, MemorySegment recv, long recvCount, DataType type, ReduceOp op) {
-        reduceScatter(send, recv, recvCount, type, op, false);
+        reduceScatter(send, recv, recvCount, type, op, Mode.BLOCKING);
     }
 
     @Override
     public CommFuture<Void> reduceScatterAsync(MemorySegment send, MemorySegment recv, long recvCount, DataType type, ReduceOp op) {
-        return reduceScatter(send, recv, recvCount, type, op, true);
+        return reduceScatter(send, recv, recvCount, type, op, Mode.ASYNC);
     }
 
-    private CommFuture<Void> reduceScatter(MemorySegment send, MemorySegment recv, long recvCount, DataType type, ReduceOp op,
-                                           boolean async) {
+    CommFuture<Void> reduceScatter(MemorySegment send, MemorySegment recv, long recvCount, DataType type, ReduceOp op,
+                                           Mode mode) {
         if (recvCount < 0) throw new IllegalArgumentException("rank " + rank + ": reduceScatter: recvCount " + recvCount + " must be >= 0");
         long[] counts = new long[size];
         java.util.Arrays.fill(counts, recvCount);
-        return reduceScatterBlocks("reduceScatter", send, recv, counts, type, op, async);
+        return reduceScatterBlocks("reduceScatter", send, recv, counts, type, op, mode);
     }
 
     @Override
     public void reduceScatterV(MemorySegment send, MemorySegment recv, long[] recvCounts, DataType type, ReduceOp op) {
-        reduceScatterBlocks("reduceScatterV", send, recv, recvCounts, type, op, false);
+        reduceScatterBlocks("reduceScatterV", send, recv, recvCounts, type, op, Mode.BLOCKING);
     }
 
     @Override
     public CommFuture<Void> reduceScatterVAsync(MemorySegment send, MemorySegment recv, long[] recvCounts, DataType type, ReduceOp op) {
-        return reduceScatterBlocks("reduceScatterV", send, recv, recvCounts, type, op, true);
+        return reduceScatterBlocks("reduceScatterV", send, recv, recvCounts, type, op, Mode.ASYNC);
     }
 
-    private CommFuture<Void> reduceScatterBlocks(String name, MemorySegment send, MemorySegment recv, long[] recvCounts,
-                                                 DataType type, ReduceOp op, boolean async) {
+    CommFuture<Void> reduceScatterBlocks(String name, MemorySegment send, MemorySegment recv, long[] recvCounts,
+                                                 DataType type, ReduceOp op, Mode mode) {
         ReduceKernel k = kernel(type, op);
         long[] sizes = sizesOf(name, java.util.Objects.requireNonNull(recvCounts, "recvCounts"), type);
         long[] at = new long[size + 1];
@@ -296,7 +347,7 @@ final class CommunicatorImpl implements Communicator {
         checkWritable(name, "recv", recv);
         int avg = op == ReduceOp.AVG ? size : 1;
         long chunk = Math.max(1, RING_CHUNK_BYTES / es);
-        return collective(name, async, l -> {
+        return collective(name, mode, l -> {
             MemorySegment work = l.scratch(total);
             MemorySegment.copy(send, 0, work, 0, total);
             Reductions.ringReduceScatter(l, work, at, k, chunk, avg);
@@ -306,22 +357,22 @@ final class CommunicatorImpl implements Communicator {
 
     @Override
     public void broadcast(MemorySegment buf, long count, DataType type, int root) {
-        broadcast(buf, count, type, root, false);
+        broadcast(buf, count, type, root, Mode.BLOCKING);
     }
 
     @Override
     public CommFuture<Void> broadcastAsync(MemorySegment buf, long count, DataType type, int root) {
-        return broadcast(buf, count, type, root, true);
+        return broadcast(buf, count, type, root, Mode.ASYNC);
     }
 
-    private CommFuture<Void> broadcast(MemorySegment buf, long count, DataType type, int root, boolean async) {
+    CommFuture<Void> broadcast(MemorySegment buf, long count, DataType type, int root, Mode mode) {
         long n = bytes("broadcast", "buf", buf, count, type);
         checkRoot("broadcast", root);
         MemorySegment data = buf.asSlice(0, n);
         if (rank != root && data.isReadOnly()) throw new IllegalArgumentException("rank " + rank + ": broadcast: buf is read-only");
         Tuner.Algo algo = size <= 2 && tuner().forced(Tuner.Op.BROADCAST) == null ? Tuner.Algo.TREE
                 : tuner().choose(Tuner.Op.BROADCAST, n, size);
-        return collective("broadcast", async, l -> {
+        return collective("broadcast", mode, l -> {
             if (algo == Tuner.Algo.TREE) Broadcast.binomialTree(l, data, root);
             else Broadcast.pipelinedChain(l, data, root, BCAST_CHUNK);
         });
@@ -329,15 +380,15 @@ final class CommunicatorImpl implements Communicator {
 
     @Override
     public void allGather(MemorySegment send, MemorySegment recv, long count, DataType type) {
-        allGather(send, recv, count, type, false);
+        allGather(send, recv, count, type, Mode.BLOCKING);
     }
 
     @Override
     public CommFuture<Void> allGatherAsync(MemorySegment send, MemorySegment recv, long count, DataType type) {
-        return allGather(send, recv, count, type, true);
+        return allGather(send, recv, count, type, Mode.ASYNC);
     }
 
-    private CommFuture<Void> allGather(MemorySegment send, MemorySegment recv, long count, DataType type, boolean async) {
+    CommFuture<Void> allGather(MemorySegment send, MemorySegment recv, long count, DataType type, Mode mode) {
         long blk = bytes("allGather", "send", send, count, type);
         checkBuffer("allGather", "recv", recv, Math.multiplyExact(blk, size));
         MemorySegment own = recv.asSlice(rank * blk, blk);
@@ -349,7 +400,7 @@ final class CommunicatorImpl implements Communicator {
             len[r] = blk;
         }
         Tuner.Algo algo = tuner().choose(Tuner.Op.ALLGATHER, blk * size, size);
-        return collective("allGather", async, l -> {
+        return collective("allGather", mode, l -> {
             MemorySegment.copy(mine, 0, own, 0, blk);
             if (algo == Tuner.Algo.BRUCK) AllGather.bruck(l, recv, blk);
             else AllGather.ring(l, recv, off, len);
@@ -358,23 +409,23 @@ final class CommunicatorImpl implements Communicator {
 
     @Override
     public void allGatherV(MemorySegment send, MemorySegment recv, long[] recvCounts, long[] displs, DataType type) {
-        allGatherV(send, recv, recvCounts, displs, type, false);
+        allGatherV(send, recv, recvCounts, displs, type, Mode.BLOCKING);
     }
 
     @Override
     public CommFuture<Void> allGatherVAsync(MemorySegment send, MemorySegment recv, long[] recvCounts, long[] displs, DataType type) {
-        return allGatherV(send, recv, recvCounts, displs, type, true);
+        return allGatherV(send, recv, recvCounts, displs, type, Mode.ASYNC);
     }
 
-    private CommFuture<Void> allGatherV(MemorySegment send, MemorySegment recv, long[] recvCounts, long[] displs,
-                                        DataType type, boolean async) {
+    CommFuture<Void> allGatherV(MemorySegment send, MemorySegment recv, long[] recvCounts, long[] displs,
+                                        DataType type, Mode mode) {
         long[][] b = blocks("allGatherV", "recv", recv, recvCounts, displs, type);
         long[] off = b[0];
         long[] len = b[1];
         MemorySegment own = recv.asSlice(off[rank], len[rank]);
         MemorySegment mine = send.equals(recv) ? own : send;
         checkBuffer("allGatherV", "send", mine, len[rank]);
-        return collective("allGatherV", async, l -> {
+        return collective("allGatherV", mode, l -> {
             MemorySegment.copy(mine, 0, own, 0, len[rank]);
             AllGather.ring(l, recv, off, len);
         });
@@ -382,40 +433,40 @@ final class CommunicatorImpl implements Communicator {
 
     @Override
     public void gather(MemorySegment send, MemorySegment recv, long count, DataType type, int root) {
-        gather(send, recv, count, type, root, false);
+        gather(send, recv, count, type, root, Mode.BLOCKING);
     }
 
     @Override
     public CommFuture<Void> gatherAsync(MemorySegment send, MemorySegment recv, long count, DataType type, int root) {
-        return gather(send, recv, count, type, root, true);
+        return gather(send, recv, count, type, root, Mode.ASYNC);
     }
 
-    private CommFuture<Void> gather(MemorySegment send, MemorySegment recv, long count, DataType type, int root, boolean async) {
+    CommFuture<Void> gather(MemorySegment send, MemorySegment recv, long count, DataType type, int root, Mode mode) {
         checkRoot("gather", root);
         long blk = bytes("gather", "send", send, count, type);
         if (rank == root) checkBuffer("gather", "recv", recv, Math.multiplyExact(blk, size));
-        return collective("gather", async, l -> Rooted.gatherBinomial(l, send, rank == root ? recv : null, root, blk));
+        return collective("gather", mode, l -> Rooted.gatherBinomial(l, send, rank == root ? recv : null, root, blk));
     }
 
     @Override
     public void gatherV(MemorySegment send, MemorySegment recv, long[] recvCounts, long[] displs, DataType type, int root) {
-        gatherV(send, recv, recvCounts, displs, type, root, false);
+        gatherV(send, recv, recvCounts, displs, type, root, Mode.BLOCKING);
     }
 
     @Override
     public CommFuture<Void> gatherVAsync(MemorySegment send, MemorySegment recv, long[] recvCounts, long[] displs,
                                          DataType type, int root) {
-        return gatherV(send, recv, recvCounts, displs, type, root, true);
+        return gatherV(send, recv, recvCounts, displs, type, root, Mode.ASYNC);
     }
 
-    private CommFuture<Void> gatherV(MemorySegment send, MemorySegment recv, long[] recvCounts, long[] displs,
-                                     DataType type, int root, boolean async) {
+    CommFuture<Void> gatherV(MemorySegment send, MemorySegment recv, long[] recvCounts, long[] displs,
+                                     DataType type, int root, Mode mode) {
         checkRoot("gatherV", root);
         java.util.Objects.requireNonNull(recvCounts, "recvCounts");
         long[][] b = rank == root ? blocks("gatherV", "recv", recv, recvCounts, displs, type)
                 : new long[][] {new long[size], sizesOf("gatherV", recvCounts, type)};
         checkBuffer("gatherV", "send", send, b[1][rank]);
-        return collective("gatherV", async, l -> Rooted.gatherLinear(l, send, recv, root, b[0], b[1]));
+        return collective("gatherV", mode, l -> Rooted.gatherLinear(l, send, recv, root, b[0], b[1]));
     }
 
     private long[] sizesOf(String op, long[] counts, DataType type) {
@@ -432,53 +483,53 @@ final class CommunicatorImpl implements Communicator {
 
     @Override
     public void scatter(MemorySegment send, MemorySegment recv, long count, DataType type, int root) {
-        scatter(send, recv, count, type, root, false);
+        scatter(send, recv, count, type, root, Mode.BLOCKING);
     }
 
     @Override
     public CommFuture<Void> scatterAsync(MemorySegment send, MemorySegment recv, long count, DataType type, int root) {
-        return scatter(send, recv, count, type, root, true);
+        return scatter(send, recv, count, type, root, Mode.ASYNC);
     }
 
-    private CommFuture<Void> scatter(MemorySegment send, MemorySegment recv, long count, DataType type, int root, boolean async) {
+    CommFuture<Void> scatter(MemorySegment send, MemorySegment recv, long count, DataType type, int root, Mode mode) {
         checkRoot("scatter", root);
         long blk = bytes("scatter", "recv", recv, count, type);
         if (rank == root) checkBuffer("scatter", "send", send, Math.multiplyExact(blk, size));
-        return collective("scatter", async, l -> Rooted.scatterBinomial(l, rank == root ? send : null, recv, root, blk));
+        return collective("scatter", mode, l -> Rooted.scatterBinomial(l, rank == root ? send : null, recv, root, blk));
     }
 
     @Override
     public void scatterV(MemorySegment send, long[] sendCounts, long[] displs, MemorySegment recv, DataType type, int root) {
-        scatterV(send, sendCounts, displs, recv, type, root, false);
+        scatterV(send, sendCounts, displs, recv, type, root, Mode.BLOCKING);
     }
 
     @Override
     public CommFuture<Void> scatterVAsync(MemorySegment send, long[] sendCounts, long[] displs, MemorySegment recv,
                                           DataType type, int root) {
-        return scatterV(send, sendCounts, displs, recv, type, root, true);
+        return scatterV(send, sendCounts, displs, recv, type, root, Mode.ASYNC);
     }
 
-    private CommFuture<Void> scatterV(MemorySegment send, long[] sendCounts, long[] displs, MemorySegment recv,
-                                      DataType type, int root, boolean async) {
+    CommFuture<Void> scatterV(MemorySegment send, long[] sendCounts, long[] displs, MemorySegment recv,
+                                      DataType type, int root, Mode mode) {
         checkRoot("scatterV", root);
         java.util.Objects.requireNonNull(sendCounts, "sendCounts");
         long[][] b = rank == root ? blocks("scatterV", "send", send, sendCounts, displs, type)
                 : new long[][] {new long[size], sizesOf("scatterV", sendCounts, type)};
         checkBuffer("scatterV", "recv", recv, b[1][rank]);
-        return collective("scatterV", async, l -> Rooted.scatterLinear(l, send, recv, root, b[0], b[1]));
+        return collective("scatterV", mode, l -> Rooted.scatterLinear(l, send, recv, root, b[0], b[1]));
     }
 
     @Override
     public void allToAll(MemorySegment send, MemorySegment recv, long count, DataType type) {
-        allToAll(send, recv, count, type, false);
+        allToAll(send, recv, count, type, Mode.BLOCKING);
     }
 
     @Override
     public CommFuture<Void> allToAllAsync(MemorySegment send, MemorySegment recv, long count, DataType type) {
-        return allToAll(send, recv, count, type, true);
+        return allToAll(send, recv, count, type, Mode.ASYNC);
     }
 
-    private CommFuture<Void> allToAll(MemorySegment send, MemorySegment recv, long count, DataType type, boolean async) {
+    CommFuture<Void> allToAll(MemorySegment send, MemorySegment recv, long count, DataType type, Mode mode) {
         long blk = Math.multiplyExact(count < 0 ? 0 : count, type.byteSize());
         if (count < 0) throw new IllegalArgumentException("rank " + rank + ": allToAll: count " + count + " must be >= 0");
         long total = Math.multiplyExact(blk, size);
@@ -490,23 +541,23 @@ final class CommunicatorImpl implements Communicator {
             off[r] = r * blk;
             len[r] = blk;
         }
-        return allToAllBlocks("allToAll", send, off, len, recv, off, len, total, async);
+        return allToAllBlocks("allToAll", send, off, len, recv, off, len, total, mode);
     }
 
     @Override
     public void allToAllV(MemorySegment send, long[] sendCounts, long[] sendDispls, MemorySegment recv, long[] recvCounts,
                           long[] recvDispls, DataType type) {
-        allToAllV(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, type, false);
+        allToAllV(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, type, Mode.BLOCKING);
     }
 
     @Override
     public CommFuture<Void> allToAllVAsync(MemorySegment send, long[] sendCounts, long[] sendDispls, MemorySegment recv,
                                            long[] recvCounts, long[] recvDispls, DataType type) {
-        return allToAllV(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, type, true);
+        return allToAllV(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, type, Mode.ASYNC);
     }
 
-    private CommFuture<Void> allToAllV(MemorySegment send, long[] sendCounts, long[] sendDispls, MemorySegment recv,
-                                       long[] recvCounts, long[] recvDispls, DataType type, boolean async) {
+    CommFuture<Void> allToAllV(MemorySegment send, long[] sendCounts, long[] sendDispls, MemorySegment recv,
+                                       long[] recvCounts, long[] recvDispls, DataType type, Mode mode) {
         long[][] s = blocks("allToAllV", "send", send, sendCounts, sendDispls, type);
         long[][] r = blocks("allToAllV", "recv", recv, recvCounts, recvDispls, type);
         if (s[1][rank] != r[1][rank]) {
@@ -515,13 +566,13 @@ final class CommunicatorImpl implements Communicator {
         }
         long total = 0;
         for (int i = 0; i < size; i++) total = Math.max(total, s[0][i] + s[1][i]);
-        return allToAllBlocks("allToAllV", send, s[0], s[1], recv, r[0], r[1], total, async);
+        return allToAllBlocks("allToAllV", send, s[0], s[1], recv, r[0], r[1], total, mode);
     }
 
-    private CommFuture<Void> allToAllBlocks(String op, MemorySegment send, long[] sOff, long[] sLen, MemorySegment recv,
-                                            long[] rOff, long[] rLen, long sendBytes, boolean async) {
+    CommFuture<Void> allToAllBlocks(String op, MemorySegment send, long[] sOff, long[] sLen, MemorySegment recv,
+                                            long[] rOff, long[] rLen, long sendBytes, Mode mode) {
         boolean overlap = send.asSlice(0, sendBytes).asOverlappingSlice(recv).isPresent();
-        return collective(op, async, l -> {
+        return collective(op, mode, l -> {
             MemorySegment src = send;
             if (overlap) {
                 // in place: the blocks still to be sent must not be overwritten by those arriving
@@ -534,12 +585,73 @@ final class CommunicatorImpl implements Communicator {
 
     @Override
     public void barrier() {
-        collective("barrier", false, AllToAll::barrier);
+        collective("barrier", Mode.BLOCKING, AllToAll::barrier);
+    }
+
+    CommFuture<Void> barrier(Mode mode) {
+        return collective("barrier", mode, AllToAll::barrier);
     }
 
     @Override
     public CommFuture<Void> barrierAsync() {
-        return collective("barrier", true, AllToAll::barrier);
+        return collective("barrier", Mode.ASYNC, AllToAll::barrier);
+    }
+
+    // ------------------------------------------------------------------------------- sub-communicators
+
+    @Override
+    public Communicator split(int color, int key) {
+        checkOpen();
+        if (color < 0 && color != UNDEFINED) {
+            throw new IllegalArgumentException("rank " + rank + ": split: color " + color + " must be >= 0 or UNDEFINED");
+        }
+        long child = children.incrementAndGet();
+        // the one exchange: every rank's (color, key)
+        MemorySegment mine = MemorySegment.ofArray(new int[] {color, key});
+        int[] all = new int[2 * size];
+        allGather(mine, MemorySegment.ofArray(all), 2, DataType.INT32);
+        if (color == UNDEFINED) return null;
+        Integer[] members = java.util.stream.IntStream.range(0, size).filter(r -> all[2 * r] == color).boxed()
+                .sorted(java.util.Comparator.<Integer>comparingInt(r -> all[2 * r + 1]).thenComparingInt(r -> r))
+                .toArray(Integer[]::new);
+        int[] worldRanks = new int[members.length];
+        int myRank = -1;
+        for (int i = 0; i < members.length; i++) {
+            worldRanks[i] = world(members[i]);
+            if (members[i] == rank) myRank = i;
+        }
+        return child(childId(child, color), myRank, worldRanks);
+    }
+
+    @Override
+    public Communicator dup() {
+        checkOpen();
+        long child = children.incrementAndGet();
+        barrier(); // collective, like MPI_Comm_dup: every rank takes the same child number
+        int[] worldRanks = new int[size];
+        for (int r = 0; r < size; r++) worldRanks[r] = world(r);
+        return child(childId(child, Integer.MAX_VALUE), rank, worldRanks);
+    }
+
+    /** A child's id: derived from this id, the child number and the color, so every member computes the same one. */
+    private long childId(long child, int color) {
+        long h = commId * 0x9E3779B97F4A7C15L + child * 0xC2B2AE3D27D4EB4FL + color * 0x165667B19E3779F9L + 1;
+        h ^= h >>> 31;
+        h *= 0xBF58476D1CE4E5B9L;
+        h ^= h >>> 29;
+        return h & ~(3L << 62); // the top bits mark collective traffic
+    }
+
+    private CommunicatorImpl child(long id, int myRank, int[] worldRanks) {
+        CommunicatorImpl c = new CommunicatorImpl(session, transport, id, myRank, worldRanks, worldRanks.length);
+        session.register(c);
+        return c;
+    }
+
+    @Override
+    public io.hcomm4j.Batch batch() {
+        checkOpen();
+        return new BatchImpl(this);
     }
 
     @Override
@@ -597,6 +709,7 @@ final class CommunicatorImpl implements Communicator {
     public void close() {
         closed = true;
         shutdownCollectiveThread();
+        if (group != null) session.unregister(this);
     }
 
     @Override

@@ -3,6 +3,8 @@ package io.hcomm4j.comm;
 import io.hcomm4j.CommAbortedException;
 import io.hcomm4j.CommFuture;
 import io.hcomm4j.CommTimeoutException;
+import io.hcomm4j.DataType;
+import io.hcomm4j.ReduceOp;
 import io.hcomm4j.HcommException;
 import io.hcomm4j.Status;
 import io.hcomm4j.Stream;
@@ -29,7 +31,8 @@ final class StreamImpl implements Stream {
     private Throwable firstFailure;
     private boolean closed;
 
-    private record Task<T>(Supplier<CommFuture<T>> start, WorkerFuture<T> result) {
+    /** One op of the stream: the work runs on the worker thread and yields the op's result. */
+    private record Task<T>(Supplier<T> work, WorkerFuture<T> result) {
     }
 
     StreamImpl(CommunicatorImpl comm, Session session) {
@@ -41,20 +44,63 @@ final class StreamImpl implements Stream {
 
     @Override
     public CommFuture<Void> send(MemorySegment buf, int peer, int tag) {
-        return enqueue(() -> comm.sendAsync(buf, peer, tag));
+        return enqueue("send", () -> comm.sendAsync(buf, peer, tag).await());
     }
 
     @Override
     public CommFuture<Status> recv(MemorySegment buf, int peer, int tag) {
-        return enqueue(() -> comm.recvAsync(buf, peer, tag));
+        return enqueue("recv", () -> comm.recvAsync(buf, peer, tag).await());
     }
 
-    private <T> CommFuture<T> enqueue(Supplier<CommFuture<T>> start) {
-        WorkerFuture<T> f = new WorkerFuture<>(comm.timeoutNanos(), comm.rank(), "stream op");
+    /** Queues a collective whose arguments the communicator checked and whose sequence number it took. */
+    CommFuture<Void> enqueueCollective(String op, Runnable body) {
+        return enqueue(op, () -> {
+            body.run();
+            return null;
+        });
+    }
+
+    @Override
+    public CommFuture<Void> allReduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op) {
+        return comm.allReduce(send, recv, count, type, op, CommunicatorImpl.Mode.on(this));
+    }
+
+    @Override
+    public CommFuture<Void> broadcast(MemorySegment buf, long count, DataType type, int root) {
+        return comm.broadcast(buf, count, type, root, CommunicatorImpl.Mode.on(this));
+    }
+
+    @Override
+    public CommFuture<Void> reduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op, int root) {
+        return comm.reduce(send, recv, count, type, op, root, CommunicatorImpl.Mode.on(this));
+    }
+
+    @Override
+    public CommFuture<Void> allGather(MemorySegment send, MemorySegment recv, long count, DataType type) {
+        return comm.allGather(send, recv, count, type, CommunicatorImpl.Mode.on(this));
+    }
+
+    @Override
+    public CommFuture<Void> reduceScatter(MemorySegment send, MemorySegment recv, long recvCount, DataType type, ReduceOp op) {
+        return comm.reduceScatter(send, recv, recvCount, type, op, CommunicatorImpl.Mode.on(this));
+    }
+
+    @Override
+    public CommFuture<Void> allToAll(MemorySegment send, MemorySegment recv, long count, DataType type) {
+        return comm.allToAll(send, recv, count, type, CommunicatorImpl.Mode.on(this));
+    }
+
+    @Override
+    public CommFuture<Void> barrier() {
+        return comm.barrier(CommunicatorImpl.Mode.on(this));
+    }
+
+    private <T> CommFuture<T> enqueue(String op, Supplier<T> work) {
+        WorkerFuture<T> f = new WorkerFuture<>(comm.timeoutNanos(), comm.rank(), "stream " + op);
         synchronized (this) {
             if (closed) throw new IllegalStateException("rank " + comm.rank() + ": the stream is closed");
             if (comm.isClosed()) throw new IllegalStateException("rank " + comm.rank() + ": the communicator is closed");
-            queue.add(new Task<>(start, f));
+            queue.add(new Task<>(work, f));
             enqueued++;
             notifyAll();
         }
@@ -91,7 +137,7 @@ final class StreamImpl implements Stream {
 
     private static <T> Throwable runTask(Task<T> task) {
         try {
-            T value = task.start().get().await();
+            T value = task.work().get();
             task.result().complete(value);
             return null;
         } catch (Throwable e) {

@@ -22,9 +22,12 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
     private final int size;
     private final String op;
     private final ScratchPool pool;
+    /** Communicator rank → world rank, or null (world). */
+    private final int[] group;
     private List<MemorySegment> scratch;
 
-    TransportLinks(TcpTransport transport, long channel, long seq, int rank, int size, String op, ScratchPool pool) {
+    TransportLinks(TcpTransport transport, long channel, long seq, int rank, int size, int[] group, String op, ScratchPool pool) {
+        this.group = group;
         this.transport = transport;
         this.channel = channel;
         this.tag = (int) (seq & 0x7fffffff);
@@ -46,12 +49,12 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
 
     @Override
     public CommFuture<Void> send(int peer, MemorySegment slice) {
-        return transport.send(channel, peer, tag, slice);
+        return transport.send(channel, group == null ? peer : group[peer], tag, slice);
     }
 
     @Override
     public CommFuture<Status> recv(int peer, MemorySegment slice) {
-        return transport.recv(channel, peer, tag, slice);
+        return transport.recv(channel, group == null ? peer : group[peer], tag, slice);
     }
 
     @Override

@@ -6,10 +6,17 @@ import io.hcomm4j.Status;
 public final class ProbeRequest extends Request<Status> {
     /** Source world rank, or {@link TcpTransport#ANY}. */
     final int src;
+    /** World rank → communicator rank for the Status, or null when they are the same. */
+    final int[] sourceMap;
 
-    ProbeRequest(TcpTransport transport, long commId, int src, int tag) {
+    ProbeRequest(TcpTransport transport, long commId, int src, int tag, int[] sourceMap) {
         super(transport, commId, tag, null);
         this.src = src;
+        this.sourceMap = sourceMap;
+    }
+
+    void succeedWith(int worldSrc, int msgTag, long size) {
+        succeed(new Status(sourceMap == null ? worldSrc : sourceMap[worldSrc], msgTag, size));
     }
 
     boolean matches(int msgSrc, int msgTag) {

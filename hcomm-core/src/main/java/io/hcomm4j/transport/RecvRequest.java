@@ -7,14 +7,17 @@ import java.lang.foreign.MemorySegment;
 public final class RecvRequest extends Request<Status> {
     /** Source world rank, or {@link TcpTransport#ANY}. */
     final int src;
+    /** World rank → communicator rank for the Status, or null when they are the same. */
+    final int[] sourceMap;
     /** Filled in when matched. */
     int matchedSrc;
     int matchedTag;
     long matchedSize;
 
-    RecvRequest(TcpTransport transport, long commId, int src, int tag, MemorySegment buf) {
+    RecvRequest(TcpTransport transport, long commId, int src, int tag, MemorySegment buf, int[] sourceMap) {
         super(transport, commId, tag, buf);
         this.src = src;
+        this.sourceMap = sourceMap;
     }
 
     boolean matches(int msgSrc, int msgTag) {
@@ -22,7 +25,7 @@ public final class RecvRequest extends Request<Status> {
     }
 
     void succeedMatched() {
-        succeed(new Status(matchedSrc, matchedTag, matchedSize));
+        succeed(new Status(sourceMap == null ? matchedSrc : sourceMap[matchedSrc], matchedTag, matchedSize));
     }
 
     @Override

@@ -102,6 +102,11 @@ public final class TcpTransport implements AutoCloseable {
         }
     }
 
+    /** Number of ranks of the job (world). */
+    public int worldSize() {
+        return size;
+    }
+
     /** The address peers connect to. */
     public InetSocketAddress listenAddress() {
         try {
@@ -165,7 +170,12 @@ public final class TcpTransport implements AutoCloseable {
 
     /** Posts a receive from world rank {@code src} (or {@link #ANY}) with {@code tag} (or {@link #ANY}). */
     public RecvRequest recv(long commId, int src, int tag, MemorySegment buf) {
-        RecvRequest r = new RecvRequest(this, commId, src, tag, buf);
+        return recv(commId, src, tag, buf, null);
+    }
+
+    /** As {@link #recv(long, int, int, MemorySegment)}; the Status reports {@code sourceMap[worldSource]} (null: the world rank). */
+    public RecvRequest recv(long commId, int src, int tag, MemorySegment buf, int[] sourceMap) {
+        RecvRequest r = new RecvRequest(this, commId, src, tag, buf, sourceMap);
         if (closing) {
             r.fail(new CommAbortedException("rank " + rank + ": " + r.describe() + " failed: the session is closed"));
             return r;
@@ -194,36 +204,36 @@ public final class TcpTransport implements AutoCloseable {
      * The status of the first message from {@code src} (or {@link #ANY}) with {@code tag} (or {@link #ANY}) that a
      * receive posted now would get, or {@code null} if none has arrived. Source and tag are world rank and tag.
      */
-    public io.hcomm4j.Status iprobe(long commId, int src, int tag) {
+    public io.hcomm4j.Status iprobe(long commId, int src, int tag, int[] sourceMap) {
         matchLock.lock();
         try {
             Unexpected u = table(commId).peekUnexpected(src, tag);
-            return u == null ? null : new io.hcomm4j.Status(u.src, u.tag, u.size);
+            return u == null ? null : new io.hcomm4j.Status(sourceMap == null ? u.src : sourceMap[u.src], u.tag, u.size);
         } finally {
             matchLock.unlock();
         }
     }
 
     /** Completes with the status of the first matching message once one can be received (it is not received). */
-    public ProbeRequest probe(long commId, int src, int tag) {
-        ProbeRequest p = new ProbeRequest(this, commId, src, tag);
+    public ProbeRequest probe(long commId, int src, int tag, int[] sourceMap) {
+        ProbeRequest p = new ProbeRequest(this, commId, src, tag, sourceMap);
         if (closing) {
             p.fail(new CommAbortedException("rank " + rank + ": " + p.describe() + " failed: the session is closed"));
             return p;
         }
-        io.hcomm4j.Status found = null;
+        Unexpected found = null;
         boolean dead = false;
         matchLock.lock();
         try {
             MatchTable table = table(commId);
             Unexpected u = table.peekUnexpected(src, tag);
-            if (u != null) found = new io.hcomm4j.Status(u.src, u.tag, u.size);
+            if (u != null) found = u;
             else if (src != ANY && failed[src]) dead = true;
             else table.probes.add(p);
         } finally {
             matchLock.unlock();
         }
-        if (found != null) p.succeed(found);
+        if (found != null) p.succeedWith(found.src, found.tag, found.size);
         else if (dead) p.fail(peerFailed(src, p.describe(), null));
         else if (src != ANY && src != rank && links[src].state == PeerLink.State.IDLE) connectInBackground(src);
         return p;
@@ -231,8 +241,7 @@ public final class TcpTransport implements AutoCloseable {
 
     private static void succeedProbes(List<ProbeRequest> probed, int src, int tag, long size) {
         if (probed == null) return;
-        io.hcomm4j.Status st = new io.hcomm4j.Status(src, tag, size);
-        for (ProbeRequest p : probed) p.succeed(st);
+        for (ProbeRequest p : probed) p.succeedWith(src, tag, size);
     }
 
     /** Matches a recv with an unexpected message (match lock held); returns what to run after unlocking. */
