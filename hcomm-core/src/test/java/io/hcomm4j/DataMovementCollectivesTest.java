@@ -16,7 +16,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * scatter(V), all-to-all(V), barrier) on 1..8 ranks (threads of this JVM, real sockets), blocking and
  * async, in place and not; every rank checks every byte against what the op must produce.
  */
-class DataMovementCollectivesTest {
+public class DataMovementCollectivesTest {
     static final long SEED = 20261130L;
 
     /** The byte rank r contributes at index i of its block in op k. */
@@ -62,10 +62,15 @@ class DataMovementCollectivesTest {
     @MethodSource("jobs")
     void randomSequences(int n, String algo) throws Exception {
         int ops = n <= 4 ? 40 : 25;
-        Ranks.runThreads(n, Duration.ofMinutes(3), b -> b.algo(algo), h -> {
-            Communicator c = h.world();
+        Ranks.runThreads(n, Duration.ofMinutes(4), cfg -> cfg.algo(algo), h -> sequence(h.world(), SEED + n + algo.hashCode(), ops));
+    }
+
+    /** The random sequence of ops (the same on every rank for one seed), every result checked. */
+    public static void sequence(Communicator c, long seed, int ops) {
+        int n = c.size();
+        {
             int me = c.rank();
-            Random rnd = new Random(SEED + n + algo.hashCode()); // same sequence on every rank
+            Random rnd = new Random(seed); // same sequence on every rank
             DataType[] types = DataType.values();
             try (Arena arena = Arena.ofShared()) {
                 for (int k = 0; k < ops; k++) {
@@ -185,6 +190,6 @@ class DataMovementCollectivesTest {
                     }
                 }
             }
-        });
+        }
     }
 }

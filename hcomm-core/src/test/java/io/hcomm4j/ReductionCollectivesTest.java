@@ -19,7 +19,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * type (small integers; powers of two for PROD), so the reference does not depend on the reduction order;
  * AVG divides the exact sum once as documented.
  */
-class ReductionCollectivesTest {
+public class ReductionCollectivesTest {
     static final long SEED = 77_2026L;
     static final long[] COUNTS = {0, 1, 2, 3, 13, 97, 1009, 20_011, 100_003, 300_007};
 
@@ -139,10 +139,15 @@ class ReductionCollectivesTest {
     @MethodSource("jobs")
     void randomSequences(int n, String algo) throws Exception {
         int ops = n <= 4 ? 60 : 30;
-        Ranks.runThreads(n, Duration.ofMinutes(4), b -> b.algo(algo), h -> {
-            Communicator c = h.world();
+        Ranks.runThreads(n, Duration.ofMinutes(4), cfg -> cfg.algo(algo), h -> sequence(h.world(), SEED + n + algo.hashCode(), ops));
+    }
+
+    /** The random sequence of ops (the same on every rank for one seed), every result checked. */
+    public static void sequence(Communicator c, long seed, int ops) {
+        int n = c.size();
+        {
             int me = c.rank();
-            Random rnd = new Random(SEED + n + algo.hashCode());
+            Random rnd = new Random(seed);
             try (Arena arena = Arena.ofShared()) {
                 for (int k = 0; k < ops; k++) {
                     DataType t = DataType.values()[rnd.nextInt(DataType.values().length)];
@@ -207,6 +212,6 @@ class ReductionCollectivesTest {
                     }
                 }
             }
-        });
+        }
     }
 }
