@@ -34,6 +34,7 @@ public final class CommConfig {
     private final boolean storeHosted;
     private final int storePort;
     private final String algo;
+    private final boolean fullCheck;
 
     private CommConfig(Builder b) {
         this.initMethod = b.initMethod;
@@ -50,6 +51,7 @@ public final class CommConfig {
         this.storeHosted = b.storeHosted;
         this.storePort = b.storePort;
         this.algo = b.algo;
+        this.fullCheck = b.fullCheck;
     }
 
     /** A builder with every setting at its default. */
@@ -126,13 +128,20 @@ public final class CommConfig {
     /** Forced collective algorithms ({@code HCOMM_ALGO}, e.g. {@code allreduce=ring;broadcast=tree}); empty: the cost model picks. */
     public String algo() { return algo; }
 
+    /**
+     * {@code HCOMM_CHECK=full}: before each collective the ranks exchange its fingerprint (op, count, type, reduce
+     * op, root), so every rank fails together on a mismatch, before any data moves. Default {@code cheap}: the
+     * fingerprint travels with the data and is checked where data arrives.
+     */
+    public boolean fullCheck() { return fullCheck; }
+
     @Override
     public String toString() {
         return "CommConfig{initMethod=" + initMethod + ", rank=" + rank + ", worldSize=" + worldSize
                 + ", secret=" + (secret == null ? "unset" : "***") + ", timeout=" + timeout
                 + ", initTimeout=" + initTimeout + ", socketIfname=" + socketIfname + ", socketAddr=" + socketAddr
                 + ", spinTime=" + spinTime + ", eagerLimit=" + eagerLimit + ", unexpectedLimit=" + unexpectedLimit
-                + ", storeHosted=" + storeHosted + ", storePort=" + storePort + ", algo=" + algo + "}";
+                + ", storeHosted=" + storeHosted + ", storePort=" + storePort + ", algo=" + algo + ", check=" + (fullCheck ? "full" : "cheap") + "}";
     }
 
     /** Builder of {@link CommConfig}; {@link #build()} validates. */
@@ -151,6 +160,7 @@ public final class CommConfig {
         private boolean storeHosted;
         private int storePort = UNSET;
         private String algo = "";
+        private boolean fullCheck;
 
         private Builder() {
         }
@@ -196,6 +206,9 @@ public final class CommConfig {
 
         /** @param algo forced algorithms, {@code op=algo;...} (see docs/configuration.md); empty for the cost model */
         public Builder algo(String algo) { this.algo = algo == null ? "" : algo; return this; }
+
+        /** @param full true: exchange each collective's fingerprint before it runs (HCOMM_CHECK=full) */
+        public Builder fullCheck(boolean full) { this.fullCheck = full; return this; }
 
         /** Validates and builds; throws {@link IllegalArgumentException} naming the bad setting. */
         public CommConfig build() {
@@ -295,7 +308,16 @@ public final class CommConfig {
         UNEXPECTED_LIMIT { void apply(Builder b, String v) { b.unexpectedLimit(parseSize(v)); } },
         STORE_HOSTED { void apply(Builder b, String v) { b.storeHosted(parseBool(v)); } },
         STORE_PORT { void apply(Builder b, String v) { b.storePort(parseInt(v)); } },
-        ALGO { void apply(Builder b, String v) { b.algo(v); } };
+        ALGO { void apply(Builder b, String v) { b.algo(v); } },
+        CHECK {
+            void apply(Builder b, String v) {
+                switch (v.toLowerCase(Locale.ROOT)) {
+                    case "cheap" -> b.fullCheck(false);
+                    case "full" -> b.fullCheck(true);
+                    default -> throw new IllegalArgumentException("not one of cheap, full");
+                }
+            }
+        };
 
         abstract void apply(Builder b, String value);
 

@@ -32,6 +32,8 @@ final class CommunicatorImpl implements Communicator {
     private volatile boolean closed;
     /** Collective traffic of this communicator: its id with the top bit set, apart from user point-to-point. */
     private final long collectiveChannel;
+    /** Where a rank that detects a collective mismatch tells the others (tag = the op's sequence number). */
+    private final long noticeChannel;
     private final AtomicLong collectiveSeq = new AtomicLong();
     private ExecutorService collectiveThread;
 
@@ -65,6 +67,7 @@ final class CommunicatorImpl implements Communicator {
             for (int r = 0; r < group.length; r++) worldToComm[group[r]] = r;
         }
         this.collectiveChannel = commId | (1L << 62);
+        this.noticeChannel = commId | (2L << 62);
     }
 
     @Override
@@ -158,18 +161,18 @@ final class CommunicatorImpl implements Communicator {
     }
 
     /** Runs a collective where {@code mode} says; returns its future (null when it ran on the caller's thread). */
-    private CommFuture<Void> collective(String op, Mode mode, Consumer<CollectiveLinks> body) {
+    private CommFuture<Void> collective(String op, int fingerprint, Mode mode, Consumer<CollectiveLinks> body) {
         checkOpen();
         long seq = collectiveSeq.incrementAndGet();
         if (!mode.async) {
-            runCollective(seq, op, body);
+            runCollective(seq, op, fingerprint, body);
             return null;
         }
-        if (mode.stream != null) return mode.stream.enqueueCollective(op, () -> runCollective(seq, op, body));
+        if (mode.stream != null) return mode.stream.enqueueCollective(op, () -> runCollective(seq, op, fingerprint, body));
         WorkerFuture<Void> f = new WorkerFuture<>(timeoutNanos(), rank, op);
         collectiveThread().execute(() -> {
             try {
-                runCollective(seq, op, body);
+                runCollective(seq, op, fingerprint, body);
                 f.complete(null);
             } catch (Throwable e) {
                 f.completeExceptionally(e);
@@ -178,9 +181,63 @@ final class CommunicatorImpl implements Communicator {
         return f;
     }
 
-    private void runCollective(long seq, String op, Consumer<CollectiveLinks> body) {
-        try (TransportLinks links = new TransportLinks(transport, collectiveChannel, seq, rank, size, group, op, session.scratch())) {
-            body.accept(links);
+    /** Names of the collectives, in fingerprint order (the fingerprint's top 4 bits). */
+    static final java.util.List<String> OPS = java.util.List.of("", "allReduce", "reduce", "reduceScatter", "reduceScatterV",
+            "broadcast", "allGather", "allGatherV", "gather", "gatherV", "scatter", "scatterV", "allToAll", "allToAllV", "barrier");
+
+    /**
+     * What every message of a collective carries, so that a receiver notices a peer in another collective or the
+     * same one with other arguments: the op in the top 4 bits, a hash of count, type, reduce op and root below.
+     */
+    static int fingerprint(String op, long count, DataType type, ReduceOp redop, int root) {
+        long h = count * 0x9E3779B97F4A7C15L;
+        h += (type == null ? 0 : type.ordinal() + 1) * 0xC2B2AE3D27D4EB4FL;
+        h += (redop == null ? 0 : redop.ordinal() + 1) * 0x165667B19E3779F9L;
+        h += (root + 2L) * 0xD6E8FEB86659FD93L;
+        h ^= h >>> 32;
+        return (OPS.indexOf(op) << 28) | (int) (h & 0x0FFFFFFF);
+    }
+
+    /**
+     * HCOMM_CHECK=full: every rank's fingerprint of this op to every rank (Bruck all-gather on the check
+     * channel), compared before any data moves, so all ranks reach the same verdict.
+     */
+    private void fullCheck(long seq, String op, int fingerprint) {
+        if (size == 1) return;
+        int[] all = new int[size];
+        all[rank] = fingerprint;
+        try (TransportLinks check = new TransportLinks(transport, commId | (3L << 62), noticeChannel, seq, rank, size, group,
+                op + " (check)", 0, session.scratch())) {
+            AllGather.bruck(check, MemorySegment.ofArray(all), 4);
+        }
+        for (int r = 0; r < size; r++) {
+            if (all[r] != all[0]) {
+                int odd = r;
+                // name the rank that differs from the majority, if there is one
+                int agree = 0;
+                for (int x : all) if (x == all[r]) agree++;
+                if (agree * 2 > size) {
+                    for (int q = 0; q < size; q++) if (all[q] != all[r]) { odd = q; break; }
+                }
+                String theirs = OPS.get(Math.min(OPS.size() - 1, all[odd] >>> 28));
+                String others = OPS.get(Math.min(OPS.size() - 1, all[odd == 0 ? 1 : 0] >>> 28));
+                throw new io.hcomm4j.CollectiveMismatchException("rank " + rank + ": " + op + " (collective #" + seq
+                        + ", full check): rank " + odd + " called " + theirs + (theirs.equals(others)
+                        ? " with a different count, type, op or root than rank " + (odd == 0 ? 1 : 0) : " where rank " + (odd == 0 ? 1 : 0) + " called " + others));
+            }
+        }
+    }
+
+    private void runCollective(long seq, String op, int fingerprint, Consumer<CollectiveLinks> body) {
+        try (TransportLinks links = new TransportLinks(transport, collectiveChannel, noticeChannel, seq, rank, size, group, op,
+                fingerprint, session.scratch())) {
+            try {
+                if (session.config().fullCheck()) fullCheck(seq, op, fingerprint);
+                body.accept(links);
+            } catch (io.hcomm4j.CollectiveMismatchException e) {
+                links.tellOthers(e);
+                throw e;
+            }
         }
     }
 
@@ -272,7 +329,7 @@ final class CommunicatorImpl implements Communicator {
         int avg = op == ReduceOp.AVG ? size : 1;
         long chunk = Math.max(1, RING_CHUNK_BYTES / type.byteSize());
         Tuner.Algo algo = tuner().choose(Tuner.Op.ALLREDUCE, n, size);
-        return collective("allReduce", mode, l -> {
+        return collective("allReduce", fingerprint("allReduce", count, type, op, -1), mode, l -> {
             if (!send.equals(recv)) MemorySegment.copy(send, 0, recv, 0, n);
             if (algo == Tuner.Algo.RECURSIVE_DOUBLING) Reductions.recursiveDoubling(l, recv.asSlice(0, n), count, k, avg);
             else Reductions.ringAllReduce(l, recv.asSlice(0, n), count, k, chunk, avg);
@@ -299,7 +356,7 @@ final class CommunicatorImpl implements Communicator {
             checkWritable("reduce", "recv", recv);
         }
         int avg = op == ReduceOp.AVG ? size : 1;
-        return collective("reduce", mode, l -> {
+        return collective("reduce", fingerprint("reduce", count, type, op, root), mode, l -> {
             MemorySegment work = rank == root ? recv.asSlice(0, n) : l.scratch(n);
             if (!send.equals(work)) MemorySegment.copy(send, 0, work, 0, n);
             Reductions.binomialReduce(l, work, count, k, root, avg);
@@ -347,7 +404,7 @@ final class CommunicatorImpl implements Communicator {
         checkWritable(name, "recv", recv);
         int avg = op == ReduceOp.AVG ? size : 1;
         long chunk = Math.max(1, RING_CHUNK_BYTES / es);
-        return collective(name, mode, l -> {
+        return collective(name, fingerprint(name, java.util.Arrays.hashCode(recvCounts), type, op, -1), mode, l -> {
             MemorySegment work = l.scratch(total);
             MemorySegment.copy(send, 0, work, 0, total);
             Reductions.ringReduceScatter(l, work, at, k, chunk, avg);
@@ -372,7 +429,7 @@ final class CommunicatorImpl implements Communicator {
         if (rank != root && data.isReadOnly()) throw new IllegalArgumentException("rank " + rank + ": broadcast: buf is read-only");
         Tuner.Algo algo = size <= 2 && tuner().forced(Tuner.Op.BROADCAST) == null ? Tuner.Algo.TREE
                 : tuner().choose(Tuner.Op.BROADCAST, n, size);
-        return collective("broadcast", mode, l -> {
+        return collective("broadcast", fingerprint("broadcast", count, type, null, root), mode, l -> {
             if (algo == Tuner.Algo.TREE) Broadcast.binomialTree(l, data, root);
             else Broadcast.pipelinedChain(l, data, root, BCAST_CHUNK);
         });
@@ -400,7 +457,7 @@ final class CommunicatorImpl implements Communicator {
             len[r] = blk;
         }
         Tuner.Algo algo = tuner().choose(Tuner.Op.ALLGATHER, blk * size, size);
-        return collective("allGather", mode, l -> {
+        return collective("allGather", fingerprint("allGather", count, type, null, -1), mode, l -> {
             MemorySegment.copy(mine, 0, own, 0, blk);
             if (algo == Tuner.Algo.BRUCK) AllGather.bruck(l, recv, blk);
             else AllGather.ring(l, recv, off, len);
@@ -425,7 +482,7 @@ final class CommunicatorImpl implements Communicator {
         MemorySegment own = recv.asSlice(off[rank], len[rank]);
         MemorySegment mine = send.equals(recv) ? own : send;
         checkBuffer("allGatherV", "send", mine, len[rank]);
-        return collective("allGatherV", mode, l -> {
+        return collective("allGatherV", fingerprint("allGatherV", java.util.Arrays.hashCode(recvCounts), type, null, -1), mode, l -> {
             MemorySegment.copy(mine, 0, own, 0, len[rank]);
             AllGather.ring(l, recv, off, len);
         });
@@ -445,7 +502,7 @@ final class CommunicatorImpl implements Communicator {
         checkRoot("gather", root);
         long blk = bytes("gather", "send", send, count, type);
         if (rank == root) checkBuffer("gather", "recv", recv, Math.multiplyExact(blk, size));
-        return collective("gather", mode, l -> Rooted.gatherBinomial(l, send, rank == root ? recv : null, root, blk));
+        return collective("gather", fingerprint("gather", count, type, null, root), mode, l -> Rooted.gatherBinomial(l, send, rank == root ? recv : null, root, blk));
     }
 
     @Override
@@ -466,7 +523,7 @@ final class CommunicatorImpl implements Communicator {
         long[][] b = rank == root ? blocks("gatherV", "recv", recv, recvCounts, displs, type)
                 : new long[][] {new long[size], sizesOf("gatherV", recvCounts, type)};
         checkBuffer("gatherV", "send", send, b[1][rank]);
-        return collective("gatherV", mode, l -> Rooted.gatherLinear(l, send, recv, root, b[0], b[1]));
+        return collective("gatherV", fingerprint("gatherV", 0, type, null, root), mode, l -> Rooted.gatherLinear(l, send, recv, root, b[0], b[1]));
     }
 
     private long[] sizesOf(String op, long[] counts, DataType type) {
@@ -495,7 +552,7 @@ final class CommunicatorImpl implements Communicator {
         checkRoot("scatter", root);
         long blk = bytes("scatter", "recv", recv, count, type);
         if (rank == root) checkBuffer("scatter", "send", send, Math.multiplyExact(blk, size));
-        return collective("scatter", mode, l -> Rooted.scatterBinomial(l, rank == root ? send : null, recv, root, blk));
+        return collective("scatter", fingerprint("scatter", count, type, null, root), mode, l -> Rooted.scatterBinomial(l, rank == root ? send : null, recv, root, blk));
     }
 
     @Override
@@ -516,7 +573,7 @@ final class CommunicatorImpl implements Communicator {
         long[][] b = rank == root ? blocks("scatterV", "send", send, sendCounts, displs, type)
                 : new long[][] {new long[size], sizesOf("scatterV", sendCounts, type)};
         checkBuffer("scatterV", "recv", recv, b[1][rank]);
-        return collective("scatterV", mode, l -> Rooted.scatterLinear(l, send, recv, root, b[0], b[1]));
+        return collective("scatterV", fingerprint("scatterV", 0, type, null, root), mode, l -> Rooted.scatterLinear(l, send, recv, root, b[0], b[1]));
     }
 
     @Override
@@ -572,7 +629,7 @@ final class CommunicatorImpl implements Communicator {
     CommFuture<Void> allToAllBlocks(String op, MemorySegment send, long[] sOff, long[] sLen, MemorySegment recv,
                                             long[] rOff, long[] rLen, long sendBytes, Mode mode) {
         boolean overlap = send.asSlice(0, sendBytes).asOverlappingSlice(recv).isPresent();
-        return collective(op, mode, l -> {
+        return collective(op, fingerprint(op, op.equals("allToAll") ? sLen[0] : 0, null, null, -1), mode, l -> {
             MemorySegment src = send;
             if (overlap) {
                 // in place: the blocks still to be sent must not be overwritten by those arriving
@@ -585,16 +642,16 @@ final class CommunicatorImpl implements Communicator {
 
     @Override
     public void barrier() {
-        collective("barrier", Mode.BLOCKING, AllToAll::barrier);
+        collective("barrier", fingerprint("barrier", 0, null, null, -1), Mode.BLOCKING, AllToAll::barrier);
     }
 
     CommFuture<Void> barrier(Mode mode) {
-        return collective("barrier", mode, AllToAll::barrier);
+        return collective("barrier", fingerprint("barrier", 0, null, null, -1), mode, AllToAll::barrier);
     }
 
     @Override
     public CommFuture<Void> barrierAsync() {
-        return collective("barrier", Mode.ASYNC, AllToAll::barrier);
+        return collective("barrier", fingerprint("barrier", 0, null, null, -1), Mode.ASYNC, AllToAll::barrier);
     }
 
     // ------------------------------------------------------------------------------- sub-communicators

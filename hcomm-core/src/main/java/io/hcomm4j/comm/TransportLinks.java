@@ -4,8 +4,11 @@ import io.hcomm4j.CollectiveMismatchException;
 import io.hcomm4j.CommFuture;
 import io.hcomm4j.Status;
 import io.hcomm4j.algo.CollectiveLinks;
+import io.hcomm4j.transport.FingerprintMismatchException;
+import io.hcomm4j.transport.Request;
 import io.hcomm4j.transport.TcpTransport;
 import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -13,28 +16,63 @@ import java.util.List;
  * The links of one collective op: the transport's tagged messages on the communicator's collective
  * channel (its id with the collective bit, so user receives with ANY_TAG never see them), tagged with
  * the op's sequence number, so consecutive ops and ops issued from different threads never mix.
+ *
+ * <p>Mismatch detection, always on: every message carries the op's fingerprint (op, count, type, reduce op,
+ * root) and a receive takes only a message with its own fingerprint. A rank that finds a mismatch fails its
+ * op and tells every other rank on the notice channel (same tag); each rank's op listens there while it runs
+ * and fails with the same {@link CollectiveMismatchException} instead of waiting for a peer that will never send.
  */
 final class TransportLinks implements CollectiveLinks, AutoCloseable {
+    private static final int NOTICE_BYTES = 512;
+
     private final TcpTransport transport;
     private final long channel;
+    private final long noticeChannel;
     private final int tag;
+    private final long seq;
     private final int rank;
     private final int size;
     private final String op;
+    private final int fingerprint;
     private final ScratchPool pool;
     /** Communicator rank → world rank, or null (world). */
     private final int[] group;
+    private final List<Request<?>> started = new ArrayList<>();
+    private final byte[] noticeBytes = new byte[NOTICE_BYTES];
+    private final CommFuture<Status> notice;
+    private volatile CollectiveMismatchException aborted;
     private List<MemorySegment> scratch;
 
-    TransportLinks(TcpTransport transport, long channel, long seq, int rank, int size, int[] group, String op, ScratchPool pool) {
-        this.group = group;
+    TransportLinks(TcpTransport transport, long channel, long noticeChannel, long seq, int rank, int size, int[] group,
+                   String op, int fingerprint, ScratchPool pool) {
         this.transport = transport;
         this.channel = channel;
+        this.noticeChannel = noticeChannel;
+        this.seq = seq;
         this.tag = (int) (seq & 0x7fffffff);
         this.rank = rank;
         this.size = size;
+        this.group = group;
         this.op = op;
+        this.fingerprint = fingerprint;
         this.pool = pool;
+        if (size > 1) {
+            transport.watch(channel, tag, fingerprint, e -> {
+                CollectiveMismatchException m = describe(e);
+                abort(m);
+                tellOthersOf(m);
+            });
+            this.notice = transport.recv(noticeChannel, TcpTransport.ANY, tag, MemorySegment.ofArray(noticeBytes));
+            notice.whenComplete((st, err) -> {
+                if (err == null) abort(new CollectiveMismatchException(new String(noticeBytes, 0, (int) st.bytes(), StandardCharsets.UTF_8)));
+            });
+        } else {
+            this.notice = null;
+        }
+    }
+
+    private int world(int peer) {
+        return group == null ? peer : group[peer];
     }
 
     @Override
@@ -49,12 +87,39 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
 
     @Override
     public CommFuture<Void> send(int peer, MemorySegment slice) {
-        return transport.send(channel, group == null ? peer : group[peer], tag, slice);
+        checkAborted();
+        var s = transport.send(channel, world(peer), tag, slice, fingerprint);
+        track(s);
+        return s;
     }
 
     @Override
     public CommFuture<Status> recv(int peer, MemorySegment slice) {
-        return transport.recv(channel, group == null ? peer : group[peer], tag, slice);
+        checkAborted();
+        var r = transport.recvChecked(channel, world(peer), tag, slice, fingerprint);
+        track(r);
+        return r;
+    }
+
+    private synchronized void track(Request<?> r) {
+        started.add(r);
+        if (aborted != null) transport.withdraw(r, aborted);
+    }
+
+    private void checkAborted() {
+        CollectiveMismatchException a = aborted;
+        if (a != null) throw new CollectiveMismatchException(a.getMessage());
+    }
+
+    /** A peer reported a mismatch of this op: fail what this op started, so its waits end now. */
+    private void abort(CollectiveMismatchException e) {
+        List<Request<?>> pending;
+        synchronized (this) {
+            if (aborted != null) return;
+            aborted = e;
+            pending = new ArrayList<>(started);
+        }
+        for (Request<?> r : pending) if (!r.isDone()) transport.withdraw(r, e);
     }
 
     @Override
@@ -62,13 +127,49 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
         Status st;
         try {
             st = recv.await();
+        } catch (FingerprintMismatchException e) {
+            throw describe(e);
         } catch (IllegalArgumentException tooLong) {
-            throw new CollectiveMismatchException("rank " + rank + ": " + op + ": a peer sent more data than this rank's "
-                    + "arguments allow (" + tooLong.getMessage() + "): the ranks called it with different counts or types");
+            throw new CollectiveMismatchException("rank " + rank + ": " + op + " (collective #" + seq + "): a peer sent more data than "
+                    + "this rank's arguments allow (" + tooLong.getMessage() + "): the ranks called it with different counts");
         }
         if (st.bytes() != expectedBytes) {
-            throw new CollectiveMismatchException("rank " + rank + ": " + op + ": rank " + st.source() + " sent " + st.bytes()
-                    + " bytes where this rank expected " + expectedBytes + ": the ranks called it with different counts or types");
+            throw new CollectiveMismatchException("rank " + rank + ": " + op + " (collective #" + seq + "): rank "
+                    + commRank(st.source()) + " sent " + st.bytes() + " bytes where this rank expected " + expectedBytes
+                    + ": the ranks called it with different counts");
+        }
+    }
+
+    private CollectiveMismatchException describe(FingerprintMismatchException e) {
+        String theirs = CommunicatorImpl.OPS.get(Math.min(CommunicatorImpl.OPS.size() - 1, e.sent() >>> 28));
+        return new CollectiveMismatchException("rank " + rank + ": " + op + " (collective #" + seq + " of this communicator): rank "
+                + commRank(e.source()) + (theirs.equals(op) ? " called " + op + " with a different count, type, op or root"
+                : " called " + (theirs.isEmpty() ? "something else" : theirs) + " instead"));
+    }
+
+    private int commRank(int worldRank) {
+        if (group == null) return worldRank;
+        for (int r = 0; r < group.length; r++) if (group[r] == worldRank) return r;
+        return worldRank;
+    }
+
+    /** Tells every other rank of the communicator that this op is broken, so none of them waits for it. */
+    void tellOthers(CollectiveMismatchException e) {
+        if (aborted != null) return; // reported by someone else, or found by the watch: they told everybody
+        tellOthersOf(e);
+    }
+
+    private void tellOthersOf(CollectiveMismatchException e) {
+        byte[] text = ("reported by rank " + rank + ": " + e.getMessage()).getBytes(StandardCharsets.UTF_8);
+        MemorySegment msg = MemorySegment.ofArray(java.util.Arrays.copyOf(text, Math.min(text.length, NOTICE_BYTES)));
+        List<CommFuture<Void>> sends = new ArrayList<>(size);
+        for (int p = 0; p < size; p++) if (p != rank) sends.add(transport.send(noticeChannel, world(p), tag, msg));
+        for (CommFuture<Void> s : sends) {
+            try {
+                s.await(java.time.Duration.ofSeconds(5));
+            } catch (RuntimeException ignored) {
+                // a peer that cannot be told has failed some other way; its own op reports that
+            }
         }
     }
 
@@ -82,9 +183,12 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
 
     @Override
     public void close() {
-        if (scratch != null) {
+        if (notice != null) transport.unwatch(channel, tag);
+        if (notice != null && !notice.isDone()) transport.withdraw((Request<?>) notice, new io.hcomm4j.CommAbortedException("op done"));
+        // after an abort a receive may still be taking data into scratch memory: do not reuse it
+        if (scratch != null && aborted == null) {
             for (MemorySegment s : scratch) pool.give(s);
-            scratch = null;
         }
+        scratch = null;
     }
 }

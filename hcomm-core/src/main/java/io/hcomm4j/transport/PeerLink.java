@@ -60,6 +60,7 @@ final class PeerLink {
     private byte[] payloadUnexpected;
     private long payloadCommId;
     private int payloadTag;
+    private int payloadFlags;
 
     /** Rendezvous sends whose RTS went out, by msgId, until their CTS comes. */
     final ConcurrentHashMap<Long, SendRequest> awaitingCts = new ConcurrentHashMap<>();
@@ -357,10 +358,10 @@ final class PeerLink {
                     throw new ProtocolException("eager bytes beyond the credit given (limit " + t.unexpectedLimit + ")");
                 }
                 rxSeq = seq;
-                t.onEager(this, commId, tag, length);
+                t.onEager(this, commId, tag, length, flags);
                 return;
             }
-            case Frame.RTS -> t.onRts(this, commId, tag, length, msgId);
+            case Frame.RTS -> t.onRts(this, commId, tag, length, msgId, flags);
             case Frame.CTS -> {
                 SendRequest s = awaitingCts.remove(msgId);
                 if (s == null) throw new ProtocolException("CTS for unknown message " + msgId);
@@ -383,7 +384,7 @@ final class PeerLink {
                     if (length != r.matchedSize) {
                         throw new ProtocolException("DATA of " + length + " bytes for a message of " + r.matchedSize);
                     }
-                    expectPayload(r.buf, length, r, null, commId, tag);
+                    expectPayload(r.buf, length, r, null, commId, tag, 0);
                 }
             }
             case Frame.ACK -> { }
@@ -403,7 +404,8 @@ final class PeerLink {
     }
 
     /** Next {@code length} bytes go to {@code target} (null: discard); then the recv or unexpected entry completes. */
-    void expectPayload(MemorySegment target, long length, RecvRequest recv, byte[] unexpected, long commId, int tag) {
+    void expectPayload(MemorySegment target, long length, RecvRequest recv, byte[] unexpected, long commId, int tag, int flags) {
+        payloadFlags = flags;
         inPayload = true;
         dest = target;
         destOff = 0;
@@ -426,7 +428,7 @@ final class PeerLink {
         if (r != null) {
             if (!r.isDone()) r.succeedMatched();
         } else if (u != null) {
-            t.onUnexpectedComplete(this, payloadCommId, payloadTag, u);
+            t.onUnexpectedComplete(this, payloadCommId, payloadTag, u, payloadFlags);
         }
     }
 

@@ -14,10 +14,22 @@ public final class RecvRequest extends Request<Status> {
     int matchedTag;
     long matchedSize;
 
-    RecvRequest(TcpTransport transport, long commId, int src, int tag, MemorySegment buf, int[] sourceMap) {
+    /** Whether a matched message must carry {@link #expectFlags} (collectives check their fingerprint). */
+    final boolean checkFlags;
+    final int expectFlags;
+
+    RecvRequest(TcpTransport transport, long commId, int src, int tag, MemorySegment buf, int[] sourceMap,
+                boolean checkFlags, int expectFlags) {
         super(transport, commId, tag, buf);
         this.src = src;
         this.sourceMap = sourceMap;
+        this.checkFlags = checkFlags;
+        this.expectFlags = expectFlags;
+    }
+
+    /** The mismatch failure if a message with {@code flags} from world rank {@code from} must not be taken, else null. */
+    FingerprintMismatchException mismatch(int from, int flags) {
+        return checkFlags && flags != expectFlags ? new FingerprintMismatchException(from, flags, expectFlags) : null;
     }
 
     boolean matches(int msgSrc, int msgTag) {

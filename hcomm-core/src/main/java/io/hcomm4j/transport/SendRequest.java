@@ -7,11 +7,14 @@ import java.lang.foreign.MemorySegment;
 public final class SendRequest extends Request<Void> {
     final int dst;
     final long size;
+    /** Carried in the EAGER/RTS frame's flags: the collective's fingerprint, or 0. */
+    final int flags;
 
-    SendRequest(TcpTransport transport, long commId, int dst, int tag, MemorySegment buf) {
+    SendRequest(TcpTransport transport, long commId, int dst, int tag, MemorySegment buf, int flags) {
         super(transport, commId, tag, buf);
         this.dst = dst;
         this.size = buf.byteSize();
+        this.flags = flags;
     }
 
     @Override

@@ -139,7 +139,12 @@ public final class TcpTransport implements AutoCloseable {
 
     /** Starts sending {@code buf} to world rank {@code dst}. Arguments were checked by the caller. */
     public SendRequest send(long commId, int dst, int tag, MemorySegment buf) {
-        SendRequest s = new SendRequest(this, commId, dst, tag, buf);
+        return send(commId, dst, tag, buf, 0);
+    }
+
+    /** As {@link #send(long, int, int, MemorySegment)}, carrying {@code flags} (a collective's fingerprint) in the frame. */
+    public SendRequest send(long commId, int dst, int tag, MemorySegment buf, int flags) {
+        SendRequest s = new SendRequest(this, commId, dst, tag, buf, flags);
         if (closing) {
             s.abort("failed: the session is closed");
             return s;
@@ -157,11 +162,11 @@ public final class TcpTransport implements AutoCloseable {
         }
         boolean ok;
         if (s.size <= eagerLimit && l.tryTakeCredit(s.size + Frame.EAGER_OVERHEAD)) {
-            ok = l.sendFrame(Frame.EAGER, 0, commId, tag, s.size, 0, buf, s);
+            ok = l.sendFrame(Frame.EAGER, flags, commId, tag, s.size, 0, buf, s);
         } else {
             s.msgId = l.nextMsgId();
             l.awaitingCts.put(s.msgId, s);
-            ok = l.sendFrame(Frame.RTS, 0, commId, tag, s.size, s.msgId, null, null);
+            ok = l.sendFrame(Frame.RTS, flags, commId, tag, s.size, s.msgId, null, null);
             if (!ok) l.awaitingCts.remove(s.msgId);
         }
         if (!ok) s.fail(peerFailed(dst, "send to rank " + dst, null));
@@ -175,7 +180,20 @@ public final class TcpTransport implements AutoCloseable {
 
     /** As {@link #recv(long, int, int, MemorySegment)}; the Status reports {@code sourceMap[worldSource]} (null: the world rank). */
     public RecvRequest recv(long commId, int src, int tag, MemorySegment buf, int[] sourceMap) {
-        RecvRequest r = new RecvRequest(this, commId, src, tag, buf, sourceMap);
+        return recv(new RecvRequest(this, commId, src, tag, buf, sourceMap, false, 0));
+    }
+
+    /**
+     * Posts a receive that takes only a message carrying {@code expectFlags}; a matching message with other flags
+     * fails it with {@link FingerprintMismatchException} (the message is consumed: its sender completes).
+     */
+    public RecvRequest recvChecked(long commId, int src, int tag, MemorySegment buf, int expectFlags) {
+        return recv(new RecvRequest(this, commId, src, tag, buf, null, true, expectFlags));
+    }
+
+    private RecvRequest recv(RecvRequest r) {
+        long commId = r.commId;
+        int src = r.src;
         if (closing) {
             r.fail(new CommAbortedException("rank " + rank + ": " + r.describe() + " failed: the session is closed"));
             return r;
@@ -249,12 +267,14 @@ public final class TcpTransport implements AutoCloseable {
         r.matchedSrc = u.src;
         r.matchedTag = u.tag;
         r.matchedSize = u.size;
-        if (u.size > r.buf.byteSize()) {
+        FingerprintMismatchException wrong = r.mismatch(u.src, u.flags);
+        if (wrong != null || u.size > r.buf.byteSize()) {
             Runnable refuse = u.data != null ? null : refuseRendezvous(u);
             if (u.data != null) releaseUnexpected(u);
+            RuntimeException failure = wrong != null ? wrong : truncated(r, u.size);
             return () -> {
                 if (refuse != null) refuse.run();
-                r.fail(truncated(r, u.size));
+                r.fail(failure);
             };
         }
         if (u.data != null) {
@@ -311,10 +331,12 @@ public final class TcpTransport implements AutoCloseable {
                 r.matchedSrc = rank;
                 r.matchedTag = s.tag;
                 r.matchedSize = s.size;
-                if (s.size > r.buf.byteSize()) {
+                FingerprintMismatchException wrong = r.mismatch(rank, s.flags);
+                if (wrong != null || s.size > r.buf.byteSize()) {
+                    RuntimeException failure = wrong != null ? wrong : truncated(r, s.size);
                     after = () -> {
                         s.succeed(null);
-                        r.fail(truncated(r, s.size));
+                        r.fail(failure);
                     };
                 } else {
                     MemorySegment.copy(s.buf, 0, r.buf, 0, s.size);
@@ -325,13 +347,13 @@ public final class TcpTransport implements AutoCloseable {
                 }
             } else if (s.size <= eagerLimit) {
                 byte[] copy = s.buf.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
-                List<ProbeRequest> probed = table.addUnexpected(new Unexpected(s.commId, rank, s.tag, s.size, copy, 0, null));
+                List<ProbeRequest> probed = table.addUnexpected(new Unexpected(s.commId, rank, s.tag, s.size, copy, 0, null, s.flags));
                 after = () -> {
                     s.succeed(null);
                     succeedProbes(probed, rank, s.tag, s.size);
                 };
             } else {
-                List<ProbeRequest> probed = table.addUnexpected(new Unexpected(s.commId, rank, s.tag, s.size, null, 0, s));
+                List<ProbeRequest> probed = table.addUnexpected(new Unexpected(s.commId, rank, s.tag, s.size, null, 0, s, s.flags));
                 after = probed == null ? null : () -> succeedProbes(probed, rank, s.tag, s.size);
             }
         } finally {
@@ -353,8 +375,57 @@ public final class TcpTransport implements AutoCloseable {
         s.abort("was abandoned after its deadline");
     }
 
+    /** Fingerprint watch of one collective op: its expected flags and what to do when a message carries others. */
+    record Watch(int flags, java.util.function.Consumer<FingerprintMismatchException> onMismatch) {
+    }
+
+    /**
+     * Watches messages of {@code commId} with {@code tag} (one collective op) while it runs: any such message
+     * carrying other flags than {@code flags}, matched or not (already waiting, or arriving later), is reported
+     * to {@code onMismatch} once, on the thread that saw it. Even a message for which no receive is posted
+     * (the peer's algorithm differs because its root or op differs) reveals the mismatch, instead of a wait
+     * until the timeout.
+     */
+    public void watch(long commId, int tag, int flags, java.util.function.Consumer<FingerprintMismatchException> onMismatch) {
+        FingerprintMismatchException found = null;
+        matchLock.lock();
+        try {
+            MatchTable table = table(commId);
+            table.watches.put(tag, new Watch(flags, onMismatch));
+            for (Unexpected u : table.unexpected) {
+                if (u.tag == tag && u.flags != flags) {
+                    found = new FingerprintMismatchException(u.src, u.flags, flags);
+                    table.watches.remove(tag);
+                    break;
+                }
+            }
+        } finally {
+            matchLock.unlock();
+        }
+        if (found != null) onMismatch.accept(found);
+    }
+
+    /** Ends a {@link #watch}. */
+    public void unwatch(long commId, int tag) {
+        matchLock.lock();
+        try {
+            MatchTable table = tables.get(commId);
+            if (table != null) table.watches.remove(tag);
+        } finally {
+            matchLock.unlock();
+        }
+    }
+
     /** A receive or probe whose waiter gave up: withdraw it from its match table and fail it. */
     void abandonWaiting(Request<?> r) {
+        withdraw(r, new CommAbortedException("rank " + rank + ": " + r.describe() + " was abandoned after its deadline"));
+    }
+
+    /**
+     * Fails {@code r} with {@code cause}; a receive or probe still waiting in its match table is taken out first, so
+     * no later message lands in its buffer (a receive already taking data finishes taking it).
+     */
+    public void withdraw(Request<?> r, Throwable cause) {
         matchLock.lock();
         try {
             MatchTable table = tables.get(r.commId);
@@ -365,7 +436,7 @@ public final class TcpTransport implements AutoCloseable {
         } finally {
             matchLock.unlock();
         }
-        r.fail(new CommAbortedException("rank " + rank + ": " + r.describe() + " was abandoned after its deadline"));
+        r.fail(cause);
     }
 
     /** Whether a message from {@code src} with {@code tag} matches a wanted source and tag (either may be {@link #ANY}). */
@@ -380,7 +451,7 @@ public final class TcpTransport implements AutoCloseable {
     // ---------------------------------------------------------------------------------- frames arriving
 
     /** An EAGER header arrived on {@code l}: its payload goes to a matching posted receive, or to a new buffer. */
-    void onEager(PeerLink l, long commId, int tag, long length) {
+    void onEager(PeerLink l, long commId, int tag, long length, int flags) {
         RecvRequest r;
         matchLock.lock();
         try {
@@ -393,25 +464,29 @@ public final class TcpTransport implements AutoCloseable {
             r.matchedTag = tag;
             r.matchedSize = length;
             l.consumed(length + Frame.EAGER_OVERHEAD);
-            if (length > r.buf.byteSize()) {
-                l.expectPayload(null, length, null, null, commId, tag);
+            FingerprintMismatchException wrong = r.mismatch(l.peer, flags);
+            if (wrong != null) {
+                l.expectPayload(null, length, null, null, commId, tag, flags);
+                r.fail(wrong);
+            } else if (length > r.buf.byteSize()) {
+                l.expectPayload(null, length, null, null, commId, tag, flags);
                 r.fail(truncated(r, length));
             } else {
-                l.expectPayload(r.buf, length, r, null, commId, tag);
+                l.expectPayload(r.buf, length, r, null, commId, tag, flags);
             }
         } else {
             byte[] data = new byte[(int) length];
-            l.expectPayload(MemorySegment.ofArray(data), length, null, data, commId, tag);
+            l.expectPayload(MemorySegment.ofArray(data), length, null, data, commId, tag, flags);
         }
     }
 
     /** An unexpected eager payload is complete: match it with a recv posted meanwhile, or queue it. */
-    void onUnexpectedComplete(PeerLink l, long commId, int tag, byte[] data) {
+    void onUnexpectedComplete(PeerLink l, long commId, int tag, byte[] data, int flags) {
         Runnable after = null;
         matchLock.lock();
         try {
             MatchTable table = table(commId);
-            Unexpected u = new Unexpected(commId, l.peer, tag, data.length, data, 0, null);
+            Unexpected u = new Unexpected(commId, l.peer, tag, data.length, data, 0, null, flags);
             RecvRequest r = table.takePosted(l.peer, tag);
             if (r != null) {
                 after = deliverUnexpected(r, u);
@@ -426,12 +501,12 @@ public final class TcpTransport implements AutoCloseable {
     }
 
     /** An RTS arrived: match it now (and send CTS) or keep it as unexpected. */
-    void onRts(PeerLink l, long commId, int tag, long length, long msgId) {
+    void onRts(PeerLink l, long commId, int tag, long length, long msgId, int flags) {
         Runnable after;
         matchLock.lock();
         try {
             MatchTable table = table(commId);
-            Unexpected u = new Unexpected(commId, l.peer, tag, length, null, msgId, null);
+            Unexpected u = new Unexpected(commId, l.peer, tag, length, null, msgId, null, flags);
             RecvRequest r = table.takePosted(l.peer, tag);
             if (r != null) {
                 after = deliverUnexpected(r, u);
@@ -738,7 +813,7 @@ public final class TcpTransport implements AutoCloseable {
     // ------------------------------------------------------------------------------------ match tables
 
     /** A message that arrived before its receive: eager bytes, an RTS, or a send to self. */
-    record Unexpected(long commId, int src, int tag, long size, byte[] data, long msgId, SendRequest selfSend) {
+    record Unexpected(long commId, int src, int tag, long size, byte[] data, long msgId, SendRequest selfSend, int flags) {
     }
 
     /** Per communicator: receives posted in order, and unexpected messages in order of arrival. */
@@ -747,9 +822,20 @@ public final class TcpTransport implements AutoCloseable {
         final java.util.ArrayList<Unexpected> unexpected = new java.util.ArrayList<>();
         final java.util.ArrayList<ProbeRequest> probes = new java.util.ArrayList<>();
 
+        final java.util.HashMap<Integer, Watch> watches = new java.util.HashMap<>();
+
         /** Queues an unexpected message; returns the waiting probes it satisfies (removed), or null. */
         List<ProbeRequest> addUnexpected(Unexpected u) {
             unexpected.add(u);
+            if (!watches.isEmpty()) {
+                Watch w = watches.get(u.tag);
+                if (w != null && w.flags() != u.flags) {
+                    watches.remove(u.tag);
+                    // reported after the match lock is released: the callback fails requests, which takes it again
+                    FingerprintMismatchException e = new FingerprintMismatchException(u.src, u.flags, w.flags());
+                    Thread.ofVirtual().start(() -> w.onMismatch().accept(e));
+                }
+            }
             if (probes.isEmpty()) return null;
             List<ProbeRequest> hit = null;
             for (Iterator<ProbeRequest> it = probes.iterator(); it.hasNext(); ) {
