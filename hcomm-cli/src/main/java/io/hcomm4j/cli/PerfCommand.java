@@ -55,7 +55,9 @@ import picocli.CommandLine.TypeConversionException;
             "    allreduce 2(n-1)/n; allgather, reducescatter, alltoall, gather,",
             "    scatter (n-1)/n; broadcast, reduce, sendrecv 1.",
             "  Default sizes: 4K to 64M, factor 4. Default iterations: 1 GiB / size",
-            "    within 5..1000; warmup: iterations / 5 within 1..200.",
+            "    within 5..1000; warmup: iterations / 5 within 1..200. Without",
+            "    --warmup, 300 calls at 256K (or the largest size) come first, for",
+            "    the JIT to compile the kernels.",
             "  --check: one more call on inputs with an exactly known result (small",
             "    integers: float sums are exact); #wrong = wrong elements received,",
             "    summed over ranks.",
@@ -86,6 +88,14 @@ final class PerfCommand implements Callable<Integer> {
     static final long DEFAULT_MIN = 4L << 10;
     static final long DEFAULT_MAX = 64L << 20;
     static final int DEFAULT_FACTOR = 4;
+
+    /**
+     * Without {@code --warmup}, the ranks first run this many calls of the op at {@link #JIT_WARMUP_BYTES} (or the
+     * largest size if smaller), untimed: a new rank JVM interprets the reduction kernels and transport code at first,
+     * and the few warm-up calls of a large size are not enough for the JIT (measured: 16 MiB allreduce 3x slower).
+     */
+    static final int JIT_WARMUP_CALLS = 300;
+    static final long JIT_WARMUP_BYTES = 256L << 10;
 
     private static final Pattern ALGO_NAME = Pattern.compile("[A-Za-z0-9_.-]+");
 
@@ -350,7 +360,8 @@ final class PerfCommand implements Callable<Integer> {
             PerfReport report = comm.rank() == 0 ? new PerfReport(format, parent.out) : null;
             List<PerfReport.Row> rows = coll == null
                     ? runP2p(comm, p2p, report)
-                    : runCollectives(comm, plan, check, algoLabel(coll, algo, parent.env), report, parent.err);
+                    : runCollectives(comm, plan, warmup == null ? JIT_WARMUP_CALLS : 0, check,
+                            algoLabel(coll, algo, parent.env), report, parent.err);
             if (comm.rank() != 0) return 0;
             if (plot != null) {
                 try {
@@ -395,12 +406,13 @@ final class PerfCommand implements Callable<Integer> {
     }
 
     /**
-     * Measures {@code plan} on this rank of {@code comm} (every rank calls it with the same plan). Rank 0 prints the
+     * Measures {@code plan} on this rank of {@code comm} (every rank calls it with the same plan), after
+     * {@code jitWarmupCalls} untimed calls (see {@link #JIT_WARMUP_CALLS}; 0 for none). Rank 0 prints the
      * header and each row to {@code report} and a progress line per size to {@code progress}, and returns the rows;
      * the other ranks return none ({@code report} may be null there).
      */
-    static List<PerfReport.Row> runCollectives(Communicator comm, List<CollectiveBench.Test> plan, boolean check,
-                                               String algoLabel, PerfReport report, PrintStream progress) {
+    static List<PerfReport.Row> runCollectives(Communicator comm, List<CollectiveBench.Test> plan, int jitWarmupCalls,
+                                               boolean check, String algoLabel, PerfReport report, PrintStream progress) {
         int rank = comm.rank();
         int n = comm.size();
         List<PerfReport.Row> rows = new ArrayList<>();
@@ -420,6 +432,16 @@ final class PerfCommand implements Callable<Integer> {
                             : "size = bytes of the buffer; count = elements",
                     String.format(Locale.ROOT, "algbw = size / time, busbw = algbw * %s = algbw * %.4f, GB/s = 1e9 B/s%s",
                             coll.busFactorFormula(), coll.busFactor(n), check ? "; #wrong = wrong elements on all ranks" : ""));
+        }
+        if (jitWarmupCalls > 0) {
+            long largest = plan.stream().mapToLong(CollectiveBench.Test::bytes).max().orElseThrow();
+            CollectiveBench.Test jit = new CollectiveBench.Test(coll, Math.min(JIT_WARMUP_BYTES, largest), first.type(),
+                    first.op(), first.root(), jitWarmupCalls, 0);
+            if (rank == 0) {
+                progress.println(String.format(Locale.ROOT, "# JIT warm-up: %d calls of %s %s", jitWarmupCalls,
+                        coll.cliName(), P2pBench.human(CollectiveBench.shape(coll, jit.bytes(), n, jit.type()).bytes())));
+            }
+            CollectiveBench.run(comm, jit, false);
         }
         for (CollectiveBench.Test t : plan) {
             CollectiveBench.Shape shape = CollectiveBench.shape(t.coll(), t.bytes(), n, t.type());

@@ -123,31 +123,31 @@ class CollectivePerfRunTest {
     @Test
     void uncheckedRowsSayNotChecked() throws Exception {
         List<List<PerfReport.Row>> results = ThreadRanks.run(2, r -> comm -> PerfCommand.runCollectives(comm,
-                List.of(new CollectiveBench.Test(Coll.ALLTOALL, 4096, DataType.FLOAT32, ReduceOp.SUM, 0, 3, 1)), false, "auto",
+                List.of(new CollectiveBench.Test(Coll.ALLTOALL, 4096, DataType.FLOAT32, ReduceOp.SUM, 0, 3, 1)), 0, false, "auto",
                 r == 0 ? new PerfReport(PerfReport.Format.CSV, new Captured().out) : null, new Captured().err));
 
         assertThat(results.getFirst()).singleElement().satisfies(row -> assertThat(row.wrong()).isEqualTo(-1));
     }
 
     @Test
-    void rankZeroPrintsTheCsvHeaderAndRowsAndProgress() throws Exception {
+    void rankZeroPrintsTheCsvHeaderRowsAndProgressAfterAJitWarmUp() throws Exception {
         Captured io = new Captured();
         ThreadRanks.run(2, r -> comm -> PerfCommand.runCollectives(comm,
                 List.of(new CollectiveBench.Test(Coll.REDUCESCATTER, 4096, DataType.BFLOAT16, ReduceOp.MIN, 0, 3, 1),
                         new CollectiveBench.Test(Coll.REDUCESCATTER, 8192, DataType.BFLOAT16, ReduceOp.MIN, 0, 3, 1)),
-                true, "ring", r == 0 ? new PerfReport(PerfReport.Format.CSV, io.out) : null, r == 0 ? io.err : null));
+                5, true, "ring", r == 0 ? new PerfReport(PerfReport.Format.CSV, io.out) : null, r == 0 ? io.err : null));
 
         assertThat(io.outLines()).hasSize(3);
         assertThat(io.outLines().getFirst()).isEqualTo("op,algo,ranks,bytes,count,dtype,redop,root,time_us,algbw_gbs,busbw_gbs,wrong");
         assertThat(io.outLines().get(1)).matches("reducescatter,ring,2,4096,1024,bfloat16,min,-1,[0-9.]+,[0-9.]+,[0-9.]+,0");
         assertThat(io.outLines().get(2)).matches("reducescatter,ring,2,8192,2048,bfloat16,min,-1,[0-9.]+,[0-9.]+,[0-9.]+,0");
-        assertThat(io.errLines()).containsExactly("# reducescatter 4 KiB bfloat16 min: 1 warmup + 3 iters",
-                "# reducescatter 8 KiB bfloat16 min: 1 warmup + 3 iters");
+        assertThat(io.errLines()).containsExactly("# JIT warm-up: 5 calls of reducescatter 8 KiB",
+                "# reducescatter 4 KiB bfloat16 min: 1 warmup + 3 iters", "# reducescatter 8 KiB bfloat16 min: 1 warmup + 3 iters");
     }
 
     private static List<PerfReport.Row> run(Communicator comm, List<CollectiveBench.Test> plan) {
         Captured io = new Captured();
-        return PerfCommand.runCollectives(comm, plan, true, "auto",
+        return PerfCommand.runCollectives(comm, plan, 0, true, "auto",
                 comm.rank() == 0 ? new PerfReport(PerfReport.Format.TABLE, io.out) : null, io.err);
     }
 
