@@ -127,6 +127,7 @@ final class LocalLauncher {
     private Duration gracePeriod = Duration.ofSeconds(5);
     private boolean rank0StdoutRaw;
     private Predicate<String> stderrFilter = line -> true;
+    private Map<String, String> extraEnvironment = Map.of();
     private volatile List<Process> started = List.of();
 
     /**
@@ -155,6 +156,15 @@ final class LocalLauncher {
     /** Copies the stdout of global rank 0 without a prefix: its output is the job's result (a table, CSV). */
     LocalLauncher rank0StdoutRaw(boolean raw) {
         this.rank0StdoutRaw = raw;
+        return this;
+    }
+
+    /**
+     * Variables every rank gets besides this process's environment (e.g. {@code HCOMM_ALGO} from
+     * {@code hcomm perf --algo}); the launcher's own ({@link #rankEnvironment}) take precedence.
+     */
+    LocalLauncher environment(Map<String, String> variables) {
+        this.extraEnvironment = Map.copyOf(variables);
         return this;
     }
 
@@ -307,6 +317,7 @@ final class LocalLauncher {
             ProcessBuilder pb = new ProcessBuilder(command);
             Map<String, String> env = pb.environment();
             CLEARED_VARIABLES.forEach(env::remove);
+            env.putAll(extraEnvironment);
             env.putAll(rankEnv);
             int rank = job.firstRank() + local;
             Process p;

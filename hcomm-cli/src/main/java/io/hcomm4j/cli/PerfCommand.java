@@ -1,19 +1,31 @@
 package io.hcomm4j.cli;
 
 import io.hcomm4j.Communicator;
+import io.hcomm4j.DataType;
 import io.hcomm4j.Hcomm;
+import io.hcomm4j.ReduceOp;
+import io.hcomm4j.cli.CollectiveBench.Coll;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.Callable;
+import java.util.regex.Pattern;
+import java.util.stream.Collectors;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.ITypeConverter;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.ParentCommand;
 import picocli.CommandLine.Spec;
+import picocli.CommandLine.TypeConversionException;
 
 /**
  * {@code hcomm perf OP}: measures one communication op like nccl-tests. Outside a job it starts {@code -n}
@@ -26,6 +38,30 @@ import picocli.CommandLine.Spec;
             "Started on its own, it runs -n ranks on this machine; started inside a job (hcomm launch, torchrun,"
                     + " mpirun, srun: RANK and WORLD_SIZE set), it runs as that one rank and rank 0 prints the results.",
             "",
+            "Collectives: allreduce broadcast reduce allgather reducescatter gather",
+            "  scatter alltoall sendrecv.",
+            "  Per size: --warmup untimed calls of the blocking op, a barrier, then",
+            "  --iters timed calls back to back. time = the maximum over ranks of",
+            "  each rank's mean time per call (its loop time / iters).",
+            "  Sizes are nccl-tests': the size of the largest buffer.",
+            "    allreduce, broadcast, reduce, sendrecv: count = size / type size.",
+            "    allgather, reducescatter, alltoall, gather, scatter: size is the",
+            "    buffer of all n ranks' blocks; count = size / n / type size per",
+            "    block (alltoall: per peer).",
+            "    Sizes are rounded down to whole elements (blocks), at least one.",
+            "  sendrecv: every rank sends size bytes to rank+1 and receives from",
+            "    rank-1 at the same time.",
+            "  algbw = size / time; busbw = algbw x factor (nccl-tests'):",
+            "    allreduce 2(n-1)/n; allgather, reducescatter, alltoall, gather,",
+            "    scatter (n-1)/n; broadcast, reduce, sendrecv 1.",
+            "  Default sizes: 4K to 64M, factor 4. Default iterations: 1 GiB / size",
+            "    within 5..1000; warmup: iterations / 5 within 1..200. Without",
+            "    --warmup, 300 calls at 256K (or the largest size) come first, for",
+            "    the JIT to compile the kernels.",
+            "  --check: one more call on inputs with an exactly known result (small",
+            "    integers: float sums are exact); #wrong = wrong elements received,",
+            "    summed over ranks.",
+            "",
             "p2p measures ranks 0 and 1 (other ranks wait):",
             "  pingpong: rank 0 sends, rank 1 echoes the message back;",
             "            time = one-way latency = round trip / 2 (median).",
@@ -33,15 +69,35 @@ import picocli.CommandLine.Spec;
             "            acknowledges the window; time = window time / messages",
             "            (median): unidirectional bandwidth.",
             "  Default sizes: pingpong 8 B and 4 KiB, stream 4 MiB and 64 MiB.",
-            "algbw = size / time; busbw = algbw for p2p; GB/s = 1e9 bytes/s.",
+            "  busbw = algbw for p2p; --check counts wrong bytes.",
+            "GB/s = 1e9 bytes/s.",
             "",
         })
 final class PerfCommand implements Callable<Integer> {
-    /** Every op {@code hcomm perf} knows; only {@link #IMPLEMENTED} are measured so far. */
+    /** Every op {@code hcomm perf} measures. */
     static final List<String> OPS = List.of("p2p", "allreduce", "broadcast", "reduce", "allgather", "reducescatter",
             "gather", "scatter", "alltoall", "sendrecv");
 
-    static final List<String> IMPLEMENTED = List.of("p2p");
+    /** The variable that forces a collective's algorithm: {@code HCOMM_ALGO=allreduce=ring}. */
+    static final String ALGO_ENV = "HCOMM_ALGO";
+
+    /** Its system-property form (HCOMM_X is hcomm.x, see CommConfig), which a rank inside a job sets for --algo. */
+    static final String ALGO_PROPERTY = "hcomm.algo";
+
+    /** Default sweep of the collectives: 4 KiB to 64 MiB, times 4. */
+    static final long DEFAULT_MIN = 4L << 10;
+    static final long DEFAULT_MAX = 64L << 20;
+    static final int DEFAULT_FACTOR = 4;
+
+    /**
+     * Without {@code --warmup}, the ranks first run this many calls of the op at {@link #JIT_WARMUP_BYTES} (or the
+     * largest size if smaller), untimed: a new rank JVM interprets the reduction kernels and transport code at first,
+     * and the few warm-up calls of a large size are not enough for the JIT (measured: 16 MiB allreduce 3x slower).
+     */
+    static final int JIT_WARMUP_CALLS = 300;
+    static final long JIT_WARMUP_BYTES = 256L << 10;
+
+    private static final Pattern ALGO_NAME = Pattern.compile("[A-Za-z0-9_.-]+");
 
     /** How a p2p size is measured. */
     enum P2pAlgo { PINGPONG, STREAM }
@@ -64,8 +120,8 @@ final class PerfCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
 
-    @Parameters(index = "0", paramLabel = "OP", description = "The op: p2p (implemented); allreduce, broadcast, reduce,"
-            + " allgather, reducescatter, gather, scatter, alltoall, sendrecv (not yet).")
+    @Parameters(index = "0", paramLabel = "OP", description = "The op: p2p, allreduce, broadcast, reduce, allgather,"
+            + " reducescatter, gather, scatter, alltoall or sendrecv.")
     String op;
 
     @Option(names = "-n", paramLabel = "N", defaultValue = "2",
@@ -80,50 +136,108 @@ final class PerfCommand implements Callable<Integer> {
             description = "Largest size of a sweep.")
     Long maxBytes;
 
-    @Option(names = {"-f", "--stepfactor"}, paramLabel = "F", defaultValue = "2",
-            description = "Factor between the sizes of a sweep (default: ${DEFAULT-VALUE}).")
-    int factor;
+    @Option(names = {"-f", "--stepfactor"}, paramLabel = "F",
+            description = "Factor between the sizes of a sweep (default: 2; 4 for the collectives' default sizes).")
+    Integer factor;
+
+    @Option(names = {"-d", "--dtype"}, paramLabel = "TYPE", defaultValue = "float32", converter = DataTypeConverter.class,
+            description = "Element type of the collectives: int8, uint8, int32, int64, float16, bfloat16, float32,"
+                    + " float64 (default: ${DEFAULT-VALUE}).")
+    DataType dtype;
+
+    @Option(names = {"-o", "--op"}, paramLabel = "REDOP", defaultValue = "sum", converter = ReduceOpConverter.class,
+            description = "Reduction of allreduce, reduce, reducescatter: sum, prod, min, max, avg (default: ${DEFAULT-VALUE}).")
+    ReduceOp redop;
+
+    @Option(names = {"-r", "--root"}, paramLabel = "RANK", defaultValue = "0",
+            description = "Root of broadcast, reduce, gather, scatter (default: ${DEFAULT-VALUE}).")
+    int root;
 
     @Option(names = "--algo", paramLabel = "ALGO",
-            description = "p2p: pingpong or stream only (default: both for a sweep, the default sizes otherwise).")
-    P2pAlgo algo;
+            description = {"Collectives: forces the library's algorithm for the op: the ranks get"
+                    + " HCOMM_ALGO=<op>=<ALGO> (e.g. allreduce=ring; init fails on a name the library does not know)."
+                    + " Default: the library chooses (algo column: auto, or what HCOMM_ALGO already forces).",
+                "p2p: pingpong or stream only (default: both for a sweep, the default sizes otherwise)."})
+    String algo;
 
     @Option(names = "--iters", paramLabel = "N",
-            description = "Timed iterations per size (pingpong: round trips; stream: windows). Default: by size.")
+            description = "Timed iterations per size (p2p pingpong: round trips; stream: windows). Default: by size.")
     Integer iters;
 
-    @Option(names = "--warmup", paramLabel = "N", description = "Untimed iterations before them. Default: by size.")
+    @Option(names = {"-w", "--warmup"}, paramLabel = "N", description = "Untimed iterations before them. Default: by size.")
     Integer warmup;
 
     @Option(names = "--format", paramLabel = "FORMAT", defaultValue = "table",
             description = "table or csv (default: ${DEFAULT-VALUE}); csv columns: " + PerfReport.CSV_HEADER)
     PerfReport.Format format;
 
-    @Option(names = "--check", description = "Verify every received byte (after the timed iterations);"
-            + " #wrong counts the wrong ones and the exit code is 1 if any.")
+    @Option(names = "--check", description = "Verify the data of one more iteration after the timed ones;"
+            + " #wrong counts wrong elements (p2p: bytes) and the exit code is 1 if any.")
     boolean check;
+
+    @Option(names = "--plot", paramLabel = "FILE.png",
+            description = "Also draw busbw (GB/s) against size (log2) per op and algo into this PNG (rank 0 writes it).")
+    Path plot;
 
     @Override
     public Integer call() {
-        if (!OPS.contains(op)) {
-            throw new ParameterException(spec.commandLine(), "Unknown op '" + op + "': one of " + String.join(", ", OPS));
-        }
-        if (!IMPLEMENTED.contains(op)) {
-            parent.err.println("hcomm perf: " + op + " is not yet implemented (implemented: " + String.join(", ", IMPLEMENTED) + ")");
-            return 2;
-        }
-        List<P2pTest> plan;
+        Coll coll = collective().orElse(null);
+        List<P2pTest> p2p = null;
+        List<CollectiveBench.Test> plan = null;
         try {
-            plan = p2pPlan(minBytes, maxBytes, factor, algo, iters, warmup);
+            if (coll == null) {
+                p2p = p2pTests();
+            } else {
+                plan = collectiveTests();
+            }
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());
         }
         Optional<JobEnv> job = JobEnv.detect(parent.env);
-        if (job.isPresent()) return runAsRank(plan);
-        if (ranks < 2) throw new ParameterException(spec.commandLine(), "p2p needs at least 2 ranks (-n 2), not " + ranks);
-        return new LocalLauncher("hcomm perf", parent.out, parent.err)
-                .rank0StdoutRaw(true)
-                .runJava(ranks, HcommCli.class.getName(), rankArgs());
+        int n = job.map(JobEnv::worldSize).orElse(ranks);
+        int minRanks = coll == null || coll == Coll.SENDRECV ? 2 : 1;
+        String tooFew = null;
+        if (n < minRanks) {
+            tooFew = op + " needs at least " + minRanks + (minRanks == 1 ? " rank" : " ranks") + " (-n " + minRanks + "), not " + n;
+        } else if (coll != null && coll.rooted && root >= n) {
+            tooFew = "--root " + root + " is out of range for " + n + " ranks";
+        }
+        if (tooFew != null) {
+            if (job.isEmpty()) throw new ParameterException(spec.commandLine(), tooFew);
+            parent.err.println("hcomm perf: " + tooFew + " (this job has " + n + ")");
+            return 2;
+        }
+        if (job.isPresent()) return runAsRank(coll, p2p, plan);
+        LocalLauncher launcher = new LocalLauncher("hcomm perf", parent.out, parent.err).rank0StdoutRaw(true);
+        if (coll != null && algo != null) launcher.environment(Map.of(ALGO_ENV, coll.cliName() + "=" + algo));
+        return launcher.runJava(ranks, HcommCli.class.getName(), rankArgs());
+    }
+
+    /** The collective {@link #op} names, or empty for p2p; a usage error for an unknown op. */
+    private Optional<Coll> collective() {
+        if (op.equals("p2p")) return Optional.empty();
+        return Optional.of(Coll.of(op).orElseThrow(() -> new ParameterException(spec.commandLine(),
+                "Unknown op '" + op + "': one of " + String.join(", ", OPS))));
+    }
+
+    /** The p2p plan these options give. */
+    List<P2pTest> p2pTests() {
+        return p2pPlan(minBytes, maxBytes, factor != null ? factor : 2, p2pAlgo(algo), iters, warmup);
+    }
+
+    /** The collective plan these options give (the op must be a collective). */
+    List<CollectiveBench.Test> collectiveTests() {
+        Coll coll = Coll.of(op).orElseThrow();
+        if (algo != null) {
+            if (coll == Coll.SENDRECV) {
+                throw new IllegalArgumentException("--algo does not apply to sendrecv (point-to-point, no algorithm to choose)");
+            }
+            if (!ALGO_NAME.matcher(algo).matches()) {
+                throw new IllegalArgumentException("--algo '" + algo + "' is not an algorithm name (letters, digits, _ . -)");
+            }
+        }
+        if (root < 0) throw new IllegalArgumentException("--root must be >= 0, was " + root);
+        return collectivePlan(coll, minBytes, maxBytes, factor, dtype, redop, root, iters, warmup);
     }
 
     /** The arguments of the rank JVMs: this command without {@code -n}. */
@@ -131,12 +245,48 @@ final class PerfCommand implements Callable<Integer> {
         List<String> args = new ArrayList<>(List.of("perf", op, "--format", format.name().toLowerCase(Locale.ROOT)));
         if (minBytes != null) args.addAll(List.of("-b", Long.toString(minBytes)));
         if (maxBytes != null) args.addAll(List.of("-e", Long.toString(maxBytes)));
-        args.addAll(List.of("-f", Integer.toString(factor)));
-        if (algo != null) args.addAll(List.of("--algo", algo.name().toLowerCase(Locale.ROOT)));
+        if (factor != null) args.addAll(List.of("-f", Integer.toString(factor)));
+        if (algo != null) args.addAll(List.of("--algo", algo));
         if (iters != null) args.addAll(List.of("--iters", Integer.toString(iters)));
         if (warmup != null) args.addAll(List.of("--warmup", Integer.toString(warmup)));
         if (check) args.add("--check");
+        if (!op.equals("p2p")) {
+            args.addAll(List.of("--dtype", typeName(dtype), "--op", opName(redop), "--root", Integer.toString(root)));
+        }
+        if (plot != null) args.addAll(List.of("--plot", plot.toAbsolutePath().toString()));
         return args;
+    }
+
+    /** {@code --algo} of p2p: null (both), pingpong or stream. */
+    static P2pAlgo p2pAlgo(String algo) {
+        if (algo == null) return null;
+        for (P2pAlgo a : P2pAlgo.values()) {
+            if (a.name().equalsIgnoreCase(algo)) return a;
+        }
+        throw new IllegalArgumentException("p2p --algo must be pingpong or stream, not '" + algo + "'");
+    }
+
+    /**
+     * Sizes from {@code min} to {@code max} (inclusive), each {@code factor} times the one before; one bound
+     * alone is one size.
+     */
+    static List<Long> sweep(Long minBytes, Long maxBytes, int factor) {
+        long min = minBytes != null ? minBytes : maxBytes;
+        long max = maxBytes != null ? maxBytes : minBytes;
+        if (min < 1) throw new IllegalArgumentException("-b must be at least 1 byte, was " + min);
+        if (max < min) throw new IllegalArgumentException("-e (" + max + ") is smaller than -b (" + min + ")");
+        if (factor < 2 && max > min) throw new IllegalArgumentException("-f must be >= 2, was " + factor);
+        List<Long> sizes = new ArrayList<>();
+        for (long b = min; b <= max; b = b > Long.MAX_VALUE / factor ? Long.MAX_VALUE : b * factor) {
+            sizes.add(b);
+            if (b == Long.MAX_VALUE || max == min) break;
+        }
+        return sizes;
+    }
+
+    private static void checkIterations(Integer iters, Integer warmup) {
+        if (iters != null && iters < 1) throw new IllegalArgumentException("--iters must be >= 1, was " + iters);
+        if (warmup != null && warmup < 0) throw new IllegalArgumentException("--warmup must be >= 0, was " + warmup);
     }
 
     /**
@@ -145,8 +295,7 @@ final class PerfCommand implements Callable<Integer> {
      * each algo (or {@code algo}). Iterations not given are chosen by size so each size takes about a second.
      */
     static List<P2pTest> p2pPlan(Long minBytes, Long maxBytes, int factor, P2pAlgo algo, Integer iters, Integer warmup) {
-        if (iters != null && iters < 1) throw new IllegalArgumentException("--iters must be >= 1, was " + iters);
-        if (warmup != null && warmup < 0) throw new IllegalArgumentException("--warmup must be >= 0, was " + warmup);
+        checkIterations(iters, warmup);
         List<P2pTest> plan = new ArrayList<>();
         if (minBytes == null && maxBytes == null) {
             for (long b : new long[] {8, 4 << 10}) {
@@ -157,16 +306,30 @@ final class PerfCommand implements Callable<Integer> {
             }
             return plan;
         }
-        long min = minBytes != null ? minBytes : maxBytes;
-        long max = maxBytes != null ? maxBytes : minBytes;
-        if (min < 1) throw new IllegalArgumentException("-b must be at least 1 byte, was " + min);
-        if (max < min) throw new IllegalArgumentException("-e (" + max + ") is smaller than -b (" + min + ")");
-        if (factor < 2 && max > min) throw new IllegalArgumentException("-f must be >= 2, was " + factor);
-        for (long b = min; b <= max; b = b > Long.MAX_VALUE / factor ? Long.MAX_VALUE : b * factor) {
+        for (long b : sweep(minBytes, maxBytes, factor)) {
             for (P2pAlgo a : P2pAlgo.values()) {
                 if (algo == null || algo == a) plan.add(test(a, b, iters, warmup));
             }
-            if (b == Long.MAX_VALUE || max == min) break;
+        }
+        return plan;
+    }
+
+    /**
+     * What a collective measures: without {@code -b}/{@code -e} 4 KiB to 64 MiB times {@code factor} (default 4),
+     * otherwise the sweep from min to max (factor default 2). Iterations not given: 1 GiB / size within 5..1000;
+     * warmup: iterations / 5 within 1..200.
+     */
+    static List<CollectiveBench.Test> collectivePlan(Coll coll, Long minBytes, Long maxBytes, Integer factor,
+                                                     DataType type, ReduceOp op, int root, Integer iters, Integer warmup) {
+        checkIterations(iters, warmup);
+        List<Long> sizes = minBytes == null && maxBytes == null
+                ? sweep(DEFAULT_MIN, DEFAULT_MAX, factor != null ? factor : DEFAULT_FACTOR)
+                : sweep(minBytes, maxBytes, factor != null ? factor : 2);
+        List<CollectiveBench.Test> plan = new ArrayList<>();
+        for (long b : sizes) {
+            int n = iters != null ? iters : (int) clamp((1L << 30) / b, 5, 1000);
+            int w = warmup != null ? warmup : (int) clamp(n / 5, 1, 200);
+            plan.add(new CollectiveBench.Test(coll, b, type, op, root, n, w));
         }
         return plan;
     }
@@ -188,42 +351,143 @@ final class PerfCommand implements Callable<Integer> {
     }
 
     /** Runs the plan as this process's rank of the job; rank 0 prints. */
-    private int runAsRank(List<P2pTest> plan) {
+    private int runAsRank(Coll coll, List<P2pTest> p2p, List<CollectiveBench.Test> plan) {
+        // Inside a job this process cannot change its own environment: the property form of HCOMM_ALGO forces the
+        // algorithm the same way (a rank started by this command's launcher has both, with the same value).
+        if (coll != null && algo != null) System.setProperty(ALGO_PROPERTY, coll.cliName() + "=" + algo);
         try (Hcomm hcomm = Hcomm.init()) {
             Communicator comm = hcomm.world();
-            int rank = comm.rank();
-            int size = comm.size();
-            if (size < 2) {
-                parent.err.println("hcomm perf: p2p needs at least 2 ranks; this job has " + size);
-                return 2;
-            }
-            PerfReport report = new PerfReport(format, parent.out);
-            if (rank == 0) {
-                report.header("hcomm perf p2p: ranks 0 <-> 1 of " + size + ", check " + (check ? "on" : "off"),
-                        "pingpong: time = one-way latency (round trip / 2), median over round trips",
-                        "stream:   rank 0 sends a window of messages, rank 1 acknowledges it; time = window time / messages, median",
-                        "algbw = size / time, busbw = algbw (point to point), GB/s = 1e9 B/s");
-            }
-            long wrong = 0;
-            if (rank <= 1) {
-                for (P2pTest t : plan) {
-                    if (rank == 0) parent.err.println(progress(t));
-                    P2pBench.Result r = t.algo() == P2pAlgo.PINGPONG
-                            ? P2pBench.pingpong(comm, t.bytes(), t.iters(), t.warmup(), check)
-                            : P2pBench.stream(comm, t.bytes(), t.window(), t.iters(), t.warmup(), check);
-                    if (rank == 0) {
-                        report.row(new PerfReport.Row("p2p", t.algo().name().toLowerCase(Locale.ROOT), size, r.bytes(),
-                                r.bytes(), "int8", "none", -1, r.timeUs(), r.algbwGBs(), r.algbwGBs(), r.wrong()));
-                        wrong += Math.max(0, r.wrong());
-                    }
+            PerfReport report = comm.rank() == 0 ? new PerfReport(format, parent.out) : null;
+            List<PerfReport.Row> rows = coll == null
+                    ? runP2p(comm, p2p, report)
+                    : runCollectives(comm, plan, warmup == null ? JIT_WARMUP_CALLS : 0, check,
+                            algoLabel(coll, algo, parent.env), report, parent.err);
+            if (comm.rank() != 0) return 0;
+            if (plot != null) {
+                try {
+                    PerfPlot.write(plot, plotTitle(coll, comm.size()), rows);
+                } catch (IOException | RuntimeException e) {
+                    parent.err.println("hcomm perf: cannot write the plot " + plot + ": " + e);
+                    return 1;
                 }
             }
+            long wrong = rows.stream().mapToLong(r -> Math.max(0, r.wrong())).sum();
             if (wrong > 0) {
-                parent.err.println("hcomm perf: the check found " + wrong + " wrong bytes");
+                parent.err.println("hcomm perf: the check found " + wrong + (coll == null ? " wrong bytes" : " wrong elements"));
                 return 1;
             }
             return 0;
         }
+    }
+
+    private String plotTitle(Coll coll, int n) {
+        if (coll == null) return "hcomm perf p2p, ranks 0 <-> 1";
+        return "hcomm perf " + coll.cliName() + ", " + n + " ranks, " + typeName(dtype) + (coll.reduces ? ", " + opName(redop) : "");
+    }
+
+    /**
+     * The algo column of a collective: {@code --algo}, else what {@code HCOMM_ALGO} of {@code env} forces for the op
+     * (entries {@code op=algo}, separated by commas, semicolons or spaces), else {@code auto}.
+     */
+    static String algoLabel(Coll coll, String algo, Map<String, String> env) {
+        if (coll == Coll.SENDRECV) return "p2p";
+        if (algo != null) return algo;
+        String forced = env.get(ALGO_ENV);
+        if (forced != null) {
+            for (String entry : forced.trim().split("[,;\\s]+")) {
+                int eq = entry.indexOf('=');
+                if (eq > 0 && entry.substring(0, eq).trim().equalsIgnoreCase(coll.cliName())) {
+                    String name = entry.substring(eq + 1).trim();
+                    if (!name.isEmpty()) return name;
+                }
+            }
+        }
+        return "auto";
+    }
+
+    /**
+     * Measures {@code plan} on this rank of {@code comm} (every rank calls it with the same plan), after
+     * {@code jitWarmupCalls} untimed calls (see {@link #JIT_WARMUP_CALLS}; 0 for none). Rank 0 prints the
+     * header and each row to {@code report} and a progress line per size to {@code progress}, and returns the rows;
+     * the other ranks return none ({@code report} may be null there).
+     */
+    static List<PerfReport.Row> runCollectives(Communicator comm, List<CollectiveBench.Test> plan, int jitWarmupCalls,
+                                               boolean check, String algoLabel, PerfReport report, PrintStream progress) {
+        int rank = comm.rank();
+        int n = comm.size();
+        List<PerfReport.Row> rows = new ArrayList<>();
+        if (plan.isEmpty()) return rows;
+        CollectiveBench.Test first = plan.getFirst();
+        Coll coll = first.coll();
+        if (rank == 0) {
+            report.header(
+                    "hcomm perf " + coll.cliName() + ": " + n + " ranks, " + typeName(first.type())
+                            + (coll.reduces ? ", redop " + opName(first.op()) : "")
+                            + (coll.rooted ? ", root " + first.root() : "")
+                            + ", algo " + algoLabel + ", check " + (check ? "on" : "off"),
+                    "time = max over ranks of each rank's mean time per blocking call: warmup untimed, a barrier, then"
+                            + " the time of iters calls back to back / iters; out of place",
+                    coll.blocked
+                            ? "size = bytes of all " + n + " ranks' blocks; count = elements per block" + (coll == Coll.ALLTOALL ? " (per peer)" : "")
+                            : "size = bytes of the buffer; count = elements",
+                    String.format(Locale.ROOT, "algbw = size / time, busbw = algbw * %s = algbw * %.4f, GB/s = 1e9 B/s%s",
+                            coll.busFactorFormula(), coll.busFactor(n), check ? "; #wrong = wrong elements on all ranks" : ""));
+        }
+        if (jitWarmupCalls > 0) {
+            long largest = plan.stream().mapToLong(CollectiveBench.Test::bytes).max().orElseThrow();
+            CollectiveBench.Test jit = new CollectiveBench.Test(coll, Math.min(JIT_WARMUP_BYTES, largest), first.type(),
+                    first.op(), first.root(), jitWarmupCalls, 0);
+            if (rank == 0) {
+                progress.println(String.format(Locale.ROOT, "# JIT warm-up: %d calls of %s %s", jitWarmupCalls,
+                        coll.cliName(), P2pBench.human(CollectiveBench.shape(coll, jit.bytes(), n, jit.type()).bytes())));
+            }
+            CollectiveBench.run(comm, jit, false);
+        }
+        for (CollectiveBench.Test t : plan) {
+            CollectiveBench.Shape shape = CollectiveBench.shape(t.coll(), t.bytes(), n, t.type());
+            if (rank == 0) {
+                progress.println(String.format(Locale.ROOT, "# %s %s %s%s: %d warmup + %d iters", coll.cliName(),
+                        P2pBench.human(shape.bytes()), typeName(t.type()), coll.reduces ? " " + opName(t.op()) : "",
+                        t.warmup(), t.iters()));
+            }
+            CollectiveBench.Result r = CollectiveBench.combine(comm, CollectiveBench.run(comm, t, check));
+            if (rank == 0) {
+                double algbw = r.algbwGBs();
+                PerfReport.Row row = new PerfReport.Row(coll.cliName(), algoLabel, n, shape.bytes(), shape.count(),
+                        typeName(t.type()), coll.reduces ? opName(t.op()) : "none", coll.rooted ? t.root() : -1,
+                        r.timeUs(), algbw, algbw * coll.busFactor(n), r.wrong());
+                report.row(row);
+                rows.add(row);
+            }
+        }
+        return rows;
+    }
+
+    /** The p2p plan on this rank (ranks 0 and 1 measure, the others wait); rank 0 prints and returns the rows. */
+    private List<PerfReport.Row> runP2p(Communicator comm, List<P2pTest> plan, PerfReport report) {
+        int rank = comm.rank();
+        int size = comm.size();
+        if (rank == 0) {
+            report.header("hcomm perf p2p: ranks 0 <-> 1 of " + size + ", check " + (check ? "on" : "off"),
+                    "pingpong: time = one-way latency (round trip / 2), median over round trips",
+                    "stream:   rank 0 sends a window of messages, rank 1 acknowledges it; time = window time / messages, median",
+                    "algbw = size / time, busbw = algbw (point to point), GB/s = 1e9 B/s");
+        }
+        List<PerfReport.Row> rows = new ArrayList<>();
+        if (rank > 1) return rows;
+        for (P2pTest t : plan) {
+            if (rank == 0) parent.err.println(progress(t));
+            P2pBench.Result r = t.algo() == P2pAlgo.PINGPONG
+                    ? P2pBench.pingpong(comm, t.bytes(), t.iters(), t.warmup(), check)
+                    : P2pBench.stream(comm, t.bytes(), t.window(), t.iters(), t.warmup(), check);
+            if (rank == 0) {
+                PerfReport.Row row = new PerfReport.Row("p2p", t.algo().name().toLowerCase(Locale.ROOT), size, r.bytes(),
+                        r.bytes(), "int8", "none", -1, r.timeUs(), r.algbwGBs(), r.algbwGBs(), r.wrong());
+                report.row(row);
+                rows.add(row);
+            }
+        }
+        return rows;
     }
 
     private static String progress(P2pTest t) {
@@ -231,5 +495,52 @@ final class PerfCommand implements Callable<Integer> {
                 ? String.format(Locale.ROOT, "# p2p pingpong %s: %d warmup + %d round trips", P2pBench.human(t.bytes()), t.warmup(), t.iters())
                 : String.format(Locale.ROOT, "# p2p stream %s: %d warmup + %d windows of %d messages", P2pBench.human(t.bytes()),
                         t.warmup(), t.iters(), t.window());
+    }
+
+    /** The command-line name of a type: {@code float32}, {@code bfloat16} ... */
+    static String typeName(DataType type) {
+        return type.name().toLowerCase(Locale.ROOT);
+    }
+
+    /** The command-line name of a reduction: {@code sum} ... */
+    static String opName(ReduceOp op) {
+        return op.name().toLowerCase(Locale.ROOT);
+    }
+
+    /** Reads {@code --dtype}: the lower-case type names, and nccl-tests' half, float, double, bf16 ... */
+    static final class DataTypeConverter implements ITypeConverter<DataType> {
+        static final String NAMES = Arrays.stream(DataType.values()).map(PerfCommand::typeName).collect(Collectors.joining(" "));
+
+        @Override
+        public DataType convert(String value) {
+            String v = value.trim().toLowerCase(Locale.ROOT);
+            String name = switch (v) {
+                case "half", "fp16" -> "float16";
+                case "bf16" -> "bfloat16";
+                case "float", "fp32" -> "float32";
+                case "double", "fp64" -> "float64";
+                case "int" -> "int32";
+                case "long" -> "int64";
+                default -> v;
+            };
+            for (DataType t : DataType.values()) {
+                if (typeName(t).equals(name)) return t;
+            }
+            throw new TypeConversionException("'" + value + "' is not a data type: one of " + NAMES);
+        }
+    }
+
+    /** Reads {@code --op}: sum, prod, min, max, avg. */
+    static final class ReduceOpConverter implements ITypeConverter<ReduceOp> {
+        static final String NAMES = Arrays.stream(ReduceOp.values()).map(PerfCommand::opName).collect(Collectors.joining(" "));
+
+        @Override
+        public ReduceOp convert(String value) {
+            String v = value.trim().toLowerCase(Locale.ROOT);
+            for (ReduceOp o : ReduceOp.values()) {
+                if (opName(o).equals(v)) return o;
+            }
+            throw new TypeConversionException("'" + value + "' is not a reduction: one of " + NAMES);
+        }
     }
 }

@@ -1,0 +1,495 @@
+package io.hcomm4j.cli;
+
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_DOUBLE;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static java.lang.foreign.ValueLayout.JAVA_SHORT;
+
+import io.hcomm4j.CommFuture;
+import io.hcomm4j.Communicator;
+import io.hcomm4j.DataType;
+import io.hcomm4j.ReduceOp;
+import io.hcomm4j.Status;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.Locale;
+import java.util.Optional;
+
+/**
+ * Collective measurements of {@code hcomm perf}, shaped like nccl-tests. Every rank of the communicator calls
+ * {@link #run} with the same {@link Test}; each runs {@code warmup} untimed calls of the blocking op, a barrier,
+ * then {@code iters} timed calls back to back, and returns their mean: the loop's time / {@code iters}, as
+ * nccl-tests does. {@link #combine} gives rank 0 the time of the job: the maximum over ranks of those means (the
+ * slowest rank decides when the calls are done; nccl-tests averages over ranks by default), together with the sum
+ * of the ranks' wrong elements.
+ *
+ * <p>Not the median of single calls: calls run back to back overlap (a broadcast root's eager sends return before
+ * the data has arrived), so one rank's calls alternate between waiting and finding the data already there, and
+ * the median of such calls misses the waits; the loop time counts them all. Buffers are off-heap
+ * ({@link Arena#ofShared()}), allocated and filled once per size, outside the timed loop; ops run out of place.
+ *
+ * <p>Sizes follow nccl-tests: {@link Shape#bytes()} is the size of the largest buffer. For allgather,
+ * reducescatter, alltoall, gather and scatter that is the buffer of all ranks' blocks, and the count is elements
+ * per block ({@code size / ranks / type size}); for the others the count is {@code size / type size}. A size that
+ * is not a whole number of elements (blocks) is rounded down, to at least one element per block.
+ *
+ * <p>With {@code check}, one more call after the timed ones runs on inputs whose exact result is known: for
+ * reductions, small integers chosen so that float sums and products are exact in any order (the reference is
+ * computed element by element, AVG dividing the way the library's kernels do); for data movement, a hash of
+ * (source, element) in every element. Receive buffers are first filled with the complement of the expected bits,
+ * so an element nobody wrote counts as wrong. Each rank counts the wrong elements of what it received.
+ */
+final class CollectiveBench {
+    /** Tag of sendrecv's messages. */
+    static final int TAG_SENDRECV = 111;
+    /** Tag of the per-rank results sent to rank 0 by {@link #combine}. */
+    static final int TAG_RESULT = 112;
+
+    private static final long ALIGN = 4096;
+
+    private CollectiveBench() {
+    }
+
+    /** The collectives {@code hcomm perf} measures, named as on its command line. */
+    enum Coll {
+        ALLREDUCE(true, false, false),
+        BROADCAST(false, true, false),
+        REDUCE(true, true, false),
+        ALLGATHER(false, false, true),
+        REDUCESCATTER(true, false, true),
+        GATHER(false, true, true),
+        SCATTER(false, true, true),
+        ALLTOALL(false, false, true),
+        SENDRECV(false, false, false);
+
+        /** Reduces with a {@link ReduceOp}. */
+        final boolean reduces;
+        /** Has a root rank. */
+        final boolean rooted;
+        /** The size is the buffer of all ranks' blocks; the count is per block. */
+        final boolean blocked;
+
+        Coll(boolean reduces, boolean rooted, boolean blocked) {
+            this.reduces = reduces;
+            this.rooted = rooted;
+            this.blocked = blocked;
+        }
+
+        /** The command-line name: {@code allreduce}, {@code reducescatter} ... */
+        String cliName() {
+            return name().toLowerCase(Locale.ROOT);
+        }
+
+        /** The collective named {@code name} on the command line, if any. */
+        static Optional<Coll> of(String name) {
+            for (Coll c : values()) {
+                if (c.cliName().equals(name)) return Optional.of(c);
+            }
+            return Optional.empty();
+        }
+
+        /**
+         * nccl-tests' bus bandwidth factor on {@code n} ranks (busbw = algbw × factor): allreduce 2(n−1)/n;
+         * allgather, reducescatter, alltoall, gather, scatter (n−1)/n; broadcast, reduce, sendrecv 1.
+         */
+        double busFactor(int n) {
+            return switch (this) {
+                case ALLREDUCE -> 2.0 * (n - 1) / n;
+                case ALLGATHER, REDUCESCATTER, ALLTOALL, GATHER, SCATTER -> (double) (n - 1) / n;
+                case BROADCAST, REDUCE, SENDRECV -> 1.0;
+            };
+        }
+
+        /** The factor as a formula, for headers. */
+        String busFactorFormula() {
+            return switch (this) {
+                case ALLREDUCE -> "2(n-1)/n";
+                case ALLGATHER, REDUCESCATTER, ALLTOALL, GATHER, SCATTER -> "(n-1)/n";
+                case BROADCAST, REDUCE, SENDRECV -> "1";
+            };
+        }
+    }
+
+    /**
+     * One size of a measurement.
+     *
+     * @param coll   the collective
+     * @param bytes  requested size (see the class comment); {@link #shape} rounds it
+     * @param type   element type
+     * @param op     reduction (used by reducing collectives only)
+     * @param root   root rank (used by rooted collectives only)
+     * @param iters  timed calls
+     * @param warmup untimed calls before them
+     */
+    record Test(Coll coll, long bytes, DataType type, ReduceOp op, int root, int iters, int warmup) {
+    }
+
+    /**
+     * The buffers of one call on {@code n} ranks.
+     *
+     * @param count     the count column: elements per block for blocked collectives, elements otherwise; the
+     *                  count argument of the call
+     * @param bytes     the size column: bytes of the largest buffer, what algbw divides
+     * @param sendBytes bytes of each rank's send buffer (broadcast: its one buffer)
+     * @param recvBytes bytes of each rank's receive buffer
+     */
+    record Shape(long count, long bytes, long sendBytes, long recvBytes) {
+    }
+
+    /** The buffers for {@code requestedBytes} of {@code coll} with {@code type} on {@code n} ranks (rounded down, at least one element per block). */
+    static Shape shape(Coll coll, long requestedBytes, int n, DataType type) {
+        long es = type.byteSize();
+        if (!coll.blocked) {
+            long count = Math.max(1, requestedBytes / es);
+            long bytes = count * es;
+            return new Shape(count, bytes, bytes, bytes);
+        }
+        long count = Math.max(1, requestedBytes / (es * n));
+        long block = count * es;
+        long all = Math.multiplyExact(block, n);
+        return switch (coll) {
+            case ALLGATHER, GATHER -> new Shape(count, all, block, all);
+            case REDUCESCATTER, SCATTER -> new Shape(count, all, all, block);
+            case ALLTOALL -> new Shape(count, all, all, all);
+            default -> throw new AssertionError(coll);
+        };
+    }
+
+    /**
+     * What one rank measured.
+     *
+     * @param shape  the buffers
+     * @param timeUs time per call in microseconds: this rank's mean over the timed loop, or after {@link #combine}
+     *               on rank 0 the maximum over ranks of the means
+     * @param wrong  wrong elements found by the check (after {@link #combine} on rank 0: of every rank), -1 when
+     *               not checked
+     */
+    record Result(Shape shape, double timeUs, long wrong) {
+        /** Size / time in GB/s (1e9 B/s). */
+        double algbwGBs() {
+            return timeUs > 0 ? shape.bytes() / (timeUs * 1e3) : 0;
+        }
+    }
+
+    /** Runs {@code t} on this rank of {@code comm} (every rank calls it with the same test). */
+    static Result run(Communicator comm, Test t, boolean check) {
+        if (t.iters() < 1) throw new IllegalArgumentException("iters must be >= 1, was " + t.iters());
+        Call call;
+        try (Arena arena = Arena.ofShared()) {
+            call = new Call(comm, t, arena);
+            call.fillInputs();
+            for (int i = 0; i < t.warmup(); i++) call.run();
+            comm.barrier();
+            long t0 = System.nanoTime();
+            for (int i = 0; i < t.iters(); i++) call.run();
+            long elapsed = System.nanoTime() - t0;
+            long wrong = -1;
+            if (check) {
+                call.prepareCheck();
+                call.run();
+                wrong = call.countWrong();
+            }
+            return new Result(call.shape, elapsed / 1e3 / t.iters(), wrong);
+        }
+    }
+
+    /**
+     * Brings every rank's result to rank 0 (point to point, so the measured collectives do not report on
+     * themselves): rank 0 returns the maximum time and the total of wrong elements (-1 if unchecked); the other
+     * ranks return their own result.
+     */
+    static Result combine(Communicator comm, Result mine) {
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment msg = arena.allocate(16, 8);
+            if (comm.rank() != 0) {
+                msg.set(JAVA_DOUBLE, 0, mine.timeUs());
+                msg.set(JAVA_LONG, 8, mine.wrong());
+                comm.send(msg, 0, TAG_RESULT);
+                return mine;
+            }
+            double time = mine.timeUs();
+            long wrong = mine.wrong();
+            for (int r = 1; r < comm.size(); r++) {
+                comm.recv(msg, r, TAG_RESULT);
+                time = Math.max(time, msg.get(JAVA_DOUBLE, 0));
+                long w = msg.get(JAVA_LONG, 8);
+                wrong = wrong < 0 || w < 0 ? Math.max(wrong, w) : wrong + w;
+            }
+            return new Result(mine.shape(), time, wrong);
+        }
+    }
+
+    /** The buffers of one test on this rank, the blocking call and its check. */
+    private static final class Call {
+        final Communicator comm;
+        final Test t;
+        final Shape shape;
+        final int rank;
+        final int n;
+        final int es;
+        final MemorySegment send;
+        final MemorySegment recv;
+        final Runnable op;
+
+        Call(Communicator comm, Test t, Arena arena) {
+            this.comm = comm;
+            this.t = t;
+            this.rank = comm.rank();
+            this.n = comm.size();
+            this.es = t.type().byteSize();
+            this.shape = shape(t.coll(), t.bytes(), n, t.type());
+            if (t.coll().rooted && (t.root() < 0 || t.root() >= n)) {
+                throw new IllegalArgumentException("root " + t.root() + " is out of range for " + n + " ranks");
+            }
+            boolean root = rank == t.root();
+            // buffers a rank does not use (non-root receive of reduce and gather, send of scatter) are one element
+            long sendBytes = t.coll() == Coll.SCATTER && !root ? es : shape.sendBytes();
+            long recvBytes = (t.coll() == Coll.REDUCE || t.coll() == Coll.GATHER) && !root ? es : shape.recvBytes();
+            this.send = arena.allocate(sendBytes, ALIGN);
+            this.recv = t.coll() == Coll.BROADCAST ? send : arena.allocate(recvBytes, ALIGN);
+            this.op = op();
+        }
+
+        void run() {
+            op.run();
+        }
+
+        private Runnable op() {
+            long c = shape.count();
+            DataType ty = t.type();
+            ReduceOp ro = t.op();
+            int root = t.root();
+            int next = (rank + 1) % n;
+            int prev = (rank + n - 1) % n;
+            return switch (t.coll()) {
+                case ALLREDUCE -> () -> comm.allReduce(send, recv, c, ty, ro);
+                case BROADCAST -> () -> comm.broadcast(send, c, ty, root);
+                case REDUCE -> () -> comm.reduce(send, recv, c, ty, ro, root);
+                case ALLGATHER -> () -> comm.allGather(send, recv, c, ty);
+                case REDUCESCATTER -> () -> comm.reduceScatter(send, recv, c, ty, ro);
+                case GATHER -> () -> comm.gather(send, recv, c, ty, root);
+                case SCATTER -> () -> comm.scatter(send, recv, c, ty, root);
+                case ALLTOALL -> () -> comm.allToAll(send, recv, c, ty);
+                case SENDRECV -> () -> {
+                    CommFuture<Status> r = comm.recvAsync(recv, prev, TAG_SENDRECV);
+                    CommFuture<Void> s = comm.sendAsync(send, next, TAG_SENDRECV);
+                    s.await();
+                    r.await();
+                };
+            };
+        }
+
+        /** Writes this rank's inputs into {@code send} (once; the timed calls and the check use them). */
+        void fillInputs() {
+            long c = shape.count();
+            int root = t.root();
+            switch (t.coll()) {
+                case ALLREDUCE, REDUCE, REDUCESCATTER -> {
+                    long elems = shape.sendBytes() / es;
+                    for (long i = 0; i < elems; i++) setBits(send, es, i, encode(t.type(), input(t.op(), t.type(), n, rank, i)));
+                }
+                case BROADCAST -> {
+                    if (rank == root) fillPattern(send, 0, c, root);
+                }
+                case ALLGATHER, GATHER -> fillPattern(send, 0, c, rank);
+                case SCATTER -> {
+                    if (rank == root) {
+                        for (int d = 0; d < n; d++) fillPattern(send, d * c, c, scatterSalt(root, d));
+                    }
+                }
+                case ALLTOALL -> {
+                    for (int d = 0; d < n; d++) fillPattern(send, d * c, c, (long) rank * n + d);
+                }
+                case SENDRECV -> fillPattern(send, 0, c, rank);
+            }
+        }
+
+        private void fillPattern(MemorySegment seg, long from, long count, long salt) {
+            for (long j = 0; j < count; j++) setBits(seg, es, from + j, pattern(salt, j, es));
+        }
+
+        /** Elements this rank checks after the check call (0: it receives nothing, like a non-root of reduce). */
+        private long checkedElements() {
+            boolean root = rank == t.root();
+            return switch (t.coll()) {
+                case REDUCE, GATHER -> root ? shape.recvBytes() / es : 0;
+                default -> shape.recvBytes() / es;
+            };
+        }
+
+        /** The bits element {@code i} of {@code recv} must hold after the call. */
+        private long expected(long i) {
+            long c = shape.count();
+            return switch (t.coll()) {
+                case ALLREDUCE, REDUCE -> reference(t.op(), t.type(), n, i);
+                case REDUCESCATTER -> reference(t.op(), t.type(), n, rank * c + i);
+                case BROADCAST -> pattern(t.root(), i, es);
+                case ALLGATHER, GATHER -> pattern(i / c, i % c, es);
+                case SCATTER -> pattern(scatterSalt(t.root(), rank), i, es);
+                case ALLTOALL -> pattern((i / c) * n + rank, i % c, es);
+                case SENDRECV -> pattern((rank + n - 1) % n, i, es);
+            };
+        }
+
+        /** Fills what will be checked with the complement of the expected bits (broadcast's root: its data again). */
+        void prepareCheck() {
+            if (t.coll() == Coll.BROADCAST && rank == t.root()) {
+                fillInputs();
+                return;
+            }
+            long mask = mask(es);
+            long elems = checkedElements();
+            for (long i = 0; i < elems; i++) setBits(recv, es, i, ~expected(i) & mask);
+        }
+
+        long countWrong() {
+            long wrong = 0;
+            long elems = checkedElements();
+            for (long i = 0; i < elems; i++) {
+                if (getBits(recv, es, i) != expected(i)) wrong++;
+            }
+            return wrong;
+        }
+    }
+
+    private static long scatterSalt(int root, int dest) {
+        return ((long) root << 24) | dest;
+    }
+
+    // ------------------------------------------------------------------ inputs and references of the check
+
+    /**
+     * Largest magnitude of the SUM/AVG/MIN/MAX inputs on {@code n} ranks: 3, less when a sum of {@code n} of them
+     * could leave the integers the type holds exactly (float16: 2048, bfloat16: 256, float32: 2^24).
+     */
+    static int amplitude(DataType type, int n) {
+        long exact = switch (type) {
+            case FLOAT16 -> 2048;
+            case BFLOAT16 -> 256;
+            case FLOAT32 -> 1 << 24;
+            default -> Long.MAX_VALUE;
+        };
+        return (int) Math.min(3, exact / n);
+    }
+
+    /**
+     * The value rank {@code r} of {@code n} contributes at element {@code i}: for PROD 2, -1 or 1 (so products are
+     * powers of two, exact in every type or overflowing the same way in any order); otherwise an integer in
+     * [-a, a], {@code a = }{@link #amplitude}. Integer types hold it wrapped (UINT8: -1 is 255).
+     */
+    static long input(ReduceOp op, DataType type, int n, int r, long i) {
+        if (op == ReduceOp.PROD) {
+            if ((i + r) % 3 == 0) return 2;
+            return (i + 2L * r) % 5 == 0 ? -1 : 1;
+        }
+        int a = amplitude(type, n);
+        return Math.floorMod(i * 5 + r * 3L + 1, 2 * a + 1) - a;
+    }
+
+    /** The bits of the integer {@code v} as an element of {@code type}. */
+    static long encode(DataType type, long v) {
+        return switch (type) {
+            case INT8, UINT8 -> v & 0xFF;
+            case INT32 -> v & 0xFFFF_FFFFL;
+            case INT64 -> v;
+            case FLOAT16 -> Float.floatToFloat16((float) v) & 0xFFFF;
+            case BFLOAT16 -> toBf16((float) v);
+            case FLOAT32 -> Float.floatToRawIntBits((float) v) & 0xFFFF_FFFFL;
+            case FLOAT64 -> Double.doubleToRawLongBits(v);
+        };
+    }
+
+    /**
+     * The exact result at element {@code i} of reducing every rank's {@link #input} with {@code op}, as bits of
+     * {@code type}. Integers wrap as in Java (UINT8 compares and divides as 0..255); AVG divides the wrapped sum
+     * with Java integer division, and for floats divides the (exact) sum in the type's arithmetic, float16 and
+     * bfloat16 in float32 rounded once, as the library's kernels do.
+     */
+    static long reference(ReduceOp op, DataType type, int n, long i) {
+        switch (type) {
+            case INT8, UINT8, INT32, INT64 -> {
+                long acc = logical(type, input(op, type, n, 0, i));
+                for (int q = 1; q < n; q++) {
+                    long x = logical(type, input(op, type, n, q, i));
+                    acc = switch (op) {
+                        case SUM, AVG -> acc + x;
+                        case PROD -> acc * x;
+                        case MIN -> Math.min(acc, x);
+                        case MAX -> Math.max(acc, x);
+                    };
+                }
+                if (op == ReduceOp.AVG) acc = logical(type, acc) / n;
+                return encode(type, acc);
+            }
+            default -> {
+                double acc = input(op, type, n, 0, i);
+                for (int q = 1; q < n; q++) {
+                    double x = input(op, type, n, q, i);
+                    acc = switch (op) {
+                        case SUM, AVG -> acc + x;
+                        case PROD -> acc * x;
+                        case MIN -> Math.min(acc, x);
+                        case MAX -> Math.max(acc, x);
+                    };
+                }
+                boolean avg = op == ReduceOp.AVG;
+                if (type == DataType.FLOAT64) return Double.doubleToRawLongBits(avg ? acc / n : acc);
+                float f = (float) acc;
+                if (avg) f = f / n;
+                return switch (type) {
+                    case FLOAT16 -> Float.floatToFloat16(f) & 0xFFFF;
+                    case BFLOAT16 -> toBf16(f);
+                    default -> Float.floatToRawIntBits(f) & 0xFFFF_FFFFL;
+                };
+            }
+        }
+    }
+
+    /** The integer an element of an integer {@code type} holding {@code v} (wrapped) stands for. */
+    private static long logical(DataType type, long v) {
+        return switch (type) {
+            case INT8 -> (byte) v;
+            case UINT8 -> v & 0xFF;
+            case INT32 -> (int) v;
+            default -> v;
+        };
+    }
+
+    /** float32 to bfloat16 bits, rounding to nearest even (no NaN arises here). */
+    static long toBf16(float f) {
+        int bits = Float.floatToRawIntBits(f);
+        return ((bits + 0x7FFF + ((bits >>> 16) & 1)) >>> 16) & 0xFFFF;
+    }
+
+    /** The bits a data-movement source with {@code salt} writes at element {@code index}: a hash, so displaced data shows. */
+    static long pattern(long salt, long index, int elementSize) {
+        long z = salt * 0x9E3779B97F4A7C15L + index + 1;
+        z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
+        z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
+        return (z ^ (z >>> 31)) & mask(elementSize);
+    }
+
+    static long mask(int elementSize) {
+        return elementSize == 8 ? -1L : (1L << (8 * elementSize)) - 1;
+    }
+
+    /** Element {@code i} of {@code seg} (elements of {@code es} bytes, native order) as unsigned bits. */
+    static long getBits(MemorySegment seg, int es, long i) {
+        return switch (es) {
+            case 1 -> seg.get(JAVA_BYTE, i) & 0xFFL;
+            case 2 -> seg.get(JAVA_SHORT, i * 2) & 0xFFFFL;
+            case 4 -> seg.get(JAVA_INT, i * 4) & 0xFFFF_FFFFL;
+            default -> seg.get(JAVA_LONG, i * 8);
+        };
+    }
+
+    static void setBits(MemorySegment seg, int es, long i, long bits) {
+        switch (es) {
+            case 1 -> seg.set(JAVA_BYTE, i, (byte) bits);
+            case 2 -> seg.set(JAVA_SHORT, i * 2, (short) bits);
+            case 4 -> seg.set(JAVA_INT, i * 4, (int) bits);
+            default -> seg.set(JAVA_LONG, i * 8, bits);
+        }
+    }
+}

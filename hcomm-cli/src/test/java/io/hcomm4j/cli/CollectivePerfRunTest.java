@@ -1,0 +1,174 @@
+package io.hcomm4j.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.hcomm4j.Communicator;
+import io.hcomm4j.DataType;
+import io.hcomm4j.ReduceOp;
+import io.hcomm4j.cli.CollectiveBench.Coll;
+import java.lang.foreign.MemorySegment;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * {@code hcomm perf}'s collective measurements on real sessions: ranks are threads of this JVM, each with its own
+ * {@code Hcomm.init}, over TCP ({@link ThreadRanks}). Every op, checked, on 2 and 3 ranks at two sizes (one small
+ * and odd, one past the library's switch from latency to bandwidth algorithms) finds 0 wrong elements; rows carry
+ * busbw = algbw × the op's factor; a rank whose results are altered is caught. Times are only required to be
+ * positive, never fast.
+ */
+@Timeout(90)
+class CollectivePerfRunTest {
+    /** 1000 B: odd, not a whole number of blocks on 3 ranks; 300000 B: past the 64 KiB/256 KiB algorithm switches. */
+    private static final long[] SIZES = {1000, 300_000};
+
+    @Test
+    void everyOpChecksCleanOnTwoRanks() throws Exception {
+        everyOpChecksClean(2);
+    }
+
+    @Test
+    void everyOpChecksCleanOnThreeRanks() throws Exception {
+        everyOpChecksClean(3);
+    }
+
+    private static void everyOpChecksClean(int n) throws Exception {
+        List<List<PerfReport.Row>> results = ThreadRanks.run(n, r -> comm -> {
+            List<PerfReport.Row> rows = new ArrayList<>();
+            for (Coll c : Coll.values()) {
+                // rooted ops at the last rank, so a root other than 0 is covered
+                List<CollectiveBench.Test> plan = new ArrayList<>();
+                for (long size : SIZES) plan.add(new CollectiveBench.Test(c, size, DataType.FLOAT32, ReduceOp.SUM, n - 1, 2, 1));
+                rows.addAll(run(comm, plan));
+            }
+            return rows;
+        });
+
+        List<PerfReport.Row> rows = results.getFirst();
+        assertThat(rows).hasSize(Coll.values().length * SIZES.length);
+        assertThat(results.subList(1, n)).allSatisfy(other -> assertThat(other).isEmpty());
+        for (PerfReport.Row row : rows) {
+            Coll c = Coll.of(row.op()).orElseThrow();
+            assertThat(row.wrong()).as("wrong elements of %s", row).isZero();
+            assertThat(row.ranks()).isEqualTo(n);
+            assertThat(row.timeUs()).as("time of %s", row).isPositive();
+            assertThat(row.algbwGBs()).as("algbw of %s", row).isCloseTo(row.bytes() / (row.timeUs() * 1e3), org.assertj.core.data.Offset.offset(1e-12));
+            assertThat(row.busbwGBs()).as("busbw of %s", row).isEqualTo(row.algbwGBs() * c.busFactor(n));
+            assertThat(row.root()).isEqualTo(c.rooted ? n - 1 : -1);
+            assertThat(row.redop()).isEqualTo(c.reduces ? "sum" : "none");
+            assertThat(row.dtype()).isEqualTo("float32");
+        }
+        // the size column is the rounded buffer: 1000 B on 3 ranks of float32 blocks is 996 B for the blocked ops
+        assertThat(rows).filteredOn(r -> r.op().equals("allgather")).extracting(PerfReport.Row::bytes)
+                .containsExactly(n == 3 ? 996L : 1000L, 300_000L);
+    }
+
+    @Test
+    void everyTypeAndReductionChecksClean() throws Exception {
+        List<List<PerfReport.Row>> results = ThreadRanks.run(3, r -> comm -> {
+            List<PerfReport.Row> rows = new ArrayList<>();
+            for (Coll c : new Coll[] {Coll.ALLREDUCE, Coll.REDUCE, Coll.REDUCESCATTER}) {
+                List<CollectiveBench.Test> plan = new ArrayList<>();
+                for (DataType type : DataType.values()) {
+                    for (ReduceOp op : ReduceOp.values()) plan.add(new CollectiveBench.Test(c, 600, type, op, 1, 1, 0));
+                }
+                rows.addAll(run(comm, plan));
+            }
+            // data movement of 1- and 8-byte elements
+            for (DataType type : new DataType[] {DataType.UINT8, DataType.FLOAT64}) {
+                for (Coll c : new Coll[] {Coll.BROADCAST, Coll.ALLGATHER, Coll.ALLTOALL, Coll.SENDRECV}) {
+                    rows.addAll(run(comm, List.of(new CollectiveBench.Test(c, 600, type, ReduceOp.SUM, 2, 1, 0))));
+                }
+            }
+            return rows;
+        });
+
+        assertThat(results.getFirst()).hasSize(3 * DataType.values().length * ReduceOp.values().length + 8)
+                .allSatisfy(row -> assertThat(row.wrong()).as("wrong elements of %s", row).isZero());
+    }
+
+    @Test
+    void collectivesRunOnOneRank() throws Exception {
+        List<List<PerfReport.Row>> results = ThreadRanks.run(1, r -> comm -> {
+            List<PerfReport.Row> rows = new ArrayList<>();
+            for (Coll c : Coll.values()) {
+                if (c != Coll.SENDRECV) rows.addAll(run(comm, List.of(new CollectiveBench.Test(c, 4096, DataType.INT32, ReduceOp.MAX, 0, 2, 1))));
+            }
+            return rows;
+        });
+
+        assertThat(results.getFirst()).hasSize(Coll.values().length - 1).allSatisfy(row -> {
+            assertThat(row.wrong()).as("wrong elements of %s", row).isZero();
+            assertThat(row.busbwGBs()).isEqualTo(row.algbwGBs() * Coll.of(row.op()).orElseThrow().busFactor(1));
+        });
+    }
+
+    @Test
+    void theCheckCountsElementsARankGotWrong() throws Exception {
+        // rank 1's communicator alters 3 elements of every allreduce result it returns
+        List<List<PerfReport.Row>> results = ThreadRanks.run(3, r -> comm -> {
+            Communicator c = r == 1 ? corrupting(comm) : comm;
+            return run(c, List.of(
+                    new CollectiveBench.Test(Coll.ALLREDUCE, 4096, DataType.FLOAT32, ReduceOp.SUM, 0, 2, 1),
+                    new CollectiveBench.Test(Coll.ALLREDUCE, 4096, DataType.INT8, ReduceOp.AVG, 0, 2, 1)));
+        });
+
+        assertThat(results.getFirst()).extracting(PerfReport.Row::wrong).containsExactly(3L, 3L);
+    }
+
+    @Test
+    void uncheckedRowsSayNotChecked() throws Exception {
+        List<List<PerfReport.Row>> results = ThreadRanks.run(2, r -> comm -> PerfCommand.runCollectives(comm,
+                List.of(new CollectiveBench.Test(Coll.ALLTOALL, 4096, DataType.FLOAT32, ReduceOp.SUM, 0, 3, 1)), 0, false, "auto",
+                r == 0 ? new PerfReport(PerfReport.Format.CSV, new Captured().out) : null, new Captured().err));
+
+        assertThat(results.getFirst()).singleElement().satisfies(row -> assertThat(row.wrong()).isEqualTo(-1));
+    }
+
+    @Test
+    void rankZeroPrintsTheCsvHeaderRowsAndProgressAfterAJitWarmUp() throws Exception {
+        Captured io = new Captured();
+        ThreadRanks.run(2, r -> comm -> PerfCommand.runCollectives(comm,
+                List.of(new CollectiveBench.Test(Coll.REDUCESCATTER, 4096, DataType.BFLOAT16, ReduceOp.MIN, 0, 3, 1),
+                        new CollectiveBench.Test(Coll.REDUCESCATTER, 8192, DataType.BFLOAT16, ReduceOp.MIN, 0, 3, 1)),
+                5, true, "ring", r == 0 ? new PerfReport(PerfReport.Format.CSV, io.out) : null, r == 0 ? io.err : null));
+
+        assertThat(io.outLines()).hasSize(3);
+        assertThat(io.outLines().getFirst()).isEqualTo("op,algo,ranks,bytes,count,dtype,redop,root,time_us,algbw_gbs,busbw_gbs,wrong");
+        assertThat(io.outLines().get(1)).matches("reducescatter,ring,2,4096,1024,bfloat16,min,-1,[0-9.]+,[0-9.]+,[0-9.]+,0");
+        assertThat(io.outLines().get(2)).matches("reducescatter,ring,2,8192,2048,bfloat16,min,-1,[0-9.]+,[0-9.]+,[0-9.]+,0");
+        assertThat(io.errLines()).containsExactly("# JIT warm-up: 5 calls of reducescatter 8 KiB",
+                "# reducescatter 4 KiB bfloat16 min: 1 warmup + 3 iters", "# reducescatter 8 KiB bfloat16 min: 1 warmup + 3 iters");
+    }
+
+    private static List<PerfReport.Row> run(Communicator comm, List<CollectiveBench.Test> plan) {
+        Captured io = new Captured();
+        return PerfCommand.runCollectives(comm, plan, 0, true, "auto",
+                comm.rank() == 0 ? new PerfReport(PerfReport.Format.TABLE, io.out) : null, io.err);
+    }
+
+    /** {@code comm}, except that allReduce flips 3 elements of its result. */
+    private static Communicator corrupting(Communicator comm) {
+        return (Communicator) Proxy.newProxyInstance(Communicator.class.getClassLoader(), new Class<?>[] {Communicator.class},
+                (proxy, method, args) -> {
+                    Object result;
+                    try {
+                        result = method.invoke(comm, args);
+                    } catch (InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                    if (method.getName().equals("allReduce") && args.length == 5) {
+                        MemorySegment recv = (MemorySegment) args[1];
+                        int es = ((DataType) args[3]).byteSize();
+                        for (long i : new long[] {0, 7, (Long) args[2] - 1}) {
+                            CollectiveBench.setBits(recv, es, i, ~CollectiveBench.getBits(recv, es, i));
+                        }
+                    }
+                    return result;
+                });
+    }
+}
