@@ -15,6 +15,9 @@ import java.util.List;
  * AVG reduces as SUM and divides once, on the rank that finishes the element.
  */
 public final class Reductions {
+    /** Receives a ring step keeps in flight. */
+    static final int RING_DEPTH = 3;
+
     private Reductions() {
     }
 
@@ -44,7 +47,11 @@ public final class Reductions {
             long maxBlock = 0;
             for (int b = 0; b < n; b++) maxBlock = Math.max(maxBlock, at[b + 1] - at[b]);
             long chunk = Math.max(1, Math.min(chunkElems, maxBlock));
-            MemorySegment[] buf = {l.scratch(chunk * es), l.scratch(chunk * es)};
+            // several receives in flight, so the rendezvous round trip of chunk c+1 hides behind chunk c
+            MemorySegment[] buf = new MemorySegment[RING_DEPTH];
+            for (int i = 0; i < RING_DEPTH; i++) buf[i] = l.scratch(chunk * es);
+            @SuppressWarnings("unchecked")
+            CommFuture<Status>[] inFlight = new CommFuture[RING_DEPTH];
             List<CommFuture<Void>> sends = new ArrayList<>();
             for (int s = 0; s < n - 1; s++) {
                 int sendBlock = (rank - s - 1 + 2 * n) % n;
@@ -60,21 +67,20 @@ public final class Reductions {
                 } while (e0 < sendEnd);
                 long first = at[recvBlock];
                 long end = at[recvBlock + 1];
-                long len0 = Math.min(chunk, end - first);
-                CommFuture<Status> pending = l.recv(left, buf[0].asSlice(0, len0 * es));
-                int which = 0;
-                for (long e = first; ; ) {
+                int chunks = (int) Math.max(1, (end - first + chunk - 1) / chunk);
+                for (int c = 0; c < Math.min(RING_DEPTH, chunks); c++) {
+                    inFlight[c] = l.recv(left, buf[c].asSlice(0, Math.min(chunk, end - first - c * chunk) * es));
+                }
+                for (int c = 0; c < chunks; c++) {
+                    int slot = c % RING_DEPTH;
+                    long e = first + c * chunk;
                     long len = Math.min(chunk, end - e);
-                    l.await(pending, len * es);
-                    long next = e + len;
-                    if (next < end) {
-                        long nlen = Math.min(chunk, end - next);
-                        pending = l.recv(left, buf[1 - which].asSlice(0, nlen * es));
+                    l.await(inFlight[slot], len * es);
+                    if (len > 0) k.accumulate(data, e * es, buf[slot], 0, len);
+                    int next = c + RING_DEPTH;
+                    if (next < chunks) {
+                        inFlight[slot] = l.recv(left, buf[slot].asSlice(0, Math.min(chunk, end - first - (long) next * chunk) * es));
                     }
-                    if (len > 0) k.accumulate(data, e * es, buf[which], 0, len);
-                    which = 1 - which;
-                    e = next;
-                    if (e >= end) break;
                 }
                 for (CommFuture<Void> w : sends) w.await();
             }
