@@ -19,9 +19,8 @@ import java.nio.ByteOrder;
  * the short's integer value, and nothing like {@code F2HF}), so both directions are integer bit manipulation on int
  * lanes:
  * <ul>
- *   <li>widening is exact: the exponent and fraction are shifted into float32 position and multiplied by 2^112, the
- *       difference of the biases, which also normalizes binary16 subnormals; infinities and NaNs get the all-ones
- *       exponent back afterwards;</li>
+ *   <li>widening is exact: normal values, infinities and NaNs re-bias the exponent, subnormals are their integer
+ *       significand times 2<sup>-24</sup> (an exact float multiply that never sees a float subnormal);</li>
  *   <li>narrowing rounds to nearest even like {@link Float#floatToFloat16}: normal results by re-biasing plus a
  *       carry trick on the 13 dropped bits, subnormal results by one float addition of 0.5, which rounds the value to
  *       a multiple of 2<sup>-24</sup> in hardware; magnitudes from 65536 up become infinity, NaNs
@@ -134,12 +133,17 @@ final class VectorFp16Kernel extends AbstractKernel {
 
     /**
      * binary16 bits (zero-extended, 0..0xFFFF) to float32, exactly as {@link Float#float16ToFloat} (NaN payloads
-     * aside: they become canonical anyway).
+     * aside: they become canonical anyway). Subnormals go through an int-to-float conversion rather than a multiply
+     * of the shifted bits by 2^112, which would feed float subnormals to the multiplier: x86 takes a slow microcode
+     * assist for those, and small fp16 gradients are common.
      */
     static FloatVector widen(IntVector h) {
-        IntVector shifted = h.lanewise(VectorOperators.LSHL, 13).and(0x7FFF << 13);
-        IntVector bits = shifted.reinterpretAsFloats().mul(0x1p112f).reinterpretAsInts();
-        bits = bits.lanewise(VectorOperators.OR, 0x7F80_0000, shifted.compare(VectorOperators.GE, 0x7C00 << 13));
+        IntVector magnitude = h.and(0x7FFF);
+        IntVector normal = magnitude.lanewise(VectorOperators.LSHL, 13).add(REBIAS);
+        // infinities and NaNs: exponent 31 must become 255, i.e. re-bias once more
+        normal = normal.add(REBIAS, magnitude.compare(VectorOperators.GE, 0x7C00));
+        FloatVector subnormal = ((FloatVector) magnitude.convert(VectorOperators.I2F, 0)).mul(0x1p-24f);
+        IntVector bits = normal.blend(subnormal.reinterpretAsInts(), magnitude.compare(VectorOperators.LT, 0x0400));
         return bits.or(h.and(0x8000).lanewise(VectorOperators.LSHL, 16)).reinterpretAsFloats();
     }
 
