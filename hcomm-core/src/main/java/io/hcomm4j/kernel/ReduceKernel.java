@@ -30,7 +30,9 @@ import java.util.Objects;
  *       round-to-nearest-even arithmetic.</li>
  * </ul>
  *
- * <p>Kernels are stateless and thread-safe. They allocate nothing per call.
+ * <p>Kernels are stateless and thread-safe. Once C2 has compiled them they allocate nothing per call; before that,
+ * the Vector API kernels box their vectors and run tens of times slower, so a latency-sensitive caller warms them up
+ * (calls over a few MiB of data in all) before the first timed operation.
  */
 public interface ReduceKernel {
 
