@@ -32,7 +32,7 @@ pattern=()
 [ "$has_pattern" = 1 ] || pattern=(ReduceKernelBench)
 
 # shellcheck disable=SC2086
-"$JAVA" -jar "$JAR" $JMH_OPTS -rf csv -rff "$CSV" "$@" "${pattern[@]}"
+"$JAVA" --sun-misc-unsafe-memory-access=allow -jar "$JAR" $JMH_OPTS -rf csv -rff "$CSV" "$@" "${pattern[@]}"
 
 echo
 echo "GB/s of input bytes (1 GB = 10^9 B); acc += in reads 2x and writes 1x these bytes, memcpy reads 1x and writes 1x."

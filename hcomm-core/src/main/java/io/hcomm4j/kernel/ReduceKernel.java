@@ -30,7 +30,9 @@ import java.util.Objects;
  *       round-to-nearest-even arithmetic.</li>
  * </ul>
  *
- * <p>Kernels are stateless and thread-safe. They allocate nothing per call.
+ * <p>Kernels are stateless and thread-safe. Once C2 has compiled them they allocate nothing per call; before that,
+ * the Vector API kernels box their vectors and run tens of times slower, so a latency-sensitive caller warms them up
+ * (calls over a few MiB of data in all) before the first timed operation.
  */
 public interface ReduceKernel {
 
@@ -54,8 +56,8 @@ public interface ReduceKernel {
      *
      * @param acc       accumulator, read and written; must not be read-only
      * @param accOffset byte offset of element 0 in {@code acc}
-     * @param in        the other operand, only read; may be {@code acc} at {@code accOffset} itself, must not overlap it
-     *                  otherwise
+     * @param in        the other operand, only read; may be {@code acc} at {@code accOffset} itself, must not
+     *                  overlap it otherwise
      * @param inOffset  byte offset of element 0 in {@code in}
      * @param count     number of elements
      * @throws IndexOutOfBoundsException if a range lies outside its segment (nothing is written then)
@@ -64,9 +66,9 @@ public interface ReduceKernel {
     void accumulate(MemorySegment acc, long accOffset, MemorySegment in, long inOffset, long count);
 
     /**
-     * {@code out[i] = a[i] OP b[i]} for {@code i} in {@code [0, count)}. {@code out} may be exactly {@code a} or exactly
-     * {@code b} (same segment memory and offset); any other overlap between {@code out} and an input gives unspecified
-     * results.
+     * {@code out[i] = a[i] OP b[i]} for {@code i} in {@code [0, count)}. {@code out} may be exactly {@code a} or
+     * exactly {@code b} (same segment memory and offset); any other overlap between {@code out} and an input gives
+     * unspecified results.
      *
      * @param a         first operand
      * @param aOffset   byte offset of element 0 in {@code a}
@@ -78,7 +80,8 @@ public interface ReduceKernel {
      * @throws IndexOutOfBoundsException if a range lies outside its segment (nothing is written then)
      * @throws IllegalArgumentException  if {@code count} is negative or {@code out} is read-only
      */
-    void combine(MemorySegment a, long aOffset, MemorySegment b, long bOffset, MemorySegment out, long outOffset, long count);
+    void combine(MemorySegment a, long aOffset, MemorySegment b, long bOffset,
+                 MemorySegment out, long outOffset, long count);
 
     /**
      * {@link ReduceOp#AVG AVG}'s final step: {@code buf[i] = buf[i] / divisor}. Integers use Java integer division,

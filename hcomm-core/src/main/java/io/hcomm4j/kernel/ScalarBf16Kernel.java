@@ -13,7 +13,6 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT_UNALIGNED;
  * element is widened to float32, combined there and rounded once ({@link HalfFloats}).
  */
 final class ScalarBf16Kernel extends AbstractKernel {
-
     ScalarBf16Kernel(ReduceOp op) {
         super(DataType.BFLOAT16, op);
     }

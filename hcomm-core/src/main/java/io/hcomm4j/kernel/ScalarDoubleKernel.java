@@ -12,7 +12,6 @@ import static java.lang.foreign.ValueLayout.JAVA_DOUBLE_UNALIGNED;
  * keeps the two paths bit-identical.
  */
 final class ScalarDoubleKernel extends AbstractKernel {
-
     ScalarDoubleKernel(ReduceOp op) {
         super(DataType.FLOAT64, op);
     }

@@ -12,7 +12,6 @@ import static java.lang.foreign.ValueLayout.JAVA_FLOAT_UNALIGNED;
  * keeps the two paths bit-identical.
  */
 final class ScalarFloatKernel extends AbstractKernel {
-
     ScalarFloatKernel(ReduceOp op) {
         super(DataType.FLOAT32, op);
     }

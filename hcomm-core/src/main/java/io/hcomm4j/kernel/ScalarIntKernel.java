@@ -12,7 +12,6 @@ import static java.lang.foreign.ValueLayout.JAVA_INT_UNALIGNED;
  * keeps the two paths bit-identical. Sums and products wrap.
  */
 final class ScalarIntKernel extends AbstractKernel {
-
     ScalarIntKernel(ReduceOp op) {
         super(DataType.INT32, op);
     }

@@ -12,7 +12,6 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED;
  * keeps the two paths bit-identical. Sums and products wrap.
  */
 final class ScalarLongKernel extends AbstractKernel {
-
     ScalarLongKernel(ReduceOp op) {
         super(DataType.INT64, op);
     }

@@ -10,15 +10,15 @@ import java.lang.foreign.MemorySegment;
 import java.nio.ByteOrder;
 
 /**
- * INT8 and UINT8 with the Vector API: each loop runs whole vectors of the preferred species, then hands the remainder to the
- * same static loop of {@link ScalarByteKernel} that the scalar kernel runs. UINT8 MIN and MAX use the Vector API's unsigned
- * {@code UMIN}/{@code UMAX}. AVG's division stays scalar: x86 has no vector integer division.
+ * INT8 and UINT8 with the Vector API: each loop runs whole vectors of the preferred species, then hands the remainder
+ * to the same static loop of {@link ScalarByteKernel} that the scalar kernel runs. UINT8 MIN and MAX are the Vector
+ * API's unsigned {@code UMIN}/{@code UMAX} (new in JDK 24). AVG's division stays scalar: x86 has no vector integer
+ * division.
  */
 final class VectorByteKernel extends AbstractKernel {
     private static final VectorSpecies<Byte> S = ByteVector.SPECIES_PREFERRED;
     private static final ByteOrder NATIVE = ByteOrder.nativeOrder();
     private final boolean unsigned;
-
 
     VectorByteKernel(DataType type, ReduceOp op) {
         super(type, op);

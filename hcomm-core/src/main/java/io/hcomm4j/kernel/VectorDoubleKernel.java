@@ -9,14 +9,14 @@ import java.lang.foreign.MemorySegment;
 import java.nio.ByteOrder;
 
 /**
- * FLOAT64 with the Vector API: each loop runs whole vectors of the preferred species, then hands the remainder to the
- * same static loop of {@link ScalarDoubleKernel} that the scalar kernel runs. {@code min} and {@code max} agree with {@link Math#min(double, double)} on -0.0 and on which operand is
- * NaN; with two NaN operands they may return the other NaN, which the contract leaves open.
+ * FLOAT64 with the Vector API: each loop runs whole vectors of the preferred species, then hands the remainder to
+ * the same static loop of {@link ScalarDoubleKernel} that the scalar kernel runs. The lanewise MIN and MAX agree with
+ * {@link Math#min(double, double)} on -0.0 and on NaN winning; given two NaNs they may return the other one, which
+ * the contract leaves open.
  */
 final class VectorDoubleKernel extends AbstractKernel {
     private static final VectorSpecies<Double> S = DoubleVector.SPECIES_PREFERRED;
     private static final ByteOrder NATIVE = ByteOrder.nativeOrder();
-
 
     VectorDoubleKernel(ReduceOp op) {
         super(DataType.FLOAT64, op);

@@ -4,7 +4,9 @@ import io.hcomm4j.DataType;
 import io.hcomm4j.ReduceOp;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
+import jdk.incubator.vector.ShortVector;
 import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorShape;
 import jdk.incubator.vector.VectorSpecies;
 
 import java.lang.foreign.MemorySegment;
@@ -15,18 +17,25 @@ import java.nio.ByteOrder;
  *
  * <p>The Vector API of JDK 25 has no binary16 conversion ({@code VectorOperators} offers {@code S2F}, which converts
  * the short's integer value, and nothing like {@code F2HF}), so both directions are integer bit manipulation on int
- * lanes, two elements per lane as in {@link VectorBf16Kernel}:
+ * lanes:
  * <ul>
- *   <li>widening is exact: normal values and infinities/NaNs re-bias the exponent, subnormals are their integer
+ *   <li>widening is exact: normal values, infinities and NaNs re-bias the exponent, subnormals are their integer
  *       significand times 2<sup>-24</sup> (an exact float multiply that never sees a float subnormal);</li>
  *   <li>narrowing rounds to nearest even like {@link Float#floatToFloat16}: normal results by re-biasing plus a
  *       carry trick on the 13 dropped bits, subnormal results by one float addition of 0.5, which rounds the value to
  *       a multiple of 2<sup>-24</sup> in hardware; magnitudes from 65536 up become infinity, NaNs
  *       {@link HalfFloats#FP16_NAN}.</li>
  * </ul>
+ * Unlike {@link VectorBf16Kernel}, this kernel widens shorts to ints by a lane conversion instead of working on two
+ * elements per int lane: the conversions are about twice the code of bfloat16's, and a loop body that converts both
+ * halves of every lane exceeds what C2 inlines into one compilation (it then stops inlining vector operations,
+ * which box, and the kernel runs at scalar speed).
  */
 final class VectorFp16Kernel extends AbstractKernel {
     private static final VectorSpecies<Integer> S = IntVector.SPECIES_PREFERRED;
+    /** Shorts in half the bits: as many lanes as {@link #S}. */
+    private static final VectorSpecies<Short> H =
+            VectorSpecies.of(short.class, VectorShape.forBitSize(S.vectorBitSize() / 2));
     private static final ByteOrder NATIVE = ByteOrder.nativeOrder();
     /** float32 bias minus binary16 bias (127 - 15), in exponent position. */
     private static final int REBIAS = 112 << 23;
@@ -55,54 +64,49 @@ final class VectorFp16Kernel extends AbstractKernel {
         return "vector " + S.vectorBitSize() + "-bit";
     }
 
-    /** Elements in the whole-vector part of a loop over {@code n} elements: a multiple of two per lane. */
-    private static long vectorElements(long n) {
-        return S.loopBound(n >>> 1) << 1;
-    }
-
     static void sum(MemorySegment a, long ao, MemorySegment b, long bo, MemorySegment o, long oo, long n) {
-        long end = vectorElements(n);
-        for (long i = 0; i < end; i += 2L * S.length()) {
+        long end = S.loopBound(n);
+        for (long i = 0; i < end; i += S.length()) {
             long d = i << 1;
-            IntVector x = IntVector.fromMemorySegment(S, a, ao + d, NATIVE);
-            IntVector y = IntVector.fromMemorySegment(S, b, bo + d, NATIVE);
-            pack(low(x).add(low(y)), high(x).add(high(y))).intoMemorySegment(o, oo + d, NATIVE);
+            FloatVector x = widen(ShortVector.fromMemorySegment(H, a, ao + d, NATIVE));
+            FloatVector y = widen(ShortVector.fromMemorySegment(H, b, bo + d, NATIVE));
+            narrow(x.add(y)).intoMemorySegment(o, oo + d, NATIVE);
         }
         long d = end << 1;
         ScalarFp16Kernel.sum(a, ao + d, b, bo + d, o, oo + d, n - end);
     }
 
     static void prod(MemorySegment a, long ao, MemorySegment b, long bo, MemorySegment o, long oo, long n) {
-        long end = vectorElements(n);
-        for (long i = 0; i < end; i += 2L * S.length()) {
+        long end = S.loopBound(n);
+        for (long i = 0; i < end; i += S.length()) {
             long d = i << 1;
-            IntVector x = IntVector.fromMemorySegment(S, a, ao + d, NATIVE);
-            IntVector y = IntVector.fromMemorySegment(S, b, bo + d, NATIVE);
-            pack(low(x).mul(low(y)), high(x).mul(high(y))).intoMemorySegment(o, oo + d, NATIVE);
+            FloatVector x = widen(ShortVector.fromMemorySegment(H, a, ao + d, NATIVE));
+            FloatVector y = widen(ShortVector.fromMemorySegment(H, b, bo + d, NATIVE));
+            narrow(x.mul(y)).intoMemorySegment(o, oo + d, NATIVE);
         }
         long d = end << 1;
         ScalarFp16Kernel.prod(a, ao + d, b, bo + d, o, oo + d, n - end);
     }
 
     static void min(MemorySegment a, long ao, MemorySegment b, long bo, MemorySegment o, long oo, long n) {
-        long end = vectorElements(n);
-        for (long i = 0; i < end; i += 2L * S.length()) {
+        long end = S.loopBound(n);
+        for (long i = 0; i < end; i += S.length()) {
             long d = i << 1;
-            IntVector x = IntVector.fromMemorySegment(S, a, ao + d, NATIVE);
-            IntVector y = IntVector.fromMemorySegment(S, b, bo + d, NATIVE);
-            pack(low(x).min(low(y)), high(x).min(high(y))).intoMemorySegment(o, oo + d, NATIVE);
+            FloatVector x = widen(ShortVector.fromMemorySegment(H, a, ao + d, NATIVE));
+            FloatVector y = widen(ShortVector.fromMemorySegment(H, b, bo + d, NATIVE));
+            narrow(x.min(y)).intoMemorySegment(o, oo + d, NATIVE);
         }
         long d = end << 1;
         ScalarFp16Kernel.min(a, ao + d, b, bo + d, o, oo + d, n - end);
     }
 
     static void max(MemorySegment a, long ao, MemorySegment b, long bo, MemorySegment o, long oo, long n) {
-        long end = vectorElements(n);
-        for (long i = 0; i < end; i += 2L * S.length()) {
+        long end = S.loopBound(n);
+        for (long i = 0; i < end; i += S.length()) {
             long d = i << 1;
-            IntVector x = IntVector.fromMemorySegment(S, a, ao + d, NATIVE);
-            IntVector y = IntVector.fromMemorySegment(S, b, bo + d, NATIVE);
-            pack(low(x).max(low(y)), high(x).max(high(y))).intoMemorySegment(o, oo + d, NATIVE);
+            FloatVector x = widen(ShortVector.fromMemorySegment(H, a, ao + d, NATIVE));
+            FloatVector y = widen(ShortVector.fromMemorySegment(H, b, bo + d, NATIVE));
+            narrow(x.max(y)).intoMemorySegment(o, oo + d, NATIVE);
         }
         long d = end << 1;
         ScalarFp16Kernel.max(a, ao + d, b, bo + d, o, oo + d, n - end);
@@ -111,52 +115,52 @@ final class VectorFp16Kernel extends AbstractKernel {
     @Override
     void divide(MemorySegment buf, long off, long n, int divisor) {
         float q = divisor;
-        long end = vectorElements(n);
-        for (long i = 0; i < end; i += 2L * S.length()) {
+        long end = S.loopBound(n);
+        for (long i = 0; i < end; i += S.length()) {
             long p = off + (i << 1);
-            IntVector x = IntVector.fromMemorySegment(S, buf, p, NATIVE);
-            pack(low(x).div(q), high(x).div(q)).intoMemorySegment(buf, p, NATIVE);
+            narrow(widen(ShortVector.fromMemorySegment(H, buf, p, NATIVE)).div(q)).intoMemorySegment(buf, p, NATIVE);
         }
         ScalarFp16Kernel.divideBy(buf, off + (end << 1), n - end, divisor);
     }
 
-    private static FloatVector low(IntVector pairs) {
-        return widen(pairs.and(0xFFFF));
+    private static FloatVector widen(ShortVector h) {
+        return widen((IntVector) h.convertShape(VectorOperators.ZERO_EXTEND_S2I, S, 0));
     }
 
-    private static FloatVector high(IntVector pairs) {
-        return widen(pairs.lanewise(VectorOperators.LSHR, 16));
+    private static ShortVector narrow(FloatVector f) {
+        return (ShortVector) narrowToInts(f).convertShape(VectorOperators.I2S, H, 0);
     }
 
-    private static IntVector pack(FloatVector low, FloatVector high) {
-        return narrow(low).or(narrow(high).lanewise(VectorOperators.LSHL, 16));
-    }
-
-    /** binary16 bits (zero-extended, 0..0xFFFF) to float32, exactly as {@link Float#float16ToFloat}. */
+    /**
+     * binary16 bits (zero-extended, 0..0xFFFF) to float32, exactly as {@link Float#float16ToFloat} (NaN payloads
+     * aside: they become canonical anyway). Subnormals go through an int-to-float conversion rather than a multiply
+     * of the shifted bits by 2^112, which would feed float subnormals to the multiplier: x86 takes a slow microcode
+     * assist for those, and small fp16 gradients are common.
+     */
     static FloatVector widen(IntVector h) {
         IntVector magnitude = h.and(0x7FFF);
-        IntVector sign = h.and(0x8000).lanewise(VectorOperators.LSHL, 16);
         IntVector normal = magnitude.lanewise(VectorOperators.LSHL, 13).add(REBIAS);
         // infinities and NaNs: exponent 31 must become 255, i.e. re-bias once more
         normal = normal.add(REBIAS, magnitude.compare(VectorOperators.GE, 0x7C00));
         FloatVector subnormal = ((FloatVector) magnitude.convert(VectorOperators.I2F, 0)).mul(0x1p-24f);
         IntVector bits = normal.blend(subnormal.reinterpretAsInts(), magnitude.compare(VectorOperators.LT, 0x0400));
-        return bits.or(sign).reinterpretAsFloats();
+        return bits.or(h.and(0x8000).lanewise(VectorOperators.LSHL, 16)).reinterpretAsFloats();
     }
 
     /** float32 to binary16 bits in the low 16 bits of each lane, as {@link HalfFloats#toFp16}. */
-    static IntVector narrow(FloatVector f) {
+    static IntVector narrowToInts(FloatVector f) {
         IntVector bits = f.reinterpretAsInts();
         IntVector magnitude = bits.and(0x7FFF_FFFF);
         IntVector sign = bits.lanewise(VectorOperators.LSHR, 16).and(0x8000);
-        // normal: re-bias, then add 0xFFF plus the lowest kept bit, which carries exactly when rounding up to even
-        IntVector normal = magnitude.add(0xFFF - REBIAS)
-                .add(magnitude.lanewise(VectorOperators.LSHR, 13).and(1))
+        // normal: re-bias, then add 0xFFF plus the lowest kept bit, which carries exactly when rounding up to even;
+        // clamping at 65536 makes every larger magnitude come out as infinity (0x7C00)
+        IntVector clamped = magnitude.min(OVERFLOW_BITS);
+        IntVector normal = clamped.add(0xFFF - REBIAS)
+                .add(clamped.lanewise(VectorOperators.LSHR, 13).and(1))
                 .lanewise(VectorOperators.LSHR, 13);
         // subnormal (or zero): 0.5 + |f| rounds |f| to a multiple of 2^-24, the significand lands in the low bits
         IntVector subnormal = magnitude.reinterpretAsFloats().add(0.5f).reinterpretAsInts().sub(HALF_BITS);
-        IntVector h = normal.blend(subnormal, magnitude.compare(VectorOperators.LT, MIN_NORMAL_BITS));
-        h = h.blend(0x7C00, magnitude.compare(VectorOperators.GE, OVERFLOW_BITS)).or(sign);
+        IntVector h = normal.blend(subnormal, magnitude.compare(VectorOperators.LT, MIN_NORMAL_BITS)).or(sign);
         return h.blend(HalfFloats.FP16_NAN, magnitude.compare(VectorOperators.GT, 0x7F80_0000));
     }
 }

@@ -10,13 +10,12 @@ import java.nio.ByteOrder;
 
 /**
  * INT32 with the Vector API: each loop runs whole vectors of the preferred species, then hands the remainder to the
- * same static loop of {@link ScalarIntKernel} that the scalar kernel runs. AVG's division stays scalar: x86 has no vector integer division,
- * and the Vector API would emulate it lane by lane.
+ * same static loop of {@link ScalarIntKernel} that the scalar kernel runs. AVG's division stays scalar: x86 has no
+ * vector integer division, and the Vector API would emulate it lane by lane.
  */
 final class VectorIntKernel extends AbstractKernel {
     private static final VectorSpecies<Integer> S = IntVector.SPECIES_PREFERRED;
     private static final ByteOrder NATIVE = ByteOrder.nativeOrder();
-
 
     VectorIntKernel(ReduceOp op) {
         super(DataType.INT32, op);

@@ -10,13 +10,12 @@ import java.nio.ByteOrder;
 
 /**
  * INT64 with the Vector API: each loop runs whole vectors of the preferred species, then hands the remainder to the
- * same static loop of {@link ScalarLongKernel} that the scalar kernel runs. AVG's division stays scalar: x86 has no vector integer division,
- * and the Vector API would emulate it lane by lane.
+ * same static loop of {@link ScalarLongKernel} that the scalar kernel runs. AVG's division stays scalar: x86 has no
+ * vector integer division, and the Vector API would emulate it lane by lane.
  */
 final class VectorLongKernel extends AbstractKernel {
     private static final VectorSpecies<Long> S = LongVector.SPECIES_PREFERRED;
     private static final ByteOrder NATIVE = ByteOrder.nativeOrder();
-
 
     VectorLongKernel(ReduceOp op) {
         super(DataType.INT64, op);

@@ -128,7 +128,7 @@ class HalfFloatsTest {
             batch[filled[0]++] = bits;
             if (filled[0] == batch.length) {
                 filled[0] = 0;
-                VectorFp16Kernel.narrow(IntVector.fromArray(S, batch, 0).reinterpretAsFloats()).intoArray(out, 0);
+                VectorFp16Kernel.narrowToInts(IntVector.fromArray(S, batch, 0).reinterpretAsFloats()).intoArray(out, 0);
                 for (int i = 0; i < batch.length; i++) {
                     int expected = HalfFloats.toFp16(Float.intBitsToFloat(batch[i])) & 0xFFFF;
                     if (out[i] != expected) {

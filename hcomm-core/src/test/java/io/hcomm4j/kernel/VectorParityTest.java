@@ -44,7 +44,9 @@ class VectorParityTest {
     void vectorEqualsScalar(DataType type, ReduceOp op) {
         ReduceKernel vector = ReduceKernel.of(type, op, true);
         ReduceKernel scalar = ReduceKernel.of(type, op, false);
-        assertThat(vector.toString()).contains("vector");
+        if (type != DataType.FLOAT16 || VectorKernels.fp16Vectorized()) {
+            assertThat(vector.toString()).contains("vector");
+        }
         long seed = ScalarKernelTest.seed(type, op) ^ 0xC0FFEE;
         SplittableRandom rnd = new SplittableRandom(seed);
         try (Arena arena = Arena.ofConfined()) {
