@@ -24,6 +24,8 @@ import java.util.List;
  */
 final class TransportLinks implements CollectiveLinks, AutoCloseable {
     private static final int NOTICE_BYTES = 512;
+    /** Ends the notice receive of an op that finished; made once: an exception per op would cost its stack trace. */
+    private static final io.hcomm4j.CommAbortedException OP_DONE = new io.hcomm4j.CommAbortedException("collective done");
 
     private final TcpTransport transport;
     private final long channel;
@@ -184,7 +186,7 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
     @Override
     public void close() {
         if (notice != null) transport.unwatch(channel, tag);
-        if (notice != null && !notice.isDone()) transport.withdraw((Request<?>) notice, new io.hcomm4j.CommAbortedException("op done"));
+        if (notice != null && !notice.isDone()) transport.withdraw((Request<?>) notice, OP_DONE);
         // after an abort a receive may still be taking data into scratch memory: do not reuse it
         if (scratch != null && aborted == null) {
             for (MemorySegment s : scratch) pool.give(s);
