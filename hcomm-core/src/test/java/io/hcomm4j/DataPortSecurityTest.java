@@ -40,7 +40,11 @@ class DataPortSecurityTest {
                     running.countDown();
                     Random rnd = new Random(99); // same sizes on both ranks
                     int round = 0;
-                    while (attacked.getCount() > 0 || round < 50) {
+                    while (true) {
+                        // both ranks decide together whether to go on, so neither closes while the other sends
+                        int[] go = {attacked.getCount() > 0 || round < 50 ? 1 : 0};
+                        c.allReduce(go, ReduceOp.MAX);
+                        if (go[0] == 0) break;
                         int size = rnd.nextInt(3) == 0 ? 200_000 : 1000;
                         long[] out = new long[size / 8];
                         for (int i = 0; i < out.length; i++) out[i] = rank * 1_000_000_007L + round * 31L + i;
