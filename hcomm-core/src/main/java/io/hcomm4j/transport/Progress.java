@@ -18,15 +18,18 @@ import org.slf4j.LoggerFactory;
  * {@code selectNow} for {@code spinNanos}, then blocks in {@code select}. A background thread holds the
  * token only while no thread waits, so async ops progress without a waiter and a waiter never pays the
  * wake-up of a sleeping thread for its own message. Spinning is bounded, so ranks that outnumber the
- * cores do not burn them, and it yields the core on every empty poll: when another runnable thread shares
- * the core (a peer rank, a JIT thread, another job) it runs at once instead of after the spinner's time
- * slice — measured with one core taken by another process, an 8-byte ping-pong went from 110 µs (the spin
- * window, with a pure busy spin) to 9 µs.
+ * cores do not burn them. A waiter spins flat out for 20 µs (a reply on an idle machine comes within that),
+ * then yields the core on every empty poll: when another runnable thread shares the core (a peer rank, a
+ * JIT thread, another job) it runs at once instead of after the spinner's time slice. Measured with one
+ * core taken by another process, an 8-byte ping-pong took 110 µs (≈ the spin window) with a pure busy spin
+ * and 29 µs with this one; on an idle machine 6–8 µs either way (docs/performance.md).
  */
 final class Progress implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Progress.class);
     private static final long MAX_BLOCK_MS = 100;
     private static final long BACKGROUND_QUIET_NANOS = 1_000_000;
+    /** How long a waiter spins without yielding before each spin turns into a yield. */
+    private static final long BUSY_SPIN_NANOS = 20_000;
 
     final Selector selector;
     private final ReentrantLock token = new ReentrantLock();
@@ -79,14 +82,22 @@ final class Progress implements AutoCloseable {
         if (blocking) selector.wakeup();
         try {
             long spinEnd = System.nanoTime() + spinNanos;
+            // a reply usually comes within microseconds: spin flat out that long, then spin yielding the core
+            long busyUntil = System.nanoTime() + BUSY_SPIN_NANOS;
             while (!r.finished()) {
                 long now = System.nanoTime();
                 if (now - deadline >= 0) return r.finished();
                 if (token.tryLock()) {
                     try {
                         if (now - spinEnd < 0) {
-                            if (pollNow() > 0) spinEnd = System.nanoTime() + spinNanos;
-                            else Thread.yield(); // lets a runnable peer on this core go first
+                            if (pollNow() > 0) {
+                                spinEnd = System.nanoTime() + spinNanos;
+                                busyUntil = System.nanoTime() + BUSY_SPIN_NANOS;
+                            } else if (now - busyUntil < 0) {
+                                Thread.onSpinWait();
+                            } else {
+                                Thread.yield(); // lets a runnable peer on this core go first
+                            }
                         } else if (!r.finished()) {
                             pollBlocking(Math.max(1, Math.min(MAX_BLOCK_MS, (deadline - now) / 1_000_000)));
                             spinEnd = System.nanoTime() + spinNanos;
