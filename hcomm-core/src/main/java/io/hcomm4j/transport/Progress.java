@@ -18,18 +18,33 @@ import org.slf4j.LoggerFactory;
  * {@code selectNow} for {@code spinNanos}, then blocks in {@code select}. A background thread holds the
  * token only while no thread waits, so async ops progress without a waiter and a waiter never pays the
  * wake-up of a sleeping thread for its own message. Spinning is bounded, so ranks that outnumber the
- * cores do not burn them. A waiter spins flat out for 20 µs (a reply on an idle machine comes within that),
- * then yields the core on every empty poll: when another runnable thread shares the core (a peer rank, a
- * JIT thread, another job) it runs at once instead of after the spinner's time slice. Measured with one
- * core taken by another process, an 8-byte ping-pong took 110 µs (≈ the spin window) with a pure busy spin
- * and 29 µs with this one; on an idle machine 6–8 µs either way (docs/performance.md).
+ * cores do not burn them. A waiter spins flat out for 20–35 µs (twice its recent waits; a reply on an idle
+ * machine comes within that), then yields the core on every empty poll: when another runnable thread shares
+ * the core (a peer rank, a JIT thread, another job) it runs at once instead of after the spinner's time
+ * slice. Measured with one core taken by another process, an 8-byte ping-pong took 110 µs (≈ the spin
+ * window) with a pure busy spin and 44 µs with this one; on an idle machine 5.6–7 µs (docs/performance.md).
  */
 final class Progress implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Progress.class);
     private static final long MAX_BLOCK_MS = 100;
     private static final long BACKGROUND_QUIET_NANOS = 1_000_000;
-    /** How long a waiter spins without yielding before each spin turns into a yield. */
-    private static final long BUSY_SPIN_NANOS = 20_000;
+    /** Bounds of the flat-out part of a spin (see {@link #adaptBusyWindow}). */
+    private static final long BUSY_MIN_NANOS = 20_000;
+    private static final long BUSY_MAX_NANOS = 35_000;
+    /** How long a waiter spins without yielding before each empty poll yields the core. */
+    private volatile long busyWindow = BUSY_MIN_NANOS;
+    private long recentWait = BUSY_MIN_NANOS;
+
+    /**
+     * Twice the recent wait, within [20, 35] µs: when replies take a little longer than the window, yielding
+     * waiters notice them late and the longer waits would keep everyone yielding; widening the window breaks
+     * that, while the cap keeps ranks that share a core from spinning each other out for long.
+     */
+    private void adaptBusyWindow(long waited) {
+        long avg = (recentWait * 7 + Math.min(waited, 1_000_000)) / 8;
+        recentWait = avg;
+        busyWindow = Math.max(BUSY_MIN_NANOS, Math.min(BUSY_MAX_NANOS, 2 * avg));
+    }
 
     final Selector selector;
     private final ReentrantLock token = new ReentrantLock();
@@ -83,7 +98,8 @@ final class Progress implements AutoCloseable {
         try {
             long spinEnd = System.nanoTime() + spinNanos;
             // a reply usually comes within microseconds: spin flat out that long, then spin yielding the core
-            long busyUntil = System.nanoTime() + BUSY_SPIN_NANOS;
+            long waitStart = System.nanoTime();
+            long busyUntil = waitStart + busyWindow;
             while (!r.finished()) {
                 long now = System.nanoTime();
                 if (now - deadline >= 0) return r.finished();
@@ -92,7 +108,7 @@ final class Progress implements AutoCloseable {
                         if (now - spinEnd < 0) {
                             if (pollNow() > 0) {
                                 spinEnd = System.nanoTime() + spinNanos;
-                                busyUntil = System.nanoTime() + BUSY_SPIN_NANOS;
+                                busyUntil = System.nanoTime() + busyWindow;
                             } else if (now - busyUntil < 0) {
                                 Thread.onSpinWait();
                             } else {
@@ -117,6 +133,7 @@ final class Progress implements AutoCloseable {
                     r.waiter = null;
                 }
             }
+            adaptBusyWindow(System.nanoTime() - waitStart);
             return true;
         } finally {
             lastWaiterLeft = System.nanoTime();
