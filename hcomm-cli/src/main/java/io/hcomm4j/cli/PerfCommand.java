@@ -56,7 +56,7 @@ import picocli.CommandLine.TypeConversionException;
             "    scatter (n-1)/n; broadcast, reduce, sendrecv 1.",
             "  Default sizes: 4K to 64M, factor 4. Default iterations: 1 GiB / size",
             "    within 5..1000; warmup: iterations / 5 within 1..200. Without",
-            "    --warmup, 20000 calls at 4K (or the smallest size) and 300 calls at",
+            "    --warmup, 19800 calls at 4K (or the smallest size) and 300 calls at",
             "    256K (or the largest size) come first, for the JIT to compile the",
             "    small-message path and the kernels.",
             "  --check: one more call on inputs with an exactly known result (small",
@@ -98,11 +98,11 @@ final class PerfCommand implements Callable<Integer> {
     static final int JIT_WARMUP_CALLS = 300;
     static final long JIT_WARMUP_BYTES = 256L << 10;
     /**
-     * And first this many calls at the smallest size (at most 4 KiB): the small-message path needs far more calls
-     * than a few hundred before C2 compiles it (measured: 4 KiB allreduce 95 µs after 2000 warm-up calls, 31 µs
-     * after 7000).
+     * And before those, this many times as many calls at the smallest size (at most 4 KiB): the small-message path
+     * needs far more calls than a few hundred before C2 compiles it (measured: 4 KiB allreduce 95 µs after 2000
+     * warm-up calls, 21–31 µs after ~20000).
      */
-    static final int JIT_WARMUP_SMALL_CALLS = 20_000;
+    static final int JIT_WARMUP_SMALL_FACTOR = 66;
     static final long JIT_WARMUP_SMALL_BYTES = 4L << 10;
 
     private static final Pattern ALGO_NAME = Pattern.compile("[A-Za-z0-9_.-]+");
@@ -443,10 +443,11 @@ final class PerfCommand implements Callable<Integer> {
         }
         if (jitWarmupCalls > 0) {
             long smallest = plan.stream().mapToLong(CollectiveBench.Test::bytes).min().orElseThrow();
+            int smallCalls = jitWarmupCalls * JIT_WARMUP_SMALL_FACTOR;
             CollectiveBench.Test small = new CollectiveBench.Test(coll, Math.min(JIT_WARMUP_SMALL_BYTES, smallest), first.type(),
-                    first.op(), first.root(), JIT_WARMUP_SMALL_CALLS, 0);
+                    first.op(), first.root(), smallCalls, 0);
             if (rank == 0) {
-                progress.println(String.format(Locale.ROOT, "# JIT warm-up: %d calls of %s %s", JIT_WARMUP_SMALL_CALLS,
+                progress.println(String.format(Locale.ROOT, "# JIT warm-up: %d calls of %s %s", smallCalls,
                         coll.cliName(), P2pBench.human(CollectiveBench.shape(coll, small.bytes(), n, small.type()).bytes())));
             }
             CollectiveBench.run(comm, small, false);
