@@ -3,7 +3,6 @@ package io.hcomm4j.comm;
 import io.hcomm4j.CommConfig;
 import io.hcomm4j.CommTimeoutException;
 import io.hcomm4j.Communicator;
-import io.hcomm4j.HcommException;
 import io.hcomm4j.bootstrap.Bootstrap;
 import io.hcomm4j.bootstrap.Store;
 import io.hcomm4j.security.Auth;
@@ -159,9 +158,5 @@ public final class Session implements AutoCloseable {
         } catch (Exception e) {
             LOG.debug("close failed", e);
         }
-    }
-
-    static HcommException closedError(int rank) {
-        return new HcommException("rank " + rank + ": the session is closed");
     }
 }

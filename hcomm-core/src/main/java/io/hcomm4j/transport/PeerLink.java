@@ -488,7 +488,6 @@ final class PeerLink {
         } finally {
             txLock.unlock();
         }
-        if (payloadRecv != null) out.add(null);
         return out;
     }
 

@@ -547,7 +547,7 @@ public final class TcpTransport implements AutoCloseable {
         } finally {
             matchLock.unlock();
         }
-        for (SendRequest s : l.drainQueued()) if (s != null) doomed.add(s);
+        doomed.addAll(l.drainQueued());
         if (l.payloadRecv() != null) doomed.add(l.payloadRecv());
         doomed.addAll(l.awaitingCts.values());
         l.awaitingCts.clear();
