@@ -10,6 +10,7 @@ import java.util.stream.Stream;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Seeded random sequences of all-reduce, reduce, reduce-scatter(V) on 1..8 ranks (threads of this JVM over
@@ -140,6 +141,50 @@ public class ReductionCollectivesTest {
     void randomSequences(int n, String algo) throws Exception {
         int ops = n <= 4 ? 60 : 30;
         Ranks.runThreads(n, Duration.ofMinutes(4), cfg -> cfg.algo(algo), h -> sequence(h.world(), SEED + n + algo.hashCode(), ops));
+    }
+
+    /**
+     * The pipelined ring with many chunks per block and blocks whose chunk counts differ (one block one element
+     * longer than a whole number of chunks, so the left neighbour's message sequence changes length between
+     * steps), in place and out of place, all-reduce and reduce-scatter, with the reduction's AVG division on the
+     * last step: every element on every rank.
+     */
+    @ParameterizedTest(name = "{0} ranks")
+    @ValueSource(ints = {2, 3, 5})
+    void ringWithManyChunksPerBlock(int n) throws Exception {
+        long chunk = 256 * 1024 / 4; // the smallest ring chunk, in float32 elements
+        long[] counts = {3 * chunk * n + 1, chunk * n - 1, 2 * chunk * n + n - 1};
+        Ranks.runThreads(n, Duration.ofMinutes(4), cfg -> cfg.algo("allreduce=ring"), h -> {
+            Communicator c = h.world();
+            int me = c.rank();
+            int k = 0;
+            try (Arena arena = Arena.ofShared()) {
+                for (long count : counts) {
+                    for (ReduceOp op : new ReduceOp[] {ReduceOp.SUM, ReduceOp.AVG}) {
+                        for (boolean inPlace : new boolean[] {true, false}) {
+                            DataType t = k % 2 == 0 ? DataType.FLOAT32 : DataType.INT32;
+                            MemorySegment send = arena.allocate(count * 4);
+                            for (long i = 0; i < count; i++) put(send, t, i, input(t, op, me, k, i));
+                            MemorySegment recv = inPlace ? send : arena.allocate(count * 4);
+                            c.allReduce(send, recv, count, t, op);
+                            check(recv, 0, t, op, n, k, 0, count, "allReduce count " + count + " " + op + " inPlace " + inPlace);
+                            k++;
+                            long[] rc = new long[n];
+                            long total = 0;
+                            for (int r = 0; r < n; r++) total += rc[r] = r % 2 == 0 ? count / n + (r == 0 ? 1 : 0) : (r == 1 ? 0 : chunk + 3);
+                            MemorySegment rsSend = arena.allocate(Math.max(1, total * 4));
+                            for (long i = 0; i < total; i++) put(rsSend, t, i, input(t, op, me, k, i));
+                            MemorySegment rsRecv = arena.allocate(Math.max(1, rc[me] * 4));
+                            c.reduceScatterV(rsSend, rsRecv, rc, t, op);
+                            long from = 0;
+                            for (int r = 0; r < me; r++) from += rc[r];
+                            check(rsRecv, 0, t, op, n, k, from, rc[me], "reduceScatterV total " + total + " " + op);
+                            k++;
+                        }
+                    }
+                }
+            }
+        });
     }
 
     /** The random sequence of ops (the same on every rank for one seed), every result checked. */

@@ -31,78 +31,126 @@ public final class Reductions {
     }
 
     /**
-     * Ring reduce-scatter over blocks {@code at[b]..at[b+1]} (elements) of {@code data}: n−1 steps; at the end
-     * this rank's block {@code rank} holds the full reduction (divided for AVG when {@code avgDivisor > 1}).
-     * Each step receives in chunks of {@code chunkElems} into two scratch buffers, so reducing one chunk
-     * overlaps receiving the next.
+     * Ring reduce-scatter over blocks {@code at[b]..at[b+1]} (elements): n−1 steps; at the end block {@code rank}
+     * of {@code data} holds the full reduction of every rank's {@code send} (divided for AVG when
+     * {@code avgDivisor > 1}); the other blocks of {@code data} hold partial sums. {@code send} may be
+     * {@code data} itself (in place) and is only read.
      */
-    public static void ringReduceScatter(CollectiveLinks l, MemorySegment data, long[] at, ReduceKernel k,
-                                         long chunkElems, int avgDivisor) {
+    public static void ringReduceScatter(CollectiveLinks l, MemorySegment send, MemorySegment data, long[] at,
+                                         ReduceKernel k, long chunkElems, int avgDivisor) {
+        ring(l, send, data, at, k, chunkElems, avgDivisor, false);
+    }
+
+    /**
+     * Ring all-reduce: a ring reduce-scatter followed by a ring all-gather of the reduced blocks, bandwidth-optimal,
+     * pipelined per chunk across all 2(n−1) steps (see {@link #ring}). {@code send} may be {@code data} itself.
+     */
+    public static void ringAllReduce(CollectiveLinks l, MemorySegment send, MemorySegment data, long count,
+                                     ReduceKernel k, long chunkElems, int avgDivisor) {
+        ring(l, send, data, split(count, l.size()), k, chunkElems, avgDivisor, true);
+    }
+
+    /**
+     * The ring, pipelined per chunk. Block b travels the ring as chunks of {@code chunkElems} (aligned to the
+     * block start, so both ends cut a block alike; an empty block is one empty message). At step s a rank sends
+     * block {@code rank−s−1} to its right and receives block {@code rank−s−2} from its left — for every step,
+     * reduce-scatter (s < n−1) and all-gather alike — so the block received at step s is the one sent at step
+     * s+1, and each chunk is passed on the moment it has been reduced (or, in the all-gather, received) instead of
+     * after the whole step: reducing chunk c, receiving chunk c+1 and sending chunk c−1 overlap, and so do the
+     * last reduce-scatter step and the first all-gather step. Messages on the link from the left arrive in the
+     * order they are received here (step by step, chunk by chunk), so one tag serves them all.
+     *
+     * <p>Out of place ({@code send != data}) a reduce-scatter chunk is received straight into {@code data} and
+     * combined there with {@code send} (no copy of the input); in place it goes through {@link #RING_DEPTH}
+     * scratch buffers. Each element of block b is reduced by the ranks b+1, b+2, …, b in that order, whatever
+     * the timing, so results are deterministic and (after the all-gather) the same bits on every rank.
+     */
+    private static void ring(CollectiveLinks l, MemorySegment send, MemorySegment data, long[] at, ReduceKernel k,
+                             long chunkElems, int avgDivisor, boolean allGather) {
         int n = l.size();
         int rank = l.rank();
         long es = k.type().byteSize();
-        if (n > 1) {
-            int right = (rank + 1) % n;
-            int left = (rank - 1 + n) % n;
-            long maxBlock = 0;
-            for (int b = 0; b < n; b++) maxBlock = Math.max(maxBlock, at[b + 1] - at[b]);
-            long chunk = Math.max(1, Math.min(chunkElems, maxBlock));
-            // several receives in flight, so the rendezvous round trip of chunk c+1 hides behind chunk c
-            MemorySegment[] buf = new MemorySegment[RING_DEPTH];
+        boolean inPlace = sameStart(send, data);
+        if (n == 1) {
+            long bytes = (at[1] - at[0]) * es;
+            if (!inPlace) MemorySegment.copy(send, at[0] * es, data, at[0] * es, bytes);
+            if (avgDivisor > 1) k.finish(data, at[0] * es, at[1] - at[0], avgDivisor);
+            return;
+        }
+        int right = (rank + 1) % n;
+        int left = (rank - 1 + n) % n;
+        long maxBlock = 0;
+        for (int b = 0; b < n; b++) maxBlock = Math.max(maxBlock, at[b + 1] - at[b]);
+        long chunk = Math.max(1, Math.min(chunkElems, maxBlock));
+        int steps = allGather ? 2 * (n - 1) : n - 1;
+        MemorySegment[] buf = null;
+        if (inPlace) {
+            buf = new MemorySegment[RING_DEPTH];
             for (int i = 0; i < RING_DEPTH; i++) buf[i] = l.scratch(chunk * es);
-            @SuppressWarnings("unchecked")
-            CommFuture<Status>[] inFlight = new CommFuture[RING_DEPTH];
-            List<CommFuture<Void>> sends = new ArrayList<>();
-            for (int s = 0; s < n - 1; s++) {
-                int sendBlock = (rank - s - 1 + 2 * n) % n;
-                int recvBlock = (rank - s - 2 + 2 * n) % n;
-                sends.clear();
-                // chunks aligned to the block start, so the receiver expects the same sizes; an empty block is one empty message
-                long e0 = at[sendBlock];
-                long sendEnd = at[sendBlock + 1];
-                do {
-                    long len = Math.min(chunk, sendEnd - e0);
-                    sends.add(l.send(right, data.asSlice(e0 * es, len * es)));
-                    e0 += len;
-                } while (e0 < sendEnd);
-                long first = at[recvBlock];
-                long end = at[recvBlock + 1];
-                int chunks = (int) Math.max(1, (end - first + chunk - 1) / chunk);
-                for (int c = 0; c < Math.min(RING_DEPTH, chunks); c++) {
-                    inFlight[c] = l.recv(left, buf[c].asSlice(0, Math.min(chunk, end - first - c * chunk) * es));
-                }
-                for (int c = 0; c < chunks; c++) {
-                    int slot = c % RING_DEPTH;
-                    long e = first + c * chunk;
-                    long len = Math.min(chunk, end - e);
-                    l.await(inFlight[slot], len * es);
-                    if (len > 0) k.accumulate(data, e * es, buf[slot], 0, len);
-                    int next = c + RING_DEPTH;
-                    if (next < chunks) {
-                        inFlight[slot] = l.recv(left, buf[slot].asSlice(0, Math.min(chunk, end - first - (long) next * chunk) * es));
+        }
+        @SuppressWarnings("unchecked")
+        CommFuture<Status>[] inFlight = new CommFuture[RING_DEPTH];
+        List<CommFuture<Void>> sends = new ArrayList<>();
+        // step 0 sends block rank-1 straight from the input
+        int first = Math.floorMod(rank - 1, n);
+        for (long e = at[first], end = at[first + 1]; ; ) {
+            long len = Math.min(chunk, end - e);
+            sends.add(l.send(right, send.asSlice(e * es, len * es)));
+            e += len;
+            if (e >= end) break;
+        }
+        // receive cursor (step, chunk) of the next receive to post; messages arrive in this order
+        int postStep = 0;
+        long postChunk = 0;
+        int posted = 0;
+        int processed = 0;
+        for (int s = 0; s < steps; s++) {
+            int b = Math.floorMod(rank - s - 2, n);
+            long base = at[b];
+            long blockLen = at[b + 1] - base;
+            long chunks = Math.max(1, (blockLen + chunk - 1) / chunk);
+            boolean reduce = s < n - 1;
+            for (long c = 0; c < chunks; c++) {
+                // keep RING_DEPTH receives posted ahead, across step boundaries
+                while (posted - processed < RING_DEPTH && postStep < steps) {
+                    int pb = Math.floorMod(rank - postStep - 2, n);
+                    long pBase = at[pb];
+                    long pLen = at[pb + 1] - pBase;
+                    long pChunks = Math.max(1, (pLen + chunk - 1) / chunk);
+                    long pe = pBase + postChunk * chunk;
+                    long plen = Math.min(chunk, at[pb + 1] - pe);
+                    MemorySegment into = postStep < n - 1 && inPlace
+                            ? buf[posted % RING_DEPTH].asSlice(0, plen * es)
+                            : data.asSlice(pe * es, plen * es);
+                    inFlight[posted % RING_DEPTH] = l.recv(left, into);
+                    posted++;
+                    if (++postChunk == pChunks) {
+                        postChunk = 0;
+                        postStep++;
                     }
                 }
-                for (CommFuture<Void> w : sends) w.await();
+                long e = base + c * chunk;
+                long len = Math.min(chunk, at[b + 1] - e);
+                int slot = processed % RING_DEPTH;
+                l.await(inFlight[slot], len * es);
+                inFlight[slot] = null;
+                processed++;
+                if (reduce && len > 0) {
+                    // own contribution first: the same operand order as accumulating into a copy of the input
+                    if (inPlace) k.combine(send, e * es, buf[slot], 0, data, e * es, len);
+                    else k.combine(send, e * es, data, e * es, data, e * es, len);
+                    if (s == n - 2 && avgDivisor > 1) k.finish(data, e * es, len, avgDivisor);
+                }
+                if (s + 1 < steps) sends.add(l.send(right, data.asSlice(e * es, len * es)));
             }
         }
-        if (avgDivisor > 1) k.finish(data, at[rank] * es, at[rank + 1] - at[rank], avgDivisor);
+        for (CommFuture<Void> w : sends) w.await();
     }
 
-    /** Ring all-reduce: ring reduce-scatter, then ring all-gather of the reduced blocks. Bandwidth-optimal. */
-    public static void ringAllReduce(CollectiveLinks l, MemorySegment data, long count, ReduceKernel k, long chunkElems,
-                                     int avgDivisor) {
-        int n = l.size();
-        long[] at = split(count, n);
-        ringReduceScatter(l, data, at, k, chunkElems, avgDivisor);
-        if (n == 1) return;
-        long es = k.type().byteSize();
-        long[] off = new long[n];
-        long[] len = new long[n];
-        for (int b = 0; b < n; b++) {
-            off[b] = at[b] * es;
-            len[b] = (at[b + 1] - at[b]) * es;
-        }
-        AllGather.ring(l, data, off, len);
+    /** Whether two segments start at the same memory (the same array or native address). */
+    static boolean sameStart(MemorySegment a, MemorySegment b) {
+        if (a.isNative() != b.isNative() || a.address() != b.address()) return false;
+        return a.isNative() || a.heapBase().orElseThrow() == b.heapBase().orElseThrow();
     }
 
     /**

@@ -337,9 +337,12 @@ final class CommunicatorImpl implements Communicator {
         long chunk = ringChunkElems(n / size, type.byteSize());
         Tuner.Algo algo = tuner().choose(Tuner.Op.ALLREDUCE, n, size);
         return collective("allReduce", fingerprint("allReduce", count, type, op, -1), mode, l -> {
-            if (!send.equals(recv)) MemorySegment.copy(send, 0, recv, 0, n);
-            if (algo == Tuner.Algo.RECURSIVE_DOUBLING) Reductions.recursiveDoubling(l, recv.asSlice(0, n), count, k, avg);
-            else Reductions.ringAllReduce(l, recv.asSlice(0, n), count, k, chunk, avg);
+            if (algo == Tuner.Algo.RECURSIVE_DOUBLING) {
+                if (!send.equals(recv)) MemorySegment.copy(send, 0, recv, 0, n);
+                Reductions.recursiveDoubling(l, recv.asSlice(0, n), count, k, avg);
+            } else {
+                Reductions.ringAllReduce(l, send.asSlice(0, n), recv.asSlice(0, n), count, k, chunk, avg);
+            }
         });
     }
 
@@ -413,8 +416,7 @@ final class CommunicatorImpl implements Communicator {
         long chunk = ringChunkElems(total / size, (int) es);
         return collective(name, fingerprint(name, java.util.Arrays.hashCode(recvCounts), type, op, -1), mode, l -> {
             MemorySegment work = l.scratch(total);
-            MemorySegment.copy(send, 0, work, 0, total);
-            Reductions.ringReduceScatter(l, work, at, k, chunk, avg);
+            Reductions.ringReduceScatter(l, send.asSlice(0, total), work, at, k, chunk, avg);
             MemorySegment.copy(work, at[rank] * es, recv, 0, sizes[rank]);
         });
     }

@@ -294,6 +294,9 @@ final class PeerLink {
                 if (remaining == 0) finishPayload();
                 continue;
             }
+            // A DATA frame we gave a CTS for may come next: read just its header, so that its payload goes
+            // straight into the receive buffer above instead of half of it through rx (a second copy).
+            if (!inPayload && rx.position() < Frame.HEADER && !awaitingData.isEmpty()) rx.limit(Frame.HEADER);
             int n = ch.read(rx);
             if (n < 0) throw eof();
             rx.flip();
