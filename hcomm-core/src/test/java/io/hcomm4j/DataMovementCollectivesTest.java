@@ -55,7 +55,10 @@ public class DataMovementCollectivesTest {
         Stream<Arguments> forced = Stream.of(2, 3, 5).flatMap(n -> Stream.of(
                 Arguments.of(n, "allreduce=ring;broadcast=chain;allgather=ring"),
                 Arguments.of(n, "allreduce=recursive_doubling;broadcast=tree;allgather=bruck")));
-        return Stream.concat(auto, forced);
+        // halving-doubling folds differently for every non-power of two and Bruck's rounds depend on n: every count
+        Stream<Arguments> halvingBruck = Stream.of(1, 2, 3, 4, 5, 6, 7, 8).map(n -> Arguments.of(n,
+                "allreduce=halving_doubling;reducescatter=halving_doubling;alltoall=bruck"));
+        return Stream.concat(Stream.concat(auto, forced), halvingBruck);
     }
 
     @ParameterizedTest(name = "{0} ranks, HCOMM_ALGO=''{1}''")

@@ -1,7 +1,9 @@
 package io.hcomm4j.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.hcomm4j.CommConfig;
 import io.hcomm4j.DataType;
 import io.hcomm4j.ReduceOp;
 import io.hcomm4j.cli.CollectiveBench.Coll;
@@ -170,6 +172,23 @@ class PerfCollectivesCliTest {
 
         assertThat(code).as(launch.toString()).isZero();
         assertThat(launch.outLines()).containsExactlyInAnyOrder("[rank 0] allreduce=ring", "[rank 1] allreduce=ring");
+    }
+
+    @Test
+    void halvingDoublingAndBruckNamesPassTheCliAndTheLibrary() {
+        String[][] named = {{"allreduce", "halving_doubling"}, {"allreduce", "rabenseifner"}, {"allreduce", "hd"},
+                {"reducescatter", "halving-doubling"}, {"alltoall", "bruck"}};
+        for (String[] n : named) {
+            PerfCommand perf = HcommCli.commandLine(io.out, io.err, Map.of()).parseArgs("perf", n[0], "--algo", n[1])
+                    .subcommand().commandSpec().commandLine().getCommand();
+            assertThat(perf.collectiveTests()).as("%s --algo %s", n[0], n[1]).isNotEmpty();
+            assertThat(perf.rankArgs()).containsSequence("--algo", n[1]);
+            // what the ranks get as HCOMM_ALGO (or hcomm.algo); init validates it with these same rules
+            String forced = Coll.of(n[0]).orElseThrow().cliName() + "=" + n[1];
+            assertThat(CommConfig.builder().algo(forced).build().algo()).isEqualTo(forced);
+        }
+        assertThatThrownBy(() -> CommConfig.builder().algo("broadcast=hd").build())
+                .hasMessageContaining("valid: [tree, chain]");
     }
 
     @Test

@@ -19,21 +19,21 @@ public final class Tuner {
     public enum Op { ALLREDUCE, BROADCAST, REDUCE, ALLGATHER, REDUCESCATTER, GATHER, SCATTER, ALLTOALL, BARRIER }
 
     /** Algorithms; each serves the ops in {@link #SERVES}. */
-    public enum Algo { RING, RECURSIVE_DOUBLING, TREE, CHAIN, BRUCK, PAIRWISE, DISSEMINATION }
+    public enum Algo { RING, RECURSIVE_DOUBLING, HALVING_DOUBLING, TREE, CHAIN, BRUCK, PAIRWISE, DISSEMINATION }
 
     /** Which algorithms each op has. */
     public static final Map<Op, List<Algo>> SERVES;
 
     static {
         Map<Op, List<Algo>> m = new EnumMap<>(Op.class);
-        m.put(Op.ALLREDUCE, List.of(Algo.RING, Algo.RECURSIVE_DOUBLING));
+        m.put(Op.ALLREDUCE, List.of(Algo.RING, Algo.RECURSIVE_DOUBLING, Algo.HALVING_DOUBLING));
         m.put(Op.BROADCAST, List.of(Algo.TREE, Algo.CHAIN));
         m.put(Op.REDUCE, List.of(Algo.TREE));
         m.put(Op.ALLGATHER, List.of(Algo.RING, Algo.BRUCK));
-        m.put(Op.REDUCESCATTER, List.of(Algo.RING));
+        m.put(Op.REDUCESCATTER, List.of(Algo.RING, Algo.HALVING_DOUBLING));
         m.put(Op.GATHER, List.of(Algo.TREE));
         m.put(Op.SCATTER, List.of(Algo.TREE));
-        m.put(Op.ALLTOALL, List.of(Algo.PAIRWISE));
+        m.put(Op.ALLTOALL, List.of(Algo.PAIRWISE, Algo.BRUCK));
         m.put(Op.BARRIER, List.of(Algo.DISSEMINATION));
         SERVES = java.util.Collections.unmodifiableMap(m);
     }
@@ -43,6 +43,9 @@ public final class Tuner {
         /** TCP over loopback on the project's 2-core machines: ~6 µs one-way, ~4 GB/s, reduction ~5 GB/s. */
         public static final LinkCost TCP_LOOPBACK = new LinkCost(8e-6, 1 / 4.0e9, 1 / 5.0e9);
     }
+
+    /** Seconds per byte of a local copy (rotating and packing blocks): ~10 GB/s. */
+    private static final double COPY = 1 / 10e9;
 
     private final LinkCost cost;
     private final Map<Op, Algo> forced;
@@ -55,7 +58,8 @@ public final class Tuner {
 
     /**
      * Parses {@code HCOMM_ALGO}: {@code op=algo} pairs separated by {@code ;} or {@code ,}, case-insensitive,
-     * {@code -} or {@code _} alike ({@code rd} is short for recursive_doubling).
+     * {@code -} or {@code _} alike ({@code rd} is short for recursive_doubling; {@code hd} and {@code rabenseifner}
+     * for halving_doubling).
      *
      * @throws IllegalArgumentException naming the bad part and listing the valid choices
      */
@@ -74,6 +78,7 @@ public final class Tuner {
             }
             String a = norm(kv[1]);
             if (a.equals("RD")) a = "RECURSIVE_DOUBLING";
+            if (a.equals("HD") || a.equals("RABENSEIFNER")) a = "HALVING_DOUBLING";
             if (a.equals("BINOMIAL") || a.equals("BINOMIAL_TREE")) a = "TREE";
             Algo algo;
             try {
@@ -112,7 +117,7 @@ public final class Tuner {
         return forced.get(op);
     }
 
-    /** The algorithm for {@code op} on {@code bytes} (the whole vector) over {@code n} ranks. */
+    /** The algorithm for {@code op} on {@code bytes} (the whole vector) over {@code n} ranks; ties go to the first in {@link #SERVES}. */
     public Algo choose(Op op, long bytes, int n) {
         Algo f = forced.get(op);
         if (f != null) return f;
@@ -122,12 +127,22 @@ public final class Tuner {
         double bestCost = Double.MAX_VALUE;
         for (Algo a : candidates) {
             double c = cost(op, a, bytes, n);
-            if (c < bestCost) {
+            // a tie (e.g. ring and halving-doubling on two ranks are the same exchange) goes to the first listed,
+            // whatever the rounding of the two formulas, so the choice does not flip from size to size
+            if (c < bestCost * (1 - 1e-9)) {
                 bestCost = c;
                 best = a;
             }
         }
         return best;
+    }
+
+    /**
+     * The chunk the ring reduce-scatter receives in for a block of {@code blockBytes}: a quarter of the block
+     * within [256 KiB, 1 MiB]. Mirrors {@code CommunicatorImpl.ringChunkElems}, which sets the real one.
+     */
+    static double ringChunk(double blockBytes) {
+        return Math.max(256 * 1024, Math.min(1024 * 1024, blockBytes / 4));
     }
 
     /** Modelled seconds of {@code algo} for {@code op}. Public for tests and `hcomm perf`. */
@@ -139,18 +154,44 @@ public final class Tuner {
         int lg = 32 - Integer.numberOfLeadingZeros(Math.max(1, n - 1));
         boolean pof2 = Integer.bitCount(n) == 1;
         return switch (algo) {
-            case RING -> switch (op) {
-                case ALLREDUCE -> 2.0 * (n - 1) * a + 2.0 * (n - 1) / n * m * b + (n - 1.0) / n * m * g;
-                case REDUCESCATTER -> (n - 1) * a + (n - 1.0) / n * m * (b + g);
-                default -> (n - 1) * a + (n - 1.0) / n * m * b;
-            };
+            case RING -> {
+                double block = m / n;
+                double pass = (n - 1) * (a + block * b);
+                // a reduce step takes its block in chunks with several in flight, so reducing a chunk overlaps
+                // receiving the next ones and only the last chunk's reduction is exposed (all of it if one chunk)
+                double reducePass = (n - 1) * (a + block * Math.max(b, g) + Math.min(block, ringChunk(block)) * Math.min(b, g));
+                yield switch (op) {
+                    case ALLREDUCE -> reducePass + pass;
+                    case REDUCESCATTER -> reducePass;
+                    default -> pass;
+                };
+            }
             case RECURSIVE_DOUBLING -> (lg + (pof2 ? 0 : 2)) * (a + m * b) + lg * m * g;
+            case HALVING_DOUBLING -> {
+                // Thakur, Rabenseifner & Gropp 2005 over the p = 2^floor(log2 n) ranks that run it, plus the fold of
+                // the other n - p ranks: one whole vector in and reduced before, one message back after
+                int p = Integer.highestOneBit(n);
+                int lgp = Integer.numberOfTrailingZeros(p);
+                double frac = (p - 1.0) / p;
+                double foldIn = p == n ? 0 : a + m * (b + g);
+                yield switch (op) {
+                    case REDUCESCATTER -> lgp * a + frac * m * (b + g) + foldIn + (p == n ? 0 : a + m / n * b);
+                    default -> 2.0 * lgp * a + 2 * frac * m * b + frac * m * g + foldIn + (p == n ? 0 : a + m * b);
+                };
+            }
             case TREE -> lg * (a + m * b);
             case CHAIN -> {
                 double chunks = Math.max(1, Math.ceil(m / (1 << 20)));
                 yield (n - 2 + chunks) * (a + m / chunks * b);
             }
-            case BRUCK -> lg * a + (n - 1.0) / n * m * b + m / 10e9;
+            case BRUCK -> {
+                if (op != Op.ALLTOALL) yield lg * a + (n - 1.0) / n * m * b + m * COPY;
+                // about half the blocks each round (exactly half for powers of two: (m/2)·log2 n, as in Thakur et
+                // al. 2005); each moved block is packed and unpacked, and every block is rotated in and out
+                double moved = 0;
+                for (int k = 1; k < n; k <<= 1) moved += AllToAll.positions(n, k) * (m / n);
+                yield lg * a + moved * b + (2 * m + 2 * moved) * COPY;
+            }
             case PAIRWISE -> (n - 1) * (a + m / n * b);
             case DISSEMINATION -> lg * a;
         };

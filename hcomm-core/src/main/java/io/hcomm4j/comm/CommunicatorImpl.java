@@ -8,6 +8,7 @@ import io.hcomm4j.algo.AllToAll;
 import io.hcomm4j.algo.Broadcast;
 import io.hcomm4j.ReduceOp;
 import io.hcomm4j.algo.CollectiveLinks;
+import io.hcomm4j.algo.HalvingDoubling;
 import io.hcomm4j.algo.Reductions;
 import io.hcomm4j.algo.Tuner;
 import io.hcomm4j.kernel.ReduceKernel;
@@ -337,11 +338,12 @@ final class CommunicatorImpl implements Communicator {
         long chunk = ringChunkElems(n / size, type.byteSize());
         Tuner.Algo algo = tuner().choose(Tuner.Op.ALLREDUCE, n, size);
         return collective("allReduce", fingerprint("allReduce", count, type, op, -1), mode, l -> {
-            if (algo == Tuner.Algo.RECURSIVE_DOUBLING) {
-                if (!send.equals(recv)) MemorySegment.copy(send, 0, recv, 0, n);
-                Reductions.recursiveDoubling(l, recv.asSlice(0, n), count, k, avg);
-            } else {
+            if (algo == Tuner.Algo.RING) {
                 Reductions.ringAllReduce(l, send.asSlice(0, n), recv.asSlice(0, n), count, k, chunk, avg);
+            } else {
+                if (!send.equals(recv)) MemorySegment.copy(send, 0, recv, 0, n);
+                if (algo == Tuner.Algo.RECURSIVE_DOUBLING) Reductions.recursiveDoubling(l, recv.asSlice(0, n), count, k, avg);
+                else HalvingDoubling.allReduce(l, recv.asSlice(0, n), count, k, avg);
             }
         });
     }
@@ -414,9 +416,15 @@ final class CommunicatorImpl implements Communicator {
         checkWritable(name, "recv", recv);
         int avg = op == ReduceOp.AVG ? size : 1;
         long chunk = ringChunkElems(total / size, (int) es);
+        Tuner.Algo algo = tuner().choose(Tuner.Op.REDUCESCATTER, total, size);
         return collective(name, fingerprint(name, java.util.Arrays.hashCode(recvCounts), type, op, -1), mode, l -> {
             MemorySegment work = l.scratch(total);
-            Reductions.ringReduceScatter(l, send.asSlice(0, total), work, at, k, chunk, avg);
+            if (algo == Tuner.Algo.HALVING_DOUBLING) {
+                MemorySegment.copy(send, 0, work, 0, total);
+                HalvingDoubling.reduceScatter(l, work, at, k, avg);
+            } else {
+                Reductions.ringReduceScatter(l, send.asSlice(0, total), work, at, k, chunk, avg);
+            }
             MemorySegment.copy(work, at[rank] * es, recv, 0, sizes[rank]);
         });
     }
@@ -638,7 +646,13 @@ final class CommunicatorImpl implements Communicator {
     CommFuture<Void> allToAllBlocks(String op, MemorySegment send, long[] sOff, long[] sLen, MemorySegment recv,
                                             long[] rOff, long[] rLen, long sendBytes, Mode mode) {
         boolean overlap = send.asSlice(0, sendBytes).asOverlappingSlice(recv).isPresent();
+        // Bruck needs equal blocks: allToAllV always exchanges pairwise
+        Tuner.Algo algo = op.equals("allToAll") ? tuner().choose(Tuner.Op.ALLTOALL, sendBytes, size) : Tuner.Algo.PAIRWISE;
         return collective(op, fingerprint(op, op.equals("allToAll") ? sLen[0] : 0, null, null, -1), mode, l -> {
+            if (algo == Tuner.Algo.BRUCK) {
+                AllToAll.bruck(l, send, recv, sLen[0]); // reads all of send before writing recv: in place needs no copy
+                return;
+            }
             MemorySegment src = send;
             if (overlap) {
                 // in place: the blocks still to be sent must not be overwritten by those arriving
