@@ -52,7 +52,7 @@ class RegisteredMemoryTest {
                 in.fill((byte) 0);
                 assertThat(world.recv(in, 0, 7).bytes()).isEqualTo(4000);
                 assertThat(in.getAtIndex(ValueLayout.JAVA_FLOAT, 999)).isEqualTo(499.5f);
-                assertThat(list(dir)).hasSize(1).allMatch(n -> n.startsWith("hcomm4j-")); // both in one 4 KiB chunk
+                assertThat(list(dir)).hasSize(1).allMatch(n -> n.startsWith("hcomm4j-")); // both in one chunk of the 4 KiB class
                 assertThat(pool.stats().buffersInUse()).isEqualTo(2);
                 send.close();
                 recv.close();

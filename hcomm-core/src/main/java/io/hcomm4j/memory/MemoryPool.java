@@ -50,8 +50,8 @@ import org.slf4j.LoggerFactory;
  * close; a mapping with a buffer still open stays mapped until that buffer is closed or unreachable, so a buffer
  * may outlive its session without a crash.
  *
- * <p>Thread-safe. Allocating from a free list and closing take one lock per size class and allocate only the buffer
- * and its segment view (plus, by default, the automatic scope that tracks its reachability).
+ * <p>Thread-safe. Allocating from a free list and closing take one lock per size class and allocate only the buffer,
+ * its lease and its segment view (plus, by default, the automatic scope that tracks the view's reachability).
  */
 public final class MemoryPool implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(MemoryPool.class);
@@ -446,14 +446,14 @@ public final class MemoryPool implements AutoCloseable {
         Slot s = l.slot;
         Mapping m = s.mapping;
         SizeClass sc = classes[m.sizeClass];
+        inUse.addAndGet(-sc.size); // before the slot can be taken again, so the high-water mark never counts it twice
+        buffersInUse.decrementAndGet();
         boolean lastAfterClose;
         synchronized (sc) {
             m.open--;
             if (!closed) sc.push(s);
             lastAfterClose = closed && m.open == 0;
         }
-        inUse.addAndGet(-sc.size);
-        buffersInUse.decrementAndGet();
         if (lastAfterClose) {
             synchronized (lock) {
                 unmap(m);
