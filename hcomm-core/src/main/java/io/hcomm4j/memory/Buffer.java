@@ -1,5 +1,6 @@
 package io.hcomm4j.memory;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.ref.Reference;
 
@@ -17,10 +18,14 @@ import java.lang.ref.Reference;
 public final class Buffer implements AutoCloseable {
     private final Lease lease;
     private final MemorySegment segment;
+    /** Debug mode: an automatic arena only this buffer references, whose cleanup reports a leak; else null. */
+    @SuppressWarnings({"unused", "FieldCanBeLocal"})
+    private final Arena tracker;
 
-    Buffer(Lease lease, MemorySegment segment) {
+    Buffer(Lease lease, MemorySegment segment, Arena tracker) {
         this.lease = lease;
         this.segment = segment;
+        this.tracker = tracker;
     }
 
     /**

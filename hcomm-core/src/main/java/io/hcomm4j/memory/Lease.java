@@ -4,7 +4,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
-import java.lang.ref.Cleaner;
 import java.util.function.Consumer;
 
 /**
@@ -12,12 +11,14 @@ import java.util.function.Consumer;
  * without {@code close()} can be reported and its slot reclaimed. It references neither the buffer nor its segment
  * (a cleanup action that did would keep them reachable forever).
  *
- * <p>Default mode: the buffer's segment has its own automatic scope whose cleanup is this lease ({@link #accept}); it
- * runs once nothing references the segment, any slice of it or the buffer, so reclaiming then is always safe. Debug
- * mode: the segment has its own shared arena, closed when the buffer is closed (a later access throws), and a
- * {@link Cleaner} on the buffer runs {@link #run}, which closes the arena before it reclaims the slot.
+ * <p>Either way the lease is the cleanup action of an automatic arena, run by the JDK's cleaner (no thread of ours)
+ * once the arena is unreachable. Default mode: that arena is the scope of the buffer's segment, so it runs once
+ * nothing references the segment, any slice of it or the buffer, and reclaiming then is always safe. Debug mode: the
+ * segment has its own shared arena, closed when the buffer is closed (a later access throws), and the automatic arena
+ * is a tracker only the buffer references, so a leak is found as soon as the buffer is unreachable; the shared arena
+ * is closed before the slot is reclaimed.
  */
-final class Lease implements Consumer<MemorySegment>, Runnable {
+final class Lease implements Consumer<MemorySegment> {
     static final int LIVE = 0;
     static final int CLOSED = 1;
     static final int LEAKED = 2;
@@ -38,8 +39,6 @@ final class Lease implements Consumer<MemorySegment>, Runnable {
     final Throwable site;
     /** Debug mode: the buffer's own arena; else null. */
     final Arena arena;
-    /** Debug mode: the buffer's registration with the leak cleaner. */
-    Cleaner.Cleanable cleanable;
     private volatile int state;
 
     Lease(MemoryPool pool, Slot slot, long bytes, Throwable site, Arena arena) {
@@ -65,24 +64,13 @@ final class Lease implements Consumer<MemorySegment>, Runnable {
                 throw new IllegalStateException("a buffer of " + bytes + " bytes cannot be closed while an operation "
                         + "still uses its segment (a send or receive in progress); close it when that has completed", e);
             }
-            cleanable.clean(); // deregisters; run() sees CLOSED
         }
         pool.release(this);
     }
 
-    /** Default mode: the segment's automatic scope became unreachable. */
+    /** The automatic arena became unreachable: the segment (default mode) or the buffer (debug mode) is gone. */
     @Override
     public void accept(MemorySegment ignored) {
-        leaked();
-    }
-
-    /** Debug mode: the buffer became unreachable. */
-    @Override
-    public void run() {
-        leaked();
-    }
-
-    private void leaked() {
         if (!STATE.compareAndSet(this, LIVE, LEAKED)) return; // closed properly
         boolean reclaimed = true;
         if (arena != null) {

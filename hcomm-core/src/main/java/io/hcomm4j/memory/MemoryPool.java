@@ -5,7 +5,6 @@ import io.hcomm4j.HcommException;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.ref.Cleaner;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
@@ -129,14 +128,6 @@ public final class MemoryPool implements AutoCloseable {
             Arrays.fill(free, 0, top, null);
             top = 0;
         }
-    }
-
-    private static final class DebugCleaner {
-        static final Cleaner CLEANER = Cleaner.create(r -> {
-            Thread t = new Thread(r, "hcomm-mem-leaks");
-            t.setDaemon(true);
-            return t;
-        });
     }
 
     private final Options options;
@@ -319,13 +310,14 @@ public final class MemoryPool implements AutoCloseable {
         if (!options.debug()) {
             Lease l = new Lease(this, slot, bytes, null, null);
             // the view's own automatic scope: when nothing reaches it any more, the lease's cleanup runs
-            return new Buffer(l, slot.segment.reinterpret(bytes, Arena.ofAuto(), l));
+            return new Buffer(l, slot.segment.reinterpret(bytes, Arena.ofAuto(), l), null);
         }
         Arena arena = Arena.ofShared();
         Lease l = new Lease(this, slot, bytes, new Lease.AllocationSite(), arena);
-        Buffer b = new Buffer(l, slot.segment.reinterpret(bytes, arena, null));
-        l.cleanable = DebugCleaner.CLEANER.register(b, l);
-        return b;
+        // a tracker only the buffer holds: its cleanup (the JDK's cleaner) runs once the buffer is unreachable
+        Arena tracker = Arena.ofAuto();
+        MemorySegment.NULL.reinterpret(0, tracker, l);
+        return new Buffer(l, slot.segment.reinterpret(bytes, arena, null), tracker);
     }
 
     /** A slot of {@code sc} from a new mapping (or one freed meanwhile), leased. */

@@ -395,6 +395,18 @@ class MemoryPoolTest {
     }
 
     @Test
+    void inDebugModeASegmentKeptPastItsDroppedBufferIsInvalidatedBeforeTheMemoryIsReused() {
+        open(GIB, true);
+        dropBufferKeepSegment();
+        awaitLeaks(pool, 1);
+        assertThat(pool.stats().buffersInUse()).isZero();
+        assertThatThrownBy(() -> held[0].get(ValueLayout.JAVA_BYTE, 0)).isInstanceOf(IllegalStateException.class);
+        try (Buffer next = pool.allocate(2000)) {
+            assertThat(next.segment().address()).isEqualTo(held[0].address() - 100);
+        }
+    }
+
+    @Test
     void closingThePoolUnlinksEveryFileAndUnmapsIdleMappings() {
         open(GIB, false);
         Buffer a = pool.allocate(100);
