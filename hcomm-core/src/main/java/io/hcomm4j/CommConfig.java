@@ -35,6 +35,9 @@ public final class CommConfig {
     private final int storePort;
     private final String algo;
     private final boolean fullCheck;
+    private final long memPoolMax;
+    private final String shmDir;
+    private final boolean memDebug;
 
     private CommConfig(Builder b) {
         this.initMethod = b.initMethod;
@@ -52,6 +55,9 @@ public final class CommConfig {
         this.storePort = b.storePort;
         this.algo = b.algo;
         this.fullCheck = b.fullCheck;
+        this.memPoolMax = b.memPoolMax;
+        this.shmDir = b.shmDir;
+        this.memDebug = b.memDebug;
     }
 
     /** A builder with every setting at its default. */
@@ -135,13 +141,30 @@ public final class CommConfig {
      */
     public boolean fullCheck() { return fullCheck; }
 
+    /**
+     * {@code HCOMM_MEM_POOL_MAX}: most bytes of shared memory the registered-memory pool ({@code comm.memory()}) maps;
+     * an allocation that would need more throws {@link io.hcomm4j.memory.MemoryLimitException}. Default {@code 4G}.
+     */
+    public long memPoolMax() { return memPoolMax; }
+
+    /** {@code HCOMM_SHM_DIR}: directory of the memory pool's shared-memory files. Default {@code /dev/shm}. */
+    public String shmDir() { return shmDir; }
+
+    /**
+     * {@code HCOMM_MEM_DEBUG=1}: pooled buffers remember where they were allocated (shown in leak reports) and their
+     * segments become invalid when they are closed, so a use after close throws. Costs a stack trace per allocation
+     * and a shared-arena close (tens of microseconds) per close. Default off.
+     */
+    public boolean memDebug() { return memDebug; }
+
     @Override
     public String toString() {
         return "CommConfig{initMethod=" + initMethod + ", rank=" + rank + ", worldSize=" + worldSize
                 + ", secret=" + (secret == null ? "unset" : "***") + ", timeout=" + timeout
                 + ", initTimeout=" + initTimeout + ", socketIfname=" + socketIfname + ", socketAddr=" + socketAddr
                 + ", spinTime=" + spinTime + ", eagerLimit=" + eagerLimit + ", unexpectedLimit=" + unexpectedLimit
-                + ", storeHosted=" + storeHosted + ", storePort=" + storePort + ", algo=" + algo + ", check=" + (fullCheck ? "full" : "cheap") + "}";
+                + ", storeHosted=" + storeHosted + ", storePort=" + storePort + ", algo=" + algo + ", check=" + (fullCheck ? "full" : "cheap")
+                + ", memPoolMax=" + memPoolMax + ", shmDir=" + shmDir + ", memDebug=" + memDebug + "}";
     }
 
     /** Builder of {@link CommConfig}; {@link #build()} validates. */
@@ -161,6 +184,9 @@ public final class CommConfig {
         private int storePort = UNSET;
         private String algo = "";
         private boolean fullCheck;
+        private long memPoolMax = 4L << 30;
+        private String shmDir = "/dev/shm";
+        private boolean memDebug;
 
         private Builder() {
         }
@@ -210,6 +236,15 @@ public final class CommConfig {
         /** @param full true: exchange each collective's fingerprint before it runs (HCOMM_CHECK=full) */
         public Builder fullCheck(boolean full) { this.fullCheck = full; return this; }
 
+        /** @param bytes most bytes of shared memory the memory pool maps (HCOMM_MEM_POOL_MAX) */
+        public Builder memPoolMax(long bytes) { this.memPoolMax = bytes; return this; }
+
+        /** @param dir directory of the memory pool's shared-memory files (HCOMM_SHM_DIR) */
+        public Builder shmDir(String dir) { this.shmDir = Objects.requireNonNull(dir, "shmDir"); return this; }
+
+        /** @param debug true: record allocation sites and invalidate closed buffers (HCOMM_MEM_DEBUG) */
+        public Builder memDebug(boolean debug) { this.memDebug = debug; return this; }
+
         /** Validates and builds; throws {@link IllegalArgumentException} naming the bad setting. */
         public CommConfig build() {
             String m = initMethod.toLowerCase(Locale.ROOT);
@@ -230,6 +265,10 @@ public final class CommConfig {
             if (unexpectedLimit < eagerLimit) {
                 throw new IllegalArgumentException("unexpectedLimit (" + unexpectedLimit + ") must be >= eagerLimit (" + eagerLimit + ")");
             }
+            if (memPoolMax < MIN_POOL || memPoolMax > MAX_POOL) {
+                throw new IllegalArgumentException("memPoolMax must be in [4K, 1P], was " + memPoolMax);
+            }
+            if (shmDir.isBlank()) throw new IllegalArgumentException("shmDir must not be empty");
             if (storePort < UNSET || storePort > 65535) throw new IllegalArgumentException("storePort must be in [0, 65535], was " + storePort);
             try {
                 io.hcomm4j.algo.Tuner.parse(algo);
@@ -238,6 +277,9 @@ public final class CommConfig {
             }
             return new CommConfig(this);
         }
+
+        private static final long MIN_POOL = 4096;
+        private static final long MAX_POOL = 1L << 50;
 
         private static void positive(String name, Duration d) {
             if (d.isNegative() || d.isZero()) throw new IllegalArgumentException(name + " must be > 0, was " + d);
@@ -309,6 +351,9 @@ public final class CommConfig {
         STORE_HOSTED { void apply(Builder b, String v) { b.storeHosted(parseBool(v)); } },
         STORE_PORT { void apply(Builder b, String v) { b.storePort(parseInt(v)); } },
         ALGO { void apply(Builder b, String v) { b.algo(v); } },
+        MEM_POOL_MAX { void apply(Builder b, String v) { b.memPoolMax(parseSize(v)); } },
+        SHM_DIR { void apply(Builder b, String v) { b.shmDir(v); } },
+        MEM_DEBUG { void apply(Builder b, String v) { b.memDebug(parseBool(v)); } },
         CHECK {
             void apply(Builder b, String v) {
                 switch (v.toLowerCase(Locale.ROOT)) {

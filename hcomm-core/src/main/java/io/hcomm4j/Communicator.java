@@ -342,6 +342,14 @@ public interface Communicator extends AutoCloseable {
     /** A new ordered queue of ops on this communicator (see {@link Stream}). */
     Stream newStream();
 
+    /**
+     * The session's pool of registered memory, shared by every communicator of the {@link Hcomm} session: off-heap
+     * buffers in shared-memory files that same-host peers can map (the fast path for same-host transports).
+     * {@code try (Buffer b = comm.memory().allocate(bytes)) { ... b.segment() ... }}; closing a buffer returns it to
+     * the pool; closing the session closes the pool. See {@link io.hcomm4j.memory.MemoryPool}.
+     */
+    io.hcomm4j.memory.MemoryPool memory();
+
     /** True once {@link #close()} was called. */
     boolean isClosed();
 

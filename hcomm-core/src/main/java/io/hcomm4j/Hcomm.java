@@ -40,12 +40,20 @@ public final class Hcomm implements AutoCloseable {
         return session.world();
     }
 
+    /** The session's pool of registered memory, the same as every communicator's {@link Communicator#memory()}. */
+    public io.hcomm4j.memory.MemoryPool memory() {
+        return session.memory();
+    }
+
     /** The settings this session runs with. */
     public CommConfig config() {
         return session.config();
     }
 
-    /** Closes every communicator and stream, the connections and the threads of this session. Idempotent. */
+    /**
+     * Closes every communicator and stream, the connections, the threads and the memory pool (its shared-memory files
+     * are unlinked) of this session. Idempotent.
+     */
     @Override
     public void close() {
         session.close();

@@ -57,5 +57,36 @@ class CommConfigTest {
         assertThatThrownBy(() -> CommConfig.builder().timeout(Duration.ZERO).build()).hasMessageContaining("timeout");
         assertThatThrownBy(() -> CommConfig.builder().eagerLimit(1L << 30).build()).hasMessageContaining("eagerLimit");
         assertThatThrownBy(() -> CommConfig.builder().unexpectedLimit(10).build()).hasMessageContaining("unexpectedLimit");
+        assertThatThrownBy(() -> CommConfig.builder().memPoolMax(0).build())
+                .isInstanceOf(IllegalArgumentException.class).hasMessage("memPoolMax must be in [4K, 1P], was 0");
+        assertThatThrownBy(() -> CommConfig.builder().memPoolMax(4095).build()).hasMessageContaining("memPoolMax");
+        assertThatThrownBy(() -> CommConfig.builderFrom(Map.of("HCOMM_MEM_POOL_MAX", "lots"), k -> null).build())
+                .hasMessageContaining("HCOMM_MEM_POOL_MAX").hasMessageContaining("hcomm.mem.pool.max").hasMessageContaining("not a size");
+        assertThatThrownBy(() -> CommConfig.builderFrom(Map.of("HCOMM_MEM_DEBUG", "maybe"), k -> null).build())
+                .hasMessageContaining("HCOMM_MEM_DEBUG").hasMessageContaining("not a boolean");
+        assertThatThrownBy(() -> CommConfig.builder().shmDir(" ").build()).hasMessage("shmDir must not be empty");
+    }
+
+    @Test
+    void memoryPoolSettings() {
+        CommConfig defaults = CommConfig.builder().build();
+        assertThat(defaults.memPoolMax()).isEqualTo(4L << 30);
+        assertThat(defaults.shmDir()).isEqualTo("/dev/shm");
+        assertThat(defaults.memDebug()).isFalse();
+        Map<String, String> env = Map.of("HCOMM_MEM_POOL_MAX", "512M", "HCOMM_SHM_DIR", "/tmp/env-shm", "HCOMM_MEM_DEBUG", "1");
+        CommConfig fromEnv = CommConfig.builderFrom(env, k -> null).build();
+        assertThat(fromEnv.memPoolMax()).isEqualTo(512L << 20);
+        assertThat(fromEnv.shmDir()).isEqualTo("/tmp/env-shm");
+        assertThat(fromEnv.memDebug()).isTrue();
+        Map<String, String> props = Map.of("hcomm.mem.pool.max", "2G", "hcomm.shm.dir", "/tmp/prop-shm", "hcomm.mem.debug", "false");
+        CommConfig fromProps = CommConfig.builderFrom(env, props::get).build();
+        assertThat(fromProps.memPoolMax()).isEqualTo(2L << 30);
+        assertThat(fromProps.shmDir()).isEqualTo("/tmp/prop-shm");
+        assertThat(fromProps.memDebug()).isFalse();
+        CommConfig built = CommConfig.builderFrom(env, props::get).memPoolMax(64 * 1024).shmDir("/dev/shm").memDebug(true).build();
+        assertThat(built.memPoolMax()).isEqualTo(64 * 1024);
+        assertThat(built.shmDir()).isEqualTo("/dev/shm");
+        assertThat(built.memDebug()).isTrue();
+        assertThat(built.toString()).contains("memPoolMax=65536", "shmDir=/dev/shm", "memDebug=true");
     }
 }

@@ -735,6 +735,11 @@ final class CommunicatorImpl implements Communicator {
     }
 
     @Override
+    public io.hcomm4j.memory.MemoryPool memory() {
+        return session.memory();
+    }
+
+    @Override
     public Stream newStream() {
         checkOpen();
         StreamImpl s = new StreamImpl(this, session);

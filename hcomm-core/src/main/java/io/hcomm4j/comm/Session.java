@@ -5,11 +5,13 @@ import io.hcomm4j.CommTimeoutException;
 import io.hcomm4j.Communicator;
 import io.hcomm4j.bootstrap.Bootstrap;
 import io.hcomm4j.bootstrap.Store;
+import io.hcomm4j.memory.MemoryPool;
 import io.hcomm4j.security.Auth;
 import io.hcomm4j.transport.TcpTransport;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.List;
@@ -34,6 +36,8 @@ public final class Session implements AutoCloseable {
     private final List<AutoCloseable> children = new CopyOnWriteArrayList<>();
     private final ScratchPool scratch = new ScratchPool();
     private final io.hcomm4j.algo.Tuner tuner;
+    /** Registered memory of this session, shared by all its communicators. */
+    private final MemoryPool memory;
     private volatile boolean closed;
 
     private Session(CommConfig config, Bootstrap.Joined joined, String namespace, TcpTransport transport) {
@@ -43,6 +47,7 @@ public final class Session implements AutoCloseable {
         this.transport = transport;
         this.tuner = new io.hcomm4j.algo.Tuner(io.hcomm4j.algo.Tuner.LinkCost.TCP_LOOPBACK, io.hcomm4j.algo.Tuner.parse(config.algo()));
         this.world = new CommunicatorImpl(this, transport, 0L, joined.rank(), joined.worldSize());
+        this.memory = MemoryPool.open(new MemoryPool.Options(Path.of(config.shmDir()), config.memPoolMax(), config.memDebug()));
     }
 
     /** Runs init: rendezvous through the store, data listener, world communicator. */
@@ -104,6 +109,11 @@ public final class Session implements AutoCloseable {
         return config;
     }
 
+    /** The session's memory pool. */
+    public MemoryPool memory() {
+        return memory;
+    }
+
     void register(AutoCloseable child) {
         children.add(child);
     }
@@ -133,6 +143,7 @@ public final class Session implements AutoCloseable {
         world.markClosed();
         transport.close();
         scratch.close();
+        memory.close();
         if (joined.owned() != null) {
             // the store lives in this process: let every rank finish its init reads before it goes away
             long deadline = System.nanoTime() + Math.min(config.initTimeout().toNanos(), 10_000_000_000L);
