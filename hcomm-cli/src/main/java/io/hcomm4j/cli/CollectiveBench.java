@@ -165,7 +165,11 @@ final class CollectiveBench {
      * @param wrong  wrong elements found by the check (after {@link #combine} on rank 0: of every rank), -1 when
      *               not checked
      */
-    record Result(Shape shape, double timeUs, long wrong) {
+    record Result(Shape shape, double timeUs, long wrong, long[] perCallNanos) {
+        Result(Shape shape, double timeUs, long wrong) {
+            this(shape, timeUs, wrong, null);
+        }
+
         /** Size / time in GB/s (1e9 B/s). */
         double algbwGBs() {
             return timeUs > 0 ? shape.bytes() / (timeUs * 1e3) : 0;
@@ -174,6 +178,19 @@ final class CollectiveBench {
 
     /** Runs {@code t} on this rank of {@code comm} (every rank calls it with the same test). */
     static Result run(Communicator comm, Test t, boolean check) {
+        return run(comm, t, check, Timing.MEAN);
+    }
+
+    /**
+     * How a size's time is taken. MEAN: nccl-tests' — the timed calls run back to back and the time is the loop's
+     * time / iters (per rank; {@link #combine} takes the slowest rank). MEDIAN: OSU's and the Open MPI baseline's
+     * (../shared/peers/mpi_bench.c) — a barrier before every call, each call timed on its own, the slowest rank's
+     * time per call, and the median of those.
+     */
+    enum Timing { MEAN, MEDIAN }
+
+    /** Runs {@code t} on this rank of {@code comm} (every rank calls it with the same test), timed as {@code timing} says. */
+    static Result run(Communicator comm, Test t, boolean check, Timing timing) {
         if (t.iters() < 1) throw new IllegalArgumentException("iters must be >= 1, was " + t.iters());
         Call call;
         try (Arena arena = Arena.ofShared()) {
@@ -181,8 +198,18 @@ final class CollectiveBench {
             call.fillInputs();
             for (int i = 0; i < t.warmup(); i++) call.run();
             comm.barrier();
+            long[] perCall = timing == Timing.MEDIAN ? new long[t.iters()] : null;
             long t0 = System.nanoTime();
-            for (int i = 0; i < t.iters(); i++) call.run();
+            if (perCall == null) {
+                for (int i = 0; i < t.iters(); i++) call.run();
+            } else {
+                for (int i = 0; i < t.iters(); i++) {
+                    comm.barrier();
+                    long c0 = System.nanoTime();
+                    call.run();
+                    perCall[i] = System.nanoTime() - c0;
+                }
+            }
             long elapsed = System.nanoTime() - t0;
             long wrong = -1;
             if (check) {
@@ -190,7 +217,7 @@ final class CollectiveBench {
                 call.run();
                 wrong = call.countWrong();
             }
-            return new Result(call.shape, elapsed / 1e3 / t.iters(), wrong);
+            return new Result(call.shape, elapsed / 1e3 / t.iters(), wrong, perCall);
         }
     }
 
@@ -206,6 +233,7 @@ final class CollectiveBench {
                 msg.set(JAVA_DOUBLE, 0, mine.timeUs());
                 msg.set(JAVA_LONG, 8, mine.wrong());
                 comm.send(msg, 0, TAG_RESULT);
+                if (mine.perCallNanos() != null) comm.send(mine.perCallNanos(), 0, TAG_RESULT);
                 return mine;
             }
             double time = mine.timeUs();
@@ -216,7 +244,19 @@ final class CollectiveBench {
                 long w = msg.get(JAVA_LONG, 8);
                 wrong = wrong < 0 || w < 0 ? Math.max(wrong, w) : wrong + w;
             }
-            return new Result(mine.shape(), time, wrong);
+            if (mine.perCallNanos() != null) {
+                long[] slowest = mine.perCallNanos().clone();
+                long[] theirs = new long[slowest.length];
+                for (int r = 1; r < comm.size(); r++) {
+                    comm.recv(theirs, r, TAG_RESULT);
+                    for (int i = 0; i < slowest.length; i++) slowest[i] = Math.max(slowest[i], theirs[i]);
+                }
+                java.util.Arrays.sort(slowest);
+                int m = slowest.length;
+                double median = m % 2 == 1 ? slowest[m / 2] : (slowest[m / 2 - 1] + slowest[m / 2]) / 2.0;
+                time = median / 1e3;
+            }
+            return new Result(mine.shape(), time, wrong, mine.perCallNanos());
         }
     }
 

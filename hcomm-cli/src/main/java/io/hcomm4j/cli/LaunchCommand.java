@@ -78,6 +78,23 @@ final class LaunchCommand implements Callable<Integer> {
             description = "How long stopped ranks get between SIGTERM and SIGKILL (default: ${DEFAULT-VALUE}).")
     Duration gracePeriod;
 
+    @Option(names = "--cpu-bind", paramLabel = "HOW", defaultValue = "auto", converter = CpuBindConverter.class,
+            description = "auto (default): when this node's ranks are no more than its CPUs, each rank runs on an equal,"
+                    + " contiguous share of them of its own (taskset); none: no binding.")
+    LocalLauncher.CpuBind cpuBind = LocalLauncher.CpuBind.AUTO;
+
+    /** Parses {@code --cpu-bind}. */
+    static final class CpuBindConverter implements picocli.CommandLine.ITypeConverter<LocalLauncher.CpuBind> {
+        @Override
+        public LocalLauncher.CpuBind convert(String value) {
+            return switch (value.trim().toLowerCase(java.util.Locale.ROOT)) {
+                case "auto" -> LocalLauncher.CpuBind.AUTO;
+                case "none" -> LocalLauncher.CpuBind.NONE;
+                default -> throw new picocli.CommandLine.TypeConversionException("'" + value + "' is not a CPU binding; choose auto or none");
+            };
+        }
+    }
+
     @Parameters(arity = "1..*", paramLabel = "COMMAND",
             description = "The command every rank runs, with its arguments (put it after --).")
     List<String> command;
@@ -110,6 +127,7 @@ final class LaunchCommand implements Callable<Integer> {
         }
         return new LocalLauncher("hcomm launch", parent.out, parent.err)
                 .gracePeriod(gracePeriod)
+                .cpuBind(cpuBind)
                 .run(job, command);
     }
 }

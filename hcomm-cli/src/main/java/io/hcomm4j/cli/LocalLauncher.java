@@ -129,6 +129,87 @@ final class LocalLauncher {
     private Predicate<String> stderrFilter = line -> true;
     private Map<String, String> extraEnvironment = Map.of();
     private volatile List<Process> started = List.of();
+    private CpuBind cpuBind = CpuBind.AUTO;
+    private String tasksetPath;
+
+    /**
+     * Whether each local rank runs on CPUs of its own. AUTO: when this node's ranks are no more than the CPUs this
+     * launcher may use, rank i gets the i-th of as many equal, contiguous shares of them (2 ranks on 2 CPUs: one
+     * each; 2 ranks on 64 CPUs: 32 each), through {@code taskset}; with more ranks than CPUs nothing is bound.
+     * NONE: the scheduler places the ranks. Why: left alone, Linux often puts two ranks that wake each other on
+     * the same CPU (a 1 MiB all-reduce on 2 ranks over loopback TCP measured 440–600 µs unbound, 204–306 µs bound);
+     * Open MPI's mpirun binds too (to a core each for up to 2 ranks).
+     */
+    enum CpuBind { AUTO, NONE }
+
+    /** Sets how ranks are bound to CPUs (default {@link CpuBind#AUTO}). */
+    LocalLauncher cpuBind(CpuBind bind) {
+        this.cpuBind = Objects.requireNonNull(bind, "bind");
+        return this;
+    }
+
+    /**
+     * The CPUs (a {@code taskset -c} list) local rank {@code local} of {@code ranks} gets out of {@code cpus}, or
+     * null for no binding.
+     */
+    static String cpuShare(List<Integer> cpus, int local, int ranks) {
+        if (ranks < 1 || cpus.size() < ranks) return null;
+        int per = cpus.size() / ranks;
+        StringBuilder b = new StringBuilder();
+        for (int i = local * per; i < (local + 1) * per; i++) {
+            if (b.length() > 0) b.append(',');
+            b.append(cpus.get(i));
+        }
+        return b.toString();
+    }
+
+    /** The CPUs this process may run on (Cpus_allowed_list of /proc/self/status), or 0..n-1 if unreadable. */
+    static List<Integer> allowedCpus() {
+        try {
+            for (String line : java.nio.file.Files.readAllLines(Path.of("/proc/self/status"))) {
+                if (line.startsWith("Cpus_allowed_list:")) return parseCpuList(line.substring(line.indexOf(':') + 1).trim());
+            }
+        } catch (IOException | RuntimeException e) {
+            // not Linux, or an unexpected format: fall back to the count the JVM sees
+        }
+        List<Integer> all = new ArrayList<>();
+        for (int i = 0; i < Runtime.getRuntime().availableProcessors(); i++) all.add(i);
+        return all;
+    }
+
+    /** Parses a CPU list like {@code 0-3,8,10-11}. */
+    static List<Integer> parseCpuList(String list) {
+        List<Integer> cpus = new ArrayList<>();
+        for (String part : list.split(",")) {
+            if (part.isBlank()) continue;
+            String[] range = part.trim().split("-");
+            int from = Integer.parseInt(range[0]);
+            int to = range.length > 1 ? Integer.parseInt(range[1]) : from;
+            for (int c = from; c <= to; c++) cpus.add(c);
+        }
+        return cpus;
+    }
+
+    /** The {@code taskset} binary on the PATH, or null. */
+    private static String taskset() {
+        return executable("taskset") ? onPath("taskset") : null;
+    }
+
+    /** Whether {@code command} names an executable file: a path, or a name found on the PATH. */
+    private static boolean executable(String command) {
+        if (command.contains(File.separator)) return new File(command).canExecute();
+        return onPath(command) != null;
+    }
+
+    private static String onPath(String name) {
+        String path = System.getenv("PATH");
+        if (path == null) return null;
+        for (String dir : path.split(File.pathSeparator)) {
+            File f = new File(dir.isEmpty() ? "." : dir, name);
+            if (f.isFile() && f.canExecute()) return f.getPath();
+        }
+        return null;
+    }
 
     /**
      * @param name prefix of the launcher's own messages, e.g. {@code "hcomm launch"}
@@ -251,6 +332,15 @@ final class LocalLauncher {
             }
         }
         int storePort = store != null ? store.address().getPort() : job.masterPort();
+        String[] cpuShares = new String[job.procsPerNode()];
+        if (cpuBind == CpuBind.AUTO) {
+            List<Integer> cpus = allowedCpus();
+            String taskset = cpus.size() >= job.procsPerNode() && job.procsPerNode() > 1 ? taskset() : null;
+            if (taskset != null) {
+                for (int i = 0; i < cpuShares.length; i++) cpuShares[i] = cpuShare(cpus, i, job.procsPerNode());
+            }
+            tasksetPath = taskset;
+        }
         Subreaper.activate();
         Ranks ranks = new Ranks(job);
         HostedStore hosted = store;
@@ -263,7 +353,14 @@ final class LocalLauncher {
         try {
             for (int i = 0; i < job.procsPerNode(); i++) {
                 try {
-                    ranks.start(i, command, rankEnvironment(job, i, storePort));
+                    List<String> rankCommand = command;
+                    if (cpuShares[i] != null) {
+                        // taskset would start even if the command cannot: keep the launcher's own clear report
+                        if (!executable(command.getFirst())) throw new IOException("no such executable file");
+                        rankCommand = new ArrayList<>(List.of(tasksetPath, "-c", cpuShares[i]));
+                        rankCommand.addAll(command);
+                    }
+                    ranks.start(i, rankCommand, rankEnvironment(job, i, storePort));
                 } catch (IOException e) {
                     err.println(name + ": cannot start rank " + (job.firstRank() + i) + " (" + command.getFirst() + "): " + e.getMessage());
                     return 1;

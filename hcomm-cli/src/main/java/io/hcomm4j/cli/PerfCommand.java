@@ -175,6 +175,18 @@ final class PerfCommand implements Callable<Integer> {
     @Option(names = {"-w", "--warmup"}, paramLabel = "N", description = "Untimed iterations before them. Default: by size.")
     Integer warmup;
 
+    @Option(names = "--cpu-bind", paramLabel = "HOW", defaultValue = "auto", converter = LaunchCommand.CpuBindConverter.class,
+            description = "With -n: auto (default) runs each rank on CPUs of its own when there are enough (as hcomm"
+                    + " launch does; Open MPI's mpirun binds too); none leaves placement to the scheduler.")
+    LocalLauncher.CpuBind cpuBind = LocalLauncher.CpuBind.AUTO;
+
+    @Option(names = "--timing", paramLabel = "HOW", defaultValue = "mean",
+            converter = TimingConverter.class,
+            description = "Collectives: mean (default; nccl-tests: calls back to back, loop time / iters, slowest rank)"
+                    + " or median (OSU and the Open MPI baseline ../shared/peers/mpi_bench.c: a barrier before every"
+                    + " call, each call timed, the slowest rank's time per call, median over calls).")
+    CollectiveBench.Timing timing = CollectiveBench.Timing.MEAN;
+
     @Option(names = "--format", paramLabel = "FORMAT", defaultValue = "table",
             description = "table or csv (default: ${DEFAULT-VALUE}); csv columns: " + PerfReport.CSV_HEADER)
     PerfReport.Format format;
@@ -216,7 +228,7 @@ final class PerfCommand implements Callable<Integer> {
             return 2;
         }
         if (job.isPresent()) return runAsRank(coll, p2p, plan);
-        LocalLauncher launcher = new LocalLauncher("hcomm perf", parent.out, parent.err).rank0StdoutRaw(true);
+        LocalLauncher launcher = new LocalLauncher("hcomm perf", parent.out, parent.err).rank0StdoutRaw(true).cpuBind(cpuBind);
         if (coll != null && algo != null) launcher.environment(Map.of(ALGO_ENV, coll.cliName() + "=" + algo));
         return launcher.runJava(ranks, HcommCli.class.getName(), rankArgs());
     }
@@ -258,6 +270,7 @@ final class PerfCommand implements Callable<Integer> {
         if (iters != null) args.addAll(List.of("--iters", Integer.toString(iters)));
         if (warmup != null) args.addAll(List.of("--warmup", Integer.toString(warmup)));
         if (check) args.add("--check");
+        if (timing != CollectiveBench.Timing.MEAN) args.addAll(List.of("--timing", timing.name().toLowerCase(Locale.ROOT)));
         if (!op.equals("p2p")) {
             args.addAll(List.of("--dtype", typeName(dtype), "--op", opName(redop), "--root", Integer.toString(root)));
         }
@@ -369,7 +382,7 @@ final class PerfCommand implements Callable<Integer> {
             List<PerfReport.Row> rows = coll == null
                     ? runP2p(comm, p2p, report)
                     : runCollectives(comm, plan, warmup == null ? JIT_WARMUP_CALLS : 0, check,
-                            algoLabel(coll, algo, parent.env), report, parent.err);
+                            algoLabel(coll, algo, parent.env), report, parent.err, timing);
             if (comm.rank() != 0) return 0;
             if (plot != null) {
                 try {
@@ -421,6 +434,13 @@ final class PerfCommand implements Callable<Integer> {
      */
     static List<PerfReport.Row> runCollectives(Communicator comm, List<CollectiveBench.Test> plan, int jitWarmupCalls,
                                                boolean check, String algoLabel, PerfReport report, PrintStream progress) {
+        return runCollectives(comm, plan, jitWarmupCalls, check, algoLabel, report, progress, CollectiveBench.Timing.MEAN);
+    }
+
+    /** {@link #runCollectives} with each size timed as {@code timing} says. */
+    static List<PerfReport.Row> runCollectives(Communicator comm, List<CollectiveBench.Test> plan, int jitWarmupCalls,
+                                               boolean check, String algoLabel, PerfReport report, PrintStream progress,
+                                               CollectiveBench.Timing timing) {
         int rank = comm.rank();
         int n = comm.size();
         List<PerfReport.Row> rows = new ArrayList<>();
@@ -433,8 +453,11 @@ final class PerfCommand implements Callable<Integer> {
                             + (coll.reduces ? ", redop " + opName(first.op()) : "")
                             + (coll.rooted ? ", root " + first.root() : "")
                             + ", algo " + algoLabel + ", check " + (check ? "on" : "off"),
-                    "time = max over ranks of each rank's mean time per blocking call: warmup untimed, a barrier, then"
-                            + " the time of iters calls back to back / iters; out of place",
+                    timing == CollectiveBench.Timing.MEAN
+                            ? "time = max over ranks of each rank's mean time per blocking call: warmup untimed, a barrier, then"
+                            + " the time of iters calls back to back / iters; out of place"
+                            : "time = median over calls of the slowest rank's time per blocking call: warmup untimed, then"
+                            + " iters calls each after a barrier and timed alone; out of place",
                     coll.blocked
                             ? "size = bytes of all " + n + " ranks' blocks; count = elements per block" + (coll == Coll.ALLTOALL ? " (per peer)" : "")
                             : "size = bytes of the buffer; count = elements",
@@ -467,7 +490,7 @@ final class PerfCommand implements Callable<Integer> {
                         P2pBench.human(shape.bytes()), typeName(t.type()), coll.reduces ? " " + opName(t.op()) : "",
                         t.warmup(), t.iters()));
             }
-            CollectiveBench.Result r = CollectiveBench.combine(comm, CollectiveBench.run(comm, t, check));
+            CollectiveBench.Result r = CollectiveBench.combine(comm, CollectiveBench.run(comm, t, check, timing));
             if (rank == 0) {
                 double algbw = r.algbwGBs();
                 PerfReport.Row row = new PerfReport.Row(coll.cliName(), algoLabel, n, shape.bytes(), shape.count(),
@@ -525,6 +548,18 @@ final class PerfCommand implements Callable<Integer> {
     }
 
     /** Reads {@code --dtype}: the lower-case type names, and nccl-tests' half, float, double, bf16 ... */
+    static final class TimingConverter implements ITypeConverter<CollectiveBench.Timing> {
+        @Override
+        public CollectiveBench.Timing convert(String value) {
+            return switch (value.trim().toLowerCase(Locale.ROOT)) {
+                case "mean" -> CollectiveBench.Timing.MEAN;
+                case "median" -> CollectiveBench.Timing.MEDIAN;
+                default -> throw new picocli.CommandLine.TypeConversionException(
+                        "'" + value + "' is not a timing; choose mean or median");
+            };
+        }
+    }
+
     static final class DataTypeConverter implements ITypeConverter<DataType> {
         static final String NAMES = Arrays.stream(DataType.values()).map(PerfCommand::typeName).collect(Collectors.joining(" "));
 

@@ -121,6 +121,25 @@ class CollectivePerfRunTest {
     }
 
     @Test
+    void medianTimingIsTheMedianOverCallsOfTheSlowestRank() throws Exception {
+        CollectiveBench.Test t = new CollectiveBench.Test(Coll.ALLREDUCE, 65536, DataType.FLOAT32, ReduceOp.SUM, 0, 7, 2);
+        List<CollectiveBench.Result[]> out = ThreadRanks.run(2, r -> comm -> {
+            CollectiveBench.Result mine = CollectiveBench.run(comm, t, true, CollectiveBench.Timing.MEDIAN);
+            return new CollectiveBench.Result[] {mine, CollectiveBench.combine(comm, mine)};
+        });
+        long[] a = out.get(0)[0].perCallNanos();
+        long[] b = out.get(1)[0].perCallNanos();
+        assertThat(a).hasSize(7);
+        assertThat(b).hasSize(7);
+        assertThat(java.util.stream.LongStream.concat(java.util.Arrays.stream(a), java.util.Arrays.stream(b)).min().orElseThrow()).isPositive();
+        long[] slowest = new long[7];
+        for (int i = 0; i < 7; i++) slowest[i] = Math.max(a[i], b[i]);
+        java.util.Arrays.sort(slowest);
+        assertThat(out.get(0)[1].timeUs()).isEqualTo(slowest[3] / 1e3);
+        assertThat(out.get(0)[1].wrong()).isZero();
+    }
+
+    @Test
     void uncheckedRowsSayNotChecked() throws Exception {
         List<List<PerfReport.Row>> results = ThreadRanks.run(2, r -> comm -> PerfCommand.runCollectives(comm,
                 List.of(new CollectiveBench.Test(Coll.ALLTOALL, 4096, DataType.FLOAT32, ReduceOp.SUM, 0, 3, 1)), 0, false, "auto",

@@ -75,6 +75,51 @@ class LocalLauncherTest {
     }
 
     @Test
+    void cpuSharesAreEqualContiguousAndDisjoint() {
+        assertThat(LocalLauncher.parseCpuList("0-3,8,10-11")).containsExactly(0, 1, 2, 3, 8, 10, 11);
+        List<Integer> cpus = LocalLauncher.parseCpuList("0-7");
+        assertThat(LocalLauncher.cpuShare(cpus, 0, 2)).isEqualTo("0,1,2,3");
+        assertThat(LocalLauncher.cpuShare(cpus, 1, 2)).isEqualTo("4,5,6,7");
+        assertThat(LocalLauncher.cpuShare(cpus, 2, 3)).isEqualTo("4,5"); // 8 / 3: two each, CPUs 6 and 7 unused
+        assertThat(LocalLauncher.cpuShare(List.of(0, 1), 1, 2)).isEqualTo("1");
+        assertThat(LocalLauncher.cpuShare(List.of(0, 1), 0, 4)).isNull(); // more ranks than CPUs: not bound
+    }
+
+    @Test
+    void ranksRunOnCpusOfTheirOwnUnlessTold() {
+        List<Integer> cpus = LocalLauncher.allowedCpus();
+        String affinity = "grep Cpus_allowed_list /proc/self/status | tr -d '\\t' | cut -d: -f2";
+        int code = launcher().run(LocalLauncher.Job.local(2, "s"), sh("echo \"cpus $(" + affinity + ")\""));
+        assertThat(code).as(io.toString()).isZero();
+        if (cpus.size() >= 2 && new java.io.File("/usr/bin/taskset").canExecute()) {
+            assertThat(io.outLines()).containsExactlyInAnyOrder(
+                    "[rank 0] cpus " + compact(LocalLauncher.cpuShare(cpus, 0, 2)),
+                    "[rank 1] cpus " + compact(LocalLauncher.cpuShare(cpus, 1, 2)));
+        }
+        Captured unbound = new Captured();
+        code = new LocalLauncher("hcomm launch", unbound.out, unbound.err).storeHost(store).cpuBind(LocalLauncher.CpuBind.NONE)
+                .run(LocalLauncher.Job.local(2, "s"), sh("echo \"cpus $(" + affinity + ")\""));
+        assertThat(code).as(unbound.toString()).isZero();
+        List<Integer> seen = LocalLauncher.parseCpuList(unbound.outLines().getFirst().replaceAll(".*cpus ", ""));
+        assertThat(seen).containsExactlyElementsOf(cpus);
+    }
+
+    /** The kernel's form of a CPU list: runs of consecutive CPUs as a-b. */
+    private static String compact(String list) {
+        List<Integer> c = LocalLauncher.parseCpuList(list);
+        StringBuilder b = new StringBuilder();
+        for (int i = 0; i < c.size(); ) {
+            int j = i;
+            while (j + 1 < c.size() && c.get(j + 1) == c.get(j) + 1) j++;
+            if (b.length() > 0) b.append(',');
+            b.append(c.get(i));
+            if (j > i) b.append('-').append(c.get(j));
+            i = j + 1;
+        }
+        return b.toString();
+    }
+
+    @Test
     void rankEnvironmentFollowsTorchrun() {
         LocalLauncher.Job job = new LocalLauncher.Job(4, 2, 1, "node0", 29500, "x");
         assertThat(LocalLauncher.rankEnvironment(job, 3, 29500)).containsExactlyInAnyOrderEntriesOf(Map.of(

@@ -39,7 +39,14 @@ final class PeerLink {
     // outbound (guarded by txLock)
     final ReentrantLock txLock = new ReentrantLock();
     private final ArrayDeque<OutFrame> txQueue = new ArrayDeque<>();
-    private final ByteBuffer txHeader = ByteBuffer.allocateDirect(Frame.HEADER).order(ByteOrder.LITTLE_ENDIAN);
+    /** Control frames held back while one batch of received frames is handled, then written together. */
+    private static final int MAX_HELD = 64;
+    /** Headers of frames held back (under txLock); never non-empty while txQueue is not empty. */
+    private final ByteBuffer held = ByteBuffer.allocateDirect(MAX_HELD * Frame.HEADER).order(ByteOrder.LITTLE_ENDIAN);
+    /** Whether a thread is handling a batch of received frames and will write {@link #held} at its end (under txLock). */
+    private boolean holding;
+    /** The held headers followed by the next frame's header: one write for all of them. */
+    private final ByteBuffer txHeader = ByteBuffer.allocateDirect((MAX_HELD + 1) * Frame.HEADER).order(ByteOrder.LITTLE_ENDIAN);
     private final ByteBuffer[] gather = new ByteBuffer[2];
     private final ByteBuffer stage = ByteBuffer.allocateDirect(STAGE_CAPACITY);
     private final MemorySegment stageSeg = MemorySegment.ofBuffer(stage);
@@ -149,8 +156,18 @@ final class PeerLink {
             if (state != State.CONNECTED) return false;
             long seq = ++txSeq;
             long ack = rxSeq;
+            if (txQueue.isEmpty() && holding && payload == null && completes == null && held.remaining() >= Frame.HEADER) {
+                // replies (CTS, ACK, CREDIT) made while handling received frames leave in one write after the batch:
+                // one system call and one TCP segment for all of them instead of one each
+                Frame.encode(held, type, flags, seq, ack, commId, tag, t.rank, length, msgId);
+                return true;
+            }
             if (txQueue.isEmpty()) {
                 ByteBuffer h = txHeader.clear();
+                if (held.position() > 0) {
+                    h.put(held.flip());
+                    held.clear();
+                }
                 Frame.encode(h, type, flags, seq, ack, commId, tag, t.rank, length, msgId);
                 h.flip();
                 long off = writeNow(h, payload, 0);
@@ -221,6 +238,40 @@ final class PeerLink {
             boolean bodyDone = offset >= size && !(heap && stage.hasRemaining());
             if (!header.hasRemaining() && bodyDone) return -1;
             if (written == 0 || (body != null && body.hasRemaining())) return offset;
+        }
+    }
+
+    /** Ends a batch of received frames: writes the control frames held back during it. */
+    private void writeHeld() throws IOException {
+        txLock.lock();
+        try {
+            holding = false;
+            if (held.position() == 0 || state != State.CONNECTED) {
+                held.clear();
+                return;
+            }
+            ByteBuffer h = held.flip();
+            writeNow(h, null, 0);
+            if (h.hasRemaining()) {
+                ByteBuffer rest = ByteBuffer.allocate(h.remaining()).order(ByteOrder.LITTLE_ENDIAN).put(h).flip();
+                txQueue.add(new OutFrame(rest, null, 0, null));
+                key.interestOpsOr(SelectionKey.OP_WRITE);
+                t.progress.wakeup();
+            }
+            held.clear();
+        } finally {
+            txLock.unlock();
+        }
+    }
+
+    /** A batch failed half way: the connection goes, nothing held is written. */
+    private void dropHeld() {
+        txLock.lock();
+        try {
+            holding = false;
+            held.clear();
+        } finally {
+            txLock.unlock();
         }
     }
 
@@ -300,11 +351,18 @@ final class PeerLink {
             int n = ch.read(rx);
             if (n < 0) throw eof();
             rx.flip();
+            txLock.lock();
+            holding = true;
+            txLock.unlock();
+            boolean handled = false;
             try {
                 consumeBuffered();
+                handled = true;
             } finally {
                 rx.compact();
+                if (!handled) dropHeld();
             }
+            writeHeld();
             if (n == 0) return;
         }
     }
