@@ -6,7 +6,6 @@ import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.SelectionKey;
-import java.nio.channels.SocketChannel;
 import java.util.ArrayDeque;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.locks.ReentrantLock;
@@ -32,8 +31,8 @@ final class PeerLink {
 
     // connection (guarded by this)
     volatile State state = State.IDLE;
-    SocketChannel ch;
-    SelectionKey key;
+    /** The byte pipe: a TCP socket, or shared-memory rings for a peer on this host. */
+    Conduit ch;
     volatile boolean peerSaidBye;
 
     // outbound (guarded by txLock)
@@ -159,7 +158,7 @@ final class PeerLink {
                 } else {
                     ByteBuffer rest = ByteBuffer.allocate(h.remaining()).order(ByteOrder.LITTLE_ENDIAN).put(h).flip();
                     txQueue.add(new OutFrame(rest, payload, off, completes));
-                    key.interestOpsOr(SelectionKey.OP_WRITE);
+                    ch.wantWrite();
                     t.progress.wakeup();
                 }
             } else {
@@ -233,7 +232,7 @@ final class PeerLink {
             try {
                 OutFrame f = txQueue.peek();
                 if (f == null) {
-                    if (key.isValid()) key.interestOpsAnd(~SelectionKey.OP_WRITE);
+                    ch.writeDone();
                     return;
                 }
                 long off = writeNow(f.header, f.payload, f.offset);
@@ -266,9 +265,14 @@ final class PeerLink {
     // ------------------------------------------------------------------------------------------- inbound
 
     void onReady(SelectionKey k) {
+        onReady(k.isValid() && k.isWritable(), k.isValid() && k.isReadable());
+    }
+
+    /** The conduit may take more bytes ({@code writable}) or has bytes to read ({@code readable}). */
+    void onReady(boolean writable, boolean readable) {
         try {
-            if (k.isValid() && k.isWritable()) flushQueue();
-            if (k.isValid() && k.isReadable()) onReadable();
+            if (writable) flushQueue();
+            if (readable) onReadable();
         } catch (ProtocolException e) {
             t.log().warn("rank {}: protocol error from rank {}: {}; closing the connection", t.rank, peer, e.getMessage());
             fail(e);
@@ -447,7 +451,7 @@ final class PeerLink {
      *
      * @param peerUnexpectedLimit the peer's per-peer eager buffer, from the hello: our initial send credit
      */
-    void install(SocketChannel channel, long peerUnexpectedLimit) throws IOException {
+    void install(Conduit channel, long peerUnexpectedLimit) throws IOException {
         txLock.lock();
         try {
             peerLimit = peerUnexpectedLimit;
@@ -455,10 +459,8 @@ final class PeerLink {
         } finally {
             txLock.unlock();
         }
-        channel.configureBlocking(false);
-        channel.setOption(java.net.StandardSocketOptions.TCP_NODELAY, true);
         this.ch = channel;
-        this.key = channel.register(t.progress.selector, SelectionKey.OP_READ, this);
+        channel.start();
         state = State.CONNECTED;
         t.progress.wakeup();
         t.progress.selector.wakeup();
@@ -499,7 +501,7 @@ final class PeerLink {
     }
 
     void closeChannel() {
-        SocketChannel c = ch;
+        Conduit c = ch;
         if (c != null) {
             try {
                 c.close();
