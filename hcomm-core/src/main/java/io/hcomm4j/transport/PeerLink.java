@@ -377,7 +377,7 @@ final class PeerLink {
                     if (s.isDone()) sendFrame(Frame.DATA, Frame.CTS_DISCARD, s.commId, s.tag, 0, msgId, null, null);
                     else s.succeed(null);
                 } else {
-                    sendFrame(Frame.DATA, 0, s.commId, s.tag, s.size, msgId, s.buf, s);
+                    t.sendData(this, s, msgId);
                 }
             }
             case Frame.DATA -> {
@@ -394,6 +394,8 @@ final class PeerLink {
                     expectPayload(r.buf, length, r, null, commId, tag, 0);
                 }
             }
+            case Frame.DATA_REF -> t.onDataRef(this, msgId, commId, ((long) tag << 32) | (flags & 0xFFFFFFFFL), length);
+            case Frame.DATA_DONE -> t.onDataDone(this, msgId, flags);
             case Frame.ACK -> { }
             case Frame.BYE -> peerSaidBye = true;
             case Frame.CREDIT -> {

@@ -558,6 +558,87 @@ public final class TcpTransport implements AutoCloseable {
         if (after != null) after.run();
     }
 
+    // -------------------------------------------------------------------------------- one copy (shm only)
+
+    /** Rendezvous sends whose data went as DATA_REF (the peer read it in place), for diagnostics and tests. */
+    final java.util.concurrent.atomic.AtomicLong oneCopySends = new java.util.concurrent.atomic.AtomicLong();
+    private final String ownFilePrefix = SharedFiles.ownPrefix();
+    /** The last registered file a send came from and its sequence number (poller only: a one-entry cache). */
+    private Path lastRefFile;
+    private long lastRefSeq;
+
+    /**
+     * The CTS for {@code s} came: send its data. To a peer on this host, a buffer from this session's memory pool goes as
+     * a DATA_REF (where it lies in our file; the peer copies it straight out and answers DATA_DONE); anything else
+     * streams through the link (through the ring for a peer on this host: two copies, pipelined).
+     */
+    void sendData(PeerLink l, SendRequest s, long msgId) {
+        ShmOptions so = shm;
+        if (l.ch instanceof ShmConduit c && so != null && so.pool() != null && s.size > 0) {
+            var reg = so.pool().lookup(s.buf);
+            long seq = reg.isEmpty() ? -1 : fileSequence(reg.get().file());
+            if (seq >= 0) {
+                long offset = reg.get().offset();
+                c.awaitingDone.put(msgId, s);
+                oneCopySends.incrementAndGet();
+                if (!l.sendFrame(Frame.DATA_REF, (int) offset, seq, (int) (offset >>> 32), s.size, msgId, null, null)
+                        && c.awaitingDone.remove(msgId) != null) {
+                    s.fail(peerFailed(l.peer, s.describe(), null));
+                }
+                return;
+            }
+        }
+        l.sendFrame(Frame.DATA, 0, s.commId, s.tag, s.size, msgId, s.buf, s);
+    }
+
+    /** The sequence number of our pool file {@code file}, or -1 if it is not one of ours. */
+    private long fileSequence(Path file) {
+        if (file == lastRefFile) return lastRefSeq;
+        String name = file.getFileName().toString();
+        long seq = name.startsWith(ownFilePrefix) ? SharedFiles.sequence(name) : -1;
+        lastRefFile = file;
+        lastRefSeq = seq;
+        return seq;
+    }
+
+    /** A DATA_REF came: copy the message out of the sender's file into the receive buffer, then tell the sender. */
+    void onDataRef(PeerLink l, long msgId, long fileSeq, long offset, long length) throws PeerLink.ProtocolException {
+        if (!(l.ch instanceof ShmConduit c)) throw new PeerLink.ProtocolException("DATA_REF over TCP");
+        RecvRequest r = l.awaitingData.remove(msgId);
+        if (r == null) throw new PeerLink.ProtocolException("DATA_REF for unknown message " + msgId);
+        if (length != r.matchedSize) {
+            throw new PeerLink.ProtocolException("DATA_REF of " + length + " bytes for a message of " + r.matchedSize);
+        }
+        MemorySegment file;
+        try {
+            file = c.peerFile(fileSeq);
+        } catch (IOException e) {
+            l.sendFrame(Frame.DATA_DONE, Frame.DONE_FAILED, 0, 0, 0, msgId, null, null);
+            r.fail(new HcommException("rank " + rank + ": " + r.describe() + ": cannot map the buffer of rank " + l.peer
+                    + " to read the message in place: " + e.getMessage(), e));
+            return;
+        }
+        if (offset < 0 || offset > file.byteSize() - length) {
+            throw new PeerLink.ProtocolException("DATA_REF of [" + offset + ", +" + length + ") beyond a file of " + file.byteSize());
+        }
+        MemorySegment.copy(file, offset, r.buf, 0, length);
+        l.sendFrame(Frame.DATA_DONE, 0, 0, 0, 0, msgId, null, null);
+        if (!r.isDone()) r.succeedMatched();
+    }
+
+    /** The peer read a DATA_REF message of ours: its send is complete. */
+    void onDataDone(PeerLink l, long msgId, int flags) throws PeerLink.ProtocolException {
+        if (!(l.ch instanceof ShmConduit c)) throw new PeerLink.ProtocolException("DATA_DONE over TCP");
+        SendRequest s = c.awaitingDone.remove(msgId);
+        if (s == null) throw new PeerLink.ProtocolException("DATA_DONE for unknown message " + msgId);
+        if ((flags & Frame.DONE_FAILED) != 0) {
+            s.fail(new HcommException("rank " + rank + ": " + s.describe() + ": rank " + l.peer
+                    + " could not map this buffer to read it in place (is HCOMM_SHM_DIR the same for both?)"));
+        } else {
+            s.succeed(null);
+        }
+    }
+
     /** A peer's connection broke: fail every op that depended on it. */
     void onPeerFailed(PeerLink l, Exception cause) {
         int p = l.peer;
@@ -591,6 +672,10 @@ public final class TcpTransport implements AutoCloseable {
         l.awaitingCts.clear();
         doomed.addAll(l.awaitingData.values());
         l.awaitingData.clear();
+        if (l.ch instanceof ShmConduit c) {
+            doomed.addAll(c.awaitingDone.values());
+            c.awaitingDone.clear();
+        }
         for (Request<?> r : doomed) {
             if (closing) r.fail(new CommAbortedException("rank " + rank + ": " + r.describe() + " failed: the session is closed"));
             else r.fail(peerFailed(p, r.describe(), cause));
