@@ -315,10 +315,10 @@ public final class CommConfig {
             }
             if (shmDir.isBlank()) throw new IllegalArgumentException("shmDir must not be empty");
             if (hostId != null && (hostId.isEmpty() || hostId.length() > 200 || !hostId.chars().allMatch(c -> c > 32 && c < 127))) {
-                throw new IllegalArgumentException("hostId must be 1 to 200 printable ASCII characters without spaces, was '" + hostId + "'");
+                throw new IllegalArgumentException("hostId (HCOMM_HOST_ID) must be 1 to 200 printable ASCII characters without spaces, was '" + hostId + "'");
             }
             if (shmRingSize < MIN_RING || shmRingSize > MAX_RING || Long.bitCount(shmRingSize) != 1) {
-                throw new IllegalArgumentException("shmRingSize must be a power of two in [64K, 1G], was " + shmRingSize);
+                throw new IllegalArgumentException("shmRingSize (HCOMM_SHM_RING_SIZE) must be a power of two in [64K, 1G], was " + shmRingSize);
             }
             if (storePort < UNSET || storePort > 65535) throw new IllegalArgumentException("storePort must be in [0, 65535], was " + storePort);
             try {

@@ -32,7 +32,6 @@ public final class HostIdentity {
         if (host.isEmpty()) host = System.getenv().getOrDefault("HOSTNAME", "");
         sb.append(";host=").append(host);
         sb.append(";netns=").append(link("/proc/self/ns/net"));
-        sb.append(";ipcns=").append(link("/proc/self/ns/ipc"));
         sb.append(";uid=").append(attr(Path.of("/proc/self"), "unix:uid"));
         sb.append(";shm=").append(attr(shmDir, "unix:dev")).append(':').append(attr(shmDir, "unix:ino"));
         try {

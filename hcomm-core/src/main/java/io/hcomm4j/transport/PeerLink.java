@@ -11,7 +11,8 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
- * The one TCP connection between this rank and one peer, in both directions: frames out (any thread,
+ * The one connection between this rank and one peer, in both directions, over its {@link Conduit} (a TCP socket, or
+ * shared-memory rings for a peer on this host): frames out (any thread,
  * under {@code txLock}, written straight to the socket when nothing is queued) and frames in (only the
  * thread holding the progress token reads). Small frames are read through a 64 KiB buffer, so one read
  * brings a header and its payload; a large payload is read straight into its destination.

@@ -36,6 +36,13 @@ import org.slf4j.LoggerFactory;
  * bytes only after the receiver matched them (so an unexpected large message costs no buffer). Matching
  * follows MPI: per communicator, in order of arrival and of posting, by source and tag with wildcards.
  *
+ * <p><b>Same host.</b> With {@link #enableShm}, a connection to a rank of this host carries the frames through a pair
+ * of shared-memory rings instead of the socket ({@link ShmConduit}); the socket stays as doorbell and death detector.
+ * Everything above the byte pipe (matching, eager/rendezvous, credit, fingerprints, failures) is the same, except
+ * that a rendezvous message from a registered buffer ({@link MemoryPool}) is read by the receiver straight out of the
+ * sender's mapping ({@link Frame#DATA_REF}: one copy). The class keeps its name: it is the message transport, TCP
+ * being what every connection starts with.
+ *
  * <p>Ranks here are world ranks; communicators above translate.
  */
 public final class TcpTransport implements AutoCloseable {
