@@ -371,6 +371,7 @@ final class PerfCommand implements Callable<Integer> {
                     : runCollectives(comm, plan, warmup == null ? JIT_WARMUP_CALLS : 0, check,
                             algoLabel(coll, algo, parent.env), report, parent.err);
             if (comm.rank() != 0) return 0;
+            if (comm.size() > 1) parent.err.println("# transport to rank 1: " + hcomm.transportTo(1) + " (HCOMM_TRANSPORT)");
             if (plot != null) {
                 try {
                     PerfPlot.write(plot, plotTitle(coll, comm.size()), rows);
