@@ -162,7 +162,7 @@ final class ShmRing {
     /** Copies up to {@code dst.remaining()} bytes out and frees their room; returns how many (0: empty). */
     int read(ByteBuffer dst) {
         long avail = tailSeen - head;
-        if (avail == 0) {
+        if (avail < dst.remaining()) { // the producer may have written more since we last looked
             tailSeen = (long) LONG.getAcquire(ctrl, TAIL);
             avail = tailSeen - head;
             if (avail == 0) return 0;
