@@ -216,6 +216,38 @@ class ShmTransportTest {
         });
     }
 
+    /**
+     * {@code HCOMM_SPIN_TIME=0}: every wait arms the rings and blocks at once, so every message needs a doorbell (the
+     * reader sleeping) and every message larger than the 64 KiB ring one the other way too (the writer waiting for
+     * room). A lost wake-up would show as a round trip of the selector's 100 ms timeout.
+     */
+    @Test
+    void doorbellsWakeEverySleeper() throws Exception {
+        Ranks.runThreads(2, TIMEOUT, b -> shm(b).spinTime(Duration.ZERO), h -> {
+            Communicator c = h.world();
+            int me = c.rank(), peer = 1 - me;
+            long slowest = 0;
+            for (int i = 0; i < 1500; i++) {
+                int size = i % 5 == 4 ? 200_003 : 8;
+                byte[] out = new byte[size];
+                fill(MemorySegment.ofArray(out), i * 2L + me);
+                byte[] in = new byte[size];
+                long t0 = System.nanoTime();
+                if (me == 0) {
+                    c.send(out, peer, 3);
+                    c.recv(in, peer, 3);
+                } else {
+                    c.recv(in, peer, 3);
+                    c.send(out, peer, 3);
+                }
+                slowest = Math.max(slowest, System.nanoTime() - t0);
+                check(MemorySegment.ofArray(in), size, i * 2L + peer, "round trip " + i);
+            }
+            assertThat(slowest).as("slowest round trip (ns)").isLessThan(95_000_000L);
+            allShm(h);
+        });
+    }
+
     /** auto (the default) picks shared memory on one host; tcp forces TCP; different host ids mean TCP under auto. */
     @Test
     void transportChoice() throws Exception {
