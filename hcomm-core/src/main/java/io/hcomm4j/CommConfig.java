@@ -38,6 +38,23 @@ public final class CommConfig {
     private final long memPoolMax;
     private final String shmDir;
     private final boolean memDebug;
+    private final Transport transport;
+    private final String hostId;
+    private final long shmRingSize;
+
+    /**
+     * Which transport connects two ranks ({@code HCOMM_TRANSPORT}): {@link #AUTO} (the default) uses shared memory
+     * between ranks on one host and TCP between hosts; {@link #TCP} uses TCP everywhere (to measure it on one host);
+     * {@link #SHM} requires every pair of ranks to share a host (init fails otherwise).
+     */
+    public enum Transport {
+        /** Shared memory between ranks of one host, TCP between hosts. */
+        AUTO,
+        /** TCP between every pair of ranks. */
+        TCP,
+        /** Shared memory between every pair; init fails if two ranks are on different hosts. */
+        SHM
+    }
 
     private CommConfig(Builder b) {
         this.initMethod = b.initMethod;
@@ -58,6 +75,9 @@ public final class CommConfig {
         this.memPoolMax = b.memPoolMax;
         this.shmDir = b.shmDir;
         this.memDebug = b.memDebug;
+        this.transport = b.transport;
+        this.hostId = b.hostId;
+        this.shmRingSize = b.shmRingSize;
     }
 
     /** A builder with every setting at its default. */
@@ -157,6 +177,18 @@ public final class CommConfig {
      */
     public boolean memDebug() { return memDebug; }
 
+    /** {@code HCOMM_TRANSPORT}: {@code auto} (default), {@code tcp} or {@code shm}; see {@link Transport}. */
+    public Transport transport() { return transport; }
+
+    /**
+     * {@code HCOMM_HOST_ID}: overrides the computed host identity (boot id, host name, network namespace, user and
+     * the shared-memory directory). Ranks with equal host ids talk through shared memory (unless {@code HCOMM_TRANSPORT=tcp}).
+     */
+    public Optional<String> hostId() { return Optional.ofNullable(hostId); }
+
+    /** {@code HCOMM_SHM_RING_SIZE}: bytes of each direction's ring between two ranks of a host, a power of two. Default {@code 1M}. */
+    public long shmRingSize() { return shmRingSize; }
+
     @Override
     public String toString() {
         return "CommConfig{initMethod=" + initMethod + ", rank=" + rank + ", worldSize=" + worldSize
@@ -164,7 +196,8 @@ public final class CommConfig {
                 + ", initTimeout=" + initTimeout + ", socketIfname=" + socketIfname + ", socketAddr=" + socketAddr
                 + ", spinTime=" + spinTime + ", eagerLimit=" + eagerLimit + ", unexpectedLimit=" + unexpectedLimit
                 + ", storeHosted=" + storeHosted + ", storePort=" + storePort + ", algo=" + algo + ", check=" + (fullCheck ? "full" : "cheap")
-                + ", memPoolMax=" + memPoolMax + ", shmDir=" + shmDir + ", memDebug=" + memDebug + "}";
+                + ", memPoolMax=" + memPoolMax + ", shmDir=" + shmDir + ", memDebug=" + memDebug
+                + ", transport=" + transport.name().toLowerCase(Locale.ROOT) + ", hostId=" + hostId + ", shmRingSize=" + shmRingSize + "}";
     }
 
     /** Builder of {@link CommConfig}; {@link #build()} validates. */
@@ -187,6 +220,9 @@ public final class CommConfig {
         private long memPoolMax = 4L << 30;
         private String shmDir = "/dev/shm";
         private boolean memDebug;
+        private Transport transport = Transport.AUTO;
+        private String hostId;
+        private long shmRingSize = 1L << 20;
 
         private Builder() {
         }
@@ -245,6 +281,15 @@ public final class CommConfig {
         /** @param debug true: record allocation sites and invalidate closed buffers (HCOMM_MEM_DEBUG) */
         public Builder memDebug(boolean debug) { this.memDebug = debug; return this; }
 
+        /** @param transport {@code AUTO}, {@code TCP} or {@code SHM} (HCOMM_TRANSPORT) */
+        public Builder transport(Transport transport) { this.transport = Objects.requireNonNull(transport, "transport"); return this; }
+
+        /** @param id host identity to use instead of the computed one, or {@code null} to compute it (HCOMM_HOST_ID) */
+        public Builder hostId(String id) { this.hostId = id; return this; }
+
+        /** @param bytes bytes of each direction's shared-memory ring, a power of two in [64K, 1G] (HCOMM_SHM_RING_SIZE) */
+        public Builder shmRingSize(long bytes) { this.shmRingSize = bytes; return this; }
+
         /** Validates and builds; throws {@link IllegalArgumentException} naming the bad setting. */
         public CommConfig build() {
             String m = initMethod.toLowerCase(Locale.ROOT);
@@ -269,6 +314,12 @@ public final class CommConfig {
                 throw new IllegalArgumentException("memPoolMax must be in [4K, 1P], was " + memPoolMax);
             }
             if (shmDir.isBlank()) throw new IllegalArgumentException("shmDir must not be empty");
+            if (hostId != null && (hostId.isEmpty() || hostId.length() > 200 || !hostId.chars().allMatch(c -> c > 32 && c < 127))) {
+                throw new IllegalArgumentException("hostId (HCOMM_HOST_ID) must be 1 to 200 printable ASCII characters without spaces, was '" + hostId + "'");
+            }
+            if (shmRingSize < MIN_RING || shmRingSize > MAX_RING || Long.bitCount(shmRingSize) != 1) {
+                throw new IllegalArgumentException("shmRingSize (HCOMM_SHM_RING_SIZE) must be a power of two in [64K, 1G], was " + shmRingSize);
+            }
             if (storePort < UNSET || storePort > 65535) throw new IllegalArgumentException("storePort must be in [0, 65535], was " + storePort);
             try {
                 io.hcomm4j.algo.Tuner.parse(algo);
@@ -280,6 +331,8 @@ public final class CommConfig {
 
         private static final long MIN_POOL = 4096;
         private static final long MAX_POOL = 1L << 50;
+        private static final long MIN_RING = 64 * 1024;
+        private static final long MAX_RING = 1L << 30;
 
         private static void positive(String name, Duration d) {
             if (d.isNegative() || d.isZero()) throw new IllegalArgumentException(name + " must be > 0, was " + d);
@@ -354,6 +407,18 @@ public final class CommConfig {
         MEM_POOL_MAX { void apply(Builder b, String v) { b.memPoolMax(parseSize(v)); } },
         SHM_DIR { void apply(Builder b, String v) { b.shmDir(v); } },
         MEM_DEBUG { void apply(Builder b, String v) { b.memDebug(parseBool(v)); } },
+        TRANSPORT {
+            void apply(Builder b, String v) {
+                switch (v.toLowerCase(Locale.ROOT)) {
+                    case "auto" -> b.transport(Transport.AUTO);
+                    case "tcp" -> b.transport(Transport.TCP);
+                    case "shm" -> b.transport(Transport.SHM);
+                    default -> throw new IllegalArgumentException("not one of auto, tcp, shm");
+                }
+            }
+        },
+        HOST_ID { void apply(Builder b, String v) { b.hostId(v); } },
+        SHM_RING_SIZE { void apply(Builder b, String v) { b.shmRingSize(parseSize(v)); } },
         CHECK {
             void apply(Builder b, String v) {
                 switch (v.toLowerCase(Locale.ROOT)) {

@@ -45,6 +45,18 @@ public final class Hcomm implements AutoCloseable {
         return session.memory();
     }
 
+    /**
+     * Diagnostics: what carries this session's messages to world rank {@code rank} right now: {@code "shm"} (shared
+     * memory, a peer on this host), {@code "tcp"}, {@code "self"}, or {@code "none"} (not connected yet: connections
+     * open on first use, or the connection is gone). {@code HCOMM_TRANSPORT} decides between shm and tcp.
+     */
+    public String transportTo(int rank) {
+        if (rank < 0 || rank >= session.world().size()) {
+            throw new IllegalArgumentException("rank " + rank + " is out of range [0, " + session.world().size() + ")");
+        }
+        return session.transportTo(rank);
+    }
+
     /** The settings this session runs with. */
     public CommConfig config() {
         return session.config();

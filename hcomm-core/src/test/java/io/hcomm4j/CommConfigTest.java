@@ -89,4 +89,32 @@ class CommConfigTest {
         assertThat(built.memDebug()).isTrue();
         assertThat(built.toString()).contains("memPoolMax=65536", "shmDir=/dev/shm", "memDebug=true");
     }
+
+    @Test
+    void transportSettings() {
+        CommConfig defaults = CommConfig.builder().build();
+        assertThat(defaults.transport()).isEqualTo(CommConfig.Transport.AUTO);
+        assertThat(defaults.hostId()).isEmpty();
+        assertThat(defaults.shmRingSize()).isEqualTo(1 << 20);
+        Map<String, String> env = Map.of("HCOMM_TRANSPORT", "TCP", "HCOMM_HOST_ID", "node-7", "HCOMM_SHM_RING_SIZE", "256K");
+        CommConfig fromEnv = CommConfig.builderFrom(env, k -> null).build();
+        assertThat(fromEnv.transport()).isEqualTo(CommConfig.Transport.TCP);
+        assertThat(fromEnv.hostId()).contains("node-7");
+        assertThat(fromEnv.shmRingSize()).isEqualTo(256 * 1024);
+        Map<String, String> props = Map.of("hcomm.transport", "shm", "hcomm.host.id", "node-8", "hcomm.shm.ring.size", "4M");
+        CommConfig fromProps = CommConfig.builderFrom(env, props::get).build();
+        assertThat(fromProps.transport()).isEqualTo(CommConfig.Transport.SHM);
+        assertThat(fromProps.hostId()).contains("node-8");
+        assertThat(fromProps.shmRingSize()).isEqualTo(4 << 20);
+        assertThat(CommConfig.builderFrom(Map.of("HCOMM_TRANSPORT", "auto"), k -> null).build().transport()).isEqualTo(CommConfig.Transport.AUTO);
+        assertThat(fromProps.toString()).contains("transport=shm", "hostId=node-8", "shmRingSize=4194304");
+        assertThatThrownBy(() -> CommConfig.builderFrom(Map.of("HCOMM_TRANSPORT", "udp"), k -> null).build())
+                .hasMessageContaining("HCOMM_TRANSPORT").hasMessageContaining("hcomm.transport").hasMessageContaining("not one of auto, tcp, shm");
+        assertThatThrownBy(() -> CommConfig.builderFrom(Map.of("HCOMM_SHM_RING_SIZE", "100K"), k -> null).build())
+                .hasMessageContaining("HCOMM_SHM_RING_SIZE").hasMessageContaining("power of two in [64K, 1G]");
+        assertThatThrownBy(() -> CommConfig.builder().shmRingSize(32 * 1024).build()).hasMessageContaining("shmRingSize");
+        assertThatThrownBy(() -> CommConfig.builder().shmRingSize(2L << 30).build()).hasMessageContaining("shmRingSize");
+        assertThatThrownBy(() -> CommConfig.builder().hostId("a b").build()).hasMessageContaining("hostId");
+        assertThatThrownBy(() -> CommConfig.builder().transport(null).build()).isInstanceOf(NullPointerException.class);
+    }
 }

@@ -6,25 +6,34 @@ import io.hcomm4j.testing.P2pWorker;
 import io.hcomm4j.testing.Ranks;
 import java.time.Duration;
 import java.util.List;
-import org.junit.jupiter.api.Test;
+import java.util.Map;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
-/** Point-to-point between separate JVM processes over real sockets; each rank checks every element itself. */
+/**
+ * Point-to-point between separate JVM processes, over shared memory (the default between ranks of one host) and over
+ * TCP ({@code HCOMM_TRANSPORT=tcp}); each rank checks every element itself.
+ */
 class P2pProcessTest {
     static final String[] ALL = {"sizes", "types", "tags", "anysource", "stream", "self", "errors", "probe"};
 
-    @Test
-    void twoRanksEveryScenario() throws Exception {
-        List<Ranks.Outcome> out = Ranks.run(2, P2pWorker.class, Duration.ofMinutes(3), ALL);
+    @ParameterizedTest
+    @ValueSource(strings = {"shm", "tcp"})
+    void twoRanksEveryScenario(String transport) throws Exception {
+        List<Ranks.Outcome> out = Ranks.run(2, P2pWorker.class, Map.of("HCOMM_TRANSPORT", transport), Duration.ofMinutes(3), ALL);
         for (Ranks.Outcome o : out) {
             for (String s : ALL) assertThat(o.output()).contains("rank " + o.rank() + " PASS " + s);
         }
+        Ranks.assertTransports(out, transport);
     }
 
-    @Test
-    void fourRanksEveryScenario() throws Exception {
-        List<Ranks.Outcome> out = Ranks.run(4, P2pWorker.class, Duration.ofMinutes(4), ALL);
+    @ParameterizedTest
+    @ValueSource(strings = {"shm", "tcp"})
+    void fourRanksEveryScenario(String transport) throws Exception {
+        List<Ranks.Outcome> out = Ranks.run(4, P2pWorker.class, Map.of("HCOMM_TRANSPORT", transport), Duration.ofMinutes(4), ALL);
         for (Ranks.Outcome o : out) {
             for (String s : ALL) assertThat(o.output()).contains("rank " + o.rank() + " PASS " + s);
         }
+        Ranks.assertTransports(out, transport);
     }
 }

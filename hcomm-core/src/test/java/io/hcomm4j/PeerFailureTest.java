@@ -10,14 +10,17 @@ import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.params.provider.CsvSource;
 
-/** A rank killed with SIGKILL surfaces as PeerFailedException on the ranks waiting for it, within seconds. */
+/**
+ * A rank killed with SIGKILL surfaces as PeerFailedException on the ranks waiting for it, within seconds, over shared
+ * memory (the end of the pair's doorbell socket) and over TCP.
+ */
 class PeerFailureTest {
     @ParameterizedTest
-    @ValueSource(ints = {2, 4})
-    void killedPeerIsReportedWithinSeconds(int n) throws Exception {
-        try (Ranks.Job job = Ranks.start(n, FailureWorker.class, Map.of("HCOMM_TIMEOUT", "120s"))) {
+    @CsvSource({"2, shm", "4, shm", "2, tcp", "4, tcp"})
+    void killedPeerIsReportedWithinSeconds(int n, String transport) throws Exception {
+        try (Ranks.Job job = Ranks.start(n, FailureWorker.class, Map.of("HCOMM_TIMEOUT", "120s", "HCOMM_TRANSPORT", transport))) {
             long deadline = System.nanoTime() + Duration.ofSeconds(90).toNanos();
             while (!(Files.readString(job.logs.get(n - 1)).contains("READY") && allWaiting(job, n))) {
                 if (System.nanoTime() > deadline) throw new AssertionError("job did not get ready:\n" + job.outputs());
@@ -36,7 +39,8 @@ class PeerFailureTest {
                 Matcher m = Pattern.compile("DETECTED (\\d+) ms ranks=\\[(\\d+)]").matcher(out);
                 assertThat(m.find()).as("rank %d output: %s", r, out).isTrue();
                 assertThat(Long.parseLong(m.group(1))).as("detection time ms").isLessThan(10_000);
-                System.out.printf("PeerFailureTest n=%d: rank %d saw rank %d fail after %s ms%n", n, r, n - 1, m.group(1));
+                System.out.printf("PeerFailureTest n=%d %s: rank %d saw rank %d fail after %s ms%n", n, transport, r, n - 1, m.group(1));
+                assertThat(out).contains("rank " + r + " transport to " + (n - 1) + ": " + transport);
                 assertThat(Integer.parseInt(m.group(2))).isEqualTo(n - 1);
                 if (n > 2) assertThat(out).contains("SURVIVORS OK");
             }

@@ -383,7 +383,11 @@ final class PerfCommand implements Callable<Integer> {
                     ? runP2p(comm, p2p, report)
                     : runCollectives(comm, plan, warmup == null ? JIT_WARMUP_CALLS : 0, check,
                             algoLabel(coll, algo, parent.env), report, parent.err, timing);
+            // looked at before a barrier: rank 1 may not close its connections until rank 0 has looked
+            String via = comm.rank() == 0 && comm.size() > 1 ? hcomm.transportTo(1) : null;
+            comm.barrier();
             if (comm.rank() != 0) return 0;
+            if (via != null) parent.err.println("# transport to rank 1: " + via + " (HCOMM_TRANSPORT)");
             if (plot != null) {
                 try {
                     PerfPlot.write(plot, plotTitle(coll, comm.size()), rows);

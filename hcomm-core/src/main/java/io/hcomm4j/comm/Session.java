@@ -7,6 +7,8 @@ import io.hcomm4j.bootstrap.Bootstrap;
 import io.hcomm4j.bootstrap.Store;
 import io.hcomm4j.memory.MemoryPool;
 import io.hcomm4j.security.Auth;
+import io.hcomm4j.HcommException;
+import io.hcomm4j.transport.HostIdentity;
 import io.hcomm4j.transport.TcpTransport;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
@@ -40,14 +42,14 @@ public final class Session implements AutoCloseable {
     private final MemoryPool memory;
     private volatile boolean closed;
 
-    private Session(CommConfig config, Bootstrap.Joined joined, String namespace, TcpTransport transport) {
+    private Session(CommConfig config, Bootstrap.Joined joined, String namespace, TcpTransport transport, MemoryPool memory) {
         this.config = config;
         this.joined = joined;
         this.namespace = namespace;
         this.transport = transport;
+        this.memory = memory;
         this.tuner = new io.hcomm4j.algo.Tuner(io.hcomm4j.algo.Tuner.LinkCost.TCP_LOOPBACK, io.hcomm4j.algo.Tuner.parse(config.algo()));
         this.world = new CommunicatorImpl(this, transport, 0L, joined.rank(), joined.worldSize());
-        this.memory = MemoryPool.open(new MemoryPool.Options(Path.of(config.shmDir()), config.memPoolMax(), config.memDebug()));
     }
 
     /** Runs init: rendezvous through the store, data listener, world communicator. */
@@ -55,7 +57,11 @@ public final class Session implements AutoCloseable {
         long start = System.nanoTime();
         Bootstrap.Joined j = Bootstrap.join(config);
         TcpTransport t = null;
+        MemoryPool pool = null;
         try {
+            // first, so that files a killed job left in the directory are gone before this session creates any
+            Path shmDir = Path.of(config.shmDir());
+            pool = MemoryPool.open(new MemoryPool.Options(shmDir, config.memPoolMax(), config.memDebug()));
             Store store = j.store();
             int rank = j.rank();
             int size = j.worldSize();
@@ -71,7 +77,8 @@ public final class Session implements AutoCloseable {
                     config.eagerLimit(), config.unexpectedLimit());
             t = TcpTransport.open(rank, size, j.dataAddress(), Auth.of(config.secret().orElse(null)), token, options);
             InetSocketAddress me = t.listenAddress();
-            store.set(ns + "addr/" + rank, (me.getAddress().getHostAddress() + " " + me.getPort()).getBytes(StandardCharsets.UTF_8));
+            String host = config.hostId().orElseGet(() -> HostIdentity.of(shmDir));
+            store.set(ns + "addr/" + rank, (me.getAddress().getHostAddress() + " " + me.getPort() + " " + host).getBytes(StandardCharsets.UTF_8));
             long count = store.add(ns + "joined", 1);
             if (count == size) store.set(ns + "ready", new byte[] {1});
             try {
@@ -82,17 +89,31 @@ public final class Session implements AutoCloseable {
                         + " of " + size + " ranks joined within " + initTimeout + " (HCOMM_INIT_TIMEOUT)");
             }
             InetSocketAddress[] book = new InetSocketAddress[size];
+            boolean[] sameHost = new boolean[size];
+            List<Integer> elsewhere = new java.util.ArrayList<>();
             for (int p = 0; p < size; p++) {
                 String[] hp = new String(store.get(ns + "addr/" + p, initTimeout), StandardCharsets.UTF_8).split(" ");
                 book[p] = new InetSocketAddress(hp[0], Integer.parseInt(hp[1]));
+                sameHost[p] = p != rank && hp.length > 2 && hp[2].equals(host);
+                if (p != rank && !sameHost[p]) elsewhere.add(p);
             }
             store.add(ns + "started", 1);
+            if (config.transport() == CommConfig.Transport.SHM && !elsewhere.isEmpty()) {
+                // every rank fails the same way; the store's host lets the others read the addresses first
+                if (j.owned() != null) awaitStarted(store, ns, size, config);
+                throw new HcommException("rank " + rank + ": HCOMM_TRANSPORT=shm, but ranks " + elsewhere + " are on other hosts "
+                        + "(host id here " + host + "; see HCOMM_HOST_ID); use HCOMM_TRANSPORT=auto or tcp");
+            }
+            if (config.transport() != CommConfig.Transport.TCP) {
+                t.enableShm(new TcpTransport.ShmOptions(shmDir, (int) config.shmRingSize(), p -> sameHost[p], pool));
+            }
             t.start(p -> book[p]);
-            Session s = new Session(config, j, ns, t);
+            Session s = new Session(config, j, ns, t, pool);
             LOG.debug("rank {}/{}: init took {} ms, listening on {}", rank, size, (System.nanoTime() - start) / 1_000_000, me);
             return s;
         } catch (RuntimeException e) {
             if (t != null) t.close();
+            if (pool != null) pool.close();
             closeQuietly(j.store());
             closeQuietly(j.owned());
             throw e;
@@ -107,6 +128,14 @@ public final class Session implements AutoCloseable {
     /** The settings. */
     public CommConfig config() {
         return config;
+    }
+
+    /**
+     * What carries messages to world rank {@code rank} now: {@code "shm"}, {@code "tcp"}, {@code "self"} or {@code "none"}
+     * (no connection yet: connections open on first use).
+     */
+    public String transportTo(int rank) {
+        return transport.transportTo(rank);
     }
 
     /** The session's memory pool. */
@@ -146,20 +175,25 @@ public final class Session implements AutoCloseable {
         memory.close();
         if (joined.owned() != null) {
             // the store lives in this process: let every rank finish its init reads before it goes away
-            long deadline = System.nanoTime() + Math.min(config.initTimeout().toNanos(), 10_000_000_000L);
-            while (System.nanoTime() < deadline) {
-                byte[] v = joined.store().tryGet(namespace + "started");
-                if (v != null && Long.parseLong(new String(v, StandardCharsets.UTF_8)) >= joined.worldSize()) break;
-                try {
-                    Thread.sleep(5);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    break;
-                }
-            }
+            awaitStarted(joined.store(), namespace, joined.worldSize(), config);
         }
         closeQuietly(joined.store());
         closeQuietly(joined.owned());
+    }
+
+    /** Waits (bounded) until every rank has read the addresses: the store may go away after that. */
+    private static void awaitStarted(Store store, String namespace, int size, CommConfig config) {
+        long deadline = System.nanoTime() + Math.min(config.initTimeout().toNanos(), 10_000_000_000L);
+        while (System.nanoTime() < deadline) {
+            byte[] v = store.tryGet(namespace + "started");
+            if (v != null && Long.parseLong(new String(v, StandardCharsets.UTF_8)) >= size) break;
+            try {
+                Thread.sleep(5);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                break;
+            }
+        }
     }
 
     private static void closeQuietly(AutoCloseable c) {

@@ -250,7 +250,8 @@ public final class MemoryPool implements AutoCloseable {
     }
 
     /**
-     * Unlinks every file and unmaps every mapping that holds no open buffer; a mapping with open buffers is unmapped
+     * Unlinks every file, removes the files of dead processes in the directory (as {@link #open} does), and unmaps
+     * every mapping that holds no open buffer; a mapping with open buffers is unmapped
      * when the last of them is closed or becomes unreachable (logged at WARN). Later allocations throw
      * {@link IllegalStateException}. Idempotent.
      */
@@ -272,6 +273,8 @@ public final class MemoryPool implements AutoCloseable {
                 else kept++;
             }
         }
+        // files of processes that died while this one ran (a killed peer rank) go now, not only at the next init
+        ShmFiles.removeStale(options.directory());
         if (kept > 0) {
             LOG.warn("memory pool closed with {} buffers ({} bytes) still open: {} mappings stay mapped until those buffers "
                     + "are closed or unreachable (their files are unlinked)", buffersInUse.get(), inUse.get(), kept);

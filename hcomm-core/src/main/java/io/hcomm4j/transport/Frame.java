@@ -40,6 +40,18 @@ final class Frame {
 
     /** Returns eager credit: {@code length} more bytes may be sent eagerly; no payload. */
     static final byte CREDIT = 7;
+    /**
+     * Shared memory only: instead of a DATA frame and its payload, where the receiver reads the payload in place: the
+     * sender's registered buffer lies in its shared-memory file number {@code commId} (the sequence part of the file's
+     * name), at byte offset {@code (tag << 32) | flags}, {@code length} bytes. No payload follows; the receiver copies
+     * straight out of its mapping of that file and answers {@link #DATA_DONE}, which completes the send (one copy).
+     */
+    static final byte DATA_REF = 8;
+    /** Shared memory only: the receiver has read the DATA_REF message {@code msgId}; flags {@link #DONE_FAILED}: it could not. */
+    static final byte DATA_DONE = 9;
+    /** DATA_DONE flag: the receiver could not map the sender's file; both ops fail. */
+    static final int DONE_FAILED = 1;
+
     /** Credit an eager message costs beyond its payload (bounds the count of small unexpected messages). */
     static final long EAGER_OVERHEAD = 64;
 
@@ -64,6 +76,8 @@ final class Frame {
             case ACK -> "ACK";
             case BYE -> "BYE";
             case CREDIT -> "CREDIT";
+            case DATA_REF -> "DATA_REF";
+            case DATA_DONE -> "DATA_DONE";
             default -> "type " + type;
         };
     }

@@ -6,13 +6,13 @@ import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.SelectionKey;
-import java.nio.channels.SocketChannel;
 import java.util.ArrayDeque;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
- * The one TCP connection between this rank and one peer, in both directions: frames out (any thread,
+ * The one connection between this rank and one peer, in both directions, over its {@link Conduit} (a TCP socket, or
+ * shared-memory rings for a peer on this host): frames out (any thread,
  * under {@code txLock}, written straight to the socket when nothing is queued) and frames in (only the
  * thread holding the progress token reads). Small frames are read through a 64 KiB buffer, so one read
  * brings a header and its payload; a large payload is read straight into its destination.
@@ -32,8 +32,8 @@ final class PeerLink {
 
     // connection (guarded by this)
     volatile State state = State.IDLE;
-    SocketChannel ch;
-    SelectionKey key;
+    /** The byte pipe: a TCP socket, or shared-memory rings for a peer on this host. */
+    Conduit ch;
     volatile boolean peerSaidBye;
 
     // outbound (guarded by txLock)
@@ -176,7 +176,7 @@ final class PeerLink {
                 } else {
                     ByteBuffer rest = ByteBuffer.allocate(h.remaining()).order(ByteOrder.LITTLE_ENDIAN).put(h).flip();
                     txQueue.add(new OutFrame(rest, payload, off, completes));
-                    key.interestOpsOr(SelectionKey.OP_WRITE);
+                    ch.wantWrite();
                     t.progress.wakeup();
                 }
             } else {
@@ -255,7 +255,7 @@ final class PeerLink {
             if (h.hasRemaining()) {
                 ByteBuffer rest = ByteBuffer.allocate(h.remaining()).order(ByteOrder.LITTLE_ENDIAN).put(h).flip();
                 txQueue.add(new OutFrame(rest, null, 0, null));
-                key.interestOpsOr(SelectionKey.OP_WRITE);
+                ch.wantWrite();
                 t.progress.wakeup();
             }
             held.clear();
@@ -284,7 +284,7 @@ final class PeerLink {
             try {
                 OutFrame f = txQueue.peek();
                 if (f == null) {
-                    if (key.isValid()) key.interestOpsAnd(~SelectionKey.OP_WRITE);
+                    ch.writeDone();
                     return;
                 }
                 long off = writeNow(f.header, f.payload, f.offset);
@@ -317,9 +317,14 @@ final class PeerLink {
     // ------------------------------------------------------------------------------------------- inbound
 
     void onReady(SelectionKey k) {
+        onReady(k.isValid() && k.isWritable(), k.isValid() && k.isReadable());
+    }
+
+    /** The conduit may take more bytes ({@code writable}) or has bytes to read ({@code readable}). */
+    void onReady(boolean writable, boolean readable) {
         try {
-            if (k.isValid() && k.isWritable()) flushQueue();
-            if (k.isValid() && k.isReadable()) onReadable();
+            if (writable) flushQueue();
+            if (readable) onReadable();
         } catch (ProtocolException e) {
             t.log().warn("rank {}: protocol error from rank {}: {}; closing the connection", t.rank, peer, e.getMessage());
             fail(e);
@@ -350,6 +355,11 @@ final class PeerLink {
             if (!inPayload && rx.position() < Frame.HEADER && !awaitingData.isEmpty()) rx.limit(Frame.HEADER);
             int n = ch.read(rx);
             if (n < 0) throw eof();
+            if (n == 0) {
+                // nothing new: what rx holds is at most part of a frame, already looked at
+                rx.limit(rx.capacity());
+                return;
+            }
             rx.flip();
             txLock.lock();
             holding = true;
@@ -363,7 +373,6 @@ final class PeerLink {
                 if (!handled) dropHeld();
             }
             writeHeld();
-            if (n == 0) return;
         }
     }
 
@@ -431,7 +440,7 @@ final class PeerLink {
                     if (s.isDone()) sendFrame(Frame.DATA, Frame.CTS_DISCARD, s.commId, s.tag, 0, msgId, null, null);
                     else s.succeed(null);
                 } else {
-                    sendFrame(Frame.DATA, 0, s.commId, s.tag, s.size, msgId, s.buf, s);
+                    t.sendData(this, s, msgId);
                 }
             }
             case Frame.DATA -> {
@@ -448,6 +457,8 @@ final class PeerLink {
                     expectPayload(r.buf, length, r, null, commId, tag, 0);
                 }
             }
+            case Frame.DATA_REF -> t.onDataRef(this, msgId, commId, ((long) tag << 32) | (flags & 0xFFFFFFFFL), length);
+            case Frame.DATA_DONE -> t.onDataDone(this, msgId, flags);
             case Frame.ACK -> { }
             case Frame.BYE -> peerSaidBye = true;
             case Frame.CREDIT -> {
@@ -505,7 +516,7 @@ final class PeerLink {
      *
      * @param peerUnexpectedLimit the peer's per-peer eager buffer, from the hello: our initial send credit
      */
-    void install(SocketChannel channel, long peerUnexpectedLimit) throws IOException {
+    void install(Conduit channel, long peerUnexpectedLimit) throws IOException {
         txLock.lock();
         try {
             peerLimit = peerUnexpectedLimit;
@@ -513,10 +524,8 @@ final class PeerLink {
         } finally {
             txLock.unlock();
         }
-        channel.configureBlocking(false);
-        channel.setOption(java.net.StandardSocketOptions.TCP_NODELAY, true);
         this.ch = channel;
-        this.key = channel.register(t.progress.selector, SelectionKey.OP_READ, this);
+        channel.start();
         state = State.CONNECTED;
         t.progress.wakeup();
         t.progress.selector.wakeup();
@@ -557,7 +566,7 @@ final class PeerLink {
     }
 
     void closeChannel() {
-        SocketChannel c = ch;
+        Conduit c = ch;
         if (c != null) {
             try {
                 c.close();

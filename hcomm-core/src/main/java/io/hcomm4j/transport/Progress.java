@@ -58,6 +58,12 @@ final class Progress implements AutoCloseable {
     private volatile long lastWaiterLeft;
     private volatile boolean closed;
     private int handled;
+    /** Same-host links: polled directly while spinning, armed before blocking (copy-on-write, under {@link #ringLock}). */
+    private volatile ShmConduit[] rings = new ShmConduit[0];
+    private final Object ringLock = new Object();
+    /** While there are rings, the selector (TCP peers, doorbells, deaths) is asked only every few µs of spinning. */
+    private static final long RING_SELECT_EVERY_NANOS = 5_000;
+    private long lastSelectNow;
 
     Progress(String name, long spinNanos) {
         try {
@@ -68,7 +74,8 @@ final class Progress implements AutoCloseable {
         this.spinNanos = spinNanos;
         this.onKey = key -> {
             handled++;
-            ((PeerLink) key.attachment()).onReady(key);
+            if (key.attachment() instanceof PeerLink l) l.onReady(key);
+            else ((ShmConduit) key.attachment()).onDoorbell();
         };
         this.background = Thread.ofPlatform().daemon().name(name).unstarted(this::runBackground);
     }
@@ -143,8 +150,42 @@ final class Progress implements AutoCloseable {
         }
     }
 
+    void addRing(ShmConduit c) {
+        synchronized (ringLock) {
+            ShmConduit[] rs = java.util.Arrays.copyOf(rings, rings.length + 1);
+            rs[rs.length - 1] = c;
+            rings = rs;
+        }
+        selector.wakeup(); // a poller about to block must arm the new ring too
+    }
+
+    void removeRing(ShmConduit c) {
+        synchronized (ringLock) {
+            rings = java.util.Arrays.stream(rings).filter(x -> x != c).toArray(ShmConduit[]::new);
+        }
+    }
+
+    /** Handles every ring with bytes to read or room for queued frames; returns how many. */
+    private int pollRings(ShmConduit[] rs) {
+        int n = 0;
+        for (ShmConduit c : rs) {
+            if (c.ready()) {
+                n++;
+                c.link.onReady(c.writeWanted(), true);
+            }
+        }
+        return n;
+    }
+
     private int pollNow() {
         handled = 0;
+        ShmConduit[] rs = rings;
+        if (rs.length > 0) {
+            handled += pollRings(rs);
+            long now = System.nanoTime();
+            if (now - lastSelectNow < RING_SELECT_EVERY_NANOS) return handled;
+            lastSelectNow = now;
+        }
         try {
             selector.selectNow(onKey);
         } catch (IOException e) {
@@ -154,15 +195,29 @@ final class Progress implements AutoCloseable {
     }
 
     private void pollBlocking(long ms) {
+        handled = 0;
+        ShmConduit[] rs = rings;
+        if (rs.length > 0) {
+            // set every ring's sleeping flag, then look once more: what came before the flags is handled now, what
+            // comes after them rings the doorbell (see ShmRing)
+            boolean work = false;
+            for (ShmConduit c : rs) work |= c.arm();
+            if (work) {
+                for (ShmConduit c : rs) c.disarm();
+                pollRings(rs);
+                return;
+            }
+        }
         blocking = true;
         try {
-            handled = 0;
             selector.select(onKey, ms);
         } catch (IOException e) {
             LOG.warn("selector failed", e);
         } finally {
             blocking = false;
+            for (ShmConduit c : rs) c.disarm();
         }
+        if (rs.length > 0) pollRings(rs);
     }
 
     private void runBackground() {

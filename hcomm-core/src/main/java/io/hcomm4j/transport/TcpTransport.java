@@ -6,6 +6,8 @@ import io.hcomm4j.PeerFailedException;
 import io.hcomm4j.security.Auth;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
+import io.hcomm4j.memory.MemoryPool;
+import io.hcomm4j.memory.SharedFiles;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.StandardSocketOptions;
@@ -13,6 +15,8 @@ import java.nio.ByteBuffer;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -21,6 +25,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.IntFunction;
+import java.util.function.IntPredicate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -30,6 +35,13 @@ import org.slf4j.LoggerFactory;
  * Messages up to the eager limit travel with their header; larger ones go as ready-to-send, and their
  * bytes only after the receiver matched them (so an unexpected large message costs no buffer). Matching
  * follows MPI: per communicator, in order of arrival and of posting, by source and tag with wildcards.
+ *
+ * <p><b>Same host.</b> With {@link #enableShm}, a connection to a rank of this host carries the frames through a pair
+ * of shared-memory rings instead of the socket ({@link ShmConduit}); the socket stays as doorbell and death detector.
+ * Everything above the byte pipe (matching, eager/rendezvous, credit, fingerprints, failures) is the same, except
+ * that a rendezvous message from a registered buffer ({@link MemoryPool}) is read by the receiver straight out of the
+ * sender's mapping ({@link Frame#DATA_REF}: one copy). The class keeps its name: it is the message transport, TCP
+ * being what every connection starts with.
  *
  * <p>Ranks here are world ranks; communicators above translate.
  */
@@ -42,6 +54,10 @@ public final class TcpTransport implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(TcpTransport.class);
     private static final int HELLO_MAGIC = 0x4843484C; // "HCHL"
     private static final int HELLO_BYTES = 32;
+    /** After the 32-byte hello: i32 shared-memory offer (0 or {@link #SHM_OFFER}), u16 length of the ring file name, the name. */
+    private static final int HELLO_EXT_BYTES = 6;
+    private static final int SHM_OFFER = 1;
+    private static final int MAX_SHM_NAME = 200;
     private static final byte ACCEPT = 1;
     private static final byte REJECT = 2;
 
@@ -59,9 +75,22 @@ public final class TcpTransport implements AutoCloseable {
     private final PeerLink[] links;
     private final boolean[] failed;
     private IntFunction<InetSocketAddress> addressBook;
+    /** Same-host rings, or null: TCP to every peer. */
+    private volatile ShmOptions shm;
     private final ReentrantLock matchLock = new ReentrantLock();
     private final Map<Long, MatchTable> tables = new HashMap<>();
     volatile boolean closing;
+
+    /**
+     * Shared memory between ranks of one host.
+     *
+     * @param dir       directory of the shared-memory files (the same for every rank of a host)
+     * @param ringBytes bytes of each direction's ring, a power of two
+     * @param sameHost  which world ranks share this host (and want shared memory)
+     * @param pool      this session's registered memory: sends from it are read in place by the peer (one copy); may be null
+     */
+    public record ShmOptions(Path dir, int ringBytes, IntPredicate sameHost, MemoryPool pool) {
+    }
 
     /** Settings the transport needs, taken from CommConfig by the layer above. */
     public record Options(Duration timeout, Duration connectTimeout, Duration spinTime, long eagerLimit,
@@ -114,6 +143,22 @@ public final class TcpTransport implements AutoCloseable {
         } catch (IOException e) {
             throw new HcommException("listener closed", e);
         }
+    }
+
+    /** Talk to the peers {@code options.sameHost()} names through shared-memory rings (call before {@link #start}). */
+    public void enableShm(ShmOptions options) {
+        this.shm = options;
+    }
+
+    /**
+     * What carries the bytes to world rank {@code peer} now: {@code "shm"}, {@code "tcp"}, {@code "self"}, or {@code "none"}
+     * (not connected yet, or the connection is gone). Diagnostics and tests.
+     */
+    public String transportTo(int peer) {
+        if (peer == rank) return "self";
+        PeerLink l = links[peer];
+        Conduit c = l.ch;
+        return l.state == PeerLink.State.CONNECTED && c != null ? c.kind() : "none";
     }
 
     /** Starts accepting and progressing; {@code addressBook} gives each peer's listen address. */
@@ -520,6 +565,87 @@ public final class TcpTransport implements AutoCloseable {
         if (after != null) after.run();
     }
 
+    // -------------------------------------------------------------------------------- one copy (shm only)
+
+    /** Rendezvous sends whose data went as DATA_REF (the peer read it in place), for diagnostics and tests. */
+    final java.util.concurrent.atomic.AtomicLong oneCopySends = new java.util.concurrent.atomic.AtomicLong();
+    private final String ownFilePrefix = SharedFiles.ownPrefix();
+    /** The last registered file a send came from and its sequence number (poller only: a one-entry cache). */
+    private Path lastRefFile;
+    private long lastRefSeq;
+
+    /**
+     * The CTS for {@code s} came: send its data. To a peer on this host, a buffer from this session's memory pool goes as
+     * a DATA_REF (where it lies in our file; the peer copies it straight out and answers DATA_DONE); anything else
+     * streams through the link (through the ring for a peer on this host: two copies, pipelined).
+     */
+    void sendData(PeerLink l, SendRequest s, long msgId) {
+        ShmOptions so = shm;
+        if (l.ch instanceof ShmConduit c && so != null && so.pool() != null && s.size > 0) {
+            var reg = so.pool().lookup(s.buf);
+            long seq = reg.isEmpty() ? -1 : fileSequence(reg.get().file());
+            if (seq >= 0) {
+                long offset = reg.get().offset();
+                c.awaitingDone.put(msgId, s);
+                oneCopySends.incrementAndGet();
+                if (!l.sendFrame(Frame.DATA_REF, (int) offset, seq, (int) (offset >>> 32), s.size, msgId, null, null)
+                        && c.awaitingDone.remove(msgId) != null) {
+                    s.fail(peerFailed(l.peer, s.describe(), null));
+                }
+                return;
+            }
+        }
+        l.sendFrame(Frame.DATA, 0, s.commId, s.tag, s.size, msgId, s.buf, s);
+    }
+
+    /** The sequence number of our pool file {@code file}, or -1 if it is not one of ours. */
+    private long fileSequence(Path file) {
+        if (file == lastRefFile) return lastRefSeq;
+        String name = file.getFileName().toString();
+        long seq = name.startsWith(ownFilePrefix) ? SharedFiles.sequence(name) : -1;
+        lastRefFile = file;
+        lastRefSeq = seq;
+        return seq;
+    }
+
+    /** A DATA_REF came: copy the message out of the sender's file into the receive buffer, then tell the sender. */
+    void onDataRef(PeerLink l, long msgId, long fileSeq, long offset, long length) throws PeerLink.ProtocolException {
+        if (!(l.ch instanceof ShmConduit c)) throw new PeerLink.ProtocolException("DATA_REF over TCP");
+        RecvRequest r = l.awaitingData.remove(msgId);
+        if (r == null) throw new PeerLink.ProtocolException("DATA_REF for unknown message " + msgId);
+        if (length != r.matchedSize) {
+            throw new PeerLink.ProtocolException("DATA_REF of " + length + " bytes for a message of " + r.matchedSize);
+        }
+        MemorySegment file;
+        try {
+            file = c.peerFile(fileSeq);
+        } catch (IOException e) {
+            l.sendFrame(Frame.DATA_DONE, Frame.DONE_FAILED, 0, 0, 0, msgId, null, null);
+            r.fail(new HcommException("rank " + rank + ": " + r.describe() + ": cannot map the buffer of rank " + l.peer
+                    + " to read the message in place: " + e.getMessage(), e));
+            return;
+        }
+        if (offset < 0 || offset > file.byteSize() - length) {
+            throw new PeerLink.ProtocolException("DATA_REF of [" + offset + ", +" + length + ") beyond a file of " + file.byteSize());
+        }
+        MemorySegment.copy(file, offset, r.buf, 0, length);
+        l.sendFrame(Frame.DATA_DONE, 0, 0, 0, 0, msgId, null, null);
+        if (!r.isDone()) r.succeedMatched();
+    }
+
+    /** The peer read a DATA_REF message of ours: its send is complete. */
+    void onDataDone(PeerLink l, long msgId, int flags) throws PeerLink.ProtocolException {
+        if (!(l.ch instanceof ShmConduit c)) throw new PeerLink.ProtocolException("DATA_DONE over TCP");
+        SendRequest s = c.awaitingDone.remove(msgId);
+        if (s == null) throw new PeerLink.ProtocolException("DATA_DONE for unknown message " + msgId);
+        if ((flags & Frame.DONE_FAILED) != 0) {
+            s.fail(new HcommException("rank " + rank + ": " + s.describe() + ": rank " + l.peer
+                    + " could not map this buffer to read it in place (is HCOMM_SHM_DIR the same for both?)"));
+        } else {
+            s.succeed(null);
+        }
+    }
+
     /** A peer's connection broke: fail every op that depended on it. */
     void onPeerFailed(PeerLink l, Exception cause) {
         int p = l.peer;
@@ -553,6 +679,10 @@ public final class TcpTransport implements AutoCloseable {
         l.awaitingCts.clear();
         doomed.addAll(l.awaitingData.values());
         l.awaitingData.clear();
+        if (l.ch instanceof ShmConduit c) {
+            doomed.addAll(c.awaitingDone.values());
+            c.awaitingDone.clear();
+        }
         for (Request<?> r : doomed) {
             if (closing) r.fail(new CommAbortedException("rank " + rank + ": " + r.describe() + " failed: the session is closed"));
             else r.fail(peerFailed(p, r.describe(), cause));
@@ -629,10 +759,37 @@ public final class TcpTransport implements AutoCloseable {
         }
     }
 
-    /** Connects to {@code l.peer} (state CONNECTING, monitor not held); returns once CONNECTED or throws. */
+    /**
+     * Connects to {@code l.peer} (state CONNECTING, monitor not held); returns once CONNECTED or throws. To a peer of
+     * this host it offers a pair of shared-memory rings (a file it creates and names in the hello); whatever the
+     * answer, the file is unlinked before this returns (the peer has mapped it, or will not).
+     */
     private void connect(PeerLink l, long deadline) {
+        ShmOptions so = shm;
+        ShmConduit.Mapping offer = null;
+        if (so != null && so.sameHost().test(l.peer)) {
+            try {
+                offer = ShmConduit.create(so.dir(), rank, l.peer, jobToken, so.ringBytes());
+            } catch (IOException | RuntimeException e) {
+                LOG.warn("rank {}: cannot create a shared-memory ring file for rank {} in {} ({}); using TCP to it", rank, l.peer,
+                        so.dir(), e.toString());
+            }
+        }
+        boolean[] used = new boolean[1];
+        try {
+            connect(l, deadline, offer, used);
+        } finally {
+            if (offer != null) {
+                ShmConduit.unlink(so.dir(), offer.name());
+                if (!used[0]) offer.unmap();
+            }
+        }
+    }
+
+    private void connect(PeerLink l, long deadline, ShmConduit.Mapping offer, boolean[] used) {
         int peer = l.peer;
         InetSocketAddress addr = addressBook.apply(peer);
+        byte[] offerName = offer == null ? new byte[0] : offer.name().getBytes(StandardCharsets.US_ASCII);
         IOException last = null;
         long backoff = 10;
         long connectDeadline = Math.min(deadline, System.nanoTime() + connectTimeout.toNanos());
@@ -643,8 +800,9 @@ public final class TcpTransport implements AutoCloseable {
                 ch.socket().connect(addr, (int) Math.max(1, Math.min(10_000, (connectDeadline - System.nanoTime()) / 1_000_000)));
                 ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
                 auth.connect(ch, Auth.DATA, Duration.ofSeconds(10));
-                ByteBuffer hello = ByteBuffer.allocate(HELLO_BYTES).putInt(HELLO_MAGIC).putInt(rank).putInt(peer).putInt(size)
-                        .putLong(jobToken).putLong(unexpectedLimit).flip();
+                ByteBuffer hello = ByteBuffer.allocate(HELLO_BYTES + HELLO_EXT_BYTES + offerName.length).putInt(HELLO_MAGIC)
+                        .putInt(rank).putInt(peer).putInt(size).putLong(jobToken).putLong(unexpectedLimit)
+                        .putInt(offer == null ? 0 : SHM_OFFER).putShort((short) offerName.length).put(offerName).flip();
                 while (hello.hasRemaining()) ch.write(hello);
                 ch.socket().setSoTimeout(10_000);
                 var in = ch.socket().getInputStream();
@@ -654,8 +812,27 @@ public final class TcpTransport implements AutoCloseable {
                     if (lim.length < 8) throw new IOException("rank " + peer + " closed the connection during the hello");
                     long peerLimit = ByteBuffer.wrap(lim).getLong();
                     if (peerLimit < 0) throw new IOException("rank " + peer + " announced a negative eager limit");
+                    int shmAnswer = in.read();
+                    String peerPrefix = null;
+                    if (shmAnswer == SHM_OFFER) {
+                        byte[] len = in.readNBytes(2);
+                        int n = len.length < 2 ? -1 : ByteBuffer.wrap(len).getShort() & 0xffff;
+                        if (n < 1 || n > MAX_SHM_NAME) throw new IOException("rank " + peer + " sent a bad hello answer");
+                        byte[] p = in.readNBytes(n);
+                        if (p.length < n) throw new IOException("rank " + peer + " closed the connection during the hello");
+                        peerPrefix = new String(p, StandardCharsets.US_ASCII);
+                    } else if (shmAnswer != 0) {
+                        throw new IOException("rank " + peer + " closed the connection during the hello");
+                    }
+                    if (offer != null && peerPrefix == null) {
+                        LOG.warn("rank {}: rank {} did not map the shared-memory rings offered to it; using TCP to it", rank, peer);
+                    }
+                    Conduit conduit = offer != null && peerPrefix != null
+                            ? ShmConduit.of(l, progress, ch, offer, true, shm.dir(), peerPrefix)
+                            : new SocketConduit(ch, l, progress);
                     synchronized (l) {
-                        l.install(ch, peerLimit);
+                        l.install(conduit, peerLimit);
+                        used[0] = conduit instanceof ShmConduit;
                     }
                     return;
                 }
@@ -729,17 +906,52 @@ public final class TcpTransport implements AutoCloseable {
                 throw new IOException("hello from a rank of another job or communicator (src " + src + ", dst " + dst
                         + ", size " + peerSize + ")");
             }
-            PeerLink l = links[src];
-            synchronized (l) {
-                boolean keepOurs = l.state == PeerLink.State.CONNECTING && rank < src;
-                if (l.state == PeerLink.State.IDLE || (l.state == PeerLink.State.CONNECTING && !keepOurs)) {
-                    ByteBuffer reply = ByteBuffer.allocate(9).put(ACCEPT).putLong(unexpectedLimit).flip();
-                    while (reply.hasRemaining()) ch.write(reply);
-                    l.install(ch, peerLimit);
-                    return;
+            byte[] ext = in.readNBytes(HELLO_EXT_BYTES);
+            if (ext.length < HELLO_EXT_BYTES) throw new IOException("short hello");
+            ByteBuffer e = ByteBuffer.wrap(ext);
+            int offerFlag = e.getInt();
+            int nameLen = e.getShort() & 0xffff;
+            if (nameLen > MAX_SHM_NAME || (offerFlag == SHM_OFFER) != (nameLen > 0) || (offerFlag != 0 && offerFlag != SHM_OFFER)) {
+                throw new IOException("bad hello extension");
+            }
+            byte[] nb = in.readNBytes(nameLen);
+            if (nb.length < nameLen) throw new IOException("short hello");
+            String ringFile = nameLen == 0 ? null : new String(nb, StandardCharsets.US_ASCII);
+            ShmOptions so = shm;
+            ShmConduit.Mapping mapped = null;
+            String peerPrefix = null;
+            if (ringFile != null && so != null && so.sameHost().test(src)) {
+                try {
+                    peerPrefix = SharedFiles.ownerPrefix(ringFile);
+                    if (peerPrefix == null) throw new IOException("'" + ringFile + "' is not a ring file name");
+                    mapped = ShmConduit.attach(so.dir(), ringFile, src, rank, jobToken);
+                } catch (IOException | RuntimeException ex) {
+                    LOG.warn("rank {}: cannot map the shared-memory rings rank {} offered ({}); using TCP to it", rank, src, ex.toString());
                 }
-                ch.write(ByteBuffer.wrap(new byte[] {REJECT}));
-                ch.close();
+            }
+            PeerLink l = links[src];
+            boolean used = false;
+            try {
+                synchronized (l) {
+                    boolean keepOurs = l.state == PeerLink.State.CONNECTING && rank < src;
+                    if (l.state == PeerLink.State.IDLE || (l.state == PeerLink.State.CONNECTING && !keepOurs)) {
+                        byte[] me = mapped == null ? new byte[0] : SharedFiles.ownPrefix().getBytes(StandardCharsets.US_ASCII);
+                        ByteBuffer reply = ByteBuffer.allocate(10 + (mapped == null ? 0 : 2 + me.length)).put(ACCEPT).putLong(unexpectedLimit)
+                                .put((byte) (mapped == null ? 0 : SHM_OFFER));
+                        if (mapped != null) reply.putShort((short) me.length).put(me);
+                        reply.flip();
+                        while (reply.hasRemaining()) ch.write(reply);
+                        Conduit conduit = mapped != null ? ShmConduit.of(l, progress, ch, mapped, false, so.dir(), peerPrefix)
+                                : new SocketConduit(ch, l, progress);
+                        used = mapped != null;
+                        l.install(conduit, peerLimit);
+                        return;
+                    }
+                    ch.write(ByteBuffer.wrap(new byte[] {REJECT}));
+                    ch.close();
+                }
+            } finally {
+                if (mapped != null && !used) mapped.unmap();
             }
         } catch (Auth.AuthException e) {
             LOG.warn("rank {}: refused a data connection from {}: {}", rank, from, e.getMessage());
@@ -784,6 +996,7 @@ public final class TcpTransport implements AutoCloseable {
             for (PeerLink l : links) {
                 l.markClosed();
                 onPeerFailed(l, new ClosedChannelException());
+                if (l.ch instanceof ShmConduit c) c.release();
             }
         });
         List<Request<?>> doomed = new ArrayList<>();

@@ -17,6 +17,7 @@ public final class CollectiveWorker {
             t0 = System.nanoTime();
             DataMovementCollectivesTest.sequence(c, seed + 1, 30);
             System.out.printf("rank %d PASS data movement (%d ms)%n", c.rank(), (System.nanoTime() - t0) / 1_000_000);
+            Ranks.printTransports(hcomm);
         }
     }
 }

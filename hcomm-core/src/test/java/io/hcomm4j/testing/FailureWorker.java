@@ -25,6 +25,7 @@ public final class FailureWorker {
             }
             comm.recv(b, victim, 1);
             comm.send(b, victim, 2);
+            Ranks.printTransports(hcomm);
             System.out.println("WAITING");
             System.out.flush();
             long t0 = System.nanoTime();

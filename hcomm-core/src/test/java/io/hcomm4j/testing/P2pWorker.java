@@ -43,6 +43,7 @@ public final class P2pWorker {
                 barrier(comm);
                 System.out.printf("rank %d PASS %s (%d ms)%n", rank, scenario, (System.nanoTime() - t0) / 1_000_000);
             }
+            Ranks.printTransports(hcomm);
         }
     }
 

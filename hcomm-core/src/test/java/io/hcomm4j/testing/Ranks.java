@@ -126,7 +126,12 @@ public final class Ranks {
 
     /** Runs a job of processes and asserts that every rank exited 0; returns the outcomes. */
     public static List<Outcome> run(int n, Class<?> main, Duration timeout, String... args) throws Exception {
-        try (Job job = start(n, main, Map.of(), args)) {
+        return run(n, main, Map.of(), timeout, args);
+    }
+
+    /** As {@link #run(int, Class, Duration, String...)}, with {@code extraEnv} (e.g. {@code HCOMM_TRANSPORT}) for every rank. */
+    public static List<Outcome> run(int n, Class<?> main, Map<String, String> extraEnv, Duration timeout, String... args) throws Exception {
+        try (Job job = start(n, main, extraEnv, args)) {
             List<Outcome> out = job.await(timeout);
             for (Outcome o : out) {
                 if (o.exitCode() != 0) {
@@ -134,6 +139,34 @@ public final class Ranks {
                 }
             }
             return out;
+        }
+    }
+
+    /** Prints, for every other rank, what carries messages to it ({@code rank R transport to P: shm|tcp|none}). */
+    public static void printTransports(Hcomm h) {
+        int me = h.world().rank();
+        for (int p = 0; p < h.world().size(); p++) {
+            if (p != me) System.out.printf("rank %d transport to %d: %s%n", me, p, h.transportTo(p));
+        }
+        System.out.flush();
+    }
+
+    /**
+     * Asserts that the ranks' {@link #printTransports} lines name {@code kind} (or {@code none}: never connected) for
+     * every pair, and {@code kind} at least once per rank.
+     */
+    public static void assertTransports(List<Outcome> outcomes, String kind) {
+        java.util.regex.Pattern line = java.util.regex.Pattern.compile("rank (\\d+) transport to (\\d+): (\\w+)");
+        for (Outcome o : outcomes) {
+            java.util.regex.Matcher m = line.matcher(o.output());
+            int seen = 0;
+            while (m.find()) {
+                if (!m.group(3).equals(kind) && !m.group(3).equals("none")) {
+                    throw new AssertionError("rank " + o.rank() + " used " + m.group(3) + " to rank " + m.group(2) + ", expected " + kind);
+                }
+                if (m.group(3).equals(kind)) seen++;
+            }
+            if (seen == 0) throw new AssertionError("rank " + o.rank() + " never used " + kind + ":\n" + o.output());
         }
     }
 

@@ -14,6 +14,11 @@ import org.junit.jupiter.api.Test;
 
 class TransportSmokeTest {
     static TcpTransport[] job(int n) throws Exception {
+        return job(n, null);
+    }
+
+    /** {@code shmDir} non-null: every pair talks through shared-memory rings in it. */
+    static TcpTransport[] job(int n, java.nio.file.Path shmDir) throws Exception {
         TcpTransport[] ts = new TcpTransport[n];
         InetSocketAddress[] book = new InetSocketAddress[n];
         var opts = new TcpTransport.Options(Duration.ofSeconds(20), Duration.ofSeconds(10), Duration.ofNanos(50_000), 64 * 1024, 64 << 20);
@@ -21,13 +26,24 @@ class TransportSmokeTest {
             ts[i] = TcpTransport.open(i, n, InetAddress.getLoopbackAddress(), Auth.of("s"), 42, opts);
             book[i] = ts[i].listenAddress();
         }
-        for (TcpTransport t : ts) t.start(p -> book[p]);
+        for (TcpTransport t : ts) {
+            if (shmDir != null) t.enableShm(new TcpTransport.ShmOptions(shmDir, 1 << 20, p -> true, null));
+            t.start(p -> book[p]);
+        }
         return ts;
     }
 
     @Test
     void pingPongAndLarge() throws Exception {
-        TcpTransport[] ts = job(2);
+        pingPongAndLarge(job(2), "tcp");
+    }
+
+    @Test
+    void pingPongAndLargeOverSharedMemory() throws Exception {
+        pingPongAndLarge(job(2, java.nio.file.Path.of("/dev/shm")), "shm");
+    }
+
+    private static void pingPongAndLarge(TcpTransport[] ts, String kind) throws Exception {
         try (Arena arena = Arena.ofShared()) {
             for (long size : new long[] {0, 1, 4095, 4096, 65536, 65537, (1 << 20) + 7, 64L << 20}) {
                 MemorySegment src = arena.allocate(Math.max(1, size));
@@ -41,6 +57,8 @@ class TransportSmokeTest {
                 assertThat(st.bytes()).isEqualTo(size);
                 assertThat(st.source()).isEqualTo(0);
                 assertThat(dst.asSlice(0, size).mismatch(s)).isEqualTo(-1);
+                assertThat(ts[0].transportTo(1)).isEqualTo(kind);
+                assertThat(ts[1].transportTo(0)).isEqualTo(kind);
             }
             // latency
             MemorySegment a = arena.allocate(8), b = arena.allocate(8);
@@ -58,14 +76,14 @@ class TransportSmokeTest {
             }
             long t1 = System.nanoTime();
             echo.join();
-            System.out.printf("pingpong 8B half-rtt %.2f us%n", (t1 - t0) / 10000.0 / 2 / 1000);
+            System.out.printf(kind + " pingpong 8B half-rtt %.2f us%n", (t1 - t0) / 10000.0 / 2 / 1000);
             MemorySegment big = arena.allocate(64L << 20), big2 = arena.allocate(64L << 20);
             for (int rep = 0; rep < 6; rep++) {
                 long s0 = System.nanoTime();
                 var rr = ts[1].recv(0, 0, 9, big2);
                 ts[0].send(0, 1, 9, big).await();
                 rr.await();
-                System.out.printf("64MiB one-way %.2f GB/s%n", (64 << 20) / ((System.nanoTime() - s0) / 1e9) / 1e9);
+                System.out.printf(kind + " 64MiB one-way %.2f GB/s%n", (64 << 20) / ((System.nanoTime() - s0) / 1e9) / 1e9);
             }
         } finally {
             for (TcpTransport t : ts) t.close();

@@ -1,0 +1,36 @@
+package io.hcomm4j.transport;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+
+/**
+ * The ordered, reliable byte pipe under a {@link PeerLink}: a TCP socket ({@link SocketConduit}) or a pair of
+ * shared-memory rings ({@link ShmConduit}). Non-blocking like a socket channel in non-blocking mode: {@code read}
+ * returns 0 when nothing is there and -1 at the end of the stream, {@code write} takes what fits (maybe nothing).
+ * Reads come only from the thread holding the progress token; writes only under the link's {@code txLock}.
+ */
+interface Conduit {
+    /** Reads up to {@code dst.remaining()} bytes; 0 if none are there, -1 once the peer is gone and everything was read. */
+    int read(ByteBuffer dst) throws IOException;
+
+    /** Writes what fits of {@code src}; returns the bytes taken. */
+    int write(ByteBuffer src) throws IOException;
+
+    /** Writes what fits of {@code srcs[offset..offset+length)}, in order; returns the bytes taken. */
+    long write(ByteBuffer[] srcs, int offset, int length) throws IOException;
+
+    /** Begins readiness reporting to the progress engine (the link is connected now). */
+    void start() throws IOException;
+
+    /** Frames wait in the link's queue: have the progress engine call {@code onReady(writable)} once writing can go on. */
+    void wantWrite();
+
+    /** The link's queue is empty again. */
+    void writeDone();
+
+    /** Closes the pipe; later reads and writes fail. Idempotent. */
+    void close() throws IOException;
+
+    /** {@code "tcp"} or {@code "shm"}: what carries the bytes (diagnostics, tests). */
+    String kind();
+}

@@ -1,0 +1,64 @@
+package io.hcomm4j.transport;
+
+import java.io.IOException;
+import java.net.StandardSocketOptions;
+import java.nio.ByteBuffer;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.SocketChannel;
+
+/** A TCP connection as a {@link Conduit}: registered with the progress engine's selector, readiness from it. */
+final class SocketConduit implements Conduit {
+    private final SocketChannel ch;
+    private final PeerLink link;
+    private final Progress progress;
+    private volatile SelectionKey key;
+
+    SocketConduit(SocketChannel ch, PeerLink link, Progress progress) throws IOException {
+        this.ch = ch;
+        this.link = link;
+        this.progress = progress;
+        ch.configureBlocking(false);
+        ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
+    }
+
+    @Override
+    public int read(ByteBuffer dst) throws IOException {
+        return ch.read(dst);
+    }
+
+    @Override
+    public int write(ByteBuffer src) throws IOException {
+        return ch.write(src);
+    }
+
+    @Override
+    public long write(ByteBuffer[] srcs, int offset, int length) throws IOException {
+        return ch.write(srcs, offset, length);
+    }
+
+    @Override
+    public void start() throws IOException {
+        key = ch.register(progress.selector, SelectionKey.OP_READ, link);
+    }
+
+    @Override
+    public void wantWrite() {
+        key.interestOpsOr(SelectionKey.OP_WRITE);
+    }
+
+    @Override
+    public void writeDone() {
+        SelectionKey k = key;
+        if (k.isValid()) k.interestOpsAnd(~SelectionKey.OP_WRITE);
+    }
+
+    @Override
+    public void close() throws IOException {
+        ch.close();
+    }
+
+    @Override
+    public String kind() {
+        return "tcp";
+    }
+}
