@@ -7,6 +7,9 @@ import io.hcomm4j.ReduceOp;
 import io.hcomm4j.cli.CollectiveBench.Coll;
 import java.io.IOException;
 import java.io.PrintStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -56,9 +59,15 @@ import picocli.CommandLine.TypeConversionException;
             "    scatter (n-1)/n; broadcast, reduce, sendrecv 1.",
             "  Default sizes: 4K to 64M, factor 4. Default iterations: 1 GiB / size",
             "    within 5..1000; warmup: iterations / 5 within 1..200. Without",
-            "    --warmup, 19800 calls at 4K (or the smallest size) and 300 calls at",
-            "    256K (or the largest size) come first, for the JIT to compile the",
-            "    small-message path and the kernels.",
+            "    --warmup, 19800 calls at 4K (or the smallest size), then rounds of",
+            "    300 calls at 1M (or the largest size) for 2 s come first, for the",
+            "    JIT to compile the small-message path, the chunked paths and the",
+            "    kernels.",
+            "  --timing mean (default, nccl-tests) or median (OSU, Open MPI",
+            "    baseline: a barrier before each call, median of the slowest",
+            "    rank's time per call).",
+            "  --cpu-bind auto (default): each rank on CPUs of its own when there",
+            "    are enough (as mpirun binds); none: the scheduler places them.",
             "  --check: one more call on inputs with an exactly known result (small",
             "    integers: float sums are exact); #wrong = wrong elements received,",
             "    summed over ranks.",
@@ -96,7 +105,13 @@ final class PerfCommand implements Callable<Integer> {
      * and the few warm-up calls of a large size are not enough for the JIT (measured: 16 MiB allreduce 3x slower).
      */
     static final int JIT_WARMUP_CALLS = 300;
-    static final long JIT_WARMUP_BYTES = 256L << 10;
+    static final long JIT_WARMUP_BYTES = 1L << 20;
+    /**
+     * Rounds of {@link #JIT_WARMUP_CALLS} at {@link #JIT_WARMUP_BYTES} go on until this much time has passed
+     * (measured: 1 MiB all-reduce on 2 ranks, median 200 µs but p90 1.4 ms after 300 warm-up calls while C2 was
+     * still compiling; p90 234 µs after 15000).
+     */
+    static final java.time.Duration JIT_WARMUP_BUDGET = java.time.Duration.ofSeconds(2);
     /**
      * And before those, this many times as many calls at the smallest size (at most 4 KiB): the small-message path
      * needs far more calls than a few hundred before C2 compiles it (measured: 4 KiB allreduce 95 µs after 2000
@@ -382,7 +397,7 @@ final class PerfCommand implements Callable<Integer> {
             List<PerfReport.Row> rows = coll == null
                     ? runP2p(comm, p2p, report)
                     : runCollectives(comm, plan, warmup == null ? JIT_WARMUP_CALLS : 0, check,
-                            algoLabel(coll, algo, parent.env), report, parent.err, timing);
+                            algoLabel(coll, algo, parent.env), report, parent.err, timing, JIT_WARMUP_BUDGET);
             // looked at before a barrier: rank 1 may not close its connections until rank 0 has looked
             String via = comm.rank() == 0 && comm.size() > 1 ? hcomm.transportTo(1) : null;
             comm.barrier();
@@ -438,13 +453,14 @@ final class PerfCommand implements Callable<Integer> {
      */
     static List<PerfReport.Row> runCollectives(Communicator comm, List<CollectiveBench.Test> plan, int jitWarmupCalls,
                                                boolean check, String algoLabel, PerfReport report, PrintStream progress) {
-        return runCollectives(comm, plan, jitWarmupCalls, check, algoLabel, report, progress, CollectiveBench.Timing.MEAN);
+        return runCollectives(comm, plan, jitWarmupCalls, check, algoLabel, report, progress, CollectiveBench.Timing.MEAN,
+                java.time.Duration.ZERO);
     }
 
     /** {@link #runCollectives} with each size timed as {@code timing} says. */
     static List<PerfReport.Row> runCollectives(Communicator comm, List<CollectiveBench.Test> plan, int jitWarmupCalls,
                                                boolean check, String algoLabel, PerfReport report, PrintStream progress,
-                                               CollectiveBench.Timing timing) {
+                                               CollectiveBench.Timing timing, java.time.Duration jitWarmupBudget) {
         int rank = comm.rank();
         int n = comm.size();
         List<PerfReport.Row> rows = new ArrayList<>();
@@ -481,11 +497,23 @@ final class PerfCommand implements Callable<Integer> {
             long largest = plan.stream().mapToLong(CollectiveBench.Test::bytes).max().orElseThrow();
             CollectiveBench.Test jit = new CollectiveBench.Test(coll, Math.min(JIT_WARMUP_BYTES, largest), first.type(),
                     first.op(), first.root(), jitWarmupCalls, 0);
+            // rounds until the budget is spent (rank 0's clock decides for all): the multi-chunk paths of the
+            // algorithms need thousands of calls before C2 has compiled them
+            int calls = 0;
+            long start = System.nanoTime();
+            try (Arena arena = Arena.ofShared()) {
+                MemorySegment more = arena.allocate(4);
+                do {
+                    CollectiveBench.run(comm, jit, false);
+                    calls += jitWarmupCalls;
+                    more.set(ValueLayout.JAVA_INT, 0, System.nanoTime() - start < jitWarmupBudget.toNanos() ? 1 : 0);
+                    comm.broadcast(more, 1, DataType.INT32, 0);
+                } while (more.get(ValueLayout.JAVA_INT, 0) == 1);
+            }
             if (rank == 0) {
-                progress.println(String.format(Locale.ROOT, "# JIT warm-up: %d calls of %s %s", jitWarmupCalls,
+                progress.println(String.format(Locale.ROOT, "# JIT warm-up: %d calls of %s %s", calls,
                         coll.cliName(), P2pBench.human(CollectiveBench.shape(coll, jit.bytes(), n, jit.type()).bytes())));
             }
-            CollectiveBench.run(comm, jit, false);
         }
         for (CollectiveBench.Test t : plan) {
             CollectiveBench.Shape shape = CollectiveBench.shape(t.coll(), t.bytes(), n, t.type());
