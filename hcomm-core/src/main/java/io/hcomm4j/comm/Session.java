@@ -97,6 +97,9 @@ public final class Session implements AutoCloseable {
                 sameHost[p] = p != rank && hp.length > 2 && hp[2].equals(host);
                 if (p != rank && !sameHost[p]) elsewhere.add(p);
             }
+            int local = 1;
+            for (boolean b : sameHost) if (b) local++;
+            t.oversubscribed(local > Runtime.getRuntime().availableProcessors());
             store.add(ns + "started", 1);
             if (config.transport() == CommConfig.Transport.SHM && !elsewhere.isEmpty()) {
                 // every rank fails the same way; the store's host lets the others read the addresses first

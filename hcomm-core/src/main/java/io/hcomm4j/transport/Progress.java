@@ -33,6 +33,8 @@ final class Progress implements AutoCloseable {
     private static final long BUSY_MAX_NANOS = 35_000;
     /** How long a waiter spins without yielding before each empty poll yields the core. */
     private volatile long busyWindow = BUSY_MIN_NANOS;
+    /** More ranks on this host than CPUs: no flat-out spinning at all, every empty poll yields. */
+    volatile boolean oversubscribed;
     private long recentWait = BUSY_MIN_NANOS;
 
     /**
@@ -106,7 +108,8 @@ final class Progress implements AutoCloseable {
             long spinEnd = System.nanoTime() + spinNanos;
             // a reply usually comes within microseconds: spin flat out that long, then spin yielding the core
             long waitStart = System.nanoTime();
-            long busyUntil = waitStart + busyWindow;
+            long busy = oversubscribed ? 0 : busyWindow;
+            long busyUntil = waitStart + busy;
             while (!r.finished()) {
                 long now = System.nanoTime();
                 if (now - deadline >= 0) return r.finished();
@@ -115,7 +118,7 @@ final class Progress implements AutoCloseable {
                         if (now - spinEnd < 0) {
                             if (pollNow() > 0) {
                                 spinEnd = System.nanoTime() + spinNanos;
-                                busyUntil = System.nanoTime() + busyWindow;
+                                busyUntil = System.nanoTime() + busy;
                             } else if (now - busyUntil < 0) {
                                 Thread.onSpinWait();
                             } else {

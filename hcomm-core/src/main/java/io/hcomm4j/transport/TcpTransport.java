@@ -146,6 +146,15 @@ public final class TcpTransport implements AutoCloseable {
     }
 
     /** Talk to the peers {@code options.sameHost()} names through shared-memory rings (call before {@link #start}). */
+    /**
+     * Tells the progress engine that this host runs more ranks than this process has CPUs: waiters then yield
+     * the core from their first empty poll instead of spinning flat out for a while (the rank they wait for may
+     * need this very core).
+     */
+    public void oversubscribed(boolean yes) {
+        progress.oversubscribed = yes;
+    }
+
     public void enableShm(ShmOptions options) {
         this.shm = options;
     }
