@@ -44,6 +44,7 @@ public final class P2pWorker {
                 System.out.printf("rank %d PASS %s (%d ms)%n", rank, scenario, (System.nanoTime() - t0) / 1_000_000);
             }
             Ranks.printTransports(hcomm);
+            barrier(hcomm.world()); // nobody closes its connections before every rank has looked at them
         }
     }
 
