@@ -228,6 +228,26 @@ public interface Communicator extends AutoCloseable {
         allReduce(s, s, data.length, DataType.INT64, op);
     }
 
+    /** Out-of-place all-reduce of {@code float[]}s (FLOAT32): {@code recv} gets the reduction of every rank's {@code send}. */
+    default void allReduce(float[] send, float[] recv, ReduceOp op) {
+        allReduce(MemorySegment.ofArray(send), MemorySegment.ofArray(recv), send.length, DataType.FLOAT32, op);
+    }
+
+    /** Out-of-place all-reduce of {@code double[]}s (FLOAT64): {@code recv} gets the reduction of every rank's {@code send}. */
+    default void allReduce(double[] send, double[] recv, ReduceOp op) {
+        allReduce(MemorySegment.ofArray(send), MemorySegment.ofArray(recv), send.length, DataType.FLOAT64, op);
+    }
+
+    /** Out-of-place all-reduce of {@code int[]}s (INT32): {@code recv} gets the reduction of every rank's {@code send}. */
+    default void allReduce(int[] send, int[] recv, ReduceOp op) {
+        allReduce(MemorySegment.ofArray(send), MemorySegment.ofArray(recv), send.length, DataType.INT32, op);
+    }
+
+    /** Out-of-place all-reduce of {@code long[]}s (INT64): {@code recv} gets the reduction of every rank's {@code send}. */
+    default void allReduce(long[] send, long[] recv, ReduceOp op) {
+        allReduce(MemorySegment.ofArray(send), MemorySegment.ofArray(recv), send.length, DataType.INT64, op);
+    }
+
     /** Like {@link #allReduce} but only {@code root} receives the result in {@code recv} (ignored elsewhere). */
     void reduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op, int root);
 
@@ -252,6 +272,26 @@ public interface Communicator extends AutoCloseable {
     /** Copies {@code count} elements of root's {@code buf} into every rank's {@code buf}. */
     void broadcast(MemorySegment buf, long count, DataType type, int root);
 
+    /** Broadcast of a {@code float[]} (FLOAT32) from {@code root}: every rank's array gets the root's. */
+    default void broadcast(float[] data, int root) {
+        broadcast(MemorySegment.ofArray(data), data.length, DataType.FLOAT32, root);
+    }
+
+    /** Broadcast of a {@code double[]} (FLOAT64) from {@code root}: every rank's array gets the root's. */
+    default void broadcast(double[] data, int root) {
+        broadcast(MemorySegment.ofArray(data), data.length, DataType.FLOAT64, root);
+    }
+
+    /** Broadcast of a {@code int[]} (INT32) from {@code root}: every rank's array gets the root's. */
+    default void broadcast(int[] data, int root) {
+        broadcast(MemorySegment.ofArray(data), data.length, DataType.INT32, root);
+    }
+
+    /** Broadcast of a {@code long[]} (INT64) from {@code root}: every rank's array gets the root's. */
+    default void broadcast(long[] data, int root) {
+        broadcast(MemorySegment.ofArray(data), data.length, DataType.INT64, root);
+    }
+
     /** Asynchronous {@link #broadcast}. */
     CommFuture<Void> broadcastAsync(MemorySegment buf, long count, DataType type, int root);
 
@@ -261,6 +301,26 @@ public interface Communicator extends AutoCloseable {
      * block of {@code recv}, or {@code recv} itself (then the own block is already in place).
      */
     void allGather(MemorySegment send, MemorySegment recv, long count, DataType type);
+
+    /** All-gather of {@code float[]}s (FLOAT32): block r of {@code recv} ({@code send.length} elements) is rank r's {@code send}. */
+    default void allGather(float[] send, float[] recv) {
+        allGather(MemorySegment.ofArray(send), MemorySegment.ofArray(recv), send.length, DataType.FLOAT32);
+    }
+
+    /** All-gather of {@code double[]}s (FLOAT64): block r of {@code recv} ({@code send.length} elements) is rank r's {@code send}. */
+    default void allGather(double[] send, double[] recv) {
+        allGather(MemorySegment.ofArray(send), MemorySegment.ofArray(recv), send.length, DataType.FLOAT64);
+    }
+
+    /** All-gather of {@code int[]}s (INT32): block r of {@code recv} ({@code send.length} elements) is rank r's {@code send}. */
+    default void allGather(int[] send, int[] recv) {
+        allGather(MemorySegment.ofArray(send), MemorySegment.ofArray(recv), send.length, DataType.INT32);
+    }
+
+    /** All-gather of {@code long[]}s (INT64): block r of {@code recv} ({@code send.length} elements) is rank r's {@code send}. */
+    default void allGather(long[] send, long[] recv) {
+        allGather(MemorySegment.ofArray(send), MemorySegment.ofArray(recv), send.length, DataType.INT64);
+    }
 
     /** Asynchronous {@link #allGather}. */
     CommFuture<Void> allGatherAsync(MemorySegment send, MemorySegment recv, long count, DataType type);

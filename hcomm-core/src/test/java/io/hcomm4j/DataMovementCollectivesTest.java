@@ -76,6 +76,8 @@ public class DataMovementCollectivesTest {
             Random rnd = new Random(seed); // same sequence on every rank
             DataType[] types = DataType.values();
             try (Arena arena = Arena.ofShared()) {
+                // each rank on its own picks heap arrays or off-heap memory per buffer
+                Random local = new Random(seed * 31 + c.rank());
                 for (int k = 0; k < ops; k++) {
                     int kind = rnd.nextInt(9);
                     DataType t = types[rnd.nextInt(types.length)];
@@ -98,20 +100,20 @@ public class DataMovementCollectivesTest {
                     String what = "op " + k + " kind " + kind + " n=" + n + " rank " + me + " count " + count + " " + t + " root " + root;
                     switch (kind) {
                         case 0 -> { // broadcast
-                            MemorySegment buf = arena.allocate(Math.max(1, blk)).asSlice(0, blk);
+                            MemorySegment buf = buffer(arena, local, Math.max(1, blk)).asSlice(0, blk);
                             if (me == root) fill(buf, 0, blk, root, k);
                             if (async) c.broadcastAsync(buf, count, t, root).await();
                             else c.broadcast(buf, count, t, root);
                             check(buf, 0, blk, root, k, what);
                         }
                         case 1 -> { // allGather
-                            MemorySegment recv = arena.allocate(Math.max(1, blk * n));
+                            MemorySegment recv = buffer(arena, local, Math.max(1, blk * n));
                             MemorySegment send;
                             if (inPlace) {
                                 send = recv;
                                 fill(recv, me * blk, blk, me, k);
                             } else {
-                                send = arena.allocate(Math.max(1, blk));
+                                send = buffer(arena, local, Math.max(1, blk));
                                 fill(send, 0, blk, me, k);
                             }
                             if (async) c.allGatherAsync(send, recv, count, t).await();
@@ -119,41 +121,41 @@ public class DataMovementCollectivesTest {
                             for (int r = 0; r < n; r++) check(recv, r * blk, blk, r, k, what);
                         }
                         case 2 -> { // allGatherV
-                            MemorySegment recv = arena.allocate(Math.max(1, vTotal * ts));
-                            MemorySegment send = arena.allocate(Math.max(1, counts[me] * ts));
+                            MemorySegment recv = buffer(arena, local, Math.max(1, vTotal * ts));
+                            MemorySegment send = buffer(arena, local, Math.max(1, counts[me] * ts));
                             fill(send, 0, counts[me] * ts, me, k);
                             if (async) c.allGatherVAsync(send, recv, counts, displs, t).await();
                             else c.allGatherV(send, recv, counts, displs, t);
                             for (int r = 0; r < n; r++) check(recv, displs[r] * ts, counts[r] * ts, r, k, what);
                         }
                         case 3 -> { // gather
-                            MemorySegment send = arena.allocate(Math.max(1, blk));
+                            MemorySegment send = buffer(arena, local, Math.max(1, blk));
                             fill(send, 0, blk, me, k);
-                            MemorySegment recv = arena.allocate(Math.max(1, blk * n));
+                            MemorySegment recv = buffer(arena, local, Math.max(1, blk * n));
                             if (async) c.gatherAsync(send, recv, count, t, root).await();
                             else c.gather(send, recv, count, t, root);
                             if (me == root) for (int r = 0; r < n; r++) check(recv, r * blk, blk, r, k, what);
                         }
                         case 4 -> { // gatherV
-                            MemorySegment send = arena.allocate(Math.max(1, counts[me] * ts));
+                            MemorySegment send = buffer(arena, local, Math.max(1, counts[me] * ts));
                             fill(send, 0, counts[me] * ts, me, k);
-                            MemorySegment recv = arena.allocate(Math.max(1, vTotal * ts));
+                            MemorySegment recv = buffer(arena, local, Math.max(1, vTotal * ts));
                             if (async) c.gatherVAsync(send, recv, counts, displs, t, root).await();
                             else c.gatherV(send, recv, counts, displs, t, root);
                             if (me == root) for (int r = 0; r < n; r++) check(recv, displs[r] * ts, counts[r] * ts, r, k, what);
                         }
                         case 5 -> { // scatter: root's block b is what rank b must get; fill it as "rank b's" data
-                            MemorySegment send = arena.allocate(Math.max(1, blk * n));
+                            MemorySegment send = buffer(arena, local, Math.max(1, blk * n));
                             if (me == root) for (int r = 0; r < n; r++) fill(send, r * blk, blk, r, k);
-                            MemorySegment recv = arena.allocate(Math.max(1, blk));
+                            MemorySegment recv = buffer(arena, local, Math.max(1, blk));
                             if (async) c.scatterAsync(send, recv, count, t, root).await();
                             else c.scatter(send, recv, count, t, root);
                             check(recv, 0, blk, me, k, what);
                         }
                         case 6 -> { // scatterV
-                            MemorySegment send = arena.allocate(Math.max(1, vTotal * ts));
+                            MemorySegment send = buffer(arena, local, Math.max(1, vTotal * ts));
                             if (me == root) for (int r = 0; r < n; r++) fill(send, displs[r] * ts, counts[r] * ts, r, k);
-                            MemorySegment recv = arena.allocate(Math.max(1, counts[me] * ts));
+                            MemorySegment recv = buffer(arena, local, Math.max(1, counts[me] * ts));
                             if (async) c.scatterVAsync(send, counts, displs, recv, t, root).await();
                             else c.scatterV(send, counts, displs, recv, t, root);
                             check(recv, 0, counts[me] * ts, me, k, what);
@@ -161,9 +163,9 @@ public class DataMovementCollectivesTest {
                         case 7 -> { // allToAll: block b of rank r's send carries val(r * n + b)
                             long small = Math.min(count, 30_000);
                             long b = small * ts;
-                            MemorySegment send = arena.allocate(Math.max(1, b * n));
+                            MemorySegment send = buffer(arena, local, Math.max(1, b * n));
                             for (int d = 0; d < n; d++) fill(send, d * b, b, me * n + d, k);
-                            MemorySegment recv = inPlace ? send : arena.allocate(Math.max(1, b * n));
+                            MemorySegment recv = inPlace ? send : buffer(arena, local, Math.max(1, b * n));
                             if (async) c.allToAllAsync(send, recv, small, t).await();
                             else c.allToAll(send, recv, small, t);
                             for (int s = 0; s < n; s++) check(recv, s * b, b, s * n + me, k, what);
@@ -179,9 +181,9 @@ public class DataMovementCollectivesTest {
                                 rd[d] = rAt;
                                 rAt += rc[d] + 2;
                             }
-                            MemorySegment send = arena.allocate(Math.max(1, sAt * ts));
+                            MemorySegment send = buffer(arena, local, Math.max(1, sAt * ts));
                             for (int d = 0; d < n; d++) fill(send, sd[d] * ts, sc[d] * ts, me * n + d, k);
-                            MemorySegment recv = arena.allocate(Math.max(1, rAt * ts));
+                            MemorySegment recv = buffer(arena, local, Math.max(1, rAt * ts));
                             if (async) c.allToAllVAsync(send, sc, sd, recv, rc, rd, t).await();
                             else c.allToAllV(send, sc, sd, recv, rc, rd, t);
                             for (int s = 0; s < n; s++) check(recv, rd[s] * ts, rc[s] * ts, s * n + me, k, what);
@@ -194,5 +196,14 @@ public class DataMovementCollectivesTest {
                 }
             }
         }
+    }
+
+    /**
+     * A buffer of {@code bytes}: half the time a slice of a heap {@code long[]} (what the array overloads and
+     * {@code MemorySegment.ofArray} give), otherwise off-heap memory of {@code arena}.
+     */
+    static MemorySegment buffer(Arena arena, Random local, long bytes) {
+        if (local.nextBoolean()) return MemorySegment.ofArray(new long[(int) ((bytes + 7) / 8)]).asSlice(0, bytes);
+        return arena.allocate(bytes);
     }
 }

@@ -197,6 +197,8 @@ public class ReductionCollectivesTest {
             int me = c.rank();
             Random rnd = new Random(seed);
             try (Arena arena = Arena.ofShared()) {
+                // each rank on its own picks heap arrays or off-heap memory per buffer
+                Random local = new Random(seed * 31 + c.rank());
                 for (int k = 0; k < ops; k++) {
                     DataType t = DataType.values()[rnd.nextInt(DataType.values().length)];
                     ReduceOp op = ReduceOp.values()[rnd.nextInt(ReduceOp.values().length)];
@@ -209,23 +211,23 @@ public class ReductionCollectivesTest {
                     String what = "op " + k + " kind " + kind + " n=" + n + " rank " + me + " " + t + " " + op + " count " + count;
                     switch (kind) {
                         case 0 -> { // allReduce
-                            MemorySegment send = arena.allocate(Math.max(1, count * es));
+                            MemorySegment send = buffer(arena, local, Math.max(1, count * es));
                             for (long i = 0; i < count; i++) put(send, t, i, input(t, op, me, k, i));
-                            MemorySegment recv = inPlace ? send : arena.allocate(Math.max(1, count * es));
+                            MemorySegment recv = inPlace ? send : buffer(arena, local, Math.max(1, count * es));
                             if (async) c.allReduceAsync(send, recv, count, t, op).await();
                             else c.allReduce(send, recv, count, t, op);
                             check(recv, 0, t, op, n, k, 0, count, what);
                         }
                         case 1 -> { // reduce
-                            MemorySegment send = arena.allocate(Math.max(1, count * es));
+                            MemorySegment send = buffer(arena, local, Math.max(1, count * es));
                             for (long i = 0; i < count; i++) put(send, t, i, input(t, op, me, k, i));
-                            MemorySegment recv = inPlace && me == root ? send : arena.allocate(Math.max(1, count * es));
+                            MemorySegment recv = inPlace && me == root ? send : buffer(arena, local, Math.max(1, count * es));
                             if (async) c.reduceAsync(send, recv, count, t, op, root).await();
                             else c.reduce(send, recv, count, t, op, root);
                             if (me == root) check(recv, 0, t, op, n, k, 0, count, what);
                             else {
                                 // a non-root's send buffer is its own and stays untouched
-                                MemorySegment one = arena.allocate(8);
+                                MemorySegment one = buffer(arena, local, 8);
                                 for (long i = 0; i < count; i++) {
                                     put(one, t, 0, input(t, op, me, k, i));
                                     if (bits(send, t, i) != bits(one, t, 0)) throw new AssertionError(what + ": send changed at " + i);
@@ -234,9 +236,9 @@ public class ReductionCollectivesTest {
                         }
                         case 2 -> { // reduceScatter
                             long per = Math.min(count, 30_011);
-                            MemorySegment send = arena.allocate(Math.max(1, per * n * es));
+                            MemorySegment send = buffer(arena, local, Math.max(1, per * n * es));
                             for (long i = 0; i < per * n; i++) put(send, t, i, input(t, op, me, k, i));
-                            MemorySegment recv = arena.allocate(Math.max(1, per * es));
+                            MemorySegment recv = buffer(arena, local, Math.max(1, per * es));
                             if (async) c.reduceScatterAsync(send, recv, per, t, op).await();
                             else c.reduceScatter(send, recv, per, t, op);
                             check(recv, 0, t, op, n, k, me * per, per, what);
@@ -250,9 +252,9 @@ public class ReductionCollectivesTest {
                             }
                             long from = 0;
                             for (int r = 0; r < me; r++) from += counts[r];
-                            MemorySegment send = arena.allocate(Math.max(1, total * es));
+                            MemorySegment send = buffer(arena, local, Math.max(1, total * es));
                             for (long i = 0; i < total; i++) put(send, t, i, input(t, op, me, k, i));
-                            MemorySegment recv = arena.allocate(Math.max(1, counts[me] * es));
+                            MemorySegment recv = buffer(arena, local, Math.max(1, counts[me] * es));
                             if (async) c.reduceScatterVAsync(send, recv, counts, t, op).await();
                             else c.reduceScatterV(send, recv, counts, t, op);
                             check(recv, 0, t, op, n, k, from, counts[me], what);
@@ -261,5 +263,14 @@ public class ReductionCollectivesTest {
                 }
             }
         }
+    }
+
+    /**
+     * A buffer of {@code bytes}: half the time a slice of a heap {@code long[]} (what the array overloads and
+     * {@code MemorySegment.ofArray} give), otherwise off-heap memory of {@code arena}.
+     */
+    static MemorySegment buffer(Arena arena, Random local, long bytes) {
+        if (local.nextBoolean()) return MemorySegment.ofArray(new long[(int) ((bytes + 7) / 8)]).asSlice(0, bytes);
+        return arena.allocate(bytes);
     }
 }
