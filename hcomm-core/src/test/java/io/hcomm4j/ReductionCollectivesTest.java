@@ -155,7 +155,7 @@ public class ReductionCollectivesTest {
     @ParameterizedTest(name = "{0} ranks")
     @ValueSource(ints = {2, 3, 5})
     void ringWithManyChunksPerBlock(int n) throws Exception {
-        long chunk = 256 * 1024 / 4; // the smallest ring chunk, in float32 elements
+        long chunk = io.hcomm4j.algo.Tuner.ringChunkBytes(0) / 4; // the smallest ring chunk, in float32 elements
         long[] counts = {3 * chunk * n + 1, chunk * n - 1, 2 * chunk * n + n - 1};
         Ranks.runThreads(n, Duration.ofMinutes(4), cfg -> cfg.algo("allreduce=ring"), h -> {
             Communicator c = h.world();

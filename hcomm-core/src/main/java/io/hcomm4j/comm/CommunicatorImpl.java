@@ -39,14 +39,9 @@ final class CommunicatorImpl implements Communicator {
     private ExecutorService collectiveThread;
 
     static final long BCAST_CHUNK = 1 << 20;
-    /**
-     * Ring chunk, in elements, for blocks of {@code blockBytes}: a quarter of a block, so every step pipelines
-     * (reducing one chunk overlaps receiving the next), within [256 KiB, 1 MiB] (measured at 16 MiB on 2 ranks:
-     * 256 KiB chunks 1.25-1.37 GB/s busbw, 1 MiB chunks 1.72-1.88, 64 KiB 0.95).
-     */
+    /** Ring chunk, in elements, for blocks of {@code blockBytes} ({@link Tuner#ringChunkBytes}). */
     static long ringChunkElems(long blockBytes, int elemBytes) {
-        long bytes = Math.max(256 * 1024, Math.min(1024 * 1024, blockBytes / 4));
-        return Math.max(1, bytes / elemBytes);
+        return Math.max(1, Tuner.ringChunkBytes(blockBytes) / elemBytes);
     }
 
     /** Communicator rank → world rank, or null for the world communicator (identity). */
