@@ -219,14 +219,16 @@ class ShmTransportTest {
     /**
      * {@code HCOMM_SPIN_TIME=0}: every wait arms the rings and blocks at once, so every message needs a doorbell (the
      * reader sleeping) and every message larger than the 64 KiB ring one the other way too (the writer waiting for
-     * room). A lost wake-up would show as a round trip of the selector's 100 ms timeout.
+     * room). A lost wake-up shows as a round trip of the selector's 100 ms timeout; a systematic one would hit a large
+     * share of the 1500 round trips, while a loaded machine (other builds on these 2 cores) stalls a few of them for
+     * as long on its own: so the test counts round trips of 95 ms or more and allows a handful.
      */
     @Test
     void doorbellsWakeEverySleeper() throws Exception {
         Ranks.runThreads(2, TIMEOUT, b -> shm(b).spinTime(Duration.ZERO), h -> {
             Communicator c = h.world();
             int me = c.rank(), peer = 1 - me;
-            long slowest = 0;
+            int stalled = 0;
             for (int i = 0; i < 1500; i++) {
                 int size = i % 5 == 4 ? 200_003 : 8;
                 byte[] out = new byte[size];
@@ -240,10 +242,10 @@ class ShmTransportTest {
                     c.recv(in, peer, 3);
                     c.send(out, peer, 3);
                 }
-                slowest = Math.max(slowest, System.nanoTime() - t0);
+                if (System.nanoTime() - t0 >= 95_000_000L) stalled++;
                 check(MemorySegment.ofArray(in), size, i * 2L + peer, "round trip " + i);
             }
-            assertThat(slowest).as("slowest round trip (ns)").isLessThan(95_000_000L);
+            assertThat(stalled).as("round trips of 95 ms or more (the selector's timeout: a lost wake-up)").isLessThanOrEqualTo(5);
             allShm(h);
         });
     }
