@@ -18,6 +18,9 @@ public abstract sealed class Request<T> extends CommFuture<T> permits SendReques
     long msgId;
     private volatile boolean finished;
     volatile Thread waiter;
+    /** When the watchdog first saw this op pending (0: not yet), and whether it reported it stuck (watchdog only). */
+    long seenAt;
+    boolean reported;
 
     Request(TcpTransport transport, long commId, int tag, MemorySegment buf) {
         this.transport = transport;
