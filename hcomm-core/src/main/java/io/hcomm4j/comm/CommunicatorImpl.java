@@ -280,10 +280,30 @@ final class CommunicatorImpl implements Communicator {
             } catch (io.hcomm4j.CollectiveMismatchException e) {
                 links.tellOthers(e);
                 throw e;
+            } catch (io.hcomm4j.PeerFailedException e) {
+                throw collectiveFailure(links, e);
             } finally {
                 running.remove(links);
             }
         }
+    }
+
+    /**
+     * A send or receive of a collective failed because a peer failed (the transport saw it first): the collective fails
+     * as a whole, naming every member known to have failed, in this communicator's ranks.
+     */
+    private io.hcomm4j.PeerFailedException collectiveFailure(TransportLinks links, io.hcomm4j.PeerFailedException e) {
+        String which = " (collective #" + links.seq() + ")";
+        if (e.getMessage() != null && e.getMessage().contains(which + " on a communicator")) return e;
+        java.util.TreeSet<Integer> failed = new java.util.TreeSet<>(health.failedRanks());
+        String why = null;
+        for (int w : e.failedRanks()) {
+            int r = commRank(w);
+            if (r >= 0) failed.add(r);
+            String known = transport.failureReason(w);
+            if (why == null && known != null && r >= 0) why = "rank " + r + " failed: " + known;
+        }
+        return peersFailed(links.op(), which, java.util.List.copyOf(failed), why != null ? why : e.getMessage(), e);
     }
 
     /**
@@ -957,9 +977,14 @@ final class CommunicatorImpl implements Communicator {
     }
 
     private io.hcomm4j.PeerFailedException peersFailed(String op, String which, java.util.List<Integer> failed, String why) {
+        return peersFailed(op, which, failed, why, null);
+    }
+
+    private io.hcomm4j.PeerFailedException peersFailed(String op, String which, java.util.List<Integer> failed, String why,
+                                                       Throwable cause) {
         return new io.hcomm4j.PeerFailedException("rank " + rank + ": " + op + which + " on a communicator of " + size
                 + " ranks cannot complete: " + (failed.size() == 1 ? "rank " + failed.get(0) + " has" : "ranks " + failed + " have")
-                + " failed (" + why + ")", failed, null);
+                + " failed (" + why + ")", failed, cause);
     }
 
     /** The exception a new collective gets when the communicator is aborted or has failed members, else null. */
