@@ -618,7 +618,7 @@ final class PeerLink {
         closeChannel();
         if (peerSaidBye) {
             t.log().debug("rank {}: rank {} closed its session", t.rank, peer);
-        } else if (!t.closing && !(cause instanceof ReportedFailure)) {
+        } else if (!t.closing && !(cause instanceof ReportedFailure) && !(cause instanceof ProtocolException)) { // those were logged
             t.log().warn("rank {}: lost the connection to rank {}: {}", t.rank, peer, cause.toString());
         }
         t.onPeerFailed(this, cause, wasConnected);

@@ -39,7 +39,11 @@ public abstract sealed class Request<T> extends CommFuture<T> permits SendReques
     }
 
     final void fail(Throwable error) {
-        if (markFinished()) completeExceptionally(error);
+        if (markFinished()) {
+            completeExceptionally(error);
+            // failed from outside the poller (an abort, the watchdog): a waiter blocked in select must look now
+            transport.progress.wakeup();
+        }
     }
 
     private boolean markFinished() {

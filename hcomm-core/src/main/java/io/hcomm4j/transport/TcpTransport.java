@@ -1206,7 +1206,8 @@ public final class TcpTransport implements AutoCloseable {
         IOException last = null;
         long backoff = 10;
         long connectDeadline = Math.min(deadline, System.nanoTime() + connectTimeout.toNanos());
-        while (System.nanoTime() < connectDeadline && !closing) {
+        // stops early if the peer is declared failed meanwhile (another rank reported it)
+        while (System.nanoTime() < connectDeadline && !closing && l.state == PeerLink.State.CONNECTING) {
             SocketChannel ch = null;
             try {
                 ch = SocketChannel.open();
@@ -1284,6 +1285,8 @@ public final class TcpTransport implements AutoCloseable {
             }
             backoff = Math.min(500, backoff * 2);
         }
+        if (l.state == PeerLink.State.CONNECTED) return; // the peer's connection was accepted meanwhile
+        if (l.state == PeerLink.State.FAILED) throw peerFailed(peer, "connect to rank " + peer, last);
         throw new PeerFailedException("rank " + rank + ": cannot connect to rank " + peer + " at " + addr + ": "
                 + (last == null ? "closing" : last.getMessage()), List.of(peer), last);
     }
