@@ -54,7 +54,7 @@ class StatusCommandTest {
                         Map.of("HCOMM_SECRET", "status-secret"));
                 assertThat(code).as(io.toString()).isZero();
                 status = io.out();
-                if (status.contains("rank 2 is behind")) break;
+                if (status.contains("rank 2 is behind on communicator")) break;
                 Thread.sleep(200);
             }
             System.out.println("StatusCommandTest: hcomm status printed:\n" + status);
