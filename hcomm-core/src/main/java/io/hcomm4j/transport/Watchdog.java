@@ -3,8 +3,9 @@ package io.hcomm4j.transport;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * The transport's watchdog thread ({@code hcomm-watchdog-<rank>}): every tick it sends a HEARTBEAT on each connection
- * that carried nothing else for the heartbeat interval, declares failed a connected peer from which no byte arrived for
+ * The transport's watchdog thread ({@code hcomm-watchdog-<rank>}): every half heartbeat interval it sends a HEARTBEAT on
+ * each connection that carried nothing since its previous look (so an idle connection carries a frame at least every
+ * interval), declares failed a connected peer from which no byte arrived for
  * the heartbeat timeout, and gives the layer above its tick (stuck-op reports). It never takes part in moving data, so
  * user work, a long reduction or a blocked op never delays a heartbeat; it only ever try-locks a link.
  *
@@ -79,7 +80,9 @@ final class Watchdog implements AutoCloseable {
             try {
                 if (t.heartbeats()) {
                     if (now - nextBeat >= 0) {
-                        nextBeat = now + t.heartbeatIntervalNanos;
+                        // looked at every half interval, a link that sent nothing since the last look gets a heartbeat:
+                        // so at most an interval passes between two frames on an idle link
+                        nextBeat = now + t.heartbeatIntervalNanos / 2;
                         for (PeerLink l : t.links()) l.heartbeatIfIdle();
                     }
                     checkLiveness(now, credit);
