@@ -23,7 +23,8 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 /**
- * Faults injected into real rank processes, over TCP and shared memory, with HCOMM_HEARTBEAT_TIMEOUT=2s and
+ * Faults injected into real rank processes, over TCP and shared memory, with HCOMM_HEARTBEAT_TIMEOUT=2s (or
+ * {@code -Dhcomm.test.heartbeat.timeout=10s}: the default) and
  * HCOMM_TIMEOUT=120s (so nothing here can be a timeout): a rank killed with SIGKILL during all-reduces, a rank stopped
  * with SIGSTOP (then continued), a rank that never talked to the dead one, and a rank busy longer than the heartbeat
  * timeout. For each: no hang, the survivors' exception type, failed ranks and detection time, their health and its
@@ -31,7 +32,9 @@ import org.junit.jupiter.params.provider.CsvSource;
  * printed (docs/reliability.md quotes them).
  */
 class FaultInjectionTest {
-    private static final long HEARTBEAT_TIMEOUT_MS = 2_000;
+    /** HCOMM_HEARTBEAT_TIMEOUT of the jobs: 2s, or -Dhcomm.test.heartbeat.timeout=10s to measure the default. */
+    private static final String HEARTBEAT_TIMEOUT = System.getProperty("hcomm.test.heartbeat.timeout", "2s");
+    private static final long HEARTBEAT_TIMEOUT_MS = CommConfig.parseDuration(HEARTBEAT_TIMEOUT).toMillis();
     /** What the loaded test machine (2 cores, several JVMs) may add to a bound. */
     private static final long SLACK_MS = 1_000;
     private static final Pattern CAUGHT = Pattern.compile("CAUGHT (\\w+) at=(\\d+) ranks=(\\S+) msg=(.*)");
@@ -53,7 +56,7 @@ class FaultInjectionTest {
     }
 
     private Map<String, String> env(String transport) {
-        return Map.of("HCOMM_TRANSPORT", transport, "HCOMM_HEARTBEAT_TIMEOUT", "2s", "HCOMM_TIMEOUT", "120s",
+        return Map.of("HCOMM_TRANSPORT", transport, "HCOMM_HEARTBEAT_TIMEOUT", HEARTBEAT_TIMEOUT, "HCOMM_TIMEOUT", "120s",
                 "HCOMM_SHM_DIR", shmDir.toString());
     }
 

@@ -109,7 +109,7 @@ final class CommunicatorImpl implements Communicator {
         }
         if (tag < 0) throw new IllegalArgumentException("rank " + rank + ": send: tag " + tag + " must be >= 0");
         checkShared(buf, "send");
-        return transport.send(commId, world(peer), tag, buf);
+        return transport.send(commId, world(peer), tag, buf, 0, worldToComm);
     }
 
     @Override

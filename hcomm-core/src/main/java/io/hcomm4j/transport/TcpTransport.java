@@ -304,7 +304,15 @@ public final class TcpTransport implements AutoCloseable {
 
     /** As {@link #send(long, int, int, MemorySegment)}, carrying {@code flags} (a collective's fingerprint) in the frame. */
     public SendRequest send(long commId, int dst, int tag, MemorySegment buf, int flags) {
-        SendRequest s = new SendRequest(this, commId, dst, tag, buf, flags);
+        return send(commId, dst, tag, buf, flags, null);
+    }
+
+    /**
+     * As {@link #send(long, int, int, MemorySegment, int)}; a {@link PeerFailedException} it fails with names ranks as
+     * {@code rankMap[worldRank]} (null: world ranks).
+     */
+    public SendRequest send(long commId, int dst, int tag, MemorySegment buf, int flags, int[] rankMap) {
+        SendRequest s = new SendRequest(this, commId, dst, tag, buf, flags, rankMap);
         if (closing) {
             s.abort("failed: the session is closed");
             return s;
