@@ -41,6 +41,9 @@ public final class CommConfig {
     private final Transport transport;
     private final String hostId;
     private final long shmRingSize;
+    private final Duration heartbeatTimeout;
+    private final Duration heartbeatInterval;
+    private final Duration stuckReport;
 
     /**
      * Which transport connects two ranks ({@code HCOMM_TRANSPORT}): {@link #AUTO} (the default) uses shared memory
@@ -78,6 +81,9 @@ public final class CommConfig {
         this.transport = b.transport;
         this.hostId = b.hostId;
         this.shmRingSize = b.shmRingSize;
+        this.heartbeatTimeout = b.heartbeatTimeout;
+        this.heartbeatInterval = b.heartbeatInterval != null ? b.heartbeatInterval : b.heartbeatTimeout.dividedBy(4);
+        this.stuckReport = b.stuckReport;
     }
 
     /** A builder with every setting at its default. */
@@ -189,6 +195,27 @@ public final class CommConfig {
     /** {@code HCOMM_SHM_RING_SIZE}: bytes of each direction's ring between two ranks of a host, a power of two. Default {@code 1M}. */
     public long shmRingSize() { return shmRingSize; }
 
+    /**
+     * {@code HCOMM_HEARTBEAT_TIMEOUT}: a connected peer from which nothing (no frame, no heartbeat) arrived for this long
+     * is declared failed: every op that depends on it fails with {@link PeerFailedException}, and every other rank is
+     * told. Catches peers that hang without closing their connections (SIGSTOP, a frozen host). Default {@code 10s};
+     * {@link Duration#ZERO} turns heartbeats off (only a closed connection then reveals a failure).
+     */
+    public Duration heartbeatTimeout() { return heartbeatTimeout; }
+
+    /**
+     * {@code HCOMM_HEARTBEAT_INTERVAL}: how often a connection on which this rank sent nothing carries a heartbeat.
+     * Default a quarter of {@link #heartbeatTimeout()}; at most a third of it.
+     */
+    public Duration heartbeatInterval() { return heartbeatInterval; }
+
+    /**
+     * {@code HCOMM_STUCK_REPORT}: an op that has waited this long is logged once at WARN (sequence number, type, size,
+     * the ranks it waits for) and this rank's state is published in the store for {@code hcomm status}. Default
+     * {@code 60s}; {@link Duration#ZERO} turns the reports off.
+     */
+    public Duration stuckReport() { return stuckReport; }
+
     @Override
     public String toString() {
         return "CommConfig{initMethod=" + initMethod + ", rank=" + rank + ", worldSize=" + worldSize
@@ -197,7 +224,8 @@ public final class CommConfig {
                 + ", spinTime=" + spinTime + ", eagerLimit=" + eagerLimit + ", unexpectedLimit=" + unexpectedLimit
                 + ", storeHosted=" + storeHosted + ", storePort=" + storePort + ", algo=" + algo + ", check=" + (fullCheck ? "full" : "cheap")
                 + ", memPoolMax=" + memPoolMax + ", shmDir=" + shmDir + ", memDebug=" + memDebug
-                + ", transport=" + transport.name().toLowerCase(Locale.ROOT) + ", hostId=" + hostId + ", shmRingSize=" + shmRingSize + "}";
+                + ", transport=" + transport.name().toLowerCase(Locale.ROOT) + ", hostId=" + hostId + ", shmRingSize=" + shmRingSize
+                + ", heartbeatTimeout=" + heartbeatTimeout + ", heartbeatInterval=" + heartbeatInterval + ", stuckReport=" + stuckReport + "}";
     }
 
     /** Builder of {@link CommConfig}; {@link #build()} validates. */
@@ -223,6 +251,10 @@ public final class CommConfig {
         private Transport transport = Transport.AUTO;
         private String hostId;
         private long shmRingSize = 1L << 20;
+        private Duration heartbeatTimeout = Duration.ofSeconds(10);
+        /** null: a quarter of the timeout. */
+        private Duration heartbeatInterval;
+        private Duration stuckReport = Duration.ofSeconds(60);
 
         private Builder() {
         }
@@ -290,6 +322,15 @@ public final class CommConfig {
         /** @param bytes bytes of each direction's shared-memory ring, a power of two in [64K, 1G] (HCOMM_SHM_RING_SIZE) */
         public Builder shmRingSize(long bytes) { this.shmRingSize = bytes; return this; }
 
+        /** @param timeout silence after which a peer is declared failed, at least 500ms, or zero: no heartbeats (HCOMM_HEARTBEAT_TIMEOUT) */
+        public Builder heartbeatTimeout(Duration timeout) { this.heartbeatTimeout = Objects.requireNonNull(timeout, "heartbeatTimeout"); return this; }
+
+        /** @param interval heartbeat period of an idle connection, or {@code null}: a quarter of the timeout (HCOMM_HEARTBEAT_INTERVAL) */
+        public Builder heartbeatInterval(Duration interval) { this.heartbeatInterval = interval; return this; }
+
+        /** @param after how long an op waits before it is reported as stuck, or zero: never (HCOMM_STUCK_REPORT) */
+        public Builder stuckReport(Duration after) { this.stuckReport = Objects.requireNonNull(after, "stuckReport"); return this; }
+
         /** Validates and builds; throws {@link IllegalArgumentException} naming the bad setting. */
         public CommConfig build() {
             String m = initMethod.toLowerCase(Locale.ROOT);
@@ -320,6 +361,21 @@ public final class CommConfig {
             if (shmRingSize < MIN_RING || shmRingSize > MAX_RING || Long.bitCount(shmRingSize) != 1) {
                 throw new IllegalArgumentException("shmRingSize (HCOMM_SHM_RING_SIZE) must be a power of two in [64K, 1G], was " + shmRingSize);
             }
+            if (heartbeatTimeout.isNegative() || (!heartbeatTimeout.isZero() && heartbeatTimeout.compareTo(MIN_HEARTBEAT_TIMEOUT) < 0)) {
+                throw new IllegalArgumentException("heartbeatTimeout (HCOMM_HEARTBEAT_TIMEOUT) must be at least 500ms, or 0 to turn "
+                        + "heartbeats off, was " + heartbeatTimeout);
+            }
+            if (heartbeatInterval != null) {
+                if (heartbeatInterval.isNegative() || heartbeatInterval.isZero()) {
+                    throw new IllegalArgumentException("heartbeatInterval (HCOMM_HEARTBEAT_INTERVAL) must be > 0, was " + heartbeatInterval);
+                }
+                if (!heartbeatTimeout.isZero() && heartbeatInterval.multipliedBy(3).compareTo(heartbeatTimeout) > 0) {
+                    throw new IllegalArgumentException("heartbeatInterval (HCOMM_HEARTBEAT_INTERVAL, " + heartbeatInterval
+                            + ") must be at most a third of heartbeatTimeout (HCOMM_HEARTBEAT_TIMEOUT, " + heartbeatTimeout
+                            + "), so that a live peer sends several heartbeats within the timeout");
+                }
+            }
+            if (stuckReport.isNegative()) throw new IllegalArgumentException("stuckReport (HCOMM_STUCK_REPORT) must be >= 0, was " + stuckReport);
             if (storePort < UNSET || storePort > 65535) throw new IllegalArgumentException("storePort must be in [0, 65535], was " + storePort);
             try {
                 io.hcomm4j.algo.Tuner.parse(algo);
@@ -332,6 +388,7 @@ public final class CommConfig {
         private static final long MIN_POOL = 4096;
         private static final long MAX_POOL = 1L << 50;
         private static final long MIN_RING = 64 * 1024;
+        private static final Duration MIN_HEARTBEAT_TIMEOUT = Duration.ofMillis(500);
         private static final long MAX_RING = 1L << 30;
 
         private static void positive(String name, Duration d) {
@@ -419,6 +476,9 @@ public final class CommConfig {
         },
         HOST_ID { void apply(Builder b, String v) { b.hostId(v); } },
         SHM_RING_SIZE { void apply(Builder b, String v) { b.shmRingSize(parseSize(v)); } },
+        HEARTBEAT_TIMEOUT { void apply(Builder b, String v) { b.heartbeatTimeout(parseDuration(v)); } },
+        HEARTBEAT_INTERVAL { void apply(Builder b, String v) { b.heartbeatInterval(parseDuration(v)); } },
+        STUCK_REPORT { void apply(Builder b, String v) { b.stuckReport(parseDuration(v)); } },
         CHECK {
             void apply(Builder b, String v) {
                 switch (v.toLowerCase(Locale.ROOT)) {

@@ -419,4 +419,35 @@ public interface Communicator extends AutoCloseable {
      */
     @Override
     void close();
+
+    // ------------------------------------------------------------------------------------ fault tolerance
+
+    /**
+     * The health of this communicator: {@link Health.State#READY}, {@link Health.State#DEGRADED} (members failed:
+     * collectives fail, point-to-point with live members works) or {@link Health.State#FAILED} (aborted), with the
+     * failed members. A member's failure is known to every rank within {@code HCOMM_HEARTBEAT_TIMEOUT} (at once when its
+     * process dies: its connections close); see docs/reliability.md.
+     */
+    Health health();
+
+    /**
+     * Calls {@code listener} with the new health on every change of {@link #health()}. Listeners run one at a time, in
+     * the order of the changes, on the session's event thread ({@code hcomm-events-<rank>}), never while the library
+     * holds a lock: a listener may call this communicator, even block in an op (which delays later notifications). An
+     * exception it throws is logged and ignored.
+     */
+    void addHealthListener(java.util.function.Consumer<Health> listener);
+
+    /** Stops calling {@code listener} (registered with {@link #addHealthListener}); no effect if it is not registered. */
+    void removeHealthListener(java.util.function.Consumer<Health> listener);
+
+    /**
+     * Aborts this communicator, from any thread, and returns at once: every pending op on it (blocked or async, on any
+     * stream, collective or point-to-point) fails with {@link CommAbortedException}, later ops fail the same way, and
+     * every other member is told, so their pending and later ops on it fail with {@link CommAbortedException} too
+     * (within milliseconds for connected members; the notice to a member this rank never talked to goes over a new
+     * connection). The health becomes {@link Health.State#FAILED}. Other communicators of the session are not affected.
+     * Idempotent. Still {@link #close()} it afterwards.
+     */
+    void abort();
 }

@@ -117,4 +117,32 @@ class CommConfigTest {
         assertThatThrownBy(() -> CommConfig.builder().hostId("a b").build()).hasMessageContaining("hostId");
         assertThatThrownBy(() -> CommConfig.builder().transport(null).build()).isInstanceOf(NullPointerException.class);
     }
+
+    @Test
+    void faultToleranceSettings() {
+        CommConfig defaults = CommConfig.builder().build();
+        assertThat(defaults.heartbeatTimeout()).isEqualTo(Duration.ofSeconds(10));
+        assertThat(defaults.heartbeatInterval()).isEqualTo(Duration.ofMillis(2500));
+        assertThat(defaults.stuckReport()).isEqualTo(Duration.ofSeconds(60));
+        Map<String, String> env = Map.of("HCOMM_HEARTBEAT_TIMEOUT", "2s", "HCOMM_STUCK_REPORT", "1s");
+        CommConfig fromEnv = CommConfig.builderFrom(env, k -> null).build();
+        assertThat(fromEnv.heartbeatTimeout()).isEqualTo(Duration.ofSeconds(2));
+        assertThat(fromEnv.heartbeatInterval()).as("a quarter of the timeout").isEqualTo(Duration.ofMillis(500));
+        assertThat(fromEnv.stuckReport()).isEqualTo(Duration.ofSeconds(1));
+        Map<String, String> props = Map.of("hcomm.heartbeat.interval", "200ms", "hcomm.heartbeat.timeout", "3s", "hcomm.stuck.report", "0");
+        CommConfig fromProps = CommConfig.builderFrom(env, props::get).build();
+        assertThat(fromProps.heartbeatInterval()).isEqualTo(Duration.ofMillis(200));
+        assertThat(fromProps.heartbeatTimeout()).isEqualTo(Duration.ofSeconds(3));
+        assertThat(fromProps.stuckReport()).isZero();
+        assertThat(fromProps.toString()).contains("heartbeatTimeout=PT3S", "heartbeatInterval=PT0.2S", "stuckReport=PT0S");
+        assertThat(CommConfig.builder().heartbeatTimeout(Duration.ZERO).build().heartbeatTimeout()).isZero();
+        assertThatThrownBy(() -> CommConfig.builderFrom(Map.of("HCOMM_HEARTBEAT_TIMEOUT", "100ms"), k -> null).build())
+                .hasMessageContaining("HCOMM_HEARTBEAT_TIMEOUT").hasMessageContaining("at least 500ms");
+        assertThatThrownBy(() -> CommConfig.builderFrom(Map.of("HCOMM_HEARTBEAT_TIMEOUT", "2s", "HCOMM_HEARTBEAT_INTERVAL", "1s"), k -> null).build())
+                .hasMessageContaining("HCOMM_HEARTBEAT_INTERVAL").hasMessageContaining("at most a third");
+        assertThatThrownBy(() -> CommConfig.builder().heartbeatInterval(Duration.ZERO).build()).hasMessageContaining("heartbeatInterval");
+        assertThatThrownBy(() -> CommConfig.builderFrom(Map.of("HCOMM_STUCK_REPORT", "soon"), k -> null).build())
+                .hasMessageContaining("HCOMM_STUCK_REPORT").hasMessageContaining("hcomm.stuck.report");
+        assertThatThrownBy(() -> CommConfig.builder().stuckReport(Duration.ofSeconds(-1)).build()).hasMessageContaining("stuckReport");
+    }
 }

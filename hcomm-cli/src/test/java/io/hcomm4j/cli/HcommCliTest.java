@@ -30,8 +30,8 @@ class HcommCliTest {
     @Test
     void helpListsTheCommands() {
         assertThat(run("--help")).isZero();
-        assertThat(io.out()).contains("launch", "demo", "perf");
-        for (String command : List.of("launch", "demo", "perf")) {
+        assertThat(io.out()).contains("launch", "demo", "perf", "status");
+        for (String command : List.of("launch", "demo", "perf", "status")) {
             Captured sub = new Captured();
             assertThat(HcommCli.execute(new String[] {command, "--help"}, sub.out, sub.err, Map.of())).isZero();
             assertThat(sub.out()).startsWith("Usage: hcomm " + command);
@@ -48,6 +48,15 @@ class HcommCliTest {
     void launchHelpSaysEveryNodeNeedsTheSameSecret() {
         assertThat(run("launch", "--help")).isZero();
         assertThat(io.out()).contains("the same secret", "HCOMM_SECRET", "RANK, LOCAL_RANK, WORLD_SIZE");
+    }
+
+    @Test
+    void statusNeedsToKnowWhereTheStoreIs() {
+        assertThat(run("status")).isEqualTo(2);
+        assertThat(io.err()).contains("--init-method").contains("MASTER_ADDR");
+        Captured bad = new Captured();
+        assertThat(HcommCli.execute(new String[] {"status", "--init-method", "udp://x:1"}, bad.out, bad.err, Map.of())).isEqualTo(2);
+        assertThat(bad.err()).contains("is not tcp://host:port or file:///dir");
     }
 
     @Test

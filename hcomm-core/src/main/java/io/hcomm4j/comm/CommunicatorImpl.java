@@ -51,6 +51,17 @@ final class CommunicatorImpl implements Communicator {
     /** Splits and dups made so far: part of a child's id, so siblings never share one. */
     private final AtomicLong children = new AtomicLong();
 
+    // fault tolerance: health, and the collectives running now (the stuck-op registry)
+    private final Object healthLock = new Object();
+    private volatile io.hcomm4j.Health health = io.hcomm4j.Health.READY;
+    /** Members (communicator ranks) known to have failed; guarded by {@link #healthLock}. */
+    private final java.util.TreeSet<Integer> failedMembers = new java.util.TreeSet<>();
+    /** Why the communicator cannot be used at all (aborted, or this rank declared failed), or null. */
+    private volatile String abortedWhy;
+    private final java.util.Set<TransportLinks> running = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private final java.util.concurrent.CopyOnWriteArrayList<java.util.function.Consumer<io.hcomm4j.Health>> listeners =
+            new java.util.concurrent.CopyOnWriteArrayList<>();
+
     CommunicatorImpl(Session session, TcpTransport transport, long commId, int rank, int size) {
         this(session, transport, commId, rank, null, size);
     }
@@ -86,18 +97,20 @@ final class CommunicatorImpl implements Communicator {
     @Override
     public CommFuture<Void> sendAsync(MemorySegment buf, int peer, int tag) {
         checkOpen();
+        checkNotAborted("send");
         Objects.requireNonNull(buf, "buf");
         if (peer < 0 || peer >= size) {
             throw new IllegalArgumentException("rank " + rank + ": send: peer " + peer + " is out of range [0, " + size + ")");
         }
         if (tag < 0) throw new IllegalArgumentException("rank " + rank + ": send: tag " + tag + " must be >= 0");
         checkShared(buf, "send");
-        return transport.send(commId, world(peer), tag, buf);
+        return transport.send(commId, world(peer), tag, buf, 0, worldToComm);
     }
 
     @Override
     public CommFuture<Status> recvAsync(MemorySegment buf, int peer, int tag) {
         checkOpen();
+        checkNotAborted("recv");
         Objects.requireNonNull(buf, "buf");
         checkSource(peer, tag, "recv");
         if (buf.isReadOnly()) throw new IllegalArgumentException("rank " + rank + ": recv: buf is read-only");
@@ -109,6 +122,7 @@ final class CommunicatorImpl implements Communicator {
     @Override
     public CommFuture<Status> probeAsync(int peer, int tag) {
         checkOpen();
+        checkNotAborted("probe");
         checkSource(peer, tag, "probe");
         return transport.probe(commId, peer == ANY_SOURCE ? TcpTransport.ANY : world(peer), tag == ANY_TAG ? TcpTransport.ANY : tag,
                 worldToComm);
@@ -165,17 +179,30 @@ final class CommunicatorImpl implements Communicator {
 
     /** Runs a collective where {@code mode} says; returns its future (null when it ran on the caller's thread). */
     private CommFuture<Void> collective(String op, int fingerprint, Mode mode, Consumer<CollectiveLinks> body) {
+        return collective(op, fingerprint, -1, mode, body);
+    }
+
+    /**
+     * Runs a collective where {@code mode} says; returns its future (null when it ran on the caller's thread). The one
+     * place every collective starts: the communicator's health is checked here (an aborted one, or one with failed
+     * members, fails at once), and again when it starts running.
+     *
+     * @param bytes the op's size for reports (its largest buffer), or -1 if not known
+     */
+    private CommFuture<Void> collective(String op, int fingerprint, long bytes, Mode mode, Consumer<CollectiveLinks> body) {
         checkOpen();
+        RuntimeException broken = brokenFor(op, "");
+        if (broken != null) throw broken;
         long seq = collectiveSeq.incrementAndGet();
         if (!mode.async) {
-            runCollective(seq, op, fingerprint, body);
+            runCollective(seq, op, fingerprint, bytes, body);
             return null;
         }
-        if (mode.stream != null) return mode.stream.enqueueCollective(op, () -> runCollective(seq, op, fingerprint, body));
+        if (mode.stream != null) return mode.stream.enqueueCollective(op, () -> runCollective(seq, op, fingerprint, bytes, body));
         WorkerFuture<Void> f = new WorkerFuture<>(timeoutNanos(), rank, op);
         collectiveThread().execute(() -> {
             try {
-                runCollective(seq, op, fingerprint, body);
+                runCollective(seq, op, fingerprint, bytes, body);
                 f.complete(null);
             } catch (Throwable e) {
                 f.completeExceptionally(e);
@@ -210,8 +237,14 @@ final class CommunicatorImpl implements Communicator {
         int[] all = new int[size];
         all[rank] = fingerprint;
         try (TransportLinks check = new TransportLinks(transport, commId | (3L << 62), noticeChannel, seq, rank, size, group,
-                op + " (check)", 0, session.scratch())) {
-            AllGather.bruck(check, MemorySegment.ofArray(all), 4);
+                op + " (check)", 0, session.scratch(), 4L * size)) {
+            running.add(check);
+            try {
+                failIfBroken(check);
+                AllGather.bruck(check, MemorySegment.ofArray(all), 4);
+            } finally {
+                running.remove(check);
+            }
         }
         for (int r = 0; r < size; r++) {
             if (all[r] != all[0]) {
@@ -231,17 +264,52 @@ final class CommunicatorImpl implements Communicator {
         }
     }
 
-    private void runCollective(long seq, String op, int fingerprint, Consumer<CollectiveLinks> body) {
+    private void runCollective(long seq, String op, int fingerprint, long bytes, Consumer<CollectiveLinks> body) {
         try (TransportLinks links = new TransportLinks(transport, collectiveChannel, noticeChannel, seq, rank, size, group, op,
-                fingerprint, session.scratch())) {
+                fingerprint, session.scratch(), bytes)) {
+            running.add(links);
             try {
+                failIfBroken(links);
                 if (session.config().fullCheck()) fullCheck(seq, op, fingerprint);
                 body.accept(links);
             } catch (io.hcomm4j.CollectiveMismatchException e) {
                 links.tellOthers(e);
                 throw e;
+            } catch (io.hcomm4j.PeerFailedException e) {
+                throw collectiveFailure(links, e);
+            } finally {
+                running.remove(links);
             }
         }
+    }
+
+    /**
+     * A send or receive of a collective failed because a peer failed (the transport saw it first): the collective fails
+     * as a whole, naming every member known to have failed, in this communicator's ranks.
+     */
+    private io.hcomm4j.PeerFailedException collectiveFailure(TransportLinks links, io.hcomm4j.PeerFailedException e) {
+        String which = " (collective #" + links.seq() + ")";
+        if (e.getMessage() != null && e.getMessage().contains(which + " on a communicator")) return e;
+        java.util.TreeSet<Integer> failed = new java.util.TreeSet<>(health.failedRanks());
+        String why = null;
+        for (int w : e.failedRanks()) {
+            int r = commRank(w);
+            if (r >= 0) failed.add(r);
+            String known = transport.failureReason(w);
+            if (why == null && known != null && r >= 0) why = "rank " + r + " failed: " + known;
+        }
+        return peersFailed(links.op(), which, java.util.List.copyOf(failed), why != null ? why : e.getMessage(), e);
+    }
+
+    /**
+     * If this communicator is aborted or has failed members, fails {@code links} (registered in {@link #running} first,
+     * so a failure that becomes known meanwhile fails it either here or through {@link #onMemberFailed}) and throws.
+     */
+    private void failIfBroken(TransportLinks links) {
+        RuntimeException broken = brokenFor(links.op(), " (collective #" + links.seq() + ")");
+        if (broken == null) return;
+        links.abort(broken);
+        throw TransportLinks.fresh(broken);
     }
 
     private Tuner tuner() {
@@ -332,7 +400,7 @@ final class CommunicatorImpl implements Communicator {
         int avg = op == ReduceOp.AVG ? size : 1;
         long chunk = ringChunkElems(n / size, type.byteSize());
         Tuner.Algo algo = tuner().choose(Tuner.Op.ALLREDUCE, n, size);
-        return collective("allReduce", fingerprint("allReduce", count, type, op, -1), mode, l -> {
+        return collective("allReduce", fingerprint("allReduce", count, type, op, -1), n, mode, l -> {
             if (algo == Tuner.Algo.RING) {
                 Reductions.ringAllReduce(l, send.asSlice(0, n), recv.asSlice(0, n), count, k, chunk, avg);
             } else {
@@ -363,7 +431,7 @@ final class CommunicatorImpl implements Communicator {
             checkWritable("reduce", "recv", recv);
         }
         int avg = op == ReduceOp.AVG ? size : 1;
-        return collective("reduce", fingerprint("reduce", count, type, op, root), mode, l -> {
+        return collective("reduce", fingerprint("reduce", count, type, op, root), n, mode, l -> {
             MemorySegment work = rank == root ? recv.asSlice(0, n) : l.scratch(n);
             if (!send.equals(work)) MemorySegment.copy(send, 0, work, 0, n);
             Reductions.binomialReduce(l, work, count, k, root, avg);
@@ -412,7 +480,7 @@ final class CommunicatorImpl implements Communicator {
         int avg = op == ReduceOp.AVG ? size : 1;
         long chunk = ringChunkElems(total / size, (int) es);
         Tuner.Algo algo = tuner().choose(Tuner.Op.REDUCESCATTER, total, size);
-        return collective(name, fingerprint(name, java.util.Arrays.hashCode(recvCounts), type, op, -1), mode, l -> {
+        return collective(name, fingerprint(name, java.util.Arrays.hashCode(recvCounts), type, op, -1), total, mode, l -> {
             MemorySegment work = l.scratch(total);
             if (algo == Tuner.Algo.HALVING_DOUBLING) {
                 MemorySegment.copy(send, 0, work, 0, total);
@@ -441,7 +509,7 @@ final class CommunicatorImpl implements Communicator {
         if (rank != root && data.isReadOnly()) throw new IllegalArgumentException("rank " + rank + ": broadcast: buf is read-only");
         Tuner.Algo algo = size <= 2 && tuner().forced(Tuner.Op.BROADCAST) == null ? Tuner.Algo.TREE
                 : tuner().choose(Tuner.Op.BROADCAST, n, size);
-        return collective("broadcast", fingerprint("broadcast", count, type, null, root), mode, l -> {
+        return collective("broadcast", fingerprint("broadcast", count, type, null, root), n, mode, l -> {
             if (algo == Tuner.Algo.TREE) Broadcast.binomialTree(l, data, root);
             else Broadcast.pipelinedChain(l, data, root, BCAST_CHUNK);
         });
@@ -469,7 +537,7 @@ final class CommunicatorImpl implements Communicator {
             len[r] = blk;
         }
         Tuner.Algo algo = tuner().choose(Tuner.Op.ALLGATHER, blk * size, size);
-        return collective("allGather", fingerprint("allGather", count, type, null, -1), mode, l -> {
+        return collective("allGather", fingerprint("allGather", count, type, null, -1), blk * size, mode, l -> {
             MemorySegment.copy(mine, 0, own, 0, blk);
             if (algo == Tuner.Algo.BRUCK) AllGather.bruck(l, recv, blk);
             else AllGather.ring(l, recv, off, len);
@@ -514,7 +582,7 @@ final class CommunicatorImpl implements Communicator {
         checkRoot("gather", root);
         long blk = bytes("gather", "send", send, count, type);
         if (rank == root) checkBuffer("gather", "recv", recv, Math.multiplyExact(blk, size));
-        return collective("gather", fingerprint("gather", count, type, null, root), mode, l -> Rooted.gatherBinomial(l, send, rank == root ? recv : null, root, blk));
+        return collective("gather", fingerprint("gather", count, type, null, root), blk * size, mode, l -> Rooted.gatherBinomial(l, send, rank == root ? recv : null, root, blk));
     }
 
     @Override
@@ -564,7 +632,7 @@ final class CommunicatorImpl implements Communicator {
         checkRoot("scatter", root);
         long blk = bytes("scatter", "recv", recv, count, type);
         if (rank == root) checkBuffer("scatter", "send", send, Math.multiplyExact(blk, size));
-        return collective("scatter", fingerprint("scatter", count, type, null, root), mode, l -> Rooted.scatterBinomial(l, rank == root ? send : null, recv, root, blk));
+        return collective("scatter", fingerprint("scatter", count, type, null, root), blk * size, mode, l -> Rooted.scatterBinomial(l, rank == root ? send : null, recv, root, blk));
     }
 
     @Override
@@ -643,7 +711,7 @@ final class CommunicatorImpl implements Communicator {
         boolean overlap = send.asSlice(0, sendBytes).asOverlappingSlice(recv).isPresent();
         // Bruck needs equal blocks: allToAllV always exchanges pairwise
         Tuner.Algo algo = op.equals("allToAll") ? tuner().choose(Tuner.Op.ALLTOALL, sendBytes, size) : Tuner.Algo.PAIRWISE;
-        return collective(op, fingerprint(op, op.equals("allToAll") ? sLen[0] : 0, null, null, -1), mode, l -> {
+        return collective(op, fingerprint(op, op.equals("allToAll") ? sLen[0] : 0, null, null, -1), sendBytes, mode, l -> {
             if (algo == Tuner.Algo.BRUCK) {
                 AllToAll.bruck(l, send, recv, sLen[0]); // reads all of send before writing recv: in place needs no copy
                 return;
@@ -660,16 +728,16 @@ final class CommunicatorImpl implements Communicator {
 
     @Override
     public void barrier() {
-        collective("barrier", fingerprint("barrier", 0, null, null, -1), Mode.BLOCKING, AllToAll::barrier);
+        collective("barrier", fingerprint("barrier", 0, null, null, -1), 0, Mode.BLOCKING, AllToAll::barrier);
     }
 
     CommFuture<Void> barrier(Mode mode) {
-        return collective("barrier", fingerprint("barrier", 0, null, null, -1), mode, AllToAll::barrier);
+        return collective("barrier", fingerprint("barrier", 0, null, null, -1), 0, mode, AllToAll::barrier);
     }
 
     @Override
     public CommFuture<Void> barrierAsync() {
-        return collective("barrier", fingerprint("barrier", 0, null, null, -1), Mode.ASYNC, AllToAll::barrier);
+        return collective("barrier", fingerprint("barrier", 0, null, null, -1), 0, Mode.ASYNC, AllToAll::barrier);
     }
 
     // ------------------------------------------------------------------------------- sub-communicators
@@ -720,6 +788,7 @@ final class CommunicatorImpl implements Communicator {
     private CommunicatorImpl child(long id, int myRank, int[] worldRanks) {
         CommunicatorImpl c = new CommunicatorImpl(session, transport, id, myRank, worldRanks, worldRanks.length);
         session.register(c);
+        session.registerCommunicator(c);
         return c;
     }
 
@@ -789,11 +858,145 @@ final class CommunicatorImpl implements Communicator {
     public void close() {
         closed = true;
         shutdownCollectiveThread();
-        if (group != null) session.unregister(this);
+        if (group != null) {
+            session.unregister(this);
+            session.unregisterCommunicator(this);
+        }
     }
 
     @Override
     public String toString() {
         return "Communicator{rank=" + rank + ", size=" + size + ", id=" + commId + "}";
+    }
+
+    // ------------------------------------------------------------------------------------ fault tolerance
+
+    long id() {
+        return commId;
+    }
+
+    /** Collectives called on this communicator so far (the sequence number of the last one). */
+    long collectivesCalled() {
+        return collectiveSeq.get();
+    }
+
+    /** The collectives running now. */
+    java.util.Collection<TransportLinks> running() {
+        return running;
+    }
+
+    /** World ranks of the members, in communicator rank order. */
+    int[] worldRanks() {
+        int[] w = new int[size];
+        for (int r = 0; r < size; r++) w[r] = world(r);
+        return w;
+    }
+
+    /** This communicator's rank of world rank {@code w}, or -1 if it is not a member. */
+    int commRank(int w) {
+        if (worldToComm == null) return w >= 0 && w < size ? w : -1;
+        return w >= 0 && w < worldToComm.length ? worldToComm[w] : -1;
+    }
+
+    @Override
+    public io.hcomm4j.Health health() {
+        return health;
+    }
+
+    @Override
+    public void addHealthListener(java.util.function.Consumer<io.hcomm4j.Health> listener) {
+        listeners.add(Objects.requireNonNull(listener, "listener"));
+    }
+
+    @Override
+    public void removeHealthListener(java.util.function.Consumer<io.hcomm4j.Health> listener) {
+        listeners.remove(listener);
+    }
+
+    @Override
+    public void abort() {
+        if (session.isClosed()) return;
+        if (!markAborted("rank " + rank + " aborted the communicator (comm.abort())", false)) return;
+        transport.sendAbort(commId, worldRanks());
+    }
+
+    /** World rank {@code from} aborted this communicator. */
+    void onAbortNotice(int from) {
+        markAborted("rank " + commRank(from) + " aborted the communicator (comm.abort())", false);
+    }
+
+    /** Another rank declared this one failed: nothing on this communicator can work any more. */
+    void onDeclaredFailed(String why) {
+        markAborted(why, false);
+    }
+
+    /**
+     * Makes the communicator FAILED: every pending op on it fails with {@link io.hcomm4j.CommAbortedException}, later
+     * ones too. Returns false if it was already.
+     */
+    private boolean markAborted(String why, boolean quiet) {
+        io.hcomm4j.Health now;
+        synchronized (healthLock) {
+            if (abortedWhy != null) return false;
+            abortedWhy = why;
+            now = new io.hcomm4j.Health(io.hcomm4j.Health.State.FAILED, java.util.List.copyOf(failedMembers), why);
+            health = now;
+        }
+        String msg = "rank " + rank + ": the communicator was aborted: " + why;
+        for (TransportLinks l : running) l.abort(new io.hcomm4j.CommAbortedException("rank " + rank + ": " + l.op()
+                + " (collective #" + l.seq() + ") failed: the communicator was aborted: " + why));
+        transport.failCommunicator(commId, () -> new io.hcomm4j.CommAbortedException(msg));
+        if (!quiet) session.healthChanged(this, now, listeners);
+        return true;
+    }
+
+    /**
+     * World rank {@code w} failed: if it is a member, the communicator is DEGRADED (FAILED stays FAILED), and every
+     * running collective fails with {@link io.hcomm4j.PeerFailedException} listing all failed members.
+     */
+    void onMemberFailed(int w, String why) {
+        int r = commRank(w);
+        if (r < 0) return;
+        io.hcomm4j.Health now;
+        java.util.List<Integer> failed;
+        synchronized (healthLock) {
+            if (!failedMembers.add(r)) return;
+            failed = java.util.List.copyOf(failedMembers);
+            String reason = "rank " + r + " failed: " + why;
+            now = abortedWhy != null ? new io.hcomm4j.Health(io.hcomm4j.Health.State.FAILED, failed, abortedWhy)
+                    : new io.hcomm4j.Health(io.hcomm4j.Health.State.DEGRADED, failed, reason);
+            health = now;
+        }
+        for (TransportLinks l : running) l.abort(peersFailed(l.op(), " (collective #" + l.seq() + ")", failed, "rank " + r + " failed: " + why));
+        session.healthChanged(this, now, listeners);
+    }
+
+    private io.hcomm4j.PeerFailedException peersFailed(String op, String which, java.util.List<Integer> failed, String why) {
+        return peersFailed(op, which, failed, why, null);
+    }
+
+    private io.hcomm4j.PeerFailedException peersFailed(String op, String which, java.util.List<Integer> failed, String why,
+                                                       Throwable cause) {
+        return new io.hcomm4j.PeerFailedException("rank " + rank + ": " + op + which + " on a communicator of " + size
+                + " ranks cannot complete: " + (failed.size() == 1 ? "rank " + failed.get(0) + " has" : "ranks " + failed + " have")
+                + " failed (" + why + ")", failed, cause);
+    }
+
+    /** The exception a new collective gets when the communicator is aborted or has failed members, else null. */
+    private RuntimeException brokenFor(String op, String which) {
+        String aborted = abortedWhy;
+        if (aborted != null) {
+            return new io.hcomm4j.CommAbortedException("rank " + rank + ": " + op + which + ": the communicator was aborted: " + aborted);
+        }
+        io.hcomm4j.Health h = health;
+        if (h.state() == io.hcomm4j.Health.State.DEGRADED) return peersFailed(op, which, h.failedRanks(), h.reason());
+        return null;
+    }
+
+    private void checkNotAborted(String op) {
+        String aborted = abortedWhy;
+        if (aborted != null) {
+            throw new io.hcomm4j.CommAbortedException("rank " + rank + ": " + op + ": the communicator was aborted: " + aborted);
+        }
     }
 }

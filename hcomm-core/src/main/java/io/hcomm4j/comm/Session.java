@@ -41,15 +41,129 @@ public final class Session implements AutoCloseable {
     /** Registered memory of this session, shared by all its communicators. */
     private final MemoryPool memory;
     private volatile boolean closed;
+    /** Every open communicator by id (world and children): where failures and abort notices go. */
+    private final java.util.concurrent.ConcurrentHashMap<Long, CommunicatorImpl> comms = new java.util.concurrent.ConcurrentHashMap<>();
+    /** Abort notices for communicators not created here yet (id → aborting world rank). */
+    private final java.util.concurrent.ConcurrentHashMap<Long, Integer> earlyAborts = new java.util.concurrent.ConcurrentHashMap<>();
+    /** Why another rank declared this one failed, or null. */
+    private volatile String declaredFailed;
+    private final OpMonitor monitor;
+    private final Object eventsLock = new Object();
+    /** Runs health listeners, one at a time ({@code hcomm-events-<rank>}); created on first use. */
+    private java.util.concurrent.ExecutorService eventThread;
+    private volatile Thread eventThreadRef;
 
-    private Session(CommConfig config, Bootstrap.Joined joined, String namespace, TcpTransport transport, MemoryPool memory) {
+    private Session(CommConfig config, Bootstrap.Joined joined, String namespace, TcpTransport transport, MemoryPool memory,
+                    Events events) {
         this.config = config;
         this.joined = joined;
         this.namespace = namespace;
         this.transport = transport;
         this.memory = memory;
         this.tuner = new io.hcomm4j.algo.Tuner(io.hcomm4j.algo.Tuner.LinkCost.TCP_LOOPBACK, io.hcomm4j.algo.Tuner.parse(config.algo()));
+        this.monitor = new OpMonitor(this, transport, joined.store(), namespace, joined.rank(), joined.worldSize(),
+                config.stuckReport().toNanos());
         this.world = new CommunicatorImpl(this, transport, 0L, joined.rank(), joined.worldSize());
+        events.session = this;
+        registerCommunicator(world);
+    }
+
+    /**
+     * The transport's events, forwarded to the session once it exists: failures go to every communicator the failed rank
+     * belongs to, abort notices to their communicator, status requests and ticks to the {@link OpMonitor}.
+     */
+    private static final class Events implements TcpTransport.Events {
+        volatile Session session;
+
+        @Override
+        public void peerFailed(int rank, String why) {
+            Session s = session;
+            if (s == null) return; // registerCommunicator reads the failures known by then
+            for (CommunicatorImpl c : s.comms.values()) c.onMemberFailed(rank, why);
+        }
+
+        @Override
+        public void declaredFailed(int by, String why) {
+            Session s = session;
+            if (s == null) return;
+            s.declaredFailed = why;
+            for (CommunicatorImpl c : s.comms.values()) c.onDeclaredFailed(why);
+        }
+
+        @Override
+        public void abortNotice(long commId, int from) {
+            Session s = session;
+            if (s == null) return;
+            CommunicatorImpl c = s.comms.get(commId);
+            if (c != null) {
+                c.onAbortNotice(from);
+            } else {
+                s.earlyAborts.put(commId, from);
+                c = s.comms.get(commId); // created meanwhile: registerCommunicator may have missed the notice
+                if (c != null) c.onAbortNotice(from);
+            }
+        }
+
+        @Override
+        public void statusRequested(int from) {
+            Session s = session;
+            if (s != null) s.monitor.requestPublish();
+        }
+
+        @Override
+        public void tick(long nowNanos) {
+            Session s = session;
+            if (s != null && !s.closed) s.monitor.tick(nowNanos);
+        }
+    }
+
+    /** Starts routing failures and abort notices to {@code c}; applies those already known. */
+    void registerCommunicator(CommunicatorImpl c) {
+        comms.put(c.id(), c);
+        for (int w : transport.failedRanks()) c.onMemberFailed(w, String.valueOf(transport.failureReason(w)));
+        String d = declaredFailed;
+        if (d != null) c.onDeclaredFailed(d);
+        Integer from = earlyAborts.remove(c.id());
+        if (from != null) c.onAbortNotice(from);
+    }
+
+    void unregisterCommunicator(CommunicatorImpl c) {
+        comms.remove(c.id(), c);
+    }
+
+    /** The open communicators. */
+    java.util.Collection<CommunicatorImpl> communicators() {
+        return comms.values();
+    }
+
+    /**
+     * A communicator's health changed to {@code health}: its listeners are called on the event thread, in order, and the
+     * rank's state is published for {@code hcomm status}.
+     */
+    void healthChanged(CommunicatorImpl c, io.hcomm4j.Health health,
+                       java.util.List<java.util.function.Consumer<io.hcomm4j.Health>> listeners) {
+        monitor.requestPublish();
+        if (listeners.isEmpty()) return;
+        Runnable call = () -> {
+            for (java.util.function.Consumer<io.hcomm4j.Health> l : listeners) {
+                try {
+                    l.accept(health);
+                } catch (RuntimeException e) {
+                    LOG.warn("rank {}: a health listener of {} threw", joined.rank(), c, e);
+                }
+            }
+        };
+        synchronized (eventsLock) {
+            if (closed) return;
+            if (eventThread == null) {
+                eventThread = java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
+                    Thread t = Thread.ofPlatform().daemon().name("hcomm-events-" + joined.rank()).unstarted(r);
+                    eventThreadRef = t;
+                    return t;
+                });
+            }
+            eventThread.execute(call);
+        }
     }
 
     /** Runs init: rendezvous through the store, data listener, world communicator. */
@@ -74,7 +188,7 @@ public final class Session implements AutoCloseable {
             }
             long token = ByteBuffer.wrap(store.get(ns + "token", initTimeout)).getLong();
             TcpTransport.Options options = new TcpTransport.Options(config.timeout(), initTimeout, config.spinTime(),
-                    config.eagerLimit(), config.unexpectedLimit());
+                    config.eagerLimit(), config.unexpectedLimit(), config.heartbeatTimeout(), config.heartbeatInterval());
             t = TcpTransport.open(rank, size, j.dataAddress(), Auth.of(config.secret().orElse(null)), token, options);
             InetSocketAddress me = t.listenAddress();
             String host = config.hostId().orElseGet(() -> HostIdentity.of(shmDir));
@@ -110,8 +224,10 @@ public final class Session implements AutoCloseable {
             if (config.transport() != CommConfig.Transport.TCP) {
                 t.enableShm(new TcpTransport.ShmOptions(shmDir, (int) config.shmRingSize(), p -> sameHost[p], pool));
             }
+            Events events = new Events();
+            t.setEvents(events);
             t.start(p -> book[p]);
-            Session s = new Session(config, j, ns, t, pool);
+            Session s = new Session(config, j, ns, t, pool, events);
             LOG.debug("rank {}/{}: init took {} ms, listening on {}", rank, size, (System.nanoTime() - start) / 1_000_000, me);
             return s;
         } catch (RuntimeException e) {
@@ -171,9 +287,11 @@ public final class Session implements AutoCloseable {
     public synchronized void close() {
         if (closed) return;
         closed = true;
+        monitor.close();
         for (AutoCloseable c : children) closeQuietly(c);
         world.markClosed();
         transport.close();
+        stopEventThread();
         scratch.close();
         memory.close();
         if (joined.owned() != null) {
@@ -182,6 +300,25 @@ public final class Session implements AutoCloseable {
         }
         closeQuietly(joined.store());
         closeQuietly(joined.owned());
+    }
+
+    private void stopEventThread() {
+        java.util.concurrent.ExecutorService ex;
+        synchronized (eventsLock) {
+            ex = eventThread;
+            eventThread = null;
+        }
+        if (ex == null) return;
+        ex.shutdown();
+        if (Thread.currentThread() == eventThreadRef) return; // a listener closes the session: its thread ends after it
+        try {
+            if (!ex.awaitTermination(5, java.util.concurrent.TimeUnit.SECONDS)) {
+                LOG.warn("rank {}: a health listener still runs after 5 s; the session closes without it", joined.rank());
+                ex.shutdownNow();
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     /** Waits (bounded) until every rank has read the addresses: the store may go away after that. */

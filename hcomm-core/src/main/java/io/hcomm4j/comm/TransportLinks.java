@@ -21,6 +21,9 @@ import java.util.List;
  * root) and a receive takes only a message with its own fingerprint. A rank that finds a mismatch fails its
  * op and tells every other rank on the notice channel (same tag); each rank's op listens there while it runs
  * and fails with the same {@link CollectiveMismatchException} instead of waiting for a peer that will never send.
+ *
+ * <p>The communicator keeps the links of its running ops: a member's failure or an abort fails them through
+ * {@link #abort(RuntimeException)}, and the stuck-op watchdog reads their age and the peers they wait for.
  */
 final class TransportLinks implements CollectiveLinks, AutoCloseable {
     private static final int NOTICE_BYTES = 512;
@@ -40,14 +43,29 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
     /** Communicator rank → world rank, or null (world). */
     private final int[] group;
     private final List<Request<?>> started = new ArrayList<>();
+    /** World rank each request of {@link #started} goes to or comes from. */
+    private int[] startedPeers = new int[8];
+    /** Communicator id, bytes of the op (its largest buffer) and when it started: for stuck-op reports. */
+    final long commId;
+    final long bytes;
+    final long startNanos = System.nanoTime();
+    /** Reported stuck already (watchdog only). */
+    boolean reported;
     private final byte[] noticeBytes = new byte[NOTICE_BYTES];
     private final CommFuture<Status> notice;
-    private volatile CollectiveMismatchException aborted;
+    private volatile RuntimeException aborted;
     private List<MemorySegment> scratch;
 
     TransportLinks(TcpTransport transport, long channel, long noticeChannel, long seq, int rank, int size, int[] group,
                    String op, int fingerprint, ScratchPool pool) {
+        this(transport, channel, noticeChannel, seq, rank, size, group, op, fingerprint, pool, -1);
+    }
+
+    TransportLinks(TcpTransport transport, long channel, long noticeChannel, long seq, int rank, int size, int[] group,
+                   String op, int fingerprint, ScratchPool pool, long bytes) {
         this.transport = transport;
+        this.commId = channel & ~(3L << 62);
+        this.bytes = bytes;
         this.channel = channel;
         this.noticeChannel = noticeChannel;
         this.seq = seq;
@@ -90,31 +108,70 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
     @Override
     public CommFuture<Void> send(int peer, MemorySegment slice) {
         checkAborted();
-        var s = transport.send(channel, world(peer), tag, slice, fingerprint);
-        track(s);
+        int w = world(peer);
+        var s = transport.send(channel, w, tag, slice, fingerprint);
+        track(s, w);
         return s;
     }
 
     @Override
     public CommFuture<Status> recv(int peer, MemorySegment slice) {
         checkAborted();
-        var r = transport.recvChecked(channel, world(peer), tag, slice, fingerprint);
-        track(r);
+        int w = world(peer);
+        var r = transport.recvChecked(channel, w, tag, slice, fingerprint);
+        track(r, w);
         return r;
     }
 
-    private synchronized void track(Request<?> r) {
+    private synchronized void track(Request<?> r, int worldPeer) {
+        int i = started.size();
+        if (i == startedPeers.length) startedPeers = java.util.Arrays.copyOf(startedPeers, 2 * i);
+        startedPeers[i] = worldPeer;
         started.add(r);
         if (aborted != null) transport.withdraw(r, aborted);
     }
 
     private void checkAborted() {
-        CollectiveMismatchException a = aborted;
-        if (a != null) throw new CollectiveMismatchException(a.getMessage());
+        RuntimeException a = aborted;
+        if (a != null) throw fresh(a);
     }
 
-    /** A peer reported a mismatch of this op: fail what this op started, so its waits end now. */
-    private void abort(CollectiveMismatchException e) {
+    /** A new exception like {@code e} (thrown here, with this thread's stack), of the same type and message. */
+    static RuntimeException fresh(RuntimeException e) {
+        return switch (e) {
+            case CollectiveMismatchException m -> new CollectiveMismatchException(m.getMessage());
+            case io.hcomm4j.PeerFailedException p -> new io.hcomm4j.PeerFailedException(p.getMessage(), p.failedRanks(), null);
+            case io.hcomm4j.CommAbortedException a -> new io.hcomm4j.CommAbortedException(a.getMessage());
+            default -> e;
+        };
+    }
+
+    /** The op was aborted (mismatch, a member failed, the communicator aborted), or null. */
+    RuntimeException aborted() {
+        return aborted;
+    }
+
+    /** World ranks this op now waits for (pending sends and receives), ascending, without repeats. */
+    synchronized int[] waitingFor() {
+        java.util.BitSet peers = new java.util.BitSet();
+        for (int i = 0; i < started.size(); i++) if (!started.get(i).isDone()) peers.set(startedPeers[i]);
+        return peers.stream().toArray();
+    }
+
+    /** The op's name and sequence number, for reports: "allReduce #17". */
+    String op() {
+        return op;
+    }
+
+    long seq() {
+        return seq;
+    }
+
+    /**
+     * Fails what this op started with {@code e}, so its waits end now, and every later send or receive of it throws
+     * the same kind of exception: a peer reported a mismatch, a member failed, or the communicator was aborted.
+     */
+    void abort(RuntimeException e) {
         List<Request<?>> pending;
         synchronized (this) {
             if (aborted != null) return;
@@ -157,7 +214,7 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
 
     /** Tells every other rank of the communicator that this op is broken, so none of them waits for it. */
     void tellOthers(CollectiveMismatchException e) {
-        if (aborted != null) return; // reported by someone else, or found by the watch: they told everybody
+        if (aborted != null) return; // reported by someone else, or found by the watch (or aborted): they told everybody
         tellOthersOf(e);
     }
 

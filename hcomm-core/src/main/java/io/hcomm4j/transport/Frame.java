@@ -52,6 +52,38 @@ final class Frame {
     /** DATA_DONE flag: the receiver could not map the sender's file; both ops fail. */
     static final int DONE_FAILED = 1;
 
+    /** Liveness: sent on a connection that carried nothing else for HCOMM_HEARTBEAT_INTERVAL; no payload. */
+    static final byte HEARTBEAT = 10;
+    /**
+     * The sender knows that world rank {@code tag} failed; {@code flags} says how it learned it ({@link #FAIL_LOST},
+     * {@link #FAIL_SILENT}, {@link #FAIL_PROTOCOL}, {@link #FAIL_REPORTED}). Every rank that learns of a failure forwards
+     * it once to the peers it is connected to. {@code tag} equal to the receiver: the receiver itself was declared failed
+     * (it was silent too long). No payload.
+     */
+    static final byte FAILED = 11;
+    /** The sender (world rank {@code tag}) aborted communicator {@code commId} ({@code comm.abort()}); no payload. */
+    static final byte ABORT = 12;
+    /** The sender has an op that waits for the receiver longer than HCOMM_STUCK_REPORT: publish your state; no payload. */
+    static final byte STATUS_REQUEST = 13;
+
+    /** FAILED flags: the connection to the failed rank broke (end of stream or I/O error, without BYE). */
+    static final int FAIL_LOST = 1;
+    /** FAILED flags: nothing came from the failed rank for HCOMM_HEARTBEAT_TIMEOUT. */
+    static final int FAIL_SILENT = 2;
+    /** FAILED flags: the failed rank sent a frame no well-behaved peer sends. */
+    static final int FAIL_PROTOCOL = 3;
+    /** FAILED flags: the sender learned it from another rank. */
+    static final int FAIL_REPORTED = 4;
+
+    static String failReason(int flags) {
+        return switch (flags) {
+            case FAIL_LOST -> "its connection broke";
+            case FAIL_SILENT -> "nothing came from it for HCOMM_HEARTBEAT_TIMEOUT";
+            case FAIL_PROTOCOL -> "it broke the frame protocol";
+            default -> "another rank reported it";
+        };
+    }
+
     /** Credit an eager message costs beyond its payload (bounds the count of small unexpected messages). */
     static final long EAGER_OVERHEAD = 64;
 
@@ -78,6 +110,10 @@ final class Frame {
             case CREDIT -> "CREDIT";
             case DATA_REF -> "DATA_REF";
             case DATA_DONE -> "DATA_DONE";
+            case HEARTBEAT -> "HEARTBEAT";
+            case FAILED -> "FAILED";
+            case ABORT -> "ABORT";
+            case STATUS_REQUEST -> "STATUS_REQUEST";
             default -> "type " + type;
         };
     }

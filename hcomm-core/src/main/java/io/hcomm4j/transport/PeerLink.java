@@ -26,6 +26,15 @@ final class PeerLink {
     /** Largest chunk handed to one socket call for a native segment (ByteBuffers stop at 2 GiB). */
     private static final long NATIVE_CHUNK = 256L << 20;
     private static final int ACK_EVERY = 128;
+    private static final java.lang.invoke.VarHandle RX_BYTES;
+
+    static {
+        try {
+            RX_BYTES = java.lang.invoke.MethodHandles.lookup().findVarHandle(PeerLink.class, "rxBytes", long.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
 
     final TcpTransport t;
     final int peer;
@@ -52,10 +61,14 @@ final class PeerLink {
     private final MemorySegment stageSeg = MemorySegment.ofBuffer(stage);
     private long txSeq;
     private long msgIds;
+    /** {@link #txSeq} when the watchdog last looked: unchanged means nothing went out since (under txLock). */
+    private long txSeqAtBeat;
 
     // inbound (progress token holder only)
     private final ByteBuffer rx = ByteBuffer.allocateDirect(RX_CAPACITY).order(ByteOrder.LITTLE_ENDIAN);
     private final MemorySegment rxSeg = MemorySegment.ofBuffer(rx);
+    /** Bytes read from the peer so far: the watchdog's sign of life (written by the poller, read opaquely). */
+    private long rxBytes;
     private volatile long rxSeq;
     private long rxSinceAck;
     volatile long peerAcked;
@@ -305,6 +318,45 @@ final class PeerLink {
         } while (true);
     }
 
+    /** Bytes read from the peer so far (any thread; no ordering with anything else). */
+    long rxProgress() {
+        return (long) RX_BYTES.getOpaque(this);
+    }
+
+    /**
+     * Watchdog: sends a HEARTBEAT if no frame went out since the previous call. A link busy writing (its lock held, or
+     * frames queued) is skipped: its bytes reach the peer anyway, or the peer does not read them and no heartbeat would
+     * get through either.
+     */
+    void heartbeatIfIdle() {
+        if (state != State.CONNECTED || !txLock.tryLock()) return;
+        boolean idle;
+        try {
+            idle = txSeq == txSeqAtBeat && txQueue.isEmpty();
+            txSeqAtBeat = txSeq;
+        } finally {
+            txLock.unlock();
+        }
+        if (!idle) return;
+        sendFrame(Frame.HEARTBEAT, 0, 0, 0, 0, 0, null, null);
+        txLock.lock();
+        try {
+            txSeqAtBeat = txSeq;
+        } finally {
+            txLock.unlock();
+        }
+    }
+
+    /** Adds the requests of queued frames to {@code out} that {@code keep} selects. */
+    void queuedRequests(java.util.function.Predicate<SendRequest> keep, java.util.List<? super SendRequest> out) {
+        txLock.lock();
+        try {
+            for (OutFrame f : txQueue) if (f.completes != null && keep.test(f.completes)) out.add(f.completes);
+        } finally {
+            txLock.unlock();
+        }
+    }
+
     boolean txIdle() {
         txLock.lock();
         try {
@@ -345,6 +397,7 @@ final class PeerLink {
                 int n = ch.read(dest.asSlice(destOff, chunk).asByteBuffer());
                 if (n < 0) throw eof();
                 if (n == 0) return;
+                rxBytes += n;
                 destOff += n;
                 remaining -= n;
                 if (remaining == 0) finishPayload();
@@ -360,6 +413,7 @@ final class PeerLink {
                 rx.limit(rx.capacity());
                 return;
             }
+            rxBytes += n;
             rx.flip();
             txLock.lock();
             holding = true;
@@ -454,13 +508,31 @@ final class PeerLink {
                     if (length != r.matchedSize) {
                         throw new ProtocolException("DATA of " + length + " bytes for a message of " + r.matchedSize);
                     }
-                    expectPayload(r.buf, length, r, null, commId, tag, 0);
+                    // a receive that failed meanwhile (its communicator aborted, a peer failed) no longer owns its buffer
+                    if (r.finished()) expectPayload(null, length, null, null, commId, tag, 0);
+                    else expectPayload(r.buf, length, r, null, commId, tag, 0);
                 }
             }
             case Frame.DATA_REF -> t.onDataRef(this, msgId, commId, ((long) tag << 32) | (flags & 0xFFFFFFFFL), length);
             case Frame.DATA_DONE -> t.onDataDone(this, msgId, flags);
-            case Frame.ACK -> { }
+            case Frame.ACK, Frame.HEARTBEAT -> { }
             case Frame.BYE -> peerSaidBye = true;
+            case Frame.FAILED -> {
+                if (tag < 0 || tag >= t.size) throw new ProtocolException("FAILED notice for rank " + tag);
+                rxSeq = seq;
+                t.onFailedNotice(this, tag, flags);
+                return;
+            }
+            case Frame.ABORT -> {
+                rxSeq = seq;
+                t.onAbortNotice(this, commId);
+                return;
+            }
+            case Frame.STATUS_REQUEST -> {
+                rxSeq = seq;
+                t.onStatusRequest(this);
+                return;
+            }
             case Frame.CREDIT -> {
                 txLock.lock();
                 try {
@@ -530,22 +602,26 @@ final class PeerLink {
         t.progress.wakeup();
         t.progress.selector.wakeup();
         notifyAll();
+        // a connection that completes while the session closes was missed by close's BYE round: its end is orderly too
+        if (t.closing) sendFrame(Frame.BYE, 0, 0, 0, 0, 0, null, null);
     }
 
     /** The connection broke: close it and fail everything that depended on this peer. */
     void fail(Exception cause) {
+        boolean wasConnected;
         synchronized (this) {
             if (state == State.FAILED || state == State.CLOSED) return;
+            wasConnected = state == State.CONNECTED;
             state = State.FAILED;
             notifyAll();
         }
         closeChannel();
         if (peerSaidBye) {
             t.log().debug("rank {}: rank {} closed its session", t.rank, peer);
-        } else if (!t.closing) {
+        } else if (!t.closing && !(cause instanceof ReportedFailure) && !(cause instanceof ProtocolException)) { // those were logged
             t.log().warn("rank {}: lost the connection to rank {}: {}", t.rank, peer, cause.toString());
         }
-        t.onPeerFailed(this, cause);
+        t.onPeerFailed(this, cause, wasConnected);
     }
 
     /** Drains queued frames that will never be written (called after the state left CONNECTED). */
@@ -594,6 +670,18 @@ final class PeerLink {
             notifyAll();
         }
         closeChannel();
+    }
+
+    /** Why a link was failed from outside its own I/O: the peer was silent, or another rank reported it failed. */
+    static final class ReportedFailure extends IOException {
+        private static final long serialVersionUID = 1L;
+        /** {@link Frame#FAIL_SILENT} or {@link Frame#FAIL_REPORTED}. */
+        final int kind;
+
+        ReportedFailure(String message, int kind) {
+            super(message);
+            this.kind = kind;
+        }
     }
 
     /** A header or frame sequence that no well-behaved peer sends. */

@@ -24,6 +24,11 @@ public final class ProbeRequest extends Request<Status> {
     }
 
     @Override
+    int[] rankMap() {
+        return sourceMap;
+    }
+
+    @Override
     String describe() {
         return "probe for a message from " + (src == TcpTransport.ANY ? "any rank" : "rank " + src)
                 + " (tag " + (tag == TcpTransport.ANY ? "any" : String.valueOf(tag)) + ")";

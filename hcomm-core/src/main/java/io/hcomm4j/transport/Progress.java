@@ -66,6 +66,22 @@ final class Progress implements AutoCloseable {
     /** While there are rings, the selector (TCP peers, doorbells, deaths) is asked only every few µs of spinning. */
     private static final long RING_SELECT_EVERY_NANOS = 5_000;
     private long lastSelectNow;
+    /** Polls so far (poller only; the watchdog reads it opaquely to tell whether anyone reads the connections). */
+    private int polls;
+    private static final java.lang.invoke.VarHandle POLLS;
+
+    static {
+        try {
+            POLLS = java.lang.invoke.MethodHandles.lookup().findVarHandle(Progress.class, "polls", int.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    /** How many polls ran so far: while it does not change, nobody reads what peers send (a callback holds the token). */
+    int polls() {
+        return (int) POLLS.getOpaque(this);
+    }
 
     Progress(String name, long spinNanos) {
         try {
@@ -182,6 +198,7 @@ final class Progress implements AutoCloseable {
 
     private int pollNow() {
         handled = 0;
+        polls++;
         ShmConduit[] rs = rings;
         if (rs.length > 0) {
             handled += pollRings(rs);
@@ -199,6 +216,7 @@ final class Progress implements AutoCloseable {
 
     private void pollBlocking(long ms) {
         handled = 0;
+        polls++;
         ShmConduit[] rs = rings;
         if (rs.length > 0) {
             // set every ring's sleeping flag, then look once more: what came before the flags is handled now, what

@@ -41,6 +41,11 @@ public final class RecvRequest extends Request<Status> {
     }
 
     @Override
+    int[] rankMap() {
+        return sourceMap;
+    }
+
+    @Override
     String describe() {
         return "recv from " + (src == TcpTransport.ANY ? "any rank" : "rank " + src)
                 + " (tag " + (tag == TcpTransport.ANY ? "any" : String.valueOf(tag)) + ", buffer " + buf.byteSize() + " bytes)";

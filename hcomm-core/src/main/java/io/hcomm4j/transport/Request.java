@@ -18,6 +18,9 @@ public abstract sealed class Request<T> extends CommFuture<T> permits SendReques
     long msgId;
     private volatile boolean finished;
     volatile Thread waiter;
+    /** When the watchdog first saw this op pending (0: not yet), and whether it reported it stuck (watchdog only). */
+    long seenAt;
+    boolean reported;
 
     Request(TcpTransport transport, long commId, int tag, MemorySegment buf) {
         this.transport = transport;
@@ -36,7 +39,11 @@ public abstract sealed class Request<T> extends CommFuture<T> permits SendReques
     }
 
     final void fail(Throwable error) {
-        if (markFinished()) completeExceptionally(error);
+        if (markFinished()) {
+            completeExceptionally(inCommRanks(error));
+            // failed from outside the poller (an abort, the watchdog): a waiter blocked in select must look now
+            transport.progress.wakeup();
+        }
     }
 
     private boolean markFinished() {
@@ -48,6 +55,20 @@ public abstract sealed class Request<T> extends CommFuture<T> permits SendReques
         if (w != null) LockSupport.unpark(w);
         transport.onFinished(this);
         return true;
+    }
+
+    /** World rank → rank of the op's communicator (-1: not a member), or null when they are the same. */
+    int[] rankMap() {
+        return null;
+    }
+
+    /** A PeerFailedException's world ranks, as ranks of this op's communicator (ranks outside it are left out). */
+    private Throwable inCommRanks(Throwable e) {
+        int[] map = rankMap();
+        if (map == null || !(e instanceof io.hcomm4j.PeerFailedException pf)) return e;
+        java.util.List<Integer> ranks = new java.util.ArrayList<>();
+        for (int w : pf.failedRanks()) if (w >= 0 && w < map.length && map[w] >= 0) ranks.add(map[w]);
+        return new io.hcomm4j.PeerFailedException(pf.getMessage(), ranks, pf.getCause());
     }
 
     /** "send to rank 3 (tag 7, 4096 bytes)" — names the op and the peer for errors. */

@@ -9,12 +9,20 @@ public final class SendRequest extends Request<Void> {
     final long size;
     /** Carried in the EAGER/RTS frame's flags: the collective's fingerprint, or 0. */
     final int flags;
+    /** World rank → communicator rank, or null when they are the same (for the ranks a failure names). */
+    private final int[] rankMap;
 
-    SendRequest(TcpTransport transport, long commId, int dst, int tag, MemorySegment buf, int flags) {
+    SendRequest(TcpTransport transport, long commId, int dst, int tag, MemorySegment buf, int flags, int[] rankMap) {
         super(transport, commId, tag, buf);
         this.dst = dst;
         this.size = buf.byteSize();
         this.flags = flags;
+        this.rankMap = rankMap;
+    }
+
+    @Override
+    int[] rankMap() {
+        return rankMap;
     }
 
     @Override

@@ -43,6 +43,14 @@ import org.slf4j.LoggerFactory;
  * sender's mapping ({@link Frame#DATA_REF}: one copy). The class keeps its name: it is the message transport, TCP
  * being what every connection starts with.
  *
+ * <p><b>Failures.</b> A peer has failed when its connection breaks without a BYE, when it breaks the frame protocol,
+ * when nothing came from it for the heartbeat timeout (a {@link Watchdog} sends heartbeats on idle connections and
+ * watches what arrives), or when another rank says so (a FAILED notice). Then every op that depends on it fails with
+ * {@link PeerFailedException}, the peers this rank is connected to are told (each rank forwards a failure once), and
+ * {@link Events#peerFailed} tells the layer above. With heartbeats on, each rank keeps a connection to the next live
+ * rank (opened at start, re-opened past a failed one), so the live ranks form a ring over which every failure reaches
+ * everyone, even ranks that never talked to the failed one.
+ *
  * <p>Ranks here are world ranks; communicators above translate.
  */
 public final class TcpTransport implements AutoCloseable {
@@ -80,6 +88,17 @@ public final class TcpTransport implements AutoCloseable {
     private final ReentrantLock matchLock = new ReentrantLock();
     private final Map<Long, MatchTable> tables = new HashMap<>();
     volatile boolean closing;
+    /** Ranks known to have failed (not those that closed in order), and why; guarded by {@link #matchLock}. */
+    private final boolean[] dead;
+    private final String[] deadWhy;
+    /** Another rank declared this one failed (it was silent too long): no more notices or neighbour connections. */
+    private volatile boolean declaredFailed;
+    /** Communicators (ids without the channel bits) that were aborted: messages for them are dropped on arrival. */
+    private final java.util.Set<Long> deadComms = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private volatile Events events = Events.NONE;
+    private final Watchdog watchdog;
+    final long heartbeatTimeoutNanos;
+    final long heartbeatIntervalNanos;
 
     /**
      * Shared memory between ranks of one host.
@@ -92,10 +111,44 @@ public final class TcpTransport implements AutoCloseable {
     public record ShmOptions(Path dir, int ringBytes, IntPredicate sameHost, MemoryPool pool) {
     }
 
-    /** Settings the transport needs, taken from CommConfig by the layer above. */
+    /**
+     * Settings the transport needs, taken from CommConfig by the layer above.
+     *
+     * @param heartbeatTimeout  silence after which a connected peer is declared failed; zero: no heartbeats
+     * @param heartbeatInterval heartbeat period of an idle connection
+     */
     public record Options(Duration timeout, Duration connectTimeout, Duration spinTime, long eagerLimit,
-                          long unexpectedLimit) {
+                          long unexpectedLimit, Duration heartbeatTimeout, Duration heartbeatInterval) {
+        /** Without heartbeats. */
+        public Options(Duration timeout, Duration connectTimeout, Duration spinTime, long eagerLimit, long unexpectedLimit) {
+            this(timeout, connectTimeout, spinTime, eagerLimit, unexpectedLimit, Duration.ZERO, Duration.ZERO);
+        }
     }
+
+    /**
+     * What the transport tells the layer above. Every method is called without any transport lock held, on a transport
+     * thread (the poller, the watchdog, or a connecting thread): it must not block for long.
+     */
+    public interface Events {
+        /** Nothing to tell anybody. */
+        Events NONE = new Events() { };
+
+        /** World rank {@code rank} failed (once per rank); {@code why} says how this rank learned it. */
+        default void peerFailed(int rank, String why) { }
+
+        /** World rank {@code by} declared this rank failed (this rank was silent longer than its heartbeat timeout). */
+        default void declaredFailed(int by, String why) { }
+
+        /** World rank {@code from} aborted communicator {@code commId}. */
+        default void abortNotice(long commId, int from) { }
+
+        /** World rank {@code from} has an op stuck waiting for this rank and asks for this rank's state. */
+        default void statusRequested(int from) { }
+
+        /** The watchdog's period (every few hundred ms at most), on the watchdog thread. */
+        default void tick(long nowNanos) { }
+    }
+
 
     private TcpTransport(int rank, int size, InetAddress bind, Auth auth, long jobToken, Options o) throws IOException {
         this.rank = rank;
@@ -109,11 +162,16 @@ public final class TcpTransport implements AutoCloseable {
         this.progress = new Progress("hcomm-progress-" + rank, o.spinTime().toNanos());
         this.links = new PeerLink[size];
         this.failed = new boolean[size];
+        this.dead = new boolean[size];
+        this.deadWhy = new String[size];
+        this.heartbeatTimeoutNanos = o.heartbeatTimeout().toNanos();
+        this.heartbeatIntervalNanos = o.heartbeatInterval().toNanos();
         for (int i = 0; i < size; i++) links[i] = new PeerLink(this, i);
         this.listener = ServerSocketChannel.open();
         listener.setOption(StandardSocketOptions.SO_REUSEADDR, true);
         listener.bind(new InetSocketAddress(bind, 0), Math.max(64, size));
         this.acceptor = Thread.ofPlatform().daemon().name("hcomm-accept-" + rank).unstarted(this::acceptLoop);
+        this.watchdog = new Watchdog(this);
     }
 
     /**
@@ -170,11 +228,59 @@ public final class TcpTransport implements AutoCloseable {
         return l.state == PeerLink.State.CONNECTED && c != null ? c.kind() : "none";
     }
 
-    /** Starts accepting and progressing; {@code addressBook} gives each peer's listen address. */
+    /** Where failures, abort notices and status requests go (call before {@link #start}). */
+    public void setEvents(Events events) {
+        this.events = events == null ? Events.NONE : events;
+    }
+
+    /**
+     * Starts accepting, progressing and the watchdog; {@code addressBook} gives each peer's listen address. With
+     * heartbeats on, the connection to the next rank is opened now, in the background.
+     */
     public void start(IntFunction<InetSocketAddress> addressBook) {
         this.addressBook = addressBook;
         progress.start();
         acceptor.start();
+        watchdog.start();
+        connectNeighbour();
+    }
+
+    /** Whether heartbeats run (HCOMM_HEARTBEAT_TIMEOUT > 0). */
+    boolean heartbeats() {
+        return heartbeatTimeoutNanos > 0;
+    }
+
+    PeerLink[] links() {
+        return links;
+    }
+
+    Events events() {
+        return events;
+    }
+
+    /**
+     * With heartbeats on: opens (in the background) the connection to the next live rank after this one, unless it is
+     * open. Each rank doing so keeps the live ranks in a ring of connections, over which failure notices reach
+     * everyone. With two live ranks only the lower one connects.
+     */
+    private void connectNeighbour() {
+        if (!heartbeats() || closing || declaredFailed || size < 2) return;
+        int next = -1;
+        int live = 0;
+        matchLock.lock();
+        try {
+            for (int i = 1; i < size; i++) {
+                int p = (rank + i) % size;
+                if (!dead[p]) {
+                    live++;
+                    if (next < 0) next = p;
+                }
+            }
+        } finally {
+            matchLock.unlock();
+        }
+        if (next < 0 || (live == 1 && next < rank)) return;
+        if (links[next].state == PeerLink.State.IDLE) connectInBackground(next);
     }
 
     Logger log() {
@@ -198,7 +304,15 @@ public final class TcpTransport implements AutoCloseable {
 
     /** As {@link #send(long, int, int, MemorySegment)}, carrying {@code flags} (a collective's fingerprint) in the frame. */
     public SendRequest send(long commId, int dst, int tag, MemorySegment buf, int flags) {
-        SendRequest s = new SendRequest(this, commId, dst, tag, buf, flags);
+        return send(commId, dst, tag, buf, flags, null);
+    }
+
+    /**
+     * As {@link #send(long, int, int, MemorySegment, int)}; a {@link PeerFailedException} it fails with names ranks as
+     * {@code rankMap[worldRank]} (null: world ranks).
+     */
+    public SendRequest send(long commId, int dst, int tag, MemorySegment buf, int flags, int[] rankMap) {
+        SendRequest s = new SendRequest(this, commId, dst, tag, buf, flags, rankMap);
         if (closing) {
             s.abort("failed: the session is closed");
             return s;
@@ -506,6 +620,12 @@ public final class TcpTransport implements AutoCloseable {
 
     /** An EAGER header arrived on {@code l}: its payload goes to a matching posted receive, or to a new buffer. */
     void onEager(PeerLink l, long commId, int tag, long length, int flags) {
+        if (!deadComms.isEmpty() && deadComms.contains(baseId(commId))) {
+            // for an aborted communicator: read and drop, and give the credit back
+            l.consumed(length + Frame.EAGER_OVERHEAD);
+            l.expectPayload(null, length, null, null, commId, tag, flags);
+            return;
+        }
         RecvRequest r;
         matchLock.lock();
         try {
@@ -556,6 +676,10 @@ public final class TcpTransport implements AutoCloseable {
 
     /** An RTS arrived: match it now (and send CTS) or keep it as unexpected. */
     void onRts(PeerLink l, long commId, int tag, long length, long msgId, int flags) {
+        if (!deadComms.isEmpty() && deadComms.contains(baseId(commId))) {
+            l.sendFrame(Frame.CTS, Frame.CTS_DISCARD, commId, tag, 0, msgId, null, null); // aborted: the sender completes
+            return;
+        }
         Runnable after;
         matchLock.lock();
         try {
@@ -637,7 +761,7 @@ public final class TcpTransport implements AutoCloseable {
         if (offset < 0 || offset > file.byteSize() - length) {
             throw new PeerLink.ProtocolException("DATA_REF of [" + offset + ", +" + length + ") beyond a file of " + file.byteSize());
         }
-        MemorySegment.copy(file, offset, r.buf, 0, length);
+        if (!r.finished()) MemorySegment.copy(file, offset, r.buf, 0, length); // a failed receive no longer owns its buffer
         l.sendFrame(Frame.DATA_DONE, 0, 0, 0, 0, msgId, null, null);
         if (!r.isDone()) r.succeedMatched();
     }
@@ -655,8 +779,23 @@ public final class TcpTransport implements AutoCloseable {
         }
     }
 
+    /**
+     * A peer's connection broke, or could not be made: fail every op that depended on it. {@code wasConnected}: the
+     * connection existed, so (without a BYE) this is evidence that the peer failed, which the others are told; a
+     * connection that could not be made fails only this rank's ops (the peer may have closed in order).
+     */
+    void onPeerFailed(PeerLink l, Exception cause, boolean wasConnected) {
+        boolean evidence = !closing && !l.peerSaidBye && wasConnected;
+        int kind = cause instanceof PeerLink.ProtocolException ? Frame.FAIL_PROTOCOL
+                : cause instanceof PeerLink.ReportedFailure rf ? rf.kind : Frame.FAIL_LOST;
+        String why = (kind == Frame.FAIL_PROTOCOL ? "protocol error: " : "") + cause.getMessage();
+        boolean fresh = evidence && markDead(l.peer, why);
+        onPeerFailed(l, cause);
+        if (fresh) announceDead(l.peer, why, kind);
+    }
+
     /** A peer's connection broke: fail every op that depended on it. */
-    void onPeerFailed(PeerLink l, Exception cause) {
+    private void onPeerFailed(PeerLink l, Exception cause) {
         int p = l.peer;
         List<Request<?>> doomed = new ArrayList<>();
         matchLock.lock();
@@ -700,8 +839,281 @@ public final class TcpTransport implements AutoCloseable {
 
     private PeerFailedException peerFailed(int peer, String what, Throwable cause) {
         PeerLink l = links[peer];
-        String why = l.peerSaidBye ? "rank " + peer + " closed its session" : "rank " + peer + " failed (connection lost)";
+        String reason;
+        matchLock.lock();
+        try {
+            reason = deadWhy[peer];
+        } finally {
+            matchLock.unlock();
+        }
+        String why = l.peerSaidBye ? "rank " + peer + " closed its session"
+                : reason != null ? "rank " + peer + " failed (" + reason + ")" : "rank " + peer + " failed (connection lost)";
         return new PeerFailedException("rank " + rank + ": " + what + ": " + why, List.of(peer), cause);
+    }
+
+    // ------------------------------------------------------------------------------------------ failures
+
+    /**
+     * Records that world rank {@code p} failed ({@code kind}: a {@link Frame} FAIL_ constant): once per rank, tells
+     * every connected peer (they forward it in turn), re-opens the ring of neighbour connections past it, and tells the
+     * layer above. Not for ranks that closed in order.
+     */
+    private void noteDead(int p, String why, int kind) {
+        if (markDead(p, why)) announceDead(p, why, kind);
+    }
+
+    /** Records the failure of {@code p}; true if it was not known. */
+    private boolean markDead(int p, String why) {
+        matchLock.lock();
+        try {
+            if (dead[p] || closing) return false;
+            dead[p] = true;
+            deadWhy[p] = why;
+            return true;
+        } finally {
+            matchLock.unlock();
+        }
+    }
+
+    /** Tells the connected peers and the layer above that {@code p} failed (once, after {@link #markDead}). */
+    private void announceDead(int p, String why, int kind) {
+        // a broken connection or a protocol error was logged by the link already
+        if (kind == Frame.FAIL_SILENT || kind == Frame.FAIL_REPORTED) LOG.warn("rank {}: rank {} failed: {}", rank, p, why);
+        if (!declaredFailed) {
+            int forward = kind == Frame.FAIL_REPORTED ? Frame.FAIL_REPORTED : kind;
+            for (PeerLink q : links) {
+                if (q.peer != p && q.state == PeerLink.State.CONNECTED) q.sendFrame(Frame.FAILED, forward, 0, p, 0, 0, null, null);
+            }
+            connectNeighbour();
+        }
+        try {
+            events.peerFailed(p, why);
+        } catch (RuntimeException e) {
+            LOG.warn("rank {}: failure listener threw", rank, e);
+        }
+    }
+
+    /** Fails the link to {@code p} whatever its state (connected or not) with {@code cause}. */
+    private void failLink(int p, PeerLink.ReportedFailure cause) {
+        PeerLink l = links[p];
+        boolean idle;
+        synchronized (l) {
+            idle = l.state == PeerLink.State.IDLE || l.state == PeerLink.State.CONNECTING;
+            if (idle) {
+                l.state = PeerLink.State.FAILED;
+                l.notifyAll();
+            }
+        }
+        if (idle) onPeerFailed(l, cause, false);
+        else l.fail(cause);
+    }
+
+    /** The watchdog heard nothing from the connected peer of {@code l} for {@code silentNanos}: it failed. */
+    void onSilent(PeerLink l, long silentNanos) {
+        if (closing || l.state != PeerLink.State.CONNECTED) return;
+        String why = "nothing came from it for " + silentNanos / 1_000_000 + " ms (HCOMM_HEARTBEAT_TIMEOUT "
+                + heartbeatTimeoutNanos / 1_000_000 + " ms)";
+        // the peer reads this if it ever runs again, and knows it was left out
+        l.sendFrame(Frame.FAILED, Frame.FAIL_SILENT, 0, l.peer, 0, 0, null, null);
+        noteDead(l.peer, why, Frame.FAIL_SILENT);
+        l.fail(new PeerLink.ReportedFailure(why, Frame.FAIL_SILENT));
+    }
+
+    /** A FAILED notice from the peer of {@code from}: rank {@code p} failed, or (p == this rank) we were declared failed. */
+    void onFailedNotice(PeerLink from, int p, int flags) {
+        if (closing) return;
+        if (p == rank) {
+            if (declaredFailed) return;
+            declaredFailed = true;
+            String why = "rank " + from.peer + " declared this rank failed: " + Frame.failReason(flags);
+            LOG.error("rank {}: {}; its communicators are unusable", rank, why);
+            try {
+                events.declaredFailed(from.peer, why);
+            } catch (RuntimeException e) {
+                LOG.warn("rank {}: failure listener threw", rank, e);
+            }
+            return;
+        }
+        if (p == from.peer) return; // nobody reports itself
+        boolean known;
+        matchLock.lock();
+        try {
+            known = dead[p];
+        } finally {
+            matchLock.unlock();
+        }
+        if (known) return;
+        String why = "rank " + from.peer + " reports it failed: " + Frame.failReason(flags);
+        noteDead(p, why, Frame.FAIL_REPORTED);
+        failLink(p, new PeerLink.ReportedFailure(why, Frame.FAIL_REPORTED));
+    }
+
+    void onAbortNotice(PeerLink from, long commId) {
+        if (closing) return;
+        try {
+            events.abortNotice(commId, from.peer);
+        } catch (RuntimeException e) {
+            LOG.warn("rank {}: abort listener threw", rank, e);
+        }
+    }
+
+    void onStatusRequest(PeerLink from) {
+        try {
+            events.statusRequested(from.peer);
+        } catch (RuntimeException e) {
+            LOG.warn("rank {}: status listener threw", rank, e);
+        }
+    }
+
+    /** World ranks known to have failed (not those that closed in order), ascending. */
+    public List<Integer> failedRanks() {
+        List<Integer> out = new ArrayList<>();
+        matchLock.lock();
+        try {
+            for (int p = 0; p < size; p++) if (dead[p]) out.add(p);
+        } finally {
+            matchLock.unlock();
+        }
+        return out;
+    }
+
+    /** Why world rank {@code p} is known to have failed, or null. */
+    public String failureReason(int p) {
+        matchLock.lock();
+        try {
+            return deadWhy[p];
+        } finally {
+            matchLock.unlock();
+        }
+    }
+
+    private static long baseId(long commId) {
+        return commId & ~(3L << 62);
+    }
+
+    /**
+     * Aborts communicator {@code commId} here: every pending op on any of its channels (user, collective, notice,
+     * check) fails with {@code error.get()} (a receive that is taking data has it discarded), and later messages for it
+     * are dropped on arrival (eager ones read and dropped, rendezvous ones refused).
+     */
+    public void failCommunicator(long commId, java.util.function.Supplier<? extends RuntimeException> error) {
+        long base = baseId(commId);
+        deadComms.add(base);
+        List<Request<?>> doomed = new ArrayList<>();
+        List<Runnable> refusals = new ArrayList<>();
+        matchLock.lock();
+        try {
+            for (long k = 0; k < 4; k++) {
+                MatchTable table = tables.get(base | (k << 62));
+                if (table == null) continue;
+                doomed.addAll(table.posted);
+                table.posted.clear();
+                doomed.addAll(table.probes);
+                table.probes.clear();
+                table.watches.clear();
+                for (Unexpected u : table.unexpected) {
+                    if (u.selfSend != null) doomed.add(u.selfSend);
+                    else if (u.data != null) releaseUnexpected(u);
+                    else refusals.add(refuseRendezvous(u));
+                }
+                table.unexpected.clear();
+            }
+        } finally {
+            matchLock.unlock();
+        }
+        for (PeerLink l : links) {
+            // left in their maps: a CTS that comes later finds the send done (the receiver is told), DATA is discarded
+            for (SendRequest sr : l.awaitingCts.values()) if (baseId(sr.commId) == base) doomed.add(sr);
+            for (RecvRequest rr : l.awaitingData.values()) if (baseId(rr.commId) == base) doomed.add(rr);
+            l.queuedRequests(sr -> baseId(sr.commId) == base, doomed);
+            if (l.ch instanceof ShmConduit c) for (SendRequest sr : c.awaitingDone.values()) if (baseId(sr.commId) == base) doomed.add(sr);
+        }
+        for (Runnable r : refusals) r.run();
+        for (Request<?> r : doomed) r.fail(error.get());
+    }
+
+    /**
+     * Tells every rank of {@code worldRanks} (but this one and failed ones) that communicator {@code commId} was aborted:
+     * at once to connected peers, through a new connection (opened in the background) to the others. Returns at once.
+     */
+    public void sendAbort(long commId, int[] worldRanks) {
+        for (int p : worldRanks) {
+            if (p == rank) continue;
+            PeerLink l = links[p];
+            if (l.state == PeerLink.State.CONNECTED && l.sendFrame(Frame.ABORT, 0, commId, rank, 0, 0, null, null)) continue;
+            if (l.state == PeerLink.State.FAILED || l.state == PeerLink.State.CLOSED || closing) continue;
+            Thread.ofVirtual().name("hcomm-connect-" + rank).start(() -> {
+                try {
+                    PeerLink c = linkTo(p, System.nanoTime() + Math.min(connectTimeout.toNanos(), 10_000_000_000L));
+                    c.sendFrame(Frame.ABORT, 0, commId, rank, 0, 0, null, null);
+                } catch (HcommException e) {
+                    LOG.debug("rank {}: could not tell rank {} of the abort: {}", rank, p, e.getMessage());
+                }
+            });
+        }
+    }
+
+    /** Asks the connected peer {@code p} to publish its state (an op of ours is stuck waiting for it). */
+    public void requestStatus(int p) {
+        if (p == rank || p < 0 || p >= size) return;
+        PeerLink l = links[p];
+        if (l.state == PeerLink.State.CONNECTED) l.sendFrame(Frame.STATUS_REQUEST, 0, 0, 0, 0, 0, null, null);
+    }
+
+    /**
+     * A point-to-point op (user channel) that has waited at least {@code thresholdNanos}, as the watchdog sees it.
+     *
+     * @param commId    communicator id
+     * @param kind      {@code send}, {@code recv} or {@code probe}
+     * @param peer      world rank it waits for, or {@link #ANY}
+     * @param waited    nanoseconds since the watchdog first saw it pending
+     * @param firstTime true the first time it is returned
+     */
+    public record PendingOp(long commId, String kind, int peer, int tag, long bytes, long waited, boolean firstTime,
+                            String description) {
+    }
+
+    /**
+     * Point-to-point ops on user channels (collectives are tracked above) that have been pending for at least
+     * {@code thresholdNanos}. The time is counted from the first call of this method that saw the op (the watchdog
+     * calls it every tick), so ops cost nothing for this until they wait.
+     */
+    public List<PendingOp> pendingOps(long now, long thresholdNanos) {
+        List<Request<?>> all = new ArrayList<>();
+        matchLock.lock();
+        try {
+            for (Map.Entry<Long, MatchTable> e : tables.entrySet()) {
+                if ((e.getKey() >>> 62) != 0) continue;
+                all.addAll(e.getValue().posted);
+                all.addAll(e.getValue().probes);
+            }
+        } finally {
+            matchLock.unlock();
+        }
+        for (PeerLink l : links) {
+            for (SendRequest sr : l.awaitingCts.values()) if ((sr.commId >>> 62) == 0) all.add(sr);
+            for (RecvRequest rr : l.awaitingData.values()) if ((rr.commId >>> 62) == 0) all.add(rr);
+            l.queuedRequests(sr -> (sr.commId >>> 62) == 0, all);
+        }
+        List<PendingOp> out = null;
+        for (Request<?> r : all) {
+            if (r.finished()) continue;
+            if (r.seenAt == 0) {
+                r.seenAt = now == 0 ? 1 : now;
+                continue;
+            }
+            long waited = now - r.seenAt;
+            if (waited < thresholdNanos) continue;
+            boolean first = !r.reported;
+            r.reported = true;
+            if (out == null) out = new ArrayList<>();
+            out.add(switch (r) {
+                case SendRequest sr -> new PendingOp(sr.commId, "send", sr.dst, sr.tag, sr.size, waited, first, sr.describe());
+                case RecvRequest rr -> new PendingOp(rr.commId, "recv", rr.src, rr.tag, rr.buf.byteSize(), waited, first, rr.describe());
+                case ProbeRequest pr -> new PendingOp(pr.commId, "probe", pr.src, pr.tag, 0, waited, first, pr.describe());
+            });
+        }
+        return out == null ? List.of() : out;
     }
 
     private MatchTable table(long commId) {
@@ -736,7 +1148,7 @@ public final class TcpTransport implements AutoCloseable {
                     l.notifyAll();
                 }
             }
-            if (mine && !closing) onPeerFailed(l, e);
+            if (mine && !closing) onPeerFailed(l, e, false);
             throw e;
         }
     }
@@ -802,7 +1214,8 @@ public final class TcpTransport implements AutoCloseable {
         IOException last = null;
         long backoff = 10;
         long connectDeadline = Math.min(deadline, System.nanoTime() + connectTimeout.toNanos());
-        while (System.nanoTime() < connectDeadline && !closing) {
+        // stops early if the peer is declared failed meanwhile (another rank reported it)
+        while (System.nanoTime() < connectDeadline && !closing && l.state == PeerLink.State.CONNECTING) {
             SocketChannel ch = null;
             try {
                 ch = SocketChannel.open();
@@ -840,6 +1253,11 @@ public final class TcpTransport implements AutoCloseable {
                             ? ShmConduit.of(l, progress, ch, offer, true, shm.dir(), peerPrefix)
                             : new SocketConduit(ch, l, progress);
                     synchronized (l) {
+                        if (l.state == PeerLink.State.FAILED || l.state == PeerLink.State.CLOSED) {
+                            // failed (reported by another rank) or closed while we connected
+                            conduit.close();
+                            throw peerFailed(peer, "connect to rank " + peer, null);
+                        }
                         l.install(conduit, peerLimit);
                         used[0] = conduit instanceof ShmConduit;
                     }
@@ -875,6 +1293,8 @@ public final class TcpTransport implements AutoCloseable {
             }
             backoff = Math.min(500, backoff * 2);
         }
+        if (l.state == PeerLink.State.CONNECTED) return; // the peer's connection was accepted meanwhile
+        if (l.state == PeerLink.State.FAILED) throw peerFailed(peer, "connect to rank " + peer, last);
         throw new PeerFailedException("rank " + rank + ": cannot connect to rank " + peer + " at " + addr + ": "
                 + (last == null ? "closing" : last.getMessage()), List.of(peer), last);
     }
@@ -990,6 +1410,7 @@ public final class TcpTransport implements AutoCloseable {
     public void close() {
         if (closing) return;
         closing = true;
+        watchdog.close();
         try {
             listener.close();
         } catch (IOException ignored) {

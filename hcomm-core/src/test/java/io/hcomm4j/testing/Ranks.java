@@ -184,7 +184,12 @@ public final class Ranks {
     /** As {@link #runThreads(int, Duration, Consumer)}, with each rank's config adjusted by {@code config}. */
     public static void runThreads(int n, Duration timeout, java.util.function.UnaryOperator<CommConfig.Builder> config,
                                   Consumer<Hcomm> body) throws Exception {
-        int port = freePort();
+        runThreads(n, freePort(), timeout, config, body);
+    }
+
+    /** As {@link #runThreads(int, Duration, java.util.function.UnaryOperator, Consumer)}, rank 0 serving the store on {@code port}. */
+    public static void runThreads(int n, int port, Duration timeout, java.util.function.UnaryOperator<CommConfig.Builder> config,
+                                  Consumer<Hcomm> body) throws Exception {
         ExecutorService pool = Executors.newFixedThreadPool(n);
         try {
             List<Future<?>> fs = new ArrayList<>();

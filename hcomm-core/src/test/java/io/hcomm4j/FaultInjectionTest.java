@@ -1,0 +1,212 @@
+package io.hcomm4j;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.hcomm4j.testing.FaultWorker;
+import io.hcomm4j.testing.Ranks;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * Faults injected into real rank processes, over TCP and shared memory, with HCOMM_HEARTBEAT_TIMEOUT=2s (or
+ * {@code -Dhcomm.test.heartbeat.timeout=10s}: the default) and
+ * HCOMM_TIMEOUT=120s (so nothing here can be a timeout): a rank killed with SIGKILL during all-reduces, a rank stopped
+ * with SIGSTOP (then continued), a rank that never talked to the dead one, and a rank busy longer than the heartbeat
+ * timeout. For each: no hang, the survivors' exception type, failed ranks and detection time, their health and its
+ * listener, and after close no hcomm thread, no extra descriptor and no shared-memory file left. Detection times are
+ * printed (docs/reliability.md quotes them).
+ */
+class FaultInjectionTest {
+    /** HCOMM_HEARTBEAT_TIMEOUT of the jobs: 2s, or -Dhcomm.test.heartbeat.timeout=10s to measure the default. */
+    private static final String HEARTBEAT_TIMEOUT = System.getProperty("hcomm.test.heartbeat.timeout", "2s");
+    private static final long HEARTBEAT_TIMEOUT_MS = CommConfig.parseDuration(HEARTBEAT_TIMEOUT).toMillis();
+    /** What the loaded test machine (2 cores, several JVMs) may add to a bound. */
+    private static final long SLACK_MS = 1_000;
+    private static final Pattern CAUGHT = Pattern.compile("CAUGHT (\\w+) at=(\\d+) ranks=(\\S+) msg=(.*)");
+    private static final Pattern HEALTH = Pattern.compile("HEALTH (\\w+) (\\[[^]]*]) at=(\\d+) thread=(\\S+)");
+    private static final Pattern CLOSED = Pattern.compile("CLOSED threads=(\\d+) fds=(-?\\d+)");
+
+    private Path shmDir;
+
+    @BeforeEach
+    void privateShmDir() throws IOException {
+        shmDir = Files.createTempDirectory(Path.of("/dev/shm"), "hcomm-fault-test-");
+    }
+
+    @AfterEach
+    void removeShmDir() throws IOException {
+        try (Stream<Path> s = Files.walk(shmDir)) {
+            s.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        }
+    }
+
+    private Map<String, String> env(String transport) {
+        return Map.of("HCOMM_TRANSPORT", transport, "HCOMM_HEARTBEAT_TIMEOUT", HEARTBEAT_TIMEOUT, "HCOMM_TIMEOUT", "120s",
+                "HCOMM_SHM_DIR", shmDir.toString());
+    }
+
+    @ParameterizedTest
+    @CsvSource({"2, tcp", "4, tcp", "2, shm", "4, shm"})
+    void sigkillDuringAllReduce(int n, String transport) throws Exception {
+        try (Ranks.Job job = Ranks.start(n, FaultWorker.class, env(transport), "allreduce")) {
+            awaitAll(job, n, "RUNNING");
+            long t0 = System.currentTimeMillis();
+            job.processes.get(n - 1).destroyForcibly();
+            List<Long> times = survivorsReport(job, n, n - 1, t0, "SIGKILL " + transport);
+            // a dead process closes its connections: noticed at once, well within the heartbeat timeout
+            assertThat(times).allSatisfy(ms -> assertThat(ms).isLessThan(HEARTBEAT_TIMEOUT_MS + SLACK_MS));
+        }
+        assertNoShmFiles();
+    }
+
+    @ParameterizedTest
+    @CsvSource({"3, tcp", "3, shm"})
+    void sigstopIsDetectedByHeartbeats(int n, String transport) throws Exception {
+        try (Ranks.Job job = Ranks.start(n, FaultWorker.class, env(transport), "allreduce")) {
+            awaitAll(job, n, "RUNNING");
+            Process victim = job.processes.get(n - 1);
+            long t0 = System.currentTimeMillis();
+            signal(victim, "STOP");
+            List<Long> times;
+            try {
+                times = survivorsReport(job, n, n - 1, t0, "SIGSTOP " + transport);
+            } finally {
+                signal(victim, "CONT");
+            }
+            // nothing closed: only the silence reveals it, after the heartbeat timeout and not much before it
+            assertThat(times).allSatisfy(ms -> assertThat(ms).isBetween(HEARTBEAT_TIMEOUT_MS / 2, HEARTBEAT_TIMEOUT_MS + SLACK_MS));
+            // continued, the stopped rank finds itself left out: its ops fail, it does not hang
+            assertThat(victim.waitFor(30, TimeUnit.SECONDS)).as("the continued rank ends; output:\n%s", job.outputs()).isTrue();
+            String out = Files.readString(job.logs.get(n - 1));
+            assertThat(out).as(out).containsPattern("CAUGHT (CommAbortedException|PeerFailedException)");
+            assertThat(out).as(out).contains("FINAL FAILED");
+            System.out.printf("FaultInjectionTest SIGSTOP %s: the continued rank: %s%n", transport, line(out, "CAUGHT"));
+        }
+        assertNoShmFiles();
+    }
+
+    @Test
+    void aRankThatNeverTalkedToTheDeadOneLearnsOfIt() throws Exception {
+        int n = 4;
+        try (Ranks.Job job = Ranks.start(n, FaultWorker.class, env("tcp"), "isolated")) {
+            awaitAll(job, n, "READY");
+            Thread.sleep(300);
+            long t0 = System.currentTimeMillis();
+            job.processes.get(n - 1).destroyForcibly();
+            for (int r = 0; r < n - 1; r++) {
+                Process p = job.processes.get(r);
+                assertThat(p.waitFor(60, TimeUnit.SECONDS)).as("rank %d ends; output:\n%s", r, job.outputs()).isTrue();
+                assertThat(p.exitValue()).as("rank %d exit; output:\n%s", r, job.outputs()).isZero();
+            }
+            String out = Files.readString(job.logs.get(1));
+            Matcher m = Pattern.compile("LEARNED at=(\\d+) failed=\\[3] transport to victim: (\\w+)").matcher(out);
+            assertThat(m.find()).as(out).isTrue();
+            assertThat(m.group(2)).as("rank 1 never connected to rank 3").isEqualTo("none");
+            long ms = Long.parseLong(m.group(1)) - t0;
+            System.out.printf("FaultInjectionTest isolated: rank 1 (never connected to rank 3) learned of its SIGKILL after %d ms%n", ms);
+            assertThat(ms).isLessThan(HEARTBEAT_TIMEOUT_MS + SLACK_MS);
+            Matcher c = CAUGHT.matcher(out);
+            assertThat(c.find()).as(out).isTrue();
+            assertThat(c.group(1)).isEqualTo("PeerFailedException");
+            assertThat(c.group(3)).isEqualTo("[3]");
+            for (int r = 0; r < n - 1; r++) {
+                String o = Files.readString(job.logs.get(r));
+                assertThat(o).as(o).contains("SURVIVORS OK");
+                assertClosedClean(r, o);
+            }
+        }
+    }
+
+    @Test
+    void aRankBusyLongerThanTheHeartbeatTimeoutIsNotDeclaredFailed() throws Exception {
+        int n = 3;
+        List<Ranks.Outcome> out = Ranks.run(n, FaultWorker.class, env("tcp"), Duration.ofSeconds(120), "busy");
+        for (Ranks.Outcome o : out) {
+            assertThat(o.output()).as(o.output()).contains("BUSY DONE").doesNotContain("CAUGHT").doesNotContain("HEALTH ");
+            System.out.printf("FaultInjectionTest busy: rank %d %s%n", o.rank(), line(o.output(), "BUSY DONE"));
+            assertClosedClean(o.rank(), o.output());
+        }
+    }
+
+    /**
+     * Every survivor ends on its own with exit 0, after PeerFailedException naming {@code victim}, a DEGRADED health
+     * (listener on the event thread), later collectives failing at once and point-to-point among survivors working.
+     * Returns each survivor's detection time after {@code t0}.
+     */
+    private List<Long> survivorsReport(Ranks.Job job, int n, int victim, long t0, String what) throws Exception {
+        List<Long> times = new ArrayList<>();
+        for (int r = 0; r < n; r++) {
+            if (r == victim) continue;
+            Process p = job.processes.get(r);
+            assertThat(p.waitFor(60, TimeUnit.SECONDS)).as("rank %d ends (no hang); output:\n%s", r, job.outputs()).isTrue();
+            String out = Files.readString(job.logs.get(r));
+            assertThat(p.exitValue()).as("rank %d exit; output:\n%s", r, job.outputs()).isZero();
+            Matcher m = CAUGHT.matcher(out);
+            assertThat(m.find()).as("rank %d output:\n%s", r, out).isTrue();
+            assertThat(m.group(1)).as(m.group()).isEqualTo("PeerFailedException");
+            assertThat(m.group(3)).as(m.group()).isEqualTo("[" + victim + "]");
+            long ms = Long.parseLong(m.group(2)) - t0;
+            times.add(ms);
+            Matcher h = HEALTH.matcher(out);
+            assertThat(h.find()).as("rank %d health listener:\n%s", r, out).isTrue();
+            assertThat(h.group(1)).isEqualTo("DEGRADED");
+            assertThat(h.group(2)).isEqualTo("[" + victim + "]");
+            assertThat(h.group(4)).isEqualTo("hcomm-events-" + r);
+            long heard = Long.parseLong(h.group(3)) - t0;
+            assertThat(out).contains("FINAL DEGRADED [" + victim + "]").contains("LATER COLLECTIVE [" + victim + "]").contains("SURVIVORS OK");
+            System.out.printf("FaultInjectionTest %s n=%d: rank %d: %s after %d ms (health listener after %d ms): %s%n", what, n, r,
+                    m.group(1), ms, heard, m.group(4));
+            assertClosedClean(r, out);
+        }
+        return times;
+    }
+
+    private static void assertClosedClean(int rank, String out) {
+        Matcher c = CLOSED.matcher(out);
+        assertThat(c.find()).as("rank %d output:\n%s", rank, out).isTrue();
+        assertThat(Integer.parseInt(c.group(1))).as("hcomm threads alive after close, rank %d", rank).isZero();
+        assertThat(Integer.parseInt(c.group(2))).as("descriptors left open after close, rank %d", rank).isLessThanOrEqualTo(3);
+    }
+
+    private void assertNoShmFiles() throws IOException {
+        try (Stream<Path> s = Files.list(shmDir)) {
+            assertThat(s.toList()).as("files left in %s", shmDir).isEmpty();
+        }
+    }
+
+    private static void awaitAll(Ranks.Job job, int n, String word) throws Exception {
+        long deadline = System.nanoTime() + Duration.ofSeconds(90).toNanos();
+        while (true) {
+            boolean all = true;
+            for (int r = 0; r < n; r++) all &= Files.readString(job.logs.get(r)).contains(word);
+            if (all) return;
+            if (System.nanoTime() > deadline) throw new AssertionError("not all ranks said " + word + ":\n" + job.outputs());
+            for (Process p : job.processes) if (!p.isAlive()) throw new AssertionError("a rank exited early:\n" + job.outputs());
+            Thread.sleep(20);
+        }
+    }
+
+    static void signal(Process p, String sig) throws Exception {
+        Process k = new ProcessBuilder("kill", "-" + sig, String.valueOf(p.pid())).inheritIO().start();
+        assertThat(k.waitFor(10, TimeUnit.SECONDS)).isTrue();
+    }
+
+    private static String line(String out, String prefix) {
+        return out.lines().filter(l -> l.startsWith(prefix)).findFirst().orElse("(none)");
+    }
+}
