@@ -431,6 +431,15 @@ public interface Communicator extends AutoCloseable {
     Health health();
 
     /**
+     * What this communicator's ops did so far, one entry per op that ran at least once: calls, failures, bytes, and for
+     * collectives the time (total, slowest, a power-of-two histogram in µs). Recording costs a few atomic adds per op
+     * and allocates nothing; each collective is also a JFR event ({@code io.hcomm4j.Collective}) when a recording is on.
+     *
+     * @return a snapshot, in API order of the ops
+     */
+    java.util.List<OpStats> metrics();
+
+    /**
      * Calls {@code listener} with the new health on every change of {@link #health()}. Listeners run one at a time, in
      * the order of the changes, on the session's event thread ({@code hcomm-events-<rank>}), never while the library
      * holds a lock: a listener may call this communicator, even block in an op (which delays later notifications). An

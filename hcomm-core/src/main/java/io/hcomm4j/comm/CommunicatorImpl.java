@@ -59,6 +59,8 @@ final class CommunicatorImpl implements Communicator {
     /** Why the communicator cannot be used at all (aborted, or this rank declared failed), or null. */
     private volatile String abortedWhy;
     private final java.util.Set<TransportLinks> running = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    /** Counters per op: the collectives (OPS, from index 1) and then send and recv. */
+    private final OpMetrics metrics = new OpMetrics(METRIC_NAMES);
     private final java.util.concurrent.CopyOnWriteArrayList<java.util.function.Consumer<io.hcomm4j.Health>> listeners =
             new java.util.concurrent.CopyOnWriteArrayList<>();
 
@@ -104,6 +106,7 @@ final class CommunicatorImpl implements Communicator {
         }
         if (tag < 0) throw new IllegalArgumentException("rank " + rank + ": send: tag " + tag + " must be >= 0");
         checkShared(buf, "send");
+        metrics.count(SEND_METRIC, buf.byteSize());
         return transport.send(commId, world(peer), tag, buf, 0, worldToComm);
     }
 
@@ -115,6 +118,7 @@ final class CommunicatorImpl implements Communicator {
         checkSource(peer, tag, "recv");
         if (buf.isReadOnly()) throw new IllegalArgumentException("rank " + rank + ": recv: buf is read-only");
         checkShared(buf, "recv");
+        metrics.count(RECV_METRIC, buf.byteSize());
         return transport.recv(commId, peer == ANY_SOURCE ? TcpTransport.ANY : world(peer), tag == ANY_TAG ? TcpTransport.ANY : tag,
                 buf, worldToComm);
     }
@@ -215,6 +219,20 @@ final class CommunicatorImpl implements Communicator {
     static final java.util.List<String> OPS = java.util.List.of("", "allReduce", "reduce", "reduceScatter", "reduceScatterV",
             "broadcast", "allGather", "allGatherV", "gather", "gatherV", "scatter", "scatterV", "allToAll", "allToAllV", "barrier");
 
+    /** The ops {@link #metrics()} counts: the collectives of OPS, then send and recv. */
+    private static final java.util.List<String> METRIC_NAMES;
+    private static final int SEND_METRIC;
+    private static final int RECV_METRIC;
+
+    static {
+        java.util.List<String> names = new java.util.ArrayList<>(OPS.subList(1, OPS.size()));
+        names.add("send");
+        names.add("recv");
+        METRIC_NAMES = java.util.List.copyOf(names);
+        SEND_METRIC = names.indexOf("send");
+        RECV_METRIC = names.indexOf("recv");
+    }
+
     /**
      * What every message of a collective carries, so that a receiver notices a peer in another collective or the
      * same one with other arguments: the op in the top 4 bits, a hash of count, type, reduce op and root below.
@@ -265,6 +283,32 @@ final class CommunicatorImpl implements Communicator {
     }
 
     private void runCollective(long seq, String op, int fingerprint, long bytes, Consumer<CollectiveLinks> body) {
+        CollectiveEvent event = new CollectiveEvent();
+        event.begin();
+        long t0 = System.nanoTime();
+        Throwable failure = null;
+        try {
+            runCollectiveBody(seq, op, fingerprint, bytes, body);
+        } catch (RuntimeException | Error e) {
+            failure = e;
+            throw e;
+        } finally {
+            metrics.record(metrics.index(op), bytes, System.nanoTime() - t0, failure != null);
+            event.end();
+            if (event.shouldCommit()) {
+                event.op = op;
+                event.communicator = commId;
+                event.rank = rank;
+                event.ranks = size;
+                event.sequence = seq;
+                event.bytes = Math.max(0, bytes);
+                event.outcome = failure == null ? "ok" : failure.getClass().getSimpleName();
+                event.commit();
+            }
+        }
+    }
+
+    private void runCollectiveBody(long seq, String op, int fingerprint, long bytes, Consumer<CollectiveLinks> body) {
         try (TransportLinks links = new TransportLinks(transport, collectiveChannel, noticeChannel, seq, rank, size, group, op,
                 fingerprint, session.scratch(), bytes)) {
             running.add(links);
@@ -896,6 +940,11 @@ final class CommunicatorImpl implements Communicator {
     int commRank(int w) {
         if (worldToComm == null) return w >= 0 && w < size ? w : -1;
         return w >= 0 && w < worldToComm.length ? worldToComm[w] : -1;
+    }
+
+    @Override
+    public java.util.List<io.hcomm4j.OpStats> metrics() {
+        return metrics.snapshot(java.util.Set.of("send", "recv"));
     }
 
     @Override
