@@ -8,6 +8,7 @@ import io.hcomm4j.bootstrap.Store;
 import io.hcomm4j.memory.MemoryPool;
 import io.hcomm4j.security.Auth;
 import io.hcomm4j.HcommException;
+import io.hcomm4j.algo.Tuner;
 import io.hcomm4j.transport.HostIdentity;
 import io.hcomm4j.transport.TcpTransport;
 import java.net.InetSocketAddress;
@@ -37,19 +38,22 @@ public final class Session implements AutoCloseable {
     private final CommunicatorImpl world;
     private final List<AutoCloseable> children = new CopyOnWriteArrayList<>();
     private final ScratchPool scratch = new ScratchPool();
-    private final io.hcomm4j.algo.Tuner tuner;
+    private final Tuner tuner;
     /** Registered memory of this session, shared by all its communicators. */
     private final MemoryPool memory;
     private volatile boolean closed;
 
-    private Session(CommConfig config, Bootstrap.Joined joined, String namespace, TcpTransport transport, MemoryPool memory) {
+    private Session(CommConfig config, Bootstrap.Joined joined, String namespace, TcpTransport transport, MemoryPool memory,
+                    String[] hostIds) {
         this.config = config;
         this.joined = joined;
         this.namespace = namespace;
         this.transport = transport;
         this.memory = memory;
-        this.tuner = new io.hcomm4j.algo.Tuner(io.hcomm4j.algo.Tuner.LinkCost.TCP_LOOPBACK, io.hcomm4j.algo.Tuner.parse(config.algo()));
-        this.world = new CommunicatorImpl(this, transport, 0L, joined.rank(), joined.worldSize());
+        // within a host: the rings, unless HCOMM_TRANSPORT=tcp keeps same-host pairs on loopback TCP
+        Tuner.LinkCost within = config.transport() == CommConfig.Transport.TCP ? Tuner.LinkCost.TCP_LOOPBACK : Tuner.LinkCost.SHM;
+        this.tuner = new Tuner(Tuner.LinkCost.TCP_LOOPBACK, within, Tuner.parse(config.algo()));
+        this.world = new CommunicatorImpl(this, transport, 0L, joined.rank(), joined.worldSize(), hostIds);
     }
 
     /** Runs init: rendezvous through the store, data listener, world communicator. */
@@ -90,10 +94,13 @@ public final class Session implements AutoCloseable {
             }
             InetSocketAddress[] book = new InetSocketAddress[size];
             boolean[] sameHost = new boolean[size];
+            String[] hostIds = new String[size];
             List<Integer> elsewhere = new java.util.ArrayList<>();
             for (int p = 0; p < size; p++) {
                 String[] hp = new String(store.get(ns + "addr/" + p, initTimeout), StandardCharsets.UTF_8).split(" ");
                 book[p] = new InetSocketAddress(hp[0], Integer.parseInt(hp[1]));
+                // a rank that published no host id is a host of its own (a space cannot occur in an id)
+                hostIds[p] = hp.length > 2 ? hp[2] : "rank " + p;
                 sameHost[p] = p != rank && hp.length > 2 && hp[2].equals(host);
                 if (p != rank && !sameHost[p]) elsewhere.add(p);
             }
@@ -111,7 +118,7 @@ public final class Session implements AutoCloseable {
                 t.enableShm(new TcpTransport.ShmOptions(shmDir, (int) config.shmRingSize(), p -> sameHost[p], pool));
             }
             t.start(p -> book[p]);
-            Session s = new Session(config, j, ns, t, pool);
+            Session s = new Session(config, j, ns, t, pool, hostIds);
             LOG.debug("rank {}/{}: init took {} ms, listening on {}", rank, size, (System.nanoTime() - start) / 1_000_000, me);
             return s;
         } catch (RuntimeException e) {
@@ -154,7 +161,7 @@ public final class Session implements AutoCloseable {
         children.remove(child);
     }
 
-    io.hcomm4j.algo.Tuner tuner() {
+    Tuner tuner() {
         return tuner;
     }
 

@@ -184,6 +184,13 @@ public final class Ranks {
     /** As {@link #runThreads(int, Duration, Consumer)}, with each rank's config adjusted by {@code config}. */
     public static void runThreads(int n, Duration timeout, java.util.function.UnaryOperator<CommConfig.Builder> config,
                                   Consumer<Hcomm> body) throws Exception {
+        runThreadsPerRank(n, timeout, (rank, b) -> config.apply(b), body);
+    }
+
+    /** As {@link #runThreads(int, Duration, Consumer)}, with rank r's config adjusted by {@code config.apply(r, builder)}. */
+    public static void runThreadsPerRank(int n, Duration timeout,
+                                         java.util.function.BiFunction<Integer, CommConfig.Builder, CommConfig.Builder> config,
+                                         Consumer<Hcomm> body) throws Exception {
         int port = freePort();
         ExecutorService pool = Executors.newFixedThreadPool(n);
         try {
@@ -191,7 +198,7 @@ public final class Ranks {
             for (int r = 0; r < n; r++) {
                 int rank = r;
                 fs.add(pool.submit(() -> {
-                    try (Hcomm h = Hcomm.init(config.apply(threadConfig(rank, n, port)).build())) {
+                    try (Hcomm h = Hcomm.init(config.apply(rank, threadConfig(rank, n, port)).build())) {
                         body.accept(h);
                     }
                     return null;
