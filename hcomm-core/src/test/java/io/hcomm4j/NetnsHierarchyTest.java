@@ -2,11 +2,13 @@ package io.hcomm4j;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.hcomm4j.bootstrap.TcpStoreServer;
 import io.hcomm4j.testing.HierWorker;
 import io.hcomm4j.testing.NetNamespaces;
 import io.hcomm4j.testing.Ranks;
-import java.net.InetSocketAddress;
+import io.hcomm4j.testing.StoreServerMain;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
@@ -22,8 +24,8 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * Ranks on several "hosts" of this machine: each network namespace is a host (its own network, so its own host
- * identity), joined to the others by veth pairs on a bridge in a private 10.77.x.0/24 ({@link NetNamespaces}); the test
- * serves the store on the bridge's address. Asserts that ranks in different namespaces get different host ids and
+ * identity), joined to the others by veth pairs on a bridge in a private 10.77.x.0/24 ({@link NetNamespaces}); a store
+ * process in rank 0's namespace serves the job's store. Asserts that ranks in different namespaces get different host ids and
  * talk over TCP, ranks of one namespace share a host id and talk over shared memory, the topology says so, and the
  * two-level collectives (chosen by the cost model, then forced) give every element right on every rank. Skipped, with
  * the reason, where network namespaces cannot be made (not root, no {@code ip}, a container without CAP_SYS_ADMIN).
@@ -60,16 +62,36 @@ class NetnsHierarchyTest {
         int n = nsOf.length;
         List<Ranks.Outcome> out;
         NetNamespaces nets = NetNamespaces.create(namespaces);
-        try (nets; TcpStoreServer store = TcpStoreServer.start(new InetSocketAddress(nets.bridgeAddress(), 0), "test-secret")) {
-            Map<String, String> env = new HashMap<>();
-            env.put("MASTER_ADDR", nets.bridgeAddress());
-            env.put("MASTER_PORT", String.valueOf(store.address().getPort()));
-            env.put("HCOMM_STORE_HOSTED", "1");
-            env.put("HCOMM_INIT_TIMEOUT", "60s");
+        try (nets) {
+            // the store in a process of its own in rank 0's namespace (a rank 0 that served it would close it with its
+            // first session, and the test's JVM cannot listen in a namespace): the only way in from every namespace
+            String addr = nets.address(nsOf[0]);
+            Path storeLog = Files.createTempFile("hcomm-netns-store", ".log");
+            List<String> cmd = new ArrayList<>(nets.exec(nsOf[0]));
+            cmd.addAll(Ranks.javaCommand(StoreServerMain.class, addr, "29500", "test-secret"));
+            Process store = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(storeLog.toFile()).start();
             try {
-                out = Ranks.run(n, HierWorker.class, env, r -> nets.exec(nsOf[r]), JOB_TIMEOUT, "31337");
-            } catch (AssertionError e) {
-                throw new AssertionError(e.getMessage() + "\nnamespaces:\n" + nets.describe(), e);
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+                while (!Files.readString(storeLog).contains("ready")) {
+                    if (!store.isAlive() || System.nanoTime() > deadline) {
+                        throw new AssertionError("the store did not start in " + nets.name(nsOf[0]) + ":\n" + Files.readString(storeLog));
+                    }
+                    Thread.sleep(20);
+                }
+                Map<String, String> env = new HashMap<>();
+                env.put("MASTER_ADDR", addr);
+                env.put("MASTER_PORT", "29500");
+                env.put("HCOMM_STORE_HOSTED", "1");
+                env.put("HCOMM_INIT_TIMEOUT", "60s");
+                try {
+                    out = Ranks.run(n, HierWorker.class, env, r -> nets.exec(nsOf[r]), JOB_TIMEOUT, "31337");
+                } catch (AssertionError e) {
+                    throw new AssertionError(e.getMessage() + "\nnamespaces:\n" + nets.describe(), e);
+                }
+            } finally {
+                store.getOutputStream().close(); // ends it
+                if (!store.waitFor(10, TimeUnit.SECONDS)) store.destroyForcibly();
+                Files.deleteIfExists(storeLog);
             }
         }
         assertThat(nets.leftovers()).as("namespaces and links left behind").isEmpty();

@@ -10,27 +10,28 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * Network namespaces for tests: each a "host" of its own (its own network namespace, so its own host identity),
- * joined by veth pairs to a bridge in the root namespace, all in a private 10.77.x.0/24 that this class creates (never
- * any other address). The bridge holds 10.77.x.1, so a store that the test serves there is reachable from every
- * namespace; namespace i holds 10.77.x.(10+i), which its ranks' data listeners take (the local address of their store
- * connection). Needs root and {@code ip} (iproute2).
+ * Network namespaces for tests: each a "host" of its own (its own network namespace, so its own host identity), with
+ * one interface {@code eth0} at 10.77.x.(10+i)/24, all joined by veth pairs to a bridge that lives in a further
+ * namespace of its own (the "switch"). Nothing is added to the root namespace: the machine's interfaces, addresses,
+ * routes and firewall rules are neither touched nor in the way (a bridge in the root namespace would pass its traffic
+ * through the root's iptables FORWARD chain, which Docker sets to DROP). So a rank can only reach the ranks of the
+ * other namespaces, over TCP through the bridge, and those of its own; a store must be served inside a namespace
+ * (rank 0 serves it on its address). Needs root and {@code ip} (iproute2).
  *
- * <p>Names carry this JVM's pid ({@code hct-<pid>-<i>}, bridge {@code hctb<pid>}, veths {@code hct<pid>v<i>}), so
- * concurrent test JVMs never collide, and a later run removes what a killed one left ({@link #sweepStale}). {@link
- * #close()} kills the processes still inside the namespaces and deletes namespaces, veths and bridge; a shutdown hook
+ * <p>Namespace names carry this JVM's pid ({@code hct-<pid>-<i>}, switch {@code hct-<pid>-s}), so concurrent test JVMs
+ * never collide, and a later run removes what a killed one left ({@link #sweepStale}). {@link #close()} kills the
+ * processes still inside the namespaces and deletes them (which deletes their veths and the bridge); a shutdown hook
  * does the same if the JVM exits before.
  */
 public final class NetNamespaces implements AutoCloseable {
-    private static final Pattern STALE_NS = Pattern.compile("^hct-(\\d+)-\\d+\\b");
-    private static final Pattern STALE_BRIDGE = Pattern.compile("^\\d+: (hctb(\\d+))[:@]");
+    private static final Pattern STALE_NS = Pattern.compile("^hct-(\\d+)-(\\d+|s|probe)\\b");
 
     private final long pid = ProcessHandle.current().pid();
-    private final String bridge = "hctb" + pid;
+    private final String sw = "hct-" + pid + "-s";
     private final List<String> namespaces = new ArrayList<>();
-    private final List<String> hostVeths = new ArrayList<>();
     private final int subnet;
     private final Thread hook = new Thread(this::cleanUp, "netns-cleanup");
+    private boolean swCreated;
     private boolean closed;
 
     private NetNamespaces(int subnet) {
@@ -88,12 +89,25 @@ public final class NetNamespaces implements AutoCloseable {
         String probe = "hct-" + ProcessHandle.current().pid() + "-probe";
         Result add = ip("netns", "add", probe);
         if (add.exit != 0) return Optional.of("'ip netns add' fails: " + add.output);
+        Optional<String> why = Optional.empty();
+        // what create() and the ranks need: a bridge and a veth pair in a namespace, and running a command there
+        String[][] steps = {{"-n", probe, "link", "add", "br0", "type", "bridge"},
+                {"-n", probe, "link", "add", "v0", "type", "veth", "peer", "name", "v1"},
+                {"-n", probe, "link", "set", "v0", "master", "br0"},
+                {"netns", "exec", probe, "ip", "link", "show", "v1"}};
+        for (String[] step : steps) {
+            Result r = ip(step);
+            if (r.exit != 0) {
+                why = Optional.of("'ip " + String.join(" ", step) + "' fails: " + r.output);
+                break;
+            }
+        }
         Result del = ip("netns", "del", probe);
-        if (del.exit != 0) return Optional.of("'ip netns del' fails: " + del.output);
-        return Optional.empty();
+        if (del.exit != 0 && why.isEmpty()) why = Optional.of("'ip netns del' fails: " + del.output);
+        return why;
     }
 
-    /** Deletes namespaces and bridges of this class whose creating JVM is gone (a run that was killed). */
+    /** Deletes namespaces of this class whose creating JVM is gone (a run that was killed). */
     static void sweepStale() {
         for (String line : ip("netns", "list").output().split("\n")) {
             Matcher m = STALE_NS.matcher(line.trim());
@@ -102,10 +116,6 @@ public final class NetNamespaces implements AutoCloseable {
                 killInside(ns);
                 ip("netns", "del", ns);
             }
-        }
-        for (String line : ip("-o", "link", "show", "type", "bridge").output().split("\n")) {
-            Matcher m = STALE_BRIDGE.matcher(line.trim());
-            if (m.find() && ProcessHandle.of(Long.parseLong(m.group(2))).isEmpty()) ip("link", "del", m.group(1));
         }
     }
 
@@ -120,36 +130,23 @@ public final class NetNamespaces implements AutoCloseable {
     public static NetNamespaces create(int n) {
         if (n < 1 || n > 200) throw new IllegalArgumentException("1..200 namespaces, not " + n);
         sweepStale();
-        // a /24 of 10.77.0.0/16 that no interface of the root namespace uses yet
-        String used = ip("-4", "-o", "addr", "show").output();
-        int subnet = -1;
-        for (int i = 0; i < 250; i++) {
-            int s = (int) ((ProcessHandle.current().pid() + i) % 250) + 1;
-            if (!used.contains("10.77." + s + ".")) {
-                subnet = s;
-                break;
-            }
-        }
-        if (subnet < 0) throw new IllegalStateException("no free 10.77.x.0/24 subnet");
-        NetNamespaces nets = new NetNamespaces(subnet);
+        // any private /24 would do (nothing of it reaches the root namespace); vary it by pid for readable logs
+        NetNamespaces nets = new NetNamespaces((int) (ProcessHandle.current().pid() % 250) + 1);
         Runtime.getRuntime().addShutdownHook(nets.hook);
         try {
-            ipOk("link", "add", nets.bridge, "type", "bridge");
-            ipOk("addr", "add", nets.bridgeAddress() + "/24", "dev", nets.bridge);
-            ipOk("link", "set", nets.bridge, "up");
+            ipOk("netns", "add", nets.sw);
+            nets.swCreated = true;
+            ipOk("-n", nets.sw, "link", "add", "br0", "type", "bridge");
+            ipOk("-n", nets.sw, "link", "set", "br0", "up");
             for (int i = 0; i < n; i++) {
                 String ns = "hct-" + nets.pid + "-" + i;
-                String hostSide = "hct" + nets.pid + "v" + i;
-                String inside = "hcn" + nets.pid + "v" + i;
                 ipOk("netns", "add", ns);
                 nets.namespaces.add(ns);
-                ipOk("link", "add", hostSide, "type", "veth", "peer", "name", inside);
-                nets.hostVeths.add(hostSide);
-                ipOk("link", "set", inside, "netns", ns);
-                ipOk("link", "set", hostSide, "master", nets.bridge);
-                ipOk("link", "set", hostSide, "up");
-                ipOk("-n", ns, "addr", "add", nets.address(i) + "/24", "dev", inside);
-                ipOk("-n", ns, "link", "set", inside, "up");
+                ipOk("-n", nets.sw, "link", "add", "v" + i, "type", "veth", "peer", "name", "eth0", "netns", ns);
+                ipOk("-n", nets.sw, "link", "set", "v" + i, "master", "br0");
+                ipOk("-n", nets.sw, "link", "set", "v" + i, "up");
+                ipOk("-n", ns, "addr", "add", nets.address(i) + "/24", "dev", "eth0");
+                ipOk("-n", ns, "link", "set", "eth0", "up");
                 ipOk("-n", ns, "link", "set", "lo", "up");
             }
             return nets;
@@ -169,11 +166,6 @@ public final class NetNamespaces implements AutoCloseable {
         return namespaces.get(i);
     }
 
-    /** The bridge's address in the root namespace (where the test serves its store). */
-    public String bridgeAddress() {
-        return "10.77." + subnet + ".1";
-    }
-
     /** Namespace {@code i}'s address. */
     public String address(int i) {
         return "10.77." + subnet + "." + (10 + i);
@@ -184,9 +176,9 @@ public final class NetNamespaces implements AutoCloseable {
         return List.of("ip", "netns", "exec", name(i));
     }
 
-    /** What {@code ip} shows of this job's links and namespaces (for failure messages). */
+    /** What {@code ip} shows of the namespaces (for failure messages). */
     public String describe() {
-        StringBuilder sb = new StringBuilder(ip("-br", "addr", "show", "dev", bridge).output()).append('\n');
+        StringBuilder sb = new StringBuilder(sw).append(": ").append(ip("-n", sw, "-br", "link").output().replace('\n', ';')).append('\n');
         for (String ns : namespaces) sb.append(ns).append(": ").append(ip("-n", ns, "-br", "addr").output().replace('\n', ';')).append('\n');
         return sb.toString();
     }
@@ -206,21 +198,18 @@ public final class NetNamespaces implements AutoCloseable {
         if (closed) return;
         closed = true;
         for (String ns : namespaces) killInside(ns);
+        // deleting a namespace destroys the veth ends in it, and with them their peers; the switch's goes last
         for (String ns : namespaces) ip("netns", "del", ns);
-        // deleting a namespace destroys its end of the veth and with it ours; make sure, then the bridge
-        for (String v : hostVeths) {
-            if (ip("link", "show", v).exit() == 0) ip("link", "del", v);
-        }
-        ip("link", "del", bridge);
+        if (swCreated) ip("netns", "del", sw);
     }
 
-    /** The leftovers of this object, if any: names of its namespaces and links that still exist (tests assert none). */
+    /** The leftovers of this object, if any: names of its namespaces that still exist (tests assert none). */
     public List<String> leftovers() {
         List<String> left = new ArrayList<>();
         String list = ip("netns", "list").output();
-        for (String ns : namespaces) if (Pattern.compile("(?m)^" + Pattern.quote(ns) + "\\b").matcher(list).find()) left.add(ns);
-        for (String v : hostVeths) if (ip("link", "show", v).exit() == 0) left.add(v);
-        if (ip("link", "show", bridge).exit() == 0) left.add(bridge);
+        List<String> all = new ArrayList<>(namespaces);
+        all.add(sw);
+        for (String ns : all) if (Pattern.compile("(?m)^" + Pattern.quote(ns) + "\\b").matcher(list).find()) left.add(ns);
         return left;
     }
 }
