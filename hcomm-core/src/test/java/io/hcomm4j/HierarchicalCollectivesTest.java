@@ -53,7 +53,8 @@ public class HierarchicalCollectivesTest {
     /**
      * The four ops with a two-level algorithm at every count of {@link #COUNTS}: all-reduce (in place or not),
      * reduce-scatter, reduce-scatterV with uneven and empty blocks, broadcast from a random root, all-gather (in place or
-     * not); seeded random types, reduce ops and blocking/async (the same on every rank); every element checked.
+     * not); seeded random types, reduce ops and blocking/async (the same on every rank); then an 8 MB all-reduce and
+     * broadcast; every element checked.
      */
     public static void hierSequence(Communicator c, long seed) {
         int n = c.size();
@@ -129,6 +130,18 @@ public class HierarchicalCollectivesTest {
                     k++;
                 }
             }
+            // 8 MB: the levels' pipelined algorithms (chain broadcasts, multi-chunk rings)
+            long big = 1_000_003;
+            DataType t = DataType.INT64;
+            MemorySegment data = arena.allocate(big * 8);
+            for (long i = 0; i < big; i++) ReductionCollectivesTest.put(data, t, i, ReductionCollectivesTest.input(t, ReduceOp.SUM, me, k, i));
+            c.allReduce(data, data, big, t, ReduceOp.SUM);
+            ReductionCollectivesTest.check(data, 0, t, ReduceOp.SUM, n, k, 0, big, "allReduce n=" + n + " rank " + me + " 8 MB");
+            k++;
+            int root = n - 1;
+            if (me == root) DataMovementCollectivesTest.fill(data, 0, big * 8, root, k);
+            c.broadcast(data, big, t, root);
+            DataMovementCollectivesTest.check(data, 0, big * 8, root, k, "broadcast n=" + n + " rank " + me + " 8 MB");
         }
     }
 
@@ -143,11 +156,14 @@ public class HierarchicalCollectivesTest {
 
     /**
      * Forced on every placement: contiguous and interleaved 2+2, uneven 3+1 and 1+3 (one channel: the leaders), three
-     * hosts 2+2+1 interleaved, and the degenerate one host (no level between hosts) and one rank per host (no level
-     * within).
+     * hosts 2+2+1 interleaved, the degenerate one host (no level between hosts) and one rank per host (no level
+     * within), and larger ones whose levels pick the other flat algorithms: 4+1 (a reduce to the leader within the
+     * host), 4 hosts x 2 interleaved (recursive doubling, halving-doubling and Bruck between hosts), 4+4
+     * (halving-doubling within hosts, chain broadcasts).
      */
     @ParameterizedTest(name = "hosts of the ranks: {0}")
-    @ValueSource(strings = {"0,0,1,1", "0,1,0,1", "0,0,0,1", "0,1,1,1", "0,1,1,0,2", "0,0,0", "0,1,2"})
+    @ValueSource(strings = {"0,0,1,1", "0,1,0,1", "0,0,0,1", "0,1,1,1", "0,1,1,0,2", "0,0,0", "0,1,2", "0,0,0,0,1",
+            "0,1,2,3,0,1,2,3", "0,0,0,0,1,1,1,1"})
     void forcedOnEveryPlacement(String layout) throws Exception {
         onHosts(layout, FORCE, h -> {
             hierSequence(h.world(), 4_2026L + layout.hashCode());
