@@ -26,6 +26,14 @@ public interface Communicator extends AutoCloseable {
     int size();
 
     /**
+     * Which of this communicator's ranks share a host: host index, local rank and local size of each rank, leaders
+     * (from the host identities exchanged at init; ranks in different network namespaces or containers are on
+     * different hosts). A sub-communicator's topology is its parent's restricted to its members. Collectives use it for
+     * their two-level (hierarchical) algorithms.
+     */
+    Topology topology();
+
+    /**
      * Starts sending {@code buf} (all of it) to {@code peer}. The buffer must not change until the future
      * completes. Off-heap segments are written to the socket without a copy.
      */

@@ -9,6 +9,8 @@ import io.hcomm4j.algo.Broadcast;
 import io.hcomm4j.ReduceOp;
 import io.hcomm4j.algo.CollectiveLinks;
 import io.hcomm4j.algo.HalvingDoubling;
+import io.hcomm4j.algo.Hierarchical;
+import io.hcomm4j.Topology;
 import io.hcomm4j.algo.Reductions;
 import io.hcomm4j.algo.Tuner;
 import io.hcomm4j.kernel.ReduceKernel;
@@ -38,10 +40,11 @@ final class CommunicatorImpl implements Communicator {
     private final AtomicLong collectiveSeq = new AtomicLong();
     private ExecutorService collectiveThread;
 
-    static final long BCAST_CHUNK = 1 << 20;
-    /** Ring chunk, in elements, for blocks of {@code blockBytes} ({@link Tuner#ringChunkBytes}). */
+    static final long BCAST_CHUNK = Broadcast.CHAIN_CHUNK;
+
+    /** Ring chunk, in elements, for blocks of {@code blockBytes} ({@link Reductions#ringChunkElems}). */
     static long ringChunkElems(long blockBytes, int elemBytes) {
-        return Math.max(1, Tuner.ringChunkBytes(blockBytes) / elemBytes);
+        return Reductions.ringChunkElems(blockBytes, elemBytes);
     }
 
     /** Communicator rank → world rank, or null for the world communicator (identity). */
@@ -64,12 +67,21 @@ final class CommunicatorImpl implements Communicator {
     private final java.util.concurrent.CopyOnWriteArrayList<java.util.function.Consumer<io.hcomm4j.Health>> listeners =
             new java.util.concurrent.CopyOnWriteArrayList<>();
 
-    CommunicatorImpl(Session session, TcpTransport transport, long commId, int rank, int size) {
-        this(session, transport, commId, rank, null, size);
+    /** Which ranks share a host. */
+    private final Topology topology;
+    /** The topology as the tuner sees it. */
+    private final Tuner.Shape shape;
+
+    /** The world communicator; {@code hostIds[r]} is world rank r's host identity. */
+    CommunicatorImpl(Session session, TcpTransport transport, long commId, int rank, int size, String[] hostIds) {
+        this(session, transport, commId, rank, null, size, Topology.of(rank, hostIds));
     }
 
-    private CommunicatorImpl(Session session, TcpTransport transport, long commId, int rank, int[] group, int size) {
+    private CommunicatorImpl(Session session, TcpTransport transport, long commId, int rank, int[] group, int size,
+                             Topology topology) {
         this.session = session;
+        this.topology = topology;
+        this.shape = Tuner.Shape.of(topology);
         this.transport = transport;
         this.commId = commId;
         this.rank = rank;
@@ -94,6 +106,11 @@ final class CommunicatorImpl implements Communicator {
     @Override
     public int size() {
         return size;
+    }
+
+    @Override
+    public Topology topology() {
+        return topology;
     }
 
     @Override
@@ -443,9 +460,12 @@ final class CommunicatorImpl implements Communicator {
         checkWritable("allReduce", "recv", recv);
         int avg = op == ReduceOp.AVG ? size : 1;
         long chunk = ringChunkElems(n / size, type.byteSize());
-        Tuner.Algo algo = tuner().choose(Tuner.Op.ALLREDUCE, n, size);
+        Tuner.Algo algo = tuner().choose(Tuner.Op.ALLREDUCE, n, shape);
+        Tuner.Levels levels = algo == Tuner.Algo.HIERARCHICAL ? tuner().levels(Tuner.Op.ALLREDUCE, n, shape, topology.localSize()) : null;
         return collective("allReduce", fingerprint("allReduce", count, type, op, -1), n, mode, l -> {
-            if (algo == Tuner.Algo.RING) {
+            if (algo == Tuner.Algo.HIERARCHICAL) {
+                Hierarchical.allReduce(l, topology, levels, send.asSlice(0, n), recv.asSlice(0, n), count, k, avg);
+            } else if (algo == Tuner.Algo.RING) {
                 Reductions.ringAllReduce(l, send.asSlice(0, n), recv.asSlice(0, n), count, k, chunk, avg);
             } else {
                 if (!send.equals(recv)) MemorySegment.copy(send, 0, recv, 0, n);
@@ -523,8 +543,14 @@ final class CommunicatorImpl implements Communicator {
         checkWritable(name, "recv", recv);
         int avg = op == ReduceOp.AVG ? size : 1;
         long chunk = ringChunkElems(total / size, (int) es);
-        Tuner.Algo algo = tuner().choose(Tuner.Op.REDUCESCATTER, total, size);
+        Tuner.Algo algo = tuner().choose(Tuner.Op.REDUCESCATTER, total, shape);
+        Tuner.Levels levels = algo == Tuner.Algo.HIERARCHICAL ? tuner().levels(Tuner.Op.REDUCESCATTER, total, shape, topology.localSize()) : null;
+        long[] counts = recvCounts.clone();
         return collective(name, fingerprint(name, java.util.Arrays.hashCode(recvCounts), type, op, -1), total, mode, l -> {
+            if (algo == Tuner.Algo.HIERARCHICAL) {
+                Hierarchical.reduceScatter(l, topology, levels, send, recv, counts, k, avg);
+                return;
+            }
             MemorySegment work = l.scratch(total);
             if (algo == Tuner.Algo.HALVING_DOUBLING) {
                 MemorySegment.copy(send, 0, work, 0, total);
@@ -552,9 +578,11 @@ final class CommunicatorImpl implements Communicator {
         MemorySegment data = buf.asSlice(0, n);
         if (rank != root && data.isReadOnly()) throw new IllegalArgumentException("rank " + rank + ": broadcast: buf is read-only");
         Tuner.Algo algo = size <= 2 && tuner().forced(Tuner.Op.BROADCAST) == null ? Tuner.Algo.TREE
-                : tuner().choose(Tuner.Op.BROADCAST, n, size);
+                : tuner().choose(Tuner.Op.BROADCAST, n, shape);
+        Tuner.Levels levels = algo == Tuner.Algo.HIERARCHICAL ? tuner().levels(Tuner.Op.BROADCAST, n, shape, topology.localSize()) : null;
         return collective("broadcast", fingerprint("broadcast", count, type, null, root), n, mode, l -> {
-            if (algo == Tuner.Algo.TREE) Broadcast.binomialTree(l, data, root);
+            if (algo == Tuner.Algo.HIERARCHICAL) Hierarchical.broadcast(l, topology, levels, data, root);
+            else if (algo == Tuner.Algo.TREE) Broadcast.binomialTree(l, data, root);
             else Broadcast.pipelinedChain(l, data, root, BCAST_CHUNK);
         });
     }
@@ -580,8 +608,13 @@ final class CommunicatorImpl implements Communicator {
             off[r] = r * blk;
             len[r] = blk;
         }
-        Tuner.Algo algo = tuner().choose(Tuner.Op.ALLGATHER, blk * size, size);
+        Tuner.Algo algo = tuner().choose(Tuner.Op.ALLGATHER, blk * size, shape);
+        Tuner.Levels levels = algo == Tuner.Algo.HIERARCHICAL ? tuner().levels(Tuner.Op.ALLGATHER, blk * size, shape, topology.localSize()) : null;
         return collective("allGather", fingerprint("allGather", count, type, null, -1), blk * size, mode, l -> {
+            if (algo == Tuner.Algo.HIERARCHICAL) {
+                Hierarchical.allGather(l, topology, levels, mine, recv, blk);
+                return;
+            }
             MemorySegment.copy(mine, 0, own, 0, blk);
             if (algo == Tuner.Algo.BRUCK) AllGather.bruck(l, recv, blk);
             else AllGather.ring(l, recv, off, len);
@@ -802,12 +835,14 @@ final class CommunicatorImpl implements Communicator {
                 .sorted(java.util.Comparator.<Integer>comparingInt(r -> all[2 * r + 1]).thenComparingInt(r -> r))
                 .toArray(Integer[]::new);
         int[] worldRanks = new int[members.length];
+        int[] commRanks = new int[members.length];
         int myRank = -1;
         for (int i = 0; i < members.length; i++) {
             worldRanks[i] = world(members[i]);
+            commRanks[i] = members[i];
             if (members[i] == rank) myRank = i;
         }
-        return child(childId(child, color), myRank, worldRanks);
+        return child(childId(child, color), myRank, worldRanks, topology.restrict(myRank, commRanks));
     }
 
     @Override
@@ -817,7 +852,7 @@ final class CommunicatorImpl implements Communicator {
         barrier(); // collective, like MPI_Comm_dup: every rank takes the same child number
         int[] worldRanks = new int[size];
         for (int r = 0; r < size; r++) worldRanks[r] = world(r);
-        return child(childId(child, Integer.MAX_VALUE), rank, worldRanks);
+        return child(childId(child, Integer.MAX_VALUE), rank, worldRanks, topology);
     }
 
     /** A child's id: derived from this id, the child number and the color, so every member computes the same one. */
@@ -829,8 +864,8 @@ final class CommunicatorImpl implements Communicator {
         return h & ~(3L << 62); // the top bits mark collective traffic
     }
 
-    private CommunicatorImpl child(long id, int myRank, int[] worldRanks) {
-        CommunicatorImpl c = new CommunicatorImpl(session, transport, id, myRank, worldRanks, worldRanks.length);
+    private CommunicatorImpl child(long id, int myRank, int[] worldRanks, Topology topo) {
+        CommunicatorImpl c = new CommunicatorImpl(session, transport, id, myRank, worldRanks, worldRanks.length, topo);
         session.register(c);
         session.registerCommunicator(c);
         return c;

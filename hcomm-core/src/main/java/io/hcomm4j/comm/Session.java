@@ -8,6 +8,7 @@ import io.hcomm4j.bootstrap.Store;
 import io.hcomm4j.memory.MemoryPool;
 import io.hcomm4j.security.Auth;
 import io.hcomm4j.HcommException;
+import io.hcomm4j.algo.Tuner;
 import io.hcomm4j.transport.HostIdentity;
 import io.hcomm4j.transport.TcpTransport;
 import java.net.InetSocketAddress;
@@ -37,7 +38,7 @@ public final class Session implements AutoCloseable {
     private final CommunicatorImpl world;
     private final List<AutoCloseable> children = new CopyOnWriteArrayList<>();
     private final ScratchPool scratch = new ScratchPool();
-    private final io.hcomm4j.algo.Tuner tuner;
+    private final Tuner tuner;
     /** Registered memory of this session, shared by all its communicators. */
     private final MemoryPool memory;
     private volatile boolean closed;
@@ -54,16 +55,18 @@ public final class Session implements AutoCloseable {
     private volatile Thread eventThreadRef;
 
     private Session(CommConfig config, Bootstrap.Joined joined, String namespace, TcpTransport transport, MemoryPool memory,
-                    Events events) {
+                    Events events, String[] hostIds) {
         this.config = config;
         this.joined = joined;
         this.namespace = namespace;
         this.transport = transport;
         this.memory = memory;
-        this.tuner = new io.hcomm4j.algo.Tuner(io.hcomm4j.algo.Tuner.LinkCost.TCP_LOOPBACK, io.hcomm4j.algo.Tuner.parse(config.algo()));
+        // within a host: the rings, unless HCOMM_TRANSPORT=tcp keeps same-host pairs on loopback TCP
+        Tuner.LinkCost within = config.transport() == CommConfig.Transport.TCP ? Tuner.LinkCost.TCP_LOOPBACK : Tuner.LinkCost.SHM;
+        this.tuner = new Tuner(Tuner.LinkCost.TCP_LOOPBACK, within, Tuner.parse(config.algo()));
         this.monitor = new OpMonitor(this, transport, joined.store(), namespace, joined.rank(), joined.worldSize(),
                 config.stuckReport().toNanos());
-        this.world = new CommunicatorImpl(this, transport, 0L, joined.rank(), joined.worldSize());
+        this.world = new CommunicatorImpl(this, transport, 0L, joined.rank(), joined.worldSize(), hostIds);
         events.session = this;
         registerCommunicator(world);
     }
@@ -204,10 +207,13 @@ public final class Session implements AutoCloseable {
             }
             InetSocketAddress[] book = new InetSocketAddress[size];
             boolean[] sameHost = new boolean[size];
+            String[] hostIds = new String[size];
             List<Integer> elsewhere = new java.util.ArrayList<>();
             for (int p = 0; p < size; p++) {
                 String[] hp = new String(store.get(ns + "addr/" + p, initTimeout), StandardCharsets.UTF_8).split(" ");
                 book[p] = new InetSocketAddress(hp[0], Integer.parseInt(hp[1]));
+                // a rank that published no host id is a host of its own (a space cannot occur in an id)
+                hostIds[p] = hp.length > 2 ? hp[2] : "rank " + p;
                 sameHost[p] = p != rank && hp.length > 2 && hp[2].equals(host);
                 if (p != rank && !sameHost[p]) elsewhere.add(p);
             }
@@ -227,7 +233,7 @@ public final class Session implements AutoCloseable {
             Events events = new Events();
             t.setEvents(events);
             t.start(p -> book[p]);
-            Session s = new Session(config, j, ns, t, pool, events);
+            Session s = new Session(config, j, ns, t, pool, events, hostIds);
             LOG.debug("rank {}/{}: init took {} ms, listening on {}", rank, size, (System.nanoTime() - start) / 1_000_000, me);
             return s;
         } catch (RuntimeException e) {
@@ -270,7 +276,7 @@ public final class Session implements AutoCloseable {
         children.remove(child);
     }
 
-    io.hcomm4j.algo.Tuner tuner() {
+    Tuner tuner() {
         return tuner;
     }
 
