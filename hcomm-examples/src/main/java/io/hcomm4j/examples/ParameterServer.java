@@ -84,6 +84,7 @@ public final class ParameterServer {
                 groups[s] = world.split(member ? 0 : Communicator.UNDEFINED, rank);
             }
 
+            // What the parameters must be at the end: every rank can compute it from the seeds, so each checks itself.
             float[] reference = referenceTraining(workers, rounds, lr);
             boolean ok = rank < servers
                     ? serve(world, groups[rank], layout, rank, rounds, lr, reference)
