@@ -23,8 +23,8 @@ import org.slf4j.LoggerFactory;
 /**
  * Init-time discovery: who am I (rank, world size), where is the store, which address do data
  * connections use. Reads {@code tcp://}, {@code file://} and {@code env://} init methods; {@code env://}
- * understands torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), Slurm (SLURM_PROCID, SLURM_NTASKS),
- * Open MPI (OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE) and PMI (PMI_RANK, PMI_SIZE).
+ * understands torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), Slurm (SLURM_PROCID, SLURM_NTASKS), a
+ * Kubernetes Indexed Job (JOB_COMPLETION_INDEX with WORLD_SIZE), Open MPI (OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE) and PMI (PMI_RANK, PMI_SIZE).
  */
 public final class Bootstrap {
     private static final Logger LOG = LoggerFactory.getLogger(Bootstrap.class);
@@ -32,6 +32,8 @@ public final class Bootstrap {
     private static final String[][] RANK_SOURCES = {
         {"RANK", "WORLD_SIZE", "torchrun / hcomm launch"},
         {"SLURM_PROCID", "SLURM_NTASKS", "Slurm srun"},
+        // a Kubernetes Indexed Job sets the index; the manifest sets WORLD_SIZE (its completions)
+        {"JOB_COMPLETION_INDEX", "WORLD_SIZE", "Kubernetes Indexed Job"},
         {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "Open MPI mpirun"},
         {"PMI_RANK", "PMI_SIZE", "PMI (MPICH, Intel MPI)"},
     };
