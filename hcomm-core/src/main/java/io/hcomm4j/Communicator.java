@@ -401,6 +401,29 @@ public interface Communicator extends AutoCloseable {
     Communicator dup();
 
     /**
+     * Collective over the live members, fault tolerant (like {@code MPIX_Comm_shrink} and {@code ncclCommShrink}): a new
+     * communicator of the members that are not failed, ranked contiguously in this communicator's order. Every live
+     * member calls it; the failed ones are not waited for. Callable whatever this communicator's {@link #health()}
+     * (READY: the result is like {@link #dup()}; DEGRADED or FAILED: the way to go on after a failure).
+     *
+     * <p>The survivors agree on the failed set through the session's store (each publishes the failures it knows; once
+     * every member it does not know to have failed has published, the first to get there decides for all with one
+     * compare-and-set, and everybody adopts that decision), so all callers get the same members, the same ranks and
+     * the same new id, and no message of this communicator mixes with the new one's. The new communicator reuses the
+     * session's connections (no new sockets), has its own health (READY unless a member is already known to have
+     * failed) and its collectives run with algorithms for its size. This communicator stays as it was (DEGRADED or
+     * FAILED); close it when done.
+     *
+     * <p>A member that fails while the others shrink is either left out (known failed before the decision) or a member
+     * of the new communicator, which then becomes DEGRADED: shrink that one again.
+     *
+     * @throws io.hcomm4j.CommTimeoutException if a member neither called {@code shrink} nor was known to have failed
+     *         within {@link CommConfig#timeout()} (the message names it)
+     * @throws io.hcomm4j.CommAbortedException if the others decided that this rank failed
+     */
+    Communicator shrink();
+
+    /**
      * A batch of point-to-point ops that start together (like ncclGroupStart/End or HcclBatchSendRecv): all its
      * receives are posted before any of its sends starts, so a batch cannot deadlock whatever the order of its
      * ops on the ranks.

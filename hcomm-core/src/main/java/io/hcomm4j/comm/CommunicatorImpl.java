@@ -855,6 +855,104 @@ final class CommunicatorImpl implements Communicator {
         return child(childId(child, Integer.MAX_VALUE), rank, worldRanks, topology);
     }
 
+    /** Shrinks of this communicator so far: names the shrink's keys in the store, so every survivor uses the same ones. */
+    private final AtomicLong shrinks = new AtomicLong();
+
+    @Override
+    public Communicator shrink() {
+        checkOpen();
+        long k = shrinks.incrementAndGet();
+        long t0 = System.nanoTime();
+        long deadline = t0 + timeoutNanos();
+        io.hcomm4j.bootstrap.Store store = session.store();
+        String prefix = session.namespace() + "shrink/" + Long.toUnsignedString(commId, 16) + "/" + k + "/";
+        String decisionKey = prefix + "decision";
+        java.util.BitSet known = knownFailed();
+        byte[] decision = null;
+        java.util.BitSet published = null;
+        long sleepMicros = 200;
+        while (true) {
+            // publish what this rank knows (again when it learned more): the others adopt it
+            if (!known.equals(published)) {
+                store.set(prefix + "seen/" + rank, encodeRanks(known));
+                published = (java.util.BitSet) known.clone();
+            }
+            decision = store.tryGet(decisionKey);
+            if (decision != null) break;
+            java.util.List<Integer> missing = new java.util.ArrayList<>();
+            for (int m = 0; m < size; m++) {
+                if (m == rank || known.get(m)) continue;
+                byte[] seen = store.tryGet(prefix + "seen/" + m);
+                if (seen == null) missing.add(m);
+                else known.or(decodeRanks(seen));
+            }
+            known.or(knownFailed());
+            missing.removeIf(known::get);
+            if (missing.isEmpty() && !known.get(rank)) {
+                // every member not known to have failed is here: propose; the first proposal decides for everybody
+                decision = store.compareAndSet(decisionKey, null, encodeRanks(known));
+                if (decision != null) break;
+            }
+            if (known.get(rank)) {
+                decision = store.get(decisionKey, java.time.Duration.ofNanos(Math.max(1, deadline - System.nanoTime())));
+                break;
+            }
+            if (System.nanoTime() - deadline > 0) {
+                throw new io.hcomm4j.CommTimeoutException("rank " + rank + ": shrink of a communicator of " + size + " ranks: "
+                        + (missing.size() == 1 ? "rank " + missing.get(0) + " has" : "ranks " + missing + " have")
+                        + " neither called shrink nor been found failed within " + session.config().timeout() + " (HCOMM_TIMEOUT)");
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(sleepMicros * 1000);
+            sleepMicros = Math.min(20_000, sleepMicros * 2);
+        }
+        java.util.BitSet failedSet = decodeRanks(decision);
+        if (failedSet.get(rank)) {
+            throw new io.hcomm4j.CommAbortedException("rank " + rank + ": shrink: the other members decided that this rank failed "
+                    + "(failed set " + failedSet + "); it is not a member of the shrunk communicator");
+        }
+        int live = size - failedSet.cardinality();
+        int[] worldRanks = new int[live];
+        int[] commRanks = new int[live];
+        int myRank = -1;
+        for (int r = 0, i = 0; r < size; r++) {
+            if (failedSet.get(r)) continue;
+            if (r == rank) myRank = i;
+            worldRanks[i] = world(r);
+            commRanks[i++] = r;
+        }
+        long id = childId(k | (1L << 40), java.util.Arrays.hashCode(decision));
+        CommunicatorImpl c = child(id, myRank, worldRanks, topology.restrict(myRank, commRanks));
+        org.slf4j.LoggerFactory.getLogger(CommunicatorImpl.class).debug("rank {}: shrink of {} ranks to {} (failed {}) took {} ms",
+                rank, size, live, failedSet, (System.nanoTime() - t0) / 1_000_000);
+        return c;
+    }
+
+    /** Members known here to have failed (this communicator's ranks): its failed members and the transport's failed ranks. */
+    private java.util.BitSet knownFailed() {
+        java.util.BitSet b = new java.util.BitSet(size);
+        synchronized (healthLock) {
+            for (int r : failedMembers) b.set(r);
+        }
+        for (int w : transport.failedRanks()) {
+            int r = commRank(w);
+            if (r >= 0) b.set(r);
+        }
+        return b;
+    }
+
+    private static byte[] encodeRanks(java.util.BitSet b) {
+        return b.stream().mapToObj(Integer::toString).collect(java.util.stream.Collectors.joining(",", "[", "]"))
+                .getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    }
+
+    private static java.util.BitSet decodeRanks(byte[] v) {
+        String s = new String(v, java.nio.charset.StandardCharsets.UTF_8);
+        java.util.BitSet b = new java.util.BitSet();
+        s = s.substring(1, s.length() - 1).trim();
+        if (!s.isEmpty()) for (String x : s.split(",")) b.set(Integer.parseInt(x.trim()));
+        return b;
+    }
+
     /** A child's id: derived from this id, the child number and the color, so every member computes the same one. */
     private long childId(long child, int color) {
         long h = commId * 0x9E3779B97F4A7C15L + child * 0xC2B2AE3D27D4EB4FL + color * 0x165667B19E3779F9L + 1;

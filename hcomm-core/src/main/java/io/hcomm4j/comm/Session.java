@@ -250,6 +250,16 @@ public final class Session implements AutoCloseable {
         return world;
     }
 
+    /** The store of the session (the rendezvous; shrink and grow agree through it). */
+    Store store() {
+        return joined.store();
+    }
+
+    /** This session's namespace in the store ({@code hcomm/<generation>/}). */
+    String namespace() {
+        return namespace;
+    }
+
     /** The settings. */
     public CommConfig config() {
         return config;
