@@ -424,6 +424,25 @@ public interface Communicator extends AutoCloseable {
     Communicator shrink();
 
     /**
+     * Collective over the members (like {@code ncclCommGrow} and elastic torchrun): waits for {@code joiners}
+     * replacement processes that called {@link Hcomm#join(CommConfig)} on the job's store, and returns a communicator of
+     * this one's members (ranks unchanged) followed by the joiners (ranks {@code size()} on, in the order they
+     * registered); each joiner gets the same communicator as its {@link Hcomm#world()}.
+     *
+     * <p>A joiner takes over the world rank of a failed process that is not a member of this communicator (the lowest
+     * first), with a new incarnation number: the peers drop what they kept of the failed process, refuse connections
+     * from its old incarnation, and connect to the joiner's address; the old communicators keep that rank as failed.
+     * So a job grows back to its initial world size at most. Joiners authenticate like every rank (the job secret and
+     * the job's token). Rank 0 of this communicator assigns the slots, through the store, which must have outlived the
+     * failures (rank 0 of the job hosts it unless a launcher does: {@code HCOMM_STORE_HOSTED}).
+     *
+     * @throws io.hcomm4j.CommTimeoutException if fewer than {@code joiners} processes registered within
+     *         {@link CommConfig#timeout()}, or fewer failed world ranks than {@code joiners} are free (the message says which)
+     * @throws io.hcomm4j.PeerFailedException if this communicator has failed members (shrink it first)
+     */
+    Communicator grow(int joiners);
+
+    /**
      * A batch of point-to-point ops that start together (like ncclGroupStart/End or HcclBatchSendRecv): all its
      * receives are posted before any of its sends starts, so a batch cannot deadlock whatever the order of its
      * ops on the ranks.

@@ -927,6 +927,116 @@ final class CommunicatorImpl implements Communicator {
         return c;
     }
 
+    /** Grows of this communicator so far: names the grow's key in the store. */
+    private final AtomicLong grows = new AtomicLong();
+
+    @Override
+    public Communicator grow(int joiners) {
+        checkOpen();
+        if (joiners < 1) throw new IllegalArgumentException("rank " + rank + ": grow: joiners " + joiners + " must be >= 1");
+        RuntimeException broken = brokenFor("grow", "");
+        if (broken != null) throw broken;
+        long k = grows.incrementAndGet();
+        long t0 = System.nanoTime();
+        io.hcomm4j.bootstrap.Store store = session.store();
+        String ns = session.namespace();
+        java.time.Duration timeout = session.config().timeout();
+        String roundKey = ns + "grow/comm/" + Long.toUnsignedString(commId, 16) + "/" + k;
+        if (rank == 0) store.set(roundKey, String.valueOf(lead(store, ns, joiners, k, timeout)).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        String g;
+        try {
+            g = new String(store.get(roundKey, timeout.plusSeconds(5)), java.nio.charset.StandardCharsets.UTF_8);
+        } catch (io.hcomm4j.CommTimeoutException e) {
+            throw new io.hcomm4j.CommTimeoutException("rank " + rank + ": grow: rank 0 of the communicator did not say within "
+                    + timeout + " (HCOMM_TIMEOUT) which processes join");
+        }
+        GrowPlan plan = GrowPlan.decode(store.get(ns + "grow/" + g + "/plan", timeout));
+        if (plan.error() != null) throw new io.hcomm4j.CommTimeoutException("rank " + rank + ": grow: " + plan.error());
+        java.util.List<String> ready = new java.util.ArrayList<>();
+        for (int slot : plan.slots()) ready.add(ns + "grow/" + g + "/ready/" + slot);
+        try {
+            store.await(ready, timeout);
+        } catch (io.hcomm4j.CommTimeoutException e) {
+            throw new io.hcomm4j.CommTimeoutException("rank " + rank + ": grow: the joining processes (world ranks "
+                    + java.util.Arrays.toString(plan.slots()) + ") did not come up within " + timeout + " (HCOMM_TIMEOUT)");
+        }
+        for (int i = 0; i < plan.slots().length; i++) session.revive(plan.slots()[i], plan.incarnations()[i]);
+        store.add(ns + "grow/" + g + "/revived", 1);
+        CommunicatorImpl c = ofGroup(session, transport, plan.id(), world(rank), plan.members(), session.hostIds());
+        session.register(c);
+        session.registerCommunicator(c);
+        org.slf4j.LoggerFactory.getLogger(CommunicatorImpl.class).debug("rank {}: grow of {} ranks by {} took {} ms",
+                rank, size, joiners, (System.nanoTime() - t0) / 1_000_000);
+        return c;
+    }
+
+    /**
+     * Rank 0's part of a grow: waits (up to {@code timeout}) for {@code joiners} processes registered in the store,
+     * assigns them the lowest failed world slots and new incarnations, publishes the plan and tells each joiner its
+     * round. Returns the round.
+     */
+    private long lead(io.hcomm4j.bootstrap.Store store, String ns, int joiners, long k, java.time.Duration timeout) {
+        long round = store.add(ns + "grow/round", 1);
+        String planKey = ns + "grow/" + round + "/plan";
+        byte[] takenV = store.tryGet(ns + "grow/taken");
+        long taken = takenV == null ? 0 : Long.parseLong(new String(takenV, java.nio.charset.StandardCharsets.UTF_8));
+        java.util.List<Integer> free = new java.util.ArrayList<>();
+        java.util.Set<Integer> mine = new java.util.HashSet<>();
+        for (int r = 0; r < size; r++) mine.add(world(r));
+        for (int w : transport.failedRanks()) if (!mine.contains(w)) free.add(w);
+        if (free.size() < joiners) {
+            store.set(planKey, GrowPlan.failed("only " + free.size() + " failed world ranks " + free + " can be taken over, not "
+                    + joiners + " (a job grows back to its initial size at most)").encode());
+            return round;
+        }
+        long deadline = System.nanoTime() + timeout.toNanos();
+        long sleep = 1;
+        while (true) {
+            byte[] v = store.tryGet(ns + "grow/joiners");
+            long arrived = v == null ? 0 : Long.parseLong(new String(v, java.nio.charset.StandardCharsets.UTF_8));
+            if (arrived - taken >= joiners) break;
+            if (System.nanoTime() > deadline) {
+                store.set(planKey, GrowPlan.failed("only " + (arrived - taken) + " of " + joiners + " joining processes registered within "
+                        + timeout + " (HCOMM_TIMEOUT); start them with Hcomm.join").encode());
+                return round;
+            }
+            try {
+                Thread.sleep(sleep);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new io.hcomm4j.HcommException("rank " + rank + ": grow: interrupted", e);
+            }
+            sleep = Math.min(20, sleep * 2);
+        }
+        long[] tickets = new long[joiners];
+        int[] slots = new int[joiners];
+        long[] incs = new long[joiners];
+        int[] members = new int[size + joiners];
+        for (int r = 0; r < size; r++) members[r] = world(r);
+        for (int i = 0; i < joiners; i++) {
+            tickets[i] = taken + 1 + i;
+            slots[i] = free.get(i);
+            incs[i] = store.add(ns + "incarnation/" + slots[i], 1);
+            members[size + i] = slots[i];
+        }
+        store.add(ns + "grow/taken", joiners);
+        long id = childId(round | (2L << 40), java.util.Arrays.hashCode(members));
+        store.set(planKey, new GrowPlan(id, tickets, slots, incs, members, null).encode());
+        for (long t : tickets) store.set(ns + "grow/ticket/" + t, String.valueOf(round).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        return round;
+    }
+
+    /** A communicator of world ranks {@code group} (in rank order), seen from world rank {@code me}. */
+    static CommunicatorImpl ofGroup(Session session, TcpTransport transport, long id, int me, int[] group, String[] hostIds) {
+        int myRank = -1;
+        String[] labels = new String[group.length];
+        for (int i = 0; i < group.length; i++) {
+            if (group[i] == me) myRank = i;
+            labels[i] = hostIds[group[i]];
+        }
+        return new CommunicatorImpl(session, transport, id, myRank, group.clone(), group.length, Topology.of(myRank, labels));
+    }
+
     /** Members known here to have failed (this communicator's ranks): its failed members and the transport's failed ranks. */
     private java.util.BitSet knownFailed() {
         java.util.BitSet b = new java.util.BitSet(size);

@@ -35,12 +35,22 @@ public final class ShrinkWorker {
         FaultWorker.warmUpJdk();
         long fdsBefore = FaultWorker.fdTargets().size();
         int code;
+        if (args[0].equals("joiner")) {
+            code = joiner();
+            long deadline = System.nanoTime() + 5_000_000_000L;
+            while (FaultWorker.hcommThreads() > 0 && System.nanoTime() < deadline) Thread.sleep(10);
+            System.out.printf("CLOSED threads=%d fds=%d%n", FaultWorker.hcommThreads(), FaultWorker.fdTargets().size() - fdsBefore);
+            System.out.flush();
+            System.exit(code);
+        }
         try (Hcomm hcomm = Hcomm.init()) {
             System.out.println("READY");
             System.out.flush();
             code = switch (args[0]) {
-                case "kill" -> kill(hcomm, Arrays.stream(args[1].split(",")).mapToInt(Integer::parseInt).toArray());
-                case "train" -> train(hcomm);
+                case "kill" -> kill(hcomm, Arrays.stream(args[1].split(",")).mapToInt(Integer::parseInt).toArray(),
+                        args.length > 2 && args[2].equals("grow"));
+                case "train" -> train(hcomm, false);
+                case "traingrow" -> train(hcomm, true);
                 default -> throw new IllegalArgumentException(args[0]);
             };
             System.out.flush();
@@ -52,7 +62,7 @@ public final class ShrinkWorker {
         System.exit(code);
     }
 
-    private static int kill(Hcomm hcomm, int[] victims) throws Exception {
+    private static int kill(Hcomm hcomm, int[] victims, boolean grow) throws Exception {
         Communicator world = hcomm.world();
         int n = world.size();
         world.barrier();
@@ -90,6 +100,17 @@ public final class ShrinkWorker {
         if (again.size() != live || again.rank() != shrunk.rank()) throw new AssertionError("second shrink " + again);
         checkCollectives(again);
         again.close();
+        if (grow) {
+            System.out.println("GROWING");
+            System.out.flush();
+            long g0 = System.nanoTime();
+            Communicator grown = shrunk.grow(victims.length);
+            System.out.printf("GROWN rank=%d size=%d at=%d took=%d%n", grown.rank(), grown.size(), System.currentTimeMillis(),
+                    (System.nanoTime() - g0) / 1_000_000);
+            if (grown.size() != n || grown.rank() != shrunk.rank()) throw new AssertionError("grown " + grown);
+            afterGrow(grown, new Train(), world.rank());
+            grown.close();
+        }
         shrunk.close();
         System.out.println("DONE");
         return 0;
@@ -135,61 +156,141 @@ public final class ShrinkWorker {
         return (id + 1) + (step % 5) + (i % 3);
     }
 
-    private static int train(Hcomm hcomm) throws Exception {
+    /** The state of the training loop: the step, the parameters, and which ranks (by their world rank) contribute. */
+    static final class Train {
+        int step;
+        int[] ids;
+        final float[] g = new float[LEN];
+        final double[] params = new double[LEN];
+        final double[] reference = new double[LEN];
+        /** The parameters before the last step: a step whose all-reduce failed on some ranks may have completed on others. */
+        final double[] prevParams = new double[LEN];
+        final double[] prevReference = new double[LEN];
+    }
+
+    /**
+     * After a shrink: the survivors agree on the step to go on from (the lowest: a failed all-reduce may have completed on
+     * some of them, never more than one step ahead); a rank that is a step ahead goes back one.
+     */
+    static void agreeOnStep(Communicator comm, Train t) {
+        int[] min = {t.step};
+        comm.allReduce(min, ReduceOp.MIN);
+        if (min[0] == t.step) return;
+        if (min[0] != t.step - 1) throw new AssertionError("step " + t.step + ", lowest " + min[0]);
+        System.arraycopy(t.prevParams, 0, t.params, 0, LEN);
+        System.arraycopy(t.prevReference, 0, t.reference, 0, LEN);
+        t.step = min[0];
+        System.out.println("ROLLED BACK to step " + t.step);
+    }
+
+    /**
+     * One step: all-reduce of the gradients, every element checked against the sum of the contributors' gradients,
+     * then the update (SGD on the mean), also applied to the reference computed here.
+     */
+    static void step(Communicator comm, Train t, int id) {
+        for (int i = 0; i < LEN; i++) t.g[i] = grad(id, t.step, i);
+        comm.allReduce(t.g, ReduceOp.SUM);
+        System.arraycopy(t.params, 0, t.prevParams, 0, LEN);
+        System.arraycopy(t.reference, 0, t.prevReference, 0, LEN);
+        for (int i = 0; i < LEN; i++) {
+            float e = 0;
+            for (int x : t.ids) e += grad(x, t.step, i);
+            if (t.g[i] != e) throw new AssertionError("step " + t.step + " element " + i + ": " + t.g[i] + ", expected " + e + " from " + Arrays.toString(t.ids));
+            t.params[i] -= 0.01 * t.g[i] / t.ids.length;
+            t.reference[i] -= 0.01 * e / t.ids.length;
+        }
+        t.step++;
+    }
+
+    /** The contributors of {@code comm}: every member's id, in rank order. */
+    static int[] ids(Communicator comm, int id) {
+        int[] all = new int[comm.size()];
+        comm.allGather(MemorySegment.ofArray(new int[] {id}), MemorySegment.ofArray(all), 1, DataType.INT32);
+        return all;
+    }
+
+    /** After a grow: rank 0 sends the step and the parameters to everybody (the joiner starts from them). */
+    static void syncState(Communicator comm, Train t) {
+        long[] step = {t.step};
+        comm.broadcast(MemorySegment.ofArray(step), 1, DataType.INT64, 0);
+        t.step = (int) step[0];
+        comm.broadcast(MemorySegment.ofArray(t.params), LEN, DataType.FLOAT64, 0);
+        comm.broadcast(MemorySegment.ofArray(t.reference), LEN, DataType.FLOAT64, 0);
+    }
+
+    private static int train(Hcomm hcomm, boolean grow) throws Exception {
         Communicator comm = hcomm.world();
         int id = comm.rank();
-        // which ranks (by their first rank) contribute: all of them, until the shrink
-        int[] ids = new int[comm.size()];
-        for (int i = 0; i < ids.length; i++) ids[i] = i;
-        float[] g = new float[LEN];
-        double[] params = new double[LEN];
-        double[] reference = new double[LEN];
-        int step = 0;
-        int stepsLeft = -1; // after the shrink
-        boolean shrunk = false;
-        while (stepsLeft != 0) {
-            for (int i = 0; i < LEN; i++) g[i] = grad(id, step, i);
+        Train t = new Train();
+        t.ids = ids(comm, id);
+        // 4 ranks until one is killed
+        while (true) {
             try {
-                comm.allReduce(g, ReduceOp.SUM);
+                step(comm, t, id);
             } catch (PeerFailedException e) {
-                System.out.printf("CAUGHT %s at=%d step=%d%n", e.failedRanks(), System.currentTimeMillis(), step);
-                if (shrunk) throw e;
-                long t0 = System.nanoTime();
-                Communicator next = comm.shrink();
-                long took = (System.nanoTime() - t0) / 1_000_000;
-                // the contributors now: the members of the shrunk communicator, in order (ranks kept their order)
-                int[] left = new int[next.size()];
-                next.allGather(MemorySegment.ofArray(new int[] {id}), MemorySegment.ofArray(left), 1, DataType.INT32);
-                for (int x = 1; x < left.length; x++) if (left[x] <= left[x - 1]) throw new AssertionError("order " + Arrays.toString(left));
-                if (Arrays.stream(left).anyMatch(x -> e.failedRanks().contains(x))) throw new AssertionError("failed rank kept " + Arrays.toString(left));
-                ids = left;
-                System.out.printf("SHRUNK rank=%d size=%d at=%d took=%d step=%d%n", next.rank(), next.size(), System.currentTimeMillis(), took, step);
-                System.out.flush();
-                comm = next;
-                shrunk = true;
-                stepsLeft = STEPS_AFTER;
-                continue; // redo this step on the shrunk communicator
+                System.out.printf("CAUGHT %s at=%d step=%d%n", e.failedRanks(), System.currentTimeMillis(), t.step);
+                break; // redo this step on the shrunk communicator
             }
-            for (int i = 0; i < LEN; i++) {
-                float e = 0;
-                for (int x : ids) e += grad(x, step, i);
-                if (g[i] != e) throw new AssertionError("step " + step + " element " + i + ": " + g[i] + ", expected " + e + " from " + Arrays.toString(ids));
-                params[i] -= 0.01 * g[i] / ids.length;
-                double ref = 0;
-                for (int x : ids) ref += grad(x, step, i);
-                reference[i] -= 0.01 * ref / ids.length;
-            }
-            step++;
-            if (step == 20) {
+            if (t.step == 20) {
                 System.out.println("RUNNING");
                 System.out.flush();
             }
-            if (stepsLeft > 0) stepsLeft--;
-            if (step > 1_000_000) throw new AssertionError("nobody was killed");
+            if (t.step > 1_000_000) throw new AssertionError("nobody was killed");
         }
-        if (!Arrays.equals(params, reference)) throw new AssertionError("parameters differ from the reference");
-        System.out.printf("TRAINED steps=%d ranks=%d params[0]=%.4f%n", step, comm.size(), params[0]);
+        long t0 = System.nanoTime();
+        Communicator shrunk = comm.shrink();
+        long took = (System.nanoTime() - t0) / 1_000_000;
+        System.out.printf("SHRUNK rank=%d size=%d at=%d took=%d step=%d%n", shrunk.rank(), shrunk.size(), System.currentTimeMillis(), took, t.step);
+        System.out.flush();
+        int[] left = ids(shrunk, id);
+        for (int x = 1; x < left.length; x++) if (left[x] <= left[x - 1]) throw new AssertionError("order " + Arrays.toString(left));
+        t.ids = left;
+        agreeOnStep(shrunk, t);
+        for (int i = 0; i < STEPS_AFTER; i++) step(shrunk, t, id);
+        System.out.printf("TRAINED steps=%d ranks=%d%n", t.step, shrunk.size());
+        Communicator last = shrunk;
+        if (grow) {
+            System.out.println("GROWING");
+            System.out.flush();
+            t0 = System.nanoTime();
+            Communicator grown = shrunk.grow(1);
+            took = (System.nanoTime() - t0) / 1_000_000;
+            System.out.printf("GROWN rank=%d size=%d at=%d took=%d%n", grown.rank(), grown.size(), System.currentTimeMillis(), took);
+            System.out.flush();
+            if (grown.rank() != shrunk.rank()) throw new AssertionError("rank changed in grow");
+            afterGrow(grown, t, id);
+            last = grown;
+        }
+        if (!Arrays.equals(t.params, t.reference)) throw new AssertionError("parameters differ from the reference");
+        System.out.printf("FINAL steps=%d ranks=%d params[0]=%.4f%n", t.step, last.size(), t.params[0]);
         comm.close();
+        System.out.println("DONE");
+        return 0;
+    }
+
+    /** On the grown communicator (old members and joiner alike): state from rank 0, then STEPS_AFTER steps on all. */
+    static void afterGrow(Communicator grown, Train t, int id) {
+        syncState(grown, t);
+        t.ids = ids(grown, id);
+        for (int i = 0; i < STEPS_AFTER; i++) step(grown, t, id);
+        checkCollectives(grown);
+        System.out.printf("TRAINED steps=%d ranks=%d ids=%s%n", t.step, grown.size(), Arrays.toString(t.ids));
+        System.out.flush();
+    }
+
+    /** A replacement process: joins the running job, then trains with it. */
+    private static int joiner() {
+        long t0 = System.nanoTime();
+        try (Hcomm hcomm = Hcomm.join()) {
+            Communicator grown = hcomm.world();
+            long took = (System.nanoTime() - t0) / 1_000_000;
+            System.out.printf("JOINED rank=%d size=%d at=%d took=%d%n", grown.rank(), grown.size(), System.currentTimeMillis(), took);
+            System.out.flush();
+            Train t = new Train();
+            afterGrow(grown, t, grown.rank());
+            if (!Arrays.equals(t.params, t.reference)) throw new AssertionError("parameters differ from the reference");
+            System.out.printf("FINAL steps=%d ranks=%d params[0]=%.4f%n", t.step, grown.size(), t.params[0]);
+        }
         System.out.println("DONE");
         return 0;
     }
