@@ -68,9 +68,22 @@ public final class Bootstrap {
      *                        for), the store cannot be served or reached, or the data address cannot be resolved
      */
     public static Joined join(CommConfig config, Map<String, String> env) {
+        return join(config, env, false);
+    }
+
+    /**
+     * For a replacement process that joins a running job ({@code Hcomm.join}): connects to the job's store (found as
+     * {@link #join(CommConfig)} finds it, never served here) without a rank or world size, which the running job assigns;
+     * the result's rank and worldSize are -1.
+     */
+    public static Joined joinAsReplacement(CommConfig config) {
+        return join(config, System.getenv(), true);
+    }
+
+    private static Joined join(CommConfig config, Map<String, String> env, boolean replacement) {
         Objects.requireNonNull(config, "config");
         Objects.requireNonNull(env, "env");
-        int[] rs = rankAndSize(config, env);
+        int[] rs = replacement ? new int[] {-1, -1} : rankAndSize(config, env);
         int rank = rs[0];
         int size = rs[1];
         String secret = config.secret().filter(s -> !s.isEmpty()).orElse(null);
@@ -101,7 +114,7 @@ public final class Bootstrap {
             } else {
                 throw new HcommException("initMethod '" + method + "' is not one of env://, tcp://host:port, file:///path");
             }
-            if (rank == 0 && !config.storeHosted()) {
+            if (rank == 0 && !config.storeHosted() && !replacement) {
                 try {
                     server = TcpStoreServer.start(storeAddress, secret);
                 } catch (HcommException e) {

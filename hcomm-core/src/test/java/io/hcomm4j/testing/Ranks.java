@@ -77,6 +77,27 @@ public final class Ranks {
             return out;
         }
 
+        /**
+         * Starts one more process of {@code main} for this job, without RANK and WORLD_SIZE (a replacement that joins the
+         * running job through its store); it is {@code processes.get(processes.size() - 1)} afterwards.
+         */
+        public Process startJoiner(Class<?> main, Map<String, String> extraEnv, String... args) throws IOException {
+            ProcessBuilder pb = new ProcessBuilder(javaCommand(main, args));
+            Map<String, String> env = pb.environment();
+            env.keySet().removeIf(k -> k.startsWith("HCOMM_") || k.equals("RANK") || k.equals("WORLD_SIZE") || k.equals("LOCAL_RANK"));
+            env.put("MASTER_ADDR", "127.0.0.1");
+            env.put("MASTER_PORT", String.valueOf(port));
+            env.put("HCOMM_SECRET", "test-secret");
+            env.put("HCOMM_TIMEOUT", "60s");
+            env.putAll(extraEnv);
+            Path log = logs.get(0).resolveSibling("joiner" + processes.size() + ".log");
+            pb.redirectErrorStream(true).redirectOutput(log.toFile()).redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")));
+            logs.add(log);
+            Process p = pb.start();
+            processes.add(p);
+            return p;
+        }
+
         /** All ranks' output, for failure messages. */
         public String outputs() throws IOException {
             StringBuilder sb = new StringBuilder();
