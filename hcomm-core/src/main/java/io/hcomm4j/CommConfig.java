@@ -41,6 +41,7 @@ public final class CommConfig {
     private final Transport transport;
     private final String hostId;
     private final long shmRingSize;
+    private final boolean zeroCopy;
 
     /**
      * Which transport connects two ranks ({@code HCOMM_TRANSPORT}): {@link #AUTO} (the default) uses shared memory
@@ -78,6 +79,7 @@ public final class CommConfig {
         this.transport = b.transport;
         this.hostId = b.hostId;
         this.shmRingSize = b.shmRingSize;
+        this.zeroCopy = b.zeroCopy;
     }
 
     /** A builder with every setting at its default. */
@@ -189,6 +191,14 @@ public final class CommConfig {
     /** {@code HCOMM_SHM_RING_SIZE}: bytes of each direction's ring between two ranks of a host, a power of two. Default {@code 1M}. */
     public long shmRingSize() { return shmRingSize; }
 
+    /**
+     * {@code HCOMM_ZERO_COPY}: when every rank of a communicator is on this host with shared memory, allReduce,
+     * reduceScatter(V), allGather(V) and broadcast on registered buffers ({@code comm.memory()}) read the other ranks'
+     * buffers directly instead of sending messages. Default on; {@code 0} sends every collective through the
+     * transport (must be the same on every rank).
+     */
+    public boolean zeroCopy() { return zeroCopy; }
+
     @Override
     public String toString() {
         return "CommConfig{initMethod=" + initMethod + ", rank=" + rank + ", worldSize=" + worldSize
@@ -197,7 +207,7 @@ public final class CommConfig {
                 + ", spinTime=" + spinTime + ", eagerLimit=" + eagerLimit + ", unexpectedLimit=" + unexpectedLimit
                 + ", storeHosted=" + storeHosted + ", storePort=" + storePort + ", algo=" + algo + ", check=" + (fullCheck ? "full" : "cheap")
                 + ", memPoolMax=" + memPoolMax + ", shmDir=" + shmDir + ", memDebug=" + memDebug
-                + ", transport=" + transport.name().toLowerCase(Locale.ROOT) + ", hostId=" + hostId + ", shmRingSize=" + shmRingSize + "}";
+                + ", transport=" + transport.name().toLowerCase(Locale.ROOT) + ", hostId=" + hostId + ", shmRingSize=" + shmRingSize + ", zeroCopy=" + zeroCopy + "}";
     }
 
     /** Builder of {@link CommConfig}; {@link #build()} validates. */
@@ -223,6 +233,7 @@ public final class CommConfig {
         private Transport transport = Transport.AUTO;
         private String hostId;
         private long shmRingSize = 1L << 20;
+        private boolean zeroCopy = true;
 
         private Builder() {
         }
@@ -289,6 +300,9 @@ public final class CommConfig {
 
         /** @param bytes bytes of each direction's shared-memory ring, a power of two in [64K, 1G] (HCOMM_SHM_RING_SIZE) */
         public Builder shmRingSize(long bytes) { this.shmRingSize = bytes; return this; }
+
+        /** @param on false: no zero-copy collectives on shared memory, everything through the transport (HCOMM_ZERO_COPY) */
+        public Builder zeroCopy(boolean on) { this.zeroCopy = on; return this; }
 
         /** Validates and builds; throws {@link IllegalArgumentException} naming the bad setting. */
         public CommConfig build() {
@@ -419,6 +433,7 @@ public final class CommConfig {
         },
         HOST_ID { void apply(Builder b, String v) { b.hostId(v); } },
         SHM_RING_SIZE { void apply(Builder b, String v) { b.shmRingSize(parseSize(v)); } },
+        ZERO_COPY { void apply(Builder b, String v) { b.zeroCopy(parseBool(v)); } },
         CHECK {
             void apply(Builder b, String v) {
                 switch (v.toLowerCase(Locale.ROOT)) {

@@ -60,6 +60,9 @@ final class CommunicatorImpl implements Communicator {
         this(session, transport, commId, rank, null, size);
     }
 
+    /** Zero-copy collectives among this communicator's ranks, or null (not all on this host, shared memory off, one rank). */
+    private final ZeroCopyEngine zc;
+
     private CommunicatorImpl(Session session, TcpTransport transport, long commId, int rank, int[] group, int size) {
         this.session = session;
         this.transport = transport;
@@ -76,6 +79,12 @@ final class CommunicatorImpl implements Communicator {
         }
         this.collectiveChannel = commId | (1L << 62);
         this.noticeChannel = commId | (2L << 62);
+        this.zc = session.zeroCopy(this, commId, rank, size, group);
+    }
+
+    /** The zero-copy engine, or null (tests and diagnostics). */
+    ZeroCopyEngine zeroCopy() {
+        return zc;
     }
 
     @Override
@@ -173,20 +182,30 @@ final class CommunicatorImpl implements Communicator {
         checkOpen();
         long seq = collectiveSeq.incrementAndGet();
         if (!mode.async) {
-            runCollective(seq, op, fingerprint, body);
+            runCollective(seq, op, fingerprint, body, null, false);
             return null;
         }
-        if (mode.stream != null) return mode.stream.enqueueCollective(op, () -> runCollective(seq, op, fingerprint, body));
+        return dispatch(op, mode, () -> runCollective(seq, op, fingerprint, body, null, false));
+    }
+
+    /** Runs {@code task} (an op already numbered) on the stream or the collective thread that {@code mode} names. */
+    private CommFuture<Void> dispatch(String op, Mode mode, Runnable task) {
+        if (mode.stream != null) return mode.stream.enqueueCollective(op, task);
         WorkerFuture<Void> f = new WorkerFuture<>(timeoutNanos(), rank, op);
         collectiveThread().execute(() -> {
             try {
-                runCollective(seq, op, fingerprint, body);
+                task.run();
                 f.complete(null);
             } catch (Throwable e) {
                 f.completeExceptionally(e);
             }
         });
         return f;
+    }
+
+    /** The transport links of the arrival wait of a zero-copy op (watch and notices), opened when it is about to block. */
+    TransportLinks openLinks(long seq, String op, int fingerprint) {
+        return new TransportLinks(transport, collectiveChannel, noticeChannel, seq, rank, size, group, op, fingerprint, session.scratch());
     }
 
     /** Names of the collectives, in fingerprint order (the fingerprint's top 4 bits). */
@@ -236,11 +255,16 @@ final class CommunicatorImpl implements Communicator {
         }
     }
 
-    private void runCollective(long seq, String op, int fingerprint, Consumer<CollectiveLinks> body) {
-        try (TransportLinks links = new TransportLinks(transport, collectiveChannel, noticeChannel, seq, rank, size, group, op,
-                fingerprint, session.scratch())) {
+    /**
+     * Runs the transport algorithm {@code body} of op {@code seq}, on {@code open} links if the zero-copy frame opened
+     * them already, else on new ones; {@code checked}: the frame ran HCOMM_CHECK=full's check already.
+     */
+    private void runCollective(long seq, String op, int fingerprint, Consumer<CollectiveLinks> body, TransportLinks open,
+                               boolean checked) {
+        try (TransportLinks links = open != null ? open : new TransportLinks(transport, collectiveChannel, noticeChannel, seq, rank,
+                size, group, op, fingerprint, session.scratch())) {
             try {
-                if (session.config().fullCheck()) fullCheck(seq, op, fingerprint);
+                if (session.config().fullCheck() && !checked) fullCheck(seq, op, fingerprint);
                 body.accept(links);
             } catch (io.hcomm4j.CollectiveMismatchException e) {
                 links.tellOthers(e);
@@ -335,9 +359,44 @@ final class CommunicatorImpl implements Communicator {
         checkBuffer("allReduce", "recv", recv, n);
         checkWritable("allReduce", "recv", recv);
         int avg = op == ReduceOp.AVG ? size : 1;
+        int fp = fingerprint("allReduce", count, type, op, -1);
+        ZeroCopyEngine z = zc;
+        if (z == null) return collective("allReduce", fp, mode, allReduceBody(send, recv, count, type, k, avg));
+        checkOpen();
+        long seq;
+        long ticket;
+        synchronized (z) {
+            seq = collectiveSeq.incrementAndGet();
+            ticket = z.takeTicket();
+        }
+        if (!mode.async) {
+            allReduceHere(z, seq, ticket, fp, send, recv, count, type, k, avg);
+            return null;
+        }
+        return dispatch("allReduce", mode, () -> allReduceHere(z, seq, ticket, fp, send, recv, count, type, k, avg));
+    }
+
+    /** An all-reduce under the zero-copy engine: in shared memory if every rank can, else through the transport. */
+    private void allReduceHere(ZeroCopyEngine z, long seq, long ticket, int fp, MemorySegment send, MemorySegment recv, long count,
+                               DataType type, ReduceKernel k, int avg) {
+        z.enter(ticket, "allReduce");
+        try {
+            if (session.config().fullCheck()) fullCheck(seq, "allReduce", fp);
+            if (!z.allReduce(seq, fp, "allReduce", send, recv, count, k, avg, tuner().forced(Tuner.Op.ALLREDUCE) == null)) {
+                runCollective(seq, "allReduce", fp, allReduceBody(send, recv, count, type, k, avg), z.takeLinks(), true);
+            }
+        } finally {
+            z.leave(ticket);
+        }
+    }
+
+    /** The transport algorithm of an all-reduce (the tuner's choice). */
+    private Consumer<CollectiveLinks> allReduceBody(MemorySegment send, MemorySegment recv, long count, DataType type,
+                                                    ReduceKernel k, int avg) {
+        long n = count * type.byteSize();
         long chunk = ringChunkElems(n / size, type.byteSize());
         Tuner.Algo algo = tuner().choose(Tuner.Op.ALLREDUCE, n, size);
-        return collective("allReduce", fingerprint("allReduce", count, type, op, -1), mode, l -> {
+        return l -> {
             if (algo == Tuner.Algo.RING) {
                 Reductions.ringAllReduce(l, send.asSlice(0, n), recv.asSlice(0, n), count, k, chunk, avg);
             } else {
@@ -345,7 +404,7 @@ final class CommunicatorImpl implements Communicator {
                 if (algo == Tuner.Algo.RECURSIVE_DOUBLING) Reductions.recursiveDoubling(l, recv.asSlice(0, n), count, k, avg);
                 else HalvingDoubling.allReduce(l, recv.asSlice(0, n), count, k, avg);
             }
-        });
+        };
     }
 
     @Override
@@ -388,9 +447,65 @@ final class CommunicatorImpl implements Communicator {
     CommFuture<Void> reduceScatter(MemorySegment send, MemorySegment recv, long recvCount, DataType type, ReduceOp op,
                                            Mode mode) {
         if (recvCount < 0) throw new IllegalArgumentException("rank " + rank + ": reduceScatter: recvCount " + recvCount + " must be >= 0");
-        long[] counts = new long[size];
-        java.util.Arrays.fill(counts, recvCount);
-        return reduceScatterBlocks("reduceScatter", send, recv, counts, type, op, mode);
+        ZeroCopyEngine z = zc;
+        if (z == null) {
+            long[] counts = new long[size];
+            java.util.Arrays.fill(counts, recvCount);
+            return reduceScatterBlocks("reduceScatter", send, recv, counts, type, op, mode);
+        }
+        // equal blocks without arrays: the zero-copy path allocates nothing
+        ReduceKernel k = kernel(type, op);
+        long es = type.byteSize();
+        long blk = Math.multiplyExact(recvCount, es);
+        long total = Math.multiplyExact(blk, size);
+        checkBuffer("reduceScatter", "send", send, total);
+        checkBuffer("reduceScatter", "recv", recv, blk);
+        checkWritable("reduceScatter", "recv", recv);
+        int fp = fingerprint("reduceScatter", equalCountsHash(recvCount), type, op, -1);
+        return reduceScatterZc(z, "reduceScatter", fp, send, recv, recvCount, null, type, k, op, mode);
+    }
+
+    /** {@code Arrays.hashCode} of {@code size} counts equal to {@code count}, without the array. */
+    private int equalCountsHash(long count) {
+        int h = 1;
+        int e = (int) (count ^ (count >>> 32));
+        for (int r = 0; r < size; r++) h = 31 * h + e;
+        return h;
+    }
+
+    private CommFuture<Void> reduceScatterZc(ZeroCopyEngine z, String name, int fp, MemorySegment send, MemorySegment recv, long blockCount,
+                                             long[] counts, DataType type, ReduceKernel k, ReduceOp op, Mode mode) {
+        checkOpen();
+        int avg = op == ReduceOp.AVG ? size : 1;
+        long seq;
+        long ticket;
+        synchronized (z) {
+            seq = collectiveSeq.incrementAndGet();
+            ticket = z.takeTicket();
+        }
+        if (!mode.async) {
+            reduceScatterHere(z, seq, ticket, name, fp, send, recv, blockCount, counts, type, k, avg);
+            return null;
+        }
+        return dispatch(name, mode, () -> reduceScatterHere(z, seq, ticket, name, fp, send, recv, blockCount, counts, type, k, avg));
+    }
+
+    private void reduceScatterHere(ZeroCopyEngine z, long seq, long ticket, String name, int fp, MemorySegment send, MemorySegment recv,
+                                   long blockCount, long[] counts, DataType type, ReduceKernel k, int avg) {
+        z.enter(ticket, name);
+        try {
+            if (session.config().fullCheck()) fullCheck(seq, name, fp);
+            if (!z.reduceScatter(seq, fp, name, send, recv, blockCount, counts, k, avg, tuner().forced(Tuner.Op.REDUCESCATTER) == null)) {
+                long[] c = counts;
+                if (c == null) {
+                    c = new long[size];
+                    java.util.Arrays.fill(c, blockCount);
+                }
+                runCollective(seq, name, fp, reduceScatterBody(send, recv, c, type, k, avg), z.takeLinks(), true);
+            }
+        } finally {
+            z.leave(ticket);
+        }
     }
 
     @Override
@@ -407,17 +522,31 @@ final class CommunicatorImpl implements Communicator {
                                                  DataType type, ReduceOp op, Mode mode) {
         ReduceKernel k = kernel(type, op);
         long[] sizes = sizesOf(name, java.util.Objects.requireNonNull(recvCounts, "recvCounts"), type);
-        long[] at = new long[size + 1];
-        for (int r = 0; r < size; r++) at[r + 1] = at[r] + recvCounts[r];
-        long es = type.byteSize();
-        long total = Math.multiplyExact(at[size], es);
+        long total = 0;
+        for (long c : recvCounts) total = Math.addExact(total, c);
+        total = Math.multiplyExact(total, type.byteSize());
         checkBuffer(name, "send", send, total);
         checkBuffer(name, "recv", recv, sizes[rank]);
         checkWritable(name, "recv", recv);
+        int fp = fingerprint(name, java.util.Arrays.hashCode(recvCounts), type, op, -1);
+        ZeroCopyEngine z = zc;
+        long[] counts = recvCounts.clone();
+        if (z != null) return reduceScatterZc(z, name, fp, send, recv, 0, counts, type, k, op, mode);
         int avg = op == ReduceOp.AVG ? size : 1;
+        return collective(name, fp, mode, reduceScatterBody(send, recv, counts, type, k, avg));
+    }
+
+    /** The transport algorithm of a reduce-scatter (the tuner's choice). */
+    private Consumer<CollectiveLinks> reduceScatterBody(MemorySegment send, MemorySegment recv, long[] recvCounts, DataType type,
+                                                        ReduceKernel k, int avg) {
+        long[] at = new long[size + 1];
+        for (int r = 0; r < size; r++) at[r + 1] = at[r] + recvCounts[r];
+        long es = type.byteSize();
+        long total = at[size] * es;
+        long mine = recvCounts[rank] * es;
         long chunk = ringChunkElems(total / size, (int) es);
         Tuner.Algo algo = tuner().choose(Tuner.Op.REDUCESCATTER, total, size);
-        return collective(name, fingerprint(name, java.util.Arrays.hashCode(recvCounts), type, op, -1), mode, l -> {
+        return l -> {
             MemorySegment work = l.scratch(total);
             if (algo == Tuner.Algo.HALVING_DOUBLING) {
                 MemorySegment.copy(send, 0, work, 0, total);
@@ -425,8 +554,8 @@ final class CommunicatorImpl implements Communicator {
             } else {
                 Reductions.ringReduceScatter(l, send.asSlice(0, total), work, at, k, chunk, avg);
             }
-            MemorySegment.copy(work, at[rank] * es, recv, 0, sizes[rank]);
-        });
+            MemorySegment.copy(work, at[rank] * es, recv, 0, mine);
+        };
     }
 
     @Override
@@ -442,14 +571,45 @@ final class CommunicatorImpl implements Communicator {
     CommFuture<Void> broadcast(MemorySegment buf, long count, DataType type, int root, Mode mode) {
         long n = bytes("broadcast", "buf", buf, count, type);
         checkRoot("broadcast", root);
+        if (rank != root && buf.isReadOnly()) throw new IllegalArgumentException("rank " + rank + ": broadcast: buf is read-only");
+        int fp = fingerprint("broadcast", count, type, null, root);
+        ZeroCopyEngine z = zc;
+        if (z == null) return collective("broadcast", fp, mode, broadcastBody(buf, n, root));
+        checkOpen();
+        long seq;
+        long ticket;
+        synchronized (z) {
+            seq = collectiveSeq.incrementAndGet();
+            ticket = z.takeTicket();
+        }
+        if (!mode.async) {
+            broadcastHere(z, seq, ticket, fp, buf, n, root);
+            return null;
+        }
+        return dispatch("broadcast", mode, () -> broadcastHere(z, seq, ticket, fp, buf, n, root));
+    }
+
+    private void broadcastHere(ZeroCopyEngine z, long seq, long ticket, int fp, MemorySegment buf, long n, int root) {
+        z.enter(ticket, "broadcast");
+        try {
+            if (session.config().fullCheck()) fullCheck(seq, "broadcast", fp);
+            if (!z.broadcast(seq, fp, "broadcast", buf, n, root, tuner().forced(Tuner.Op.BROADCAST) == null)) {
+                runCollective(seq, "broadcast", fp, broadcastBody(buf, n, root), z.takeLinks(), true);
+            }
+        } finally {
+            z.leave(ticket);
+        }
+    }
+
+    /** The transport algorithm of a broadcast (the tuner's choice). */
+    private Consumer<CollectiveLinks> broadcastBody(MemorySegment buf, long n, int root) {
         MemorySegment data = buf.asSlice(0, n);
-        if (rank != root && data.isReadOnly()) throw new IllegalArgumentException("rank " + rank + ": broadcast: buf is read-only");
         Tuner.Algo algo = size <= 2 && tuner().forced(Tuner.Op.BROADCAST) == null ? Tuner.Algo.TREE
                 : tuner().choose(Tuner.Op.BROADCAST, n, size);
-        return collective("broadcast", fingerprint("broadcast", count, type, null, root), mode, l -> {
+        return l -> {
             if (algo == Tuner.Algo.TREE) Broadcast.binomialTree(l, data, root);
             else Broadcast.pipelinedChain(l, data, root, BCAST_CHUNK);
-        });
+        };
     }
 
     @Override
@@ -465,20 +625,71 @@ final class CommunicatorImpl implements Communicator {
     CommFuture<Void> allGather(MemorySegment send, MemorySegment recv, long count, DataType type, Mode mode) {
         long blk = bytes("allGather", "send", send, count, type);
         checkBuffer("allGather", "recv", recv, Math.multiplyExact(blk, size));
-        MemorySegment own = recv.asSlice(rank * blk, blk);
-        MemorySegment mine = send.equals(recv) ? own : send.asSlice(0, blk);
-        long[] off = new long[size];
-        long[] len = new long[size];
-        for (int r = 0; r < size; r++) {
-            off[r] = r * blk;
-            len[r] = blk;
+        int fp = fingerprint("allGather", count, type, null, -1);
+        // in place (send is recv): this rank's block of recv is what it contributes
+        boolean inPlace = send.equals(recv);
+        ZeroCopyEngine z = zc;
+        if (z == null) return collective("allGather", fp, mode, allGatherBody(send, recv, blk, null, null, inPlace, "allGather"));
+        return allGatherZc(z, "allGather", fp, inPlace ? recv : send, inPlace ? rank * blk : 0, recv, blk, null, null, mode);
+    }
+
+    private CommFuture<Void> allGatherZc(ZeroCopyEngine z, String name, int fp, MemorySegment mine, long mineOff, MemorySegment recv,
+                                         long blk, long[] off, long[] len, Mode mode) {
+        checkOpen();
+        long seq;
+        long ticket;
+        synchronized (z) {
+            seq = collectiveSeq.incrementAndGet();
+            ticket = z.takeTicket();
         }
-        Tuner.Algo algo = tuner().choose(Tuner.Op.ALLGATHER, blk * size, size);
-        return collective("allGather", fingerprint("allGather", count, type, null, -1), mode, l -> {
-            MemorySegment.copy(mine, 0, own, 0, blk);
+        if (!mode.async) {
+            allGatherHere(z, seq, ticket, name, fp, mine, mineOff, recv, blk, off, len);
+            return null;
+        }
+        return dispatch(name, mode, () -> allGatherHere(z, seq, ticket, name, fp, mine, mineOff, recv, blk, off, len));
+    }
+
+    private void allGatherHere(ZeroCopyEngine z, long seq, long ticket, String name, int fp, MemorySegment mine, long mineOff,
+                               MemorySegment recv, long blk, long[] off, long[] len) {
+        z.enter(ticket, name);
+        try {
+            if (session.config().fullCheck()) fullCheck(seq, name, fp);
+            if (!z.allGather(seq, fp, name, mine, mineOff, recv, blk, off, len, tuner().forced(Tuner.Op.ALLGATHER) == null)) {
+                boolean inPlace = mine == recv && mineOff == (off == null ? rank * blk : off[rank]);
+                runCollective(seq, name, fp, allGatherBody(mine, recv, blk, off, len, inPlace, name), z.takeLinks(), true);
+            }
+        } finally {
+            z.leave(ticket);
+        }
+    }
+
+    /**
+     * The transport algorithm of an all-gather of equal blocks of {@code blk} bytes ({@code off == null}; the tuner's
+     * choice) or of the blocks {@code off}/{@code len} (ring). {@code send} is the contribution, or with {@code inPlace}
+     * the receive buffer holding it in this rank's block.
+     */
+    private Consumer<CollectiveLinks> allGatherBody(MemorySegment send, MemorySegment recv, long blk, long[] off, long[] len,
+                                                    boolean inPlace, String name) {
+        long[] o = off;
+        long[] l2 = len;
+        if (o == null) {
+            o = new long[size];
+            l2 = new long[size];
+            for (int r = 0; r < size; r++) {
+                o[r] = r * blk;
+                l2[r] = blk;
+            }
+        }
+        long[] fo = o;
+        long[] fl = l2;
+        MemorySegment own = recv.asSlice(fo[rank], fl[rank]);
+        MemorySegment mine = inPlace ? own : send;
+        Tuner.Algo algo = off == null ? tuner().choose(Tuner.Op.ALLGATHER, blk * size, size) : Tuner.Algo.RING;
+        return l -> {
+            MemorySegment.copy(mine, 0, own, 0, fl[rank]);
             if (algo == Tuner.Algo.BRUCK) AllGather.bruck(l, recv, blk);
-            else AllGather.ring(l, recv, off, len);
-        });
+            else AllGather.ring(l, recv, fo, fl);
+        };
     }
 
     @Override
@@ -496,13 +707,12 @@ final class CommunicatorImpl implements Communicator {
         long[][] b = blocks("allGatherV", "recv", recv, recvCounts, displs, type);
         long[] off = b[0];
         long[] len = b[1];
-        MemorySegment own = recv.asSlice(off[rank], len[rank]);
-        MemorySegment mine = send.equals(recv) ? own : send;
-        checkBuffer("allGatherV", "send", mine, len[rank]);
-        return collective("allGatherV", fingerprint("allGatherV", java.util.Arrays.hashCode(recvCounts), type, null, -1), mode, l -> {
-            MemorySegment.copy(mine, 0, own, 0, len[rank]);
-            AllGather.ring(l, recv, off, len);
-        });
+        boolean inPlace = send.equals(recv);
+        checkBuffer("allGatherV", "send", inPlace ? recv.asSlice(off[rank], len[rank]) : send, len[rank]);
+        int fp = fingerprint("allGatherV", java.util.Arrays.hashCode(recvCounts), type, null, -1);
+        ZeroCopyEngine z = zc;
+        if (z == null) return collective("allGatherV", fp, mode, allGatherBody(send, recv, 0, off, len, inPlace, "allGatherV"));
+        return allGatherZc(z, "allGatherV", fp, inPlace ? recv : send, inPlace ? off[rank] : 0, recv, 0, off, len, mode);
     }
 
     @Override
@@ -776,6 +986,7 @@ final class CommunicatorImpl implements Communicator {
     void markClosed() {
         closed = true;
         shutdownCollectiveThread();
+        if (zc != null) zc.close();
     }
 
     private synchronized void shutdownCollectiveThread() {
@@ -794,6 +1005,7 @@ final class CommunicatorImpl implements Communicator {
     public void close() {
         closed = true;
         shutdownCollectiveThread();
+        if (zc != null) zc.close();
         if (group != null) session.unregister(this);
     }
 

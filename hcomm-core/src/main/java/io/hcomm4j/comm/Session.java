@@ -42,12 +42,19 @@ public final class Session implements AutoCloseable {
     private final MemoryPool memory;
     private volatile boolean closed;
 
-    private Session(CommConfig config, Bootstrap.Joined joined, String namespace, TcpTransport transport, MemoryPool memory) {
+    /** Every world rank's host id, and whether it takes part in zero-copy collectives (shared memory and HCOMM_ZERO_COPY on). */
+    private final String[] hostIds;
+    private final boolean[] zeroCopyRanks;
+
+    private Session(CommConfig config, Bootstrap.Joined joined, String namespace, TcpTransport transport, MemoryPool memory,
+                    String[] hostIds, boolean[] zeroCopyRanks) {
         this.config = config;
         this.joined = joined;
         this.namespace = namespace;
         this.transport = transport;
         this.memory = memory;
+        this.hostIds = hostIds;
+        this.zeroCopyRanks = zeroCopyRanks;
         this.tuner = new io.hcomm4j.algo.Tuner(io.hcomm4j.algo.Tuner.LinkCost.TCP_LOOPBACK, io.hcomm4j.algo.Tuner.parse(config.algo()));
         this.world = new CommunicatorImpl(this, transport, 0L, joined.rank(), joined.worldSize());
     }
@@ -78,7 +85,10 @@ public final class Session implements AutoCloseable {
             t = TcpTransport.open(rank, size, j.dataAddress(), Auth.of(config.secret().orElse(null)), token, options);
             InetSocketAddress me = t.listenAddress();
             String host = config.hostId().orElseGet(() -> HostIdentity.of(shmDir));
-            store.set(ns + "addr/" + rank, (me.getAddress().getHostAddress() + " " + me.getPort() + " " + host).getBytes(StandardCharsets.UTF_8));
+            // the fourth field says whether this rank takes part in zero-copy collectives: every rank must agree on it
+            String zc = config.transport() != CommConfig.Transport.TCP && config.zeroCopy() ? "zc" : "-";
+            store.set(ns + "addr/" + rank, (me.getAddress().getHostAddress() + " " + me.getPort() + " " + host + " " + zc)
+                    .getBytes(StandardCharsets.UTF_8));
             long count = store.add(ns + "joined", 1);
             if (count == size) store.set(ns + "ready", new byte[] {1});
             try {
@@ -90,10 +100,14 @@ public final class Session implements AutoCloseable {
             }
             InetSocketAddress[] book = new InetSocketAddress[size];
             boolean[] sameHost = new boolean[size];
+            String[] hostIds = new String[size];
+            boolean[] zeroCopyRanks = new boolean[size];
             List<Integer> elsewhere = new java.util.ArrayList<>();
             for (int p = 0; p < size; p++) {
                 String[] hp = new String(store.get(ns + "addr/" + p, initTimeout), StandardCharsets.UTF_8).split(" ");
                 book[p] = new InetSocketAddress(hp[0], Integer.parseInt(hp[1]));
+                hostIds[p] = hp.length > 2 ? hp[2] : "";
+                zeroCopyRanks[p] = hp.length > 3 && hp[3].equals("zc");
                 sameHost[p] = p != rank && hp.length > 2 && hp[2].equals(host);
                 if (p != rank && !sameHost[p]) elsewhere.add(p);
             }
@@ -111,7 +125,7 @@ public final class Session implements AutoCloseable {
                 t.enableShm(new TcpTransport.ShmOptions(shmDir, (int) config.shmRingSize(), p -> sameHost[p], pool));
             }
             t.start(p -> book[p]);
-            Session s = new Session(config, j, ns, t, pool);
+            Session s = new Session(config, j, ns, t, pool, hostIds, zeroCopyRanks);
             LOG.debug("rank {}/{}: init took {} ms, listening on {}", rank, size, (System.nanoTime() - start) / 1_000_000, me);
             return s;
         } catch (RuntimeException e) {
@@ -144,6 +158,22 @@ public final class Session implements AutoCloseable {
     /** The session's memory pool. */
     public MemoryPool memory() {
         return memory;
+    }
+
+    /**
+     * The zero-copy engine of a communicator with {@code size} ranks ({@code group}: its ranks' world ranks, null for
+     * the world), or null if not every one of them is on this host with shared memory and zero copy on.
+     */
+    ZeroCopyEngine zeroCopy(CommunicatorImpl c, long commId, int rank, int size, int[] group) {
+        if (size < 2) return null;
+        int[] world = new int[size];
+        for (int r = 0; r < size; r++) {
+            int w = group == null ? r : group[r];
+            if (!zeroCopyRanks[w] || !hostIds[w].equals(hostIds[world[0]])) return null;
+            world[r] = w;
+        }
+        return ZeroCopyEngine.create(c, transport, memory, joined.store(), namespace + "zc/" + Long.toHexString(commId),
+                config.timeout(), config.initTimeout(), rank, size, world, commId);
     }
 
     void register(AutoCloseable child) {

@@ -1,0 +1,137 @@
+package io.hcomm4j.algo;
+
+import io.hcomm4j.kernel.ReduceKernel;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * Memory-semantic collectives for ranks of one host: each rank reads (and writes) the other ranks' buffers directly,
+ * through mapped views of them, instead of exchanging messages. The caller (the communicator's zero-copy engine) has
+ * made sure that every rank entered the op, maps the buffers, and keeps every rank in the op until all are done; these
+ * methods only move and reduce bytes. Rank {@code q}'s buffer is {@code seg[q]} from byte {@code off[q]} on (a mapped
+ * file of a peer, or the caller's own segment).
+ *
+ * <p><b>Same answer everywhere.</b> Every element of a reduction is computed by exactly one rank, from the ranks'
+ * inputs in rank order {@code 0, 1, ..., n-1} ({@code combine} of the first two, then {@code accumulate} of each
+ * next one, AVG divided once at the end), then copied to wherever it goes: every rank holds the same bits, and the
+ * same inputs give the same bits on every run.
+ *
+ * <p>Reductions go through a small private scratch chunk (it stays in the core's cache): all inputs of a chunk are
+ * read before any output of it is written, so a rank's send and receive buffer may be the same memory (in place).
+ *
+ * <p><b>Internal:</b> used by the communicator layer; applications call the collectives of {@code Communicator}.
+ */
+public final class ZeroCopyCollectives {
+    /** Elements of one slice start at a multiple of this many bytes, so two ranks never write one cache line pair. */
+    static final long SLICE_ALIGN = 128;
+
+    private ZeroCopyCollectives() {
+    }
+
+    /**
+     * Where rank {@code r}'s part of an all-reduce of {@code count} elements of {@code es} bytes on {@code n} ranks
+     * begins (in elements); rank {@code r} reduces {@code [sliceStart(r), sliceStart(r + 1))}. Parts are equal up to
+     * rounding to {@link #SLICE_ALIGN} bytes; the last ones may be short or empty.
+     */
+    public static long sliceStart(long count, int n, int r, int es) {
+        long align = Math.max(1, SLICE_ALIGN / es);
+        long per = ceilDiv(ceilDiv(count, n), align) * align;
+        return Math.min(count, per * r);
+    }
+
+    private static long ceilDiv(long a, long b) {
+        return (a + b - 1) / b;
+    }
+
+    /**
+     * All-reduce: this rank reduces its slice of every rank's send buffer (in rank order) and writes the result into
+     * that slice of every rank's receive buffer.
+     *
+     * @param send     each rank's send buffer
+     * @param sendOff  byte offset of element 0 in it
+     * @param recv     each rank's receive buffer (may be its send buffer at the same offset)
+     * @param recvOff  byte offset of element 0 in it
+     * @param rank     this rank
+     * @param n        ranks
+     * @param count    elements
+     * @param k        the kernel
+     * @param avg      divisor for AVG (the rank count), 1 otherwise
+     * @param scratch  private scratch memory, at least one element, ideally a few tens of KiB
+     */
+    public static void allReduce(MemorySegment[] send, long[] sendOff, MemorySegment[] recv, long[] recvOff, int rank, int n,
+                                 long count, ReduceKernel k, int avg, MemorySegment scratch) {
+        int es = k.type().byteSize();
+        long lo = sliceStart(count, n, rank, es);
+        long hi = sliceStart(count, n, rank + 1, es);
+        long chunk = Math.max(1, scratch.byteSize() / es);
+        for (long e = lo; e < hi; e += chunk) {
+            long c = Math.min(chunk, hi - e);
+            long b = e * es;
+            reduce(send, sendOff, n, b, c, k, avg, scratch);
+            long bytes = c * es;
+            // own buffer first, then the others starting after this rank (ranks write different peers at a time)
+            for (int i = 0; i < n; i++) {
+                int q = rank + i < n ? rank + i : rank + i - n;
+                MemorySegment.copy(scratch, 0, recv[q], recvOff[q] + b, bytes);
+            }
+        }
+    }
+
+    /**
+     * Reduce-scatter: this rank reduces its block, elements {@code [from, to)} of every rank's send buffer, into its
+     * own receive buffer {@code out} at {@code outOff}.
+     */
+    public static void reduceScatter(MemorySegment[] send, long[] sendOff, int n, long from, long to, MemorySegment out,
+                                     long outOff, ReduceKernel k, int avg, MemorySegment scratch) {
+        int es = k.type().byteSize();
+        long chunk = Math.max(1, scratch.byteSize() / es);
+        for (long e = from; e < to; e += chunk) {
+            long c = Math.min(chunk, to - e);
+            reduce(send, sendOff, n, e * es, c, k, avg, scratch);
+            MemorySegment.copy(scratch, 0, out, outOff + (e - from) * es, c * es);
+        }
+    }
+
+    /** {@code scratch[0, c)} = the reduction over ranks 0..n-1 of elements at byte {@code b} of their buffers. */
+    private static void reduce(MemorySegment[] send, long[] sendOff, int n, long b, long c, ReduceKernel k, int avg,
+                               MemorySegment scratch) {
+        if (n == 1) {
+            MemorySegment.copy(send[0], sendOff[0] + b, scratch, 0, c * k.type().byteSize());
+        } else {
+            k.combine(send[0], sendOff[0] + b, send[1], sendOff[1] + b, scratch, 0, c);
+            for (int q = 2; q < n; q++) k.accumulate(scratch, 0, send[q], sendOff[q] + b, c);
+        }
+        if (avg > 1) k.finish(scratch, 0, c, avg);
+    }
+
+    /**
+     * All-gather, pulled: this rank copies every other rank's block ({@code len[q]} bytes from {@code send[q]} at
+     * {@code sendOff[q]}) into its own receive buffer at {@code recvOff + off[q]}. Its own block is the caller's.
+     * With {@code off == null} the blocks are equal, {@code len[0]} bytes each, block {@code q} at {@code q * len[0]}.
+     */
+    public static void allGather(MemorySegment[] send, long[] sendOff, int rank, int n, MemorySegment recv, long recvOff,
+                                 long[] off, long[] len) {
+        // start after this rank: the ranks read different peers at a time
+        for (int i = 1; i < n; i++) {
+            int q = rank + i < n ? rank + i : rank + i - n;
+            long l = off == null ? len[0] : len[q];
+            long at = off == null ? q * len[0] : off[q];
+            if (l > 0) MemorySegment.copy(send[q], sendOff[q], recv, recvOff + at, l);
+        }
+    }
+
+    /**
+     * Broadcast, split: this rank copies its share of the root's buffer into every other non-root rank's buffer (the
+     * shares are {@link #sliceStart} slices of {@code bytes} single bytes). Every rank's buffer is {@code buf[q]} at
+     * {@code off[q]}.
+     */
+    public static void broadcastSplit(MemorySegment[] buf, long[] off, int rank, int n, int root, long bytes) {
+        long lo = sliceStart(bytes, n, rank, 1);
+        long hi = sliceStart(bytes, n, rank + 1, 1);
+        if (hi <= lo) return;
+        for (int i = 1; i < n; i++) {
+            int q = rank + i < n ? rank + i : rank + i - n;
+            if (q != root) MemorySegment.copy(buf[root], off[root] + lo, buf[q], off[q] + lo, hi - lo);
+        }
+        if (rank != root) MemorySegment.copy(buf[root], off[root] + lo, buf[rank], off[rank] + lo, hi - lo);
+    }
+}
