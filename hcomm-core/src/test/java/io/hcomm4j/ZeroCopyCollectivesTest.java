@@ -331,6 +331,46 @@ public class ZeroCopyCollectivesTest {
         });
     }
 
+    /**
+     * Steady state allocates nothing: after a warm-up (JIT, first mappings), thousands of blocking zero-copy ops of
+     * every kind allocate (ThreadMXBean) less than a few bytes per op on the calling thread. The spin time is long, so
+     * no wait takes the slow path (blocking, which may allocate: it starts listening for notices).
+     */
+    @Test
+    void noAllocationPerOpInSteadyState() throws Exception {
+        Map<Integer, String> report = new java.util.concurrent.ConcurrentHashMap<>();
+        Ranks.runThreads(2, Duration.ofMinutes(3), b -> b.spinTime(Duration.ofSeconds(30)), h -> {
+            Communicator c = h.world();
+            int n = c.size();
+            var mx = (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+            long count = 4096;
+            try (Buffer s = c.memory().allocate(DataType.FLOAT32, count * n); Buffer r = c.memory().allocate(DataType.FLOAT32, count * n)) {
+                MemorySegment send = s.segment();
+                MemorySegment recv = r.segment();
+                Runnable round = () -> {
+                    c.allReduce(send, recv, count, DataType.FLOAT32, ReduceOp.SUM);
+                    c.allReduce(recv, recv, count, DataType.FLOAT32, ReduceOp.MAX);
+                    c.reduceScatter(send, recv, count, DataType.FLOAT32, ReduceOp.SUM);
+                    c.allGather(send, recv, count, DataType.FLOAT32);
+                    c.broadcast(send, count, DataType.FLOAT32, 1);
+                    c.barrier();
+                };
+                for (int i = 0; i < 3000; i++) round.run();
+                long zc0 = ZeroCopyProbe.zeroCopyOps(c);
+                long tid = Thread.currentThread().threadId();
+                long before = mx.getThreadAllocatedBytes(tid);
+                int rounds = 2000;
+                for (int i = 0; i < rounds; i++) round.run();
+                long bytes = mx.getThreadAllocatedBytes(tid) - before;
+                long ops = ZeroCopyProbe.zeroCopyOps(c) - zc0;
+                report.put(c.rank(), bytes + " bytes in " + ops + " ops");
+                assertThat(ops).isEqualTo(6L * rounds);
+                assertThat((double) bytes / ops).as("bytes allocated per op on rank %d", c.rank()).isLessThan(8.0);
+            }
+        });
+        System.out.println("ZeroCopyCollectivesTest allocation: " + report);
+    }
+
     /** HCOMM_ZERO_COPY=0: no engine, everything through the transport, same results. */
     @Test
     void zeroCopyOff() throws Exception {

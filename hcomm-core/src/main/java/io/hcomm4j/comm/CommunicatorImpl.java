@@ -180,12 +180,39 @@ final class CommunicatorImpl implements Communicator {
     /** Runs a collective where {@code mode} says; returns its future (null when it ran on the caller's thread). */
     private CommFuture<Void> collective(String op, int fingerprint, Mode mode, Consumer<CollectiveLinks> body) {
         checkOpen();
+        ZeroCopyEngine z = zc;
+        if (z != null) {
+            // on a same-host communicator every collective announces itself in shared memory first (mismatch check)
+            long seq;
+            long ticket;
+            synchronized (z) {
+                seq = collectiveSeq.incrementAndGet();
+                ticket = z.takeTicket();
+            }
+            if (!mode.async) {
+                announced(z, seq, ticket, op, fingerprint, body);
+                return null;
+            }
+            return dispatch(op, mode, () -> announced(z, seq, ticket, op, fingerprint, body));
+        }
         long seq = collectiveSeq.incrementAndGet();
         if (!mode.async) {
             runCollective(seq, op, fingerprint, body, null, false);
             return null;
         }
         return dispatch(op, mode, () -> runCollective(seq, op, fingerprint, body, null, false));
+    }
+
+    /** A transport collective under the zero-copy engine: its turn, the shared-memory fingerprint check, the algorithm. */
+    private void announced(ZeroCopyEngine z, long seq, long ticket, String op, int fingerprint, Consumer<CollectiveLinks> body) {
+        z.enter(ticket, op);
+        try {
+            if (session.config().fullCheck()) fullCheck(seq, op, fingerprint);
+            z.announce(seq, fingerprint, op);
+            runCollective(seq, op, fingerprint, body, z.takeLinks(), true);
+        } finally {
+            z.leave(ticket);
+        }
     }
 
     /** Runs {@code task} (an op already numbered) on the stream or the collective thread that {@code mode} names. */
@@ -875,16 +902,41 @@ final class CommunicatorImpl implements Communicator {
 
     @Override
     public void barrier() {
-        collective("barrier", fingerprint("barrier", 0, null, null, -1), Mode.BLOCKING, AllToAll::barrier);
+        barrier(Mode.BLOCKING);
     }
 
     CommFuture<Void> barrier(Mode mode) {
-        return collective("barrier", fingerprint("barrier", 0, null, null, -1), mode, AllToAll::barrier);
+        int fp = fingerprint("barrier", 0, null, null, -1);
+        ZeroCopyEngine z = zc;
+        if (z == null) return collective("barrier", fp, mode, AllToAll::barrier);
+        checkOpen();
+        long seq;
+        long ticket;
+        synchronized (z) {
+            seq = collectiveSeq.incrementAndGet();
+            ticket = z.takeTicket();
+        }
+        if (!mode.async) {
+            barrierHere(z, seq, ticket, fp);
+            return null;
+        }
+        return dispatch("barrier", mode, () -> barrierHere(z, seq, ticket, fp));
+    }
+
+    /** A barrier under the zero-copy engine: every rank's descriptor visible is the barrier. */
+    private void barrierHere(ZeroCopyEngine z, long seq, long ticket, int fp) {
+        z.enter(ticket, "barrier");
+        try {
+            if (session.config().fullCheck()) fullCheck(seq, "barrier", fp);
+            if (!z.barrier(seq, fp, "barrier")) runCollective(seq, "barrier", fp, AllToAll::barrier, z.takeLinks(), true);
+        } finally {
+            z.leave(ticket);
+        }
     }
 
     @Override
     public CommFuture<Void> barrierAsync() {
-        return collective("barrier", fingerprint("barrier", 0, null, null, -1), Mode.ASYNC, AllToAll::barrier);
+        return barrier(Mode.ASYNC);
     }
 
     // ------------------------------------------------------------------------------- sub-communicators

@@ -440,16 +440,34 @@ final class ZeroCopyEngine implements AutoCloseable {
 
     /** Attaches at the first op; false (nothing published) if the engine is off for this communicator. */
     private boolean ready(String op) {
-        if (disabled) {
-            fallbackOps++;
-            return false;
-        }
-        if (!attached) attach(op);
+        if (!disabled && !attached) attach(op);
         if (disabled) {
             fallbackOps++;
             return false;
         }
         opStamp++;
+        return true;
+    }
+
+    /**
+     * A collective that always runs through the transport (reduce, gather, scatter, all-to-all and their V forms):
+     * every rank still publishes its fingerprint and waits for everybody's, so that ranks calling different collectives
+     * fail with {@link CollectiveMismatchException} here, before any of them waits for messages that never come.
+     */
+    void announce(long seq, int fp, String op) {
+        if (disabled) return;
+        if (!attached) attach(op);
+        if (disabled) return;
+        opStamp++;
+        arrive(seq, fp, op, base(true), -1, 0, -1, 0);
+    }
+
+    /** A barrier: every rank's descriptor of it is visible, so every rank has called it. False: use the transport's. */
+    boolean barrier(long seq, int fp, String op) {
+        if (!ready(op)) return false;
+        int all = arrive(seq, fp, op, base(true), -1, 0, -1, 0);
+        if ((all & F_CAPABLE) == 0) return fellBack();
+        zeroCopyOps++;
         return true;
     }
 
@@ -864,6 +882,8 @@ final class ZeroCopyEngine implements AutoCloseable {
             capable = ok;
             if (!ok) LOG.info("rank {}: communicator {}: not every peer is connected through shared memory; no zero-copy collectives", rank, commId);
             attached = true;
+        } catch (PeerFailedException e) {
+            throw e;
         } catch (IOException | RuntimeException e) {
             throw new HcommException("rank " + rank + ": " + op + ": cannot attach to the shared-memory control file of communicator "
                     + commId + ": " + e.getMessage(), e);
