@@ -79,7 +79,7 @@ final class CommunicatorImpl implements Communicator {
         }
         this.collectiveChannel = commId | (1L << 62);
         this.noticeChannel = commId | (2L << 62);
-        this.zc = session.zeroCopy(this, commId, rank, size, group);
+        this.zc = session.zeroCopy(commId, rank, size, group);
     }
 
     /** The zero-copy engine, or null (tests and diagnostics). */
@@ -209,7 +209,7 @@ final class CommunicatorImpl implements Communicator {
         try {
             if (session.config().fullCheck()) fullCheck(seq, op, fingerprint);
             z.announce(seq, fingerprint, op);
-            runCollective(seq, op, fingerprint, body, z.takeLinks(), true);
+            runCollective(seq, op, fingerprint, body, null, true);
         } finally {
             z.leave(ticket);
         }
@@ -230,10 +230,7 @@ final class CommunicatorImpl implements Communicator {
         return f;
     }
 
-    /** The transport links of the arrival wait of a zero-copy op (watch and notices), opened when it is about to block. */
-    TransportLinks openLinks(long seq, String op, int fingerprint) {
-        return new TransportLinks(transport, collectiveChannel, noticeChannel, seq, rank, size, group, op, fingerprint, session.scratch());
-    }
+
 
     /** Names of the collectives, in fingerprint order (the fingerprint's top 4 bits). */
     static final java.util.List<String> OPS = java.util.List.of("", "allReduce", "reduce", "reduceScatter", "reduceScatterV",
@@ -410,7 +407,7 @@ final class CommunicatorImpl implements Communicator {
         try {
             if (session.config().fullCheck()) fullCheck(seq, "allReduce", fp);
             if (!z.allReduce(seq, fp, "allReduce", send, recv, count, k, avg, tuner().forced(Tuner.Op.ALLREDUCE) == null)) {
-                runCollective(seq, "allReduce", fp, allReduceBody(send, recv, count, type, k, avg), z.takeLinks(), true);
+                runCollective(seq, "allReduce", fp, allReduceBody(send, recv, count, type, k, avg), null, true);
             }
         } finally {
             z.leave(ticket);
@@ -528,7 +525,7 @@ final class CommunicatorImpl implements Communicator {
                     c = new long[size];
                     java.util.Arrays.fill(c, blockCount);
                 }
-                runCollective(seq, name, fp, reduceScatterBody(send, recv, c, type, k, avg), z.takeLinks(), true);
+                runCollective(seq, name, fp, reduceScatterBody(send, recv, c, type, k, avg), null, true);
             }
         } finally {
             z.leave(ticket);
@@ -621,7 +618,7 @@ final class CommunicatorImpl implements Communicator {
         try {
             if (session.config().fullCheck()) fullCheck(seq, "broadcast", fp);
             if (!z.broadcast(seq, fp, "broadcast", buf, n, root, tuner().forced(Tuner.Op.BROADCAST) == null)) {
-                runCollective(seq, "broadcast", fp, broadcastBody(buf, n, root), z.takeLinks(), true);
+                runCollective(seq, "broadcast", fp, broadcastBody(buf, n, root), null, true);
             }
         } finally {
             z.leave(ticket);
@@ -683,7 +680,7 @@ final class CommunicatorImpl implements Communicator {
             if (session.config().fullCheck()) fullCheck(seq, name, fp);
             if (!z.allGather(seq, fp, name, mine, mineOff, recv, blk, off, len, tuner().forced(Tuner.Op.ALLGATHER) == null)) {
                 boolean inPlace = mine == recv && mineOff == (off == null ? rank * blk : off[rank]);
-                runCollective(seq, name, fp, allGatherBody(mine, recv, blk, off, len, inPlace, name), z.takeLinks(), true);
+                runCollective(seq, name, fp, allGatherBody(mine, recv, blk, off, len, inPlace, name), null, true);
             }
         } finally {
             z.leave(ticket);
@@ -928,7 +925,7 @@ final class CommunicatorImpl implements Communicator {
         z.enter(ticket, "barrier");
         try {
             if (session.config().fullCheck()) fullCheck(seq, "barrier", fp);
-            if (!z.barrier(seq, fp, "barrier")) runCollective(seq, "barrier", fp, AllToAll::barrier, z.takeLinks(), true);
+            if (!z.barrier(seq, fp, "barrier")) runCollective(seq, "barrier", fp, AllToAll::barrier, null, true);
         } finally {
             z.leave(ticket);
         }

@@ -164,7 +164,7 @@ public final class Session implements AutoCloseable {
      * The zero-copy engine of a communicator with {@code size} ranks ({@code group}: its ranks' world ranks, null for
      * the world), or null if not every one of them is on this host with shared memory and zero copy on.
      */
-    ZeroCopyEngine zeroCopy(CommunicatorImpl c, long commId, int rank, int size, int[] group) {
+    ZeroCopyEngine zeroCopy(long commId, int rank, int size, int[] group) {
         if (size < 2) return null;
         int[] world = new int[size];
         for (int r = 0; r < size; r++) {
@@ -172,7 +172,7 @@ public final class Session implements AutoCloseable {
             if (!zeroCopyRanks[w] || !hostIds[w].equals(hostIds[world[0]])) return null;
             world[r] = w;
         }
-        return ZeroCopyEngine.create(c, transport, memory, joined.store(), namespace + "zc/" + Long.toHexString(commId),
+        return ZeroCopyEngine.create(transport, memory, joined.store(), namespace + "zc/" + Long.toHexString(commId),
                 config.timeout(), config.initTimeout(), rank, size, world, commId);
     }
 

@@ -108,11 +108,6 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
         if (aborted != null) transport.withdraw(r, aborted);
     }
 
-    /** The mismatch a peer reported (or the watch found) for this op, or null. */
-    CollectiveMismatchException mismatch() {
-        return aborted;
-    }
-
     private void checkAborted() {
         CollectiveMismatchException a = aborted;
         if (a != null) throw new CollectiveMismatchException(a.getMessage());

@@ -60,10 +60,9 @@ import org.slf4j.LoggerFactory;
  * <p><b>Waiting</b> goes through the transport's progress engine ({@link TcpTransport#await(SharedWait, long)}):
  * spin, then block in the selector with the sleeping flag set; a rank that changes a word others wait for fences
  * and rings the doorbell of every peer whose flag it finds set. The wait ends early when a peer's connection fails
- * ({@link PeerFailedException}), when the session closes, at {@code HCOMM_TIMEOUT}, or when a mismatch notice comes.
- * Before the first block of the arrival wait, this rank also listens like a transport collective does (the op's
- * fingerprint watch and the notice channel), so a peer stuck in a collective that never comes here is noticed when it
- * sends this rank a message.
+ * ({@link PeerFailedException}), when the session closes, or at {@code HCOMM_TIMEOUT}. Every collective of the
+ * communicator publishes a descriptor ({@link #announce} for those that always use the transport), so a rank in
+ * another collective shows here as a different fingerprint, never as a silent wait.
  *
  * <p>Steady state allocates nothing: peers' files are mapped once (and pre-faulted) and kept (up to
  * {@value #FILES_PER_PEER} per peer), arrays and scratch are per communicator.
@@ -109,7 +108,6 @@ final class ZeroCopyEngine implements AutoCloseable {
     private static final int ARRIVE = 1;
     private static final int DONE_PHASE = 2;
 
-    private final CommunicatorImpl comm;
     private final TcpTransport transport;
     private final MemoryPool pool;
     private final Store store;
@@ -152,7 +150,6 @@ final class ZeroCopyEngine implements AutoCloseable {
     private final long[] loc = new long[2];
     private final long[] oneLen = new long[1];
     private final Waiter waiter = new Waiter();
-    private TransportLinks links;
 
     // turn: tickets in call order
     private long tickets;
@@ -163,9 +160,8 @@ final class ZeroCopyEngine implements AutoCloseable {
     volatile long zeroCopyOps;
     volatile long fallbackOps;
 
-    private ZeroCopyEngine(CommunicatorImpl comm, TcpTransport transport, MemoryPool pool, Store store, String storeKey,
+    private ZeroCopyEngine(TcpTransport transport, MemoryPool pool, Store store, String storeKey,
                            Path dir, Duration timeout, Duration attachTimeout, int rank, int n, int[] world, long commId) {
-        this.comm = comm;
         this.transport = transport;
         this.pool = pool;
         this.store = store;
@@ -194,11 +190,11 @@ final class ZeroCopyEngine implements AutoCloseable {
      * The engine of a communicator, or null if it cannot have one. Rank 0 creates the control mapping now and
      * publishes its name under {@code storeKey}; if it cannot, it publishes that, and every rank's engine stays off.
      */
-    static ZeroCopyEngine create(CommunicatorImpl comm, TcpTransport transport, MemoryPool pool, Store store, String storeKey,
+    static ZeroCopyEngine create(TcpTransport transport, MemoryPool pool, Store store, String storeKey,
                                  Duration timeout, Duration attachTimeout, int rank, int n, int[] world, long commId) {
         Path dir = transport.shmDir();
         if (dir == null || n < 2) return null;
-        ZeroCopyEngine e = new ZeroCopyEngine(comm, transport, pool, store, storeKey, dir, timeout, attachTimeout, rank, n, world, commId);
+        ZeroCopyEngine e = new ZeroCopyEngine(transport, pool, store, storeKey, dir, timeout, attachTimeout, rank, n, world, commId);
         if (rank == 0) e.createControl();
         return e;
     }
@@ -268,20 +264,10 @@ final class ZeroCopyEngine implements AutoCloseable {
 
     /** The op of {@code ticket} is over (however it ended): the next may run. */
     void leave(long ticket) {
-        TransportLinks l = links;
-        links = null;
-        if (l != null) l.close();
         synchronized (turn) {
             passed = ticket;
             turn.notifyAll();
         }
-    }
-
-    /** The transport links the arrival wait opened (watch and notices), for the op's fallback; the caller closes them. */
-    TransportLinks takeLinks() {
-        TransportLinks l = links;
-        links = null;
-        return l;
     }
 
     // ------------------------------------------------------------------------------------------ ops
@@ -534,7 +520,7 @@ final class ZeroCopyEngine implements AutoCloseable {
         LONG.setRelease(ctrl, d + SEQ, seq);
         descAt[rank] = d;
         wakeSleepers();
-        await(ARRIVE, seq, fp, op);
+        await(ARRIVE, seq, op);
         if (rank == 0 && !unlinked) unlinkControl(); // every rank has mapped it
         // every rank sees the same descriptors, so every rank decides the same
         int all = -1;
@@ -572,7 +558,7 @@ final class ZeroCopyEngine implements AutoCloseable {
         wakeSleepers();
         if (ok) {
             zeroCopyOps++;
-            await(DONE_PHASE, seq, 0, op);
+            await(DONE_PHASE, seq, op);
             for (int p = 0; p < n; p++) {
                 if (p != rank && (long) LONG.getAcquire(ctrl, slot(p) + ERROR) == seq) {
                     throw new HcommException("rank " + rank + ": " + op + " (collective #" + seq + ", shared memory): rank " + p
@@ -582,7 +568,7 @@ final class ZeroCopyEngine implements AutoCloseable {
         } else {
             // an exception is on its way out: still do not return while peers use this rank's buffers
             try {
-                await(DONE_PHASE, seq, 0, op);
+                await(DONE_PHASE, seq, op);
             } catch (RuntimeException e) {
                 LOG.debug("rank {}: {} failed, and so did waiting for the others: {}", rank, op, e.toString());
             }
@@ -691,12 +677,10 @@ final class ZeroCopyEngine implements AutoCloseable {
         }
     }
 
-    private void await(int phase, long seq, int fp, String op) {
+    private void await(int phase, long seq, String op) {
         Waiter w = waiter;
         w.phase = phase;
         w.seq = seq;
-        w.fp = fp;
-        w.op = op;
         w.next = 0;
         long deadline = System.nanoTime() + timeoutNanos;
         if (transport.await(w, deadline) && w.complete()) return;
@@ -707,8 +691,6 @@ final class ZeroCopyEngine implements AutoCloseable {
                 throw new PeerFailedException(f.getMessage(), List.of(p), f.getCause());
             }
         }
-        TransportLinks l = links;
-        if (l != null && l.mismatch() != null) throw new CollectiveMismatchException(l.mismatch().getMessage());
         if (transport.isClosing() || closed) {
             throw new CommAbortedException("rank " + rank + ": " + op + " (collective #" + seq + ") failed: the session is closed");
         }
@@ -723,8 +705,6 @@ final class ZeroCopyEngine implements AutoCloseable {
     private final class Waiter implements SharedWait {
         int phase;
         long seq;
-        int fp;
-        String op;
         /** Every rank below this one is ready (ranks are looked at in order, each until it is). */
         int next;
 
@@ -735,8 +715,7 @@ final class ZeroCopyEngine implements AutoCloseable {
             if (transport.failures() != 0) {
                 for (int p = 0; p < n; p++) if (p != rank && transport.failed(world[p])) return true;
             }
-            TransportLinks l = links;
-            return (l != null && l.mismatch() != null) || transport.isClosing() || closed;
+            return transport.isClosing() || closed;
         }
 
         boolean complete() {
@@ -782,12 +761,6 @@ final class ZeroCopyEngine implements AutoCloseable {
         @Override
         public void disarm() {
             INT.setRelease(ctrl, slot(rank) + SLEEPING, 0);
-        }
-
-        @Override
-        public void beforeSleep() {
-            // a peer that is in another collective shows itself only through the transport: listen there too
-            if (phase == ARRIVE && links == null && !closed && !transport.isClosing()) links = comm.openLinks(seq, op, fp);
         }
     }
 

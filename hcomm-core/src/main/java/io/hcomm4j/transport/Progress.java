@@ -200,7 +200,6 @@ final class Progress implements AutoCloseable {
                                 else Thread.onSpinWait();
                             }
                         } else {
-                            w.beforeSleep();
                             pollBlocking(Math.max(1, Math.min(MAX_BLOCK_MS, (deadline - now) / 1_000_000)), w);
                             spinEnd = System.nanoTime() + spinNanos; // woken: a peer moved, the rest usually follows soon
                         }
@@ -209,7 +208,6 @@ final class Progress implements AutoCloseable {
                     }
                 } else {
                     // someone else polls: sleep armed; the doorbell a peer rings wakes the poller, which unparks us
-                    w.beforeSleep();
                     Thread me = Thread.currentThread();
                     parked.add(me);
                     if (!w.arm()) LockSupport.parkNanos(Math.min(deadline - now, 1_000_000));

@@ -23,11 +23,4 @@ public interface SharedWait {
 
     /** The engine woke up (or did not block): clear the sleeping flag. */
     void disarm();
-
-    /**
-     * Called before the engine blocks, every time (so it must be idempotent); this is the slow path and may allocate,
-     * e.g. to start listening for notices from peers.
-     */
-    default void beforeSleep() {
-    }
 }
