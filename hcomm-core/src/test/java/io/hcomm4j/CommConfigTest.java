@@ -117,4 +117,14 @@ class CommConfigTest {
         assertThatThrownBy(() -> CommConfig.builder().hostId("a b").build()).hasMessageContaining("hostId");
         assertThatThrownBy(() -> CommConfig.builder().transport(null).build()).isInstanceOf(NullPointerException.class);
     }
+
+    @Test
+    void zeroCopySetting() {
+        assertThat(CommConfig.builder().build().zeroCopy()).isTrue();
+        assertThat(CommConfig.builderFrom(Map.of("HCOMM_ZERO_COPY", "0"), k -> null).build().zeroCopy()).isFalse();
+        assertThat(CommConfig.builderFrom(Map.of("HCOMM_ZERO_COPY", "0"), Map.of("hcomm.zero.copy", "on")::get).build().zeroCopy()).isTrue();
+        assertThat(CommConfig.builder().zeroCopy(false).build().toString()).contains("zeroCopy=false");
+        assertThatThrownBy(() -> CommConfig.builderFrom(Map.of("HCOMM_ZERO_COPY", "maybe"), k -> null).build())
+                .hasMessageContaining("HCOMM_ZERO_COPY").hasMessageContaining("not a boolean");
+    }
 }
