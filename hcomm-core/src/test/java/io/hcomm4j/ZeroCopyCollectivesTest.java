@@ -371,6 +371,64 @@ public class ZeroCopyCollectivesTest {
         System.out.println("ZeroCopyCollectivesTest allocation: " + report);
     }
 
+    /**
+     * A zero-copy collective queued on a stream that never runs it (an earlier op of the stream failed) gives up its
+     * turn: the collectives called after it on other threads go ahead at once instead of waiting for the timeout.
+     */
+    @Test
+    void skippedStreamOpDoesNotHoldUpTheNext() throws Exception {
+        Ranks.runThreads(2, Duration.ofMinutes(2), b -> b.timeout(Duration.ofSeconds(60)), h -> {
+            Communicator c = h.world();
+            int peer = 1 - c.rank();
+            try (Buffer buf = c.memory().allocate(DataType.INT32, 100); Stream s = c.newStream()) {
+                MemorySegment seg = buf.segment();
+                CommFuture<Status> tooSmall = s.recv(MemorySegment.ofArray(new byte[4]), peer, 5);
+                c.send(new byte[16], peer, 5); // the stream's receive fails: its buffer is too small
+                CommFuture<Void> skipped = s.allReduce(seg, seg, 100, DataType.INT32, ReduceOp.SUM);
+                long t0 = System.nanoTime();
+                seg.setAtIndex(ValueLayout.JAVA_INT, 0, 1 + c.rank());
+                c.allReduce(seg, seg, 1, DataType.INT32, ReduceOp.SUM);
+                assertThat(seg.getAtIndex(ValueLayout.JAVA_INT, 0)).isEqualTo(3);
+                assertThat((System.nanoTime() - t0) / 1_000_000).as("ms until the next collective ran").isLessThan(10_000);
+                org.assertj.core.api.Assertions.assertThatThrownBy(tooSmall::await).isInstanceOf(IllegalArgumentException.class);
+                org.assertj.core.api.Assertions.assertThatThrownBy(skipped::await).isInstanceOf(CommAbortedException.class);
+            }
+        });
+    }
+
+    /**
+     * Reduce-scatter into this rank's own block of its send buffer (the in-place form) runs in shared memory; a
+     * receive buffer overlapping other blocks of the send buffer would race with the peers reading them, so that
+     * op goes through the transport on every rank (with the same result).
+     */
+    @Test
+    void reduceScatterIntoOwnBlock() throws Exception {
+        int n = 3;
+        Ranks.runThreads(n, Duration.ofMinutes(2), h -> {
+            Communicator c = h.world();
+            int me = c.rank();
+            long per = 4099;
+            try (Buffer b = c.memory().allocate(DataType.INT64, per * n)) {
+                MemorySegment send = b.segment();
+                for (int k = 0; k < 2; k++) {
+                    for (long i = 0; i < per * n; i++) send.setAtIndex(ValueLayout.JAVA_LONG, i, i * 1000 + me + k);
+                    long zc0 = ZeroCopyProbe.zeroCopyOps(c);
+                    // k = 0: exactly this rank's block; k = 1: shifted by one element into a neighbour's block (unsafe)
+                    long at = (me * per + (k == 0 ? 0 : me == 0 ? 1 : -1)) * 8;
+                    MemorySegment recv = send.asSlice(at, (per - k) * 8);
+                    c.reduceScatter(send, recv, k == 0 ? per : per - 1, DataType.INT64, ReduceOp.SUM);
+                    long got = per - k;
+                    for (long i = 0; i < got; i++) {
+                        long want = 0;
+                        for (int r = 0; r < n; r++) want += (me * (per - k) + i) * 1000 + r + k;
+                        assertThat(recv.getAtIndex(ValueLayout.JAVA_LONG, i)).as("k %d element %d", k, i).isEqualTo(want);
+                    }
+                    assertThat(ZeroCopyProbe.zeroCopyOps(c) - zc0).as("k %d ran in shared memory", k).isEqualTo(k == 0 ? 1 : 0);
+                }
+            }
+        });
+    }
+
     /** HCOMM_ZERO_COPY=0: no engine, everything through the transport, same results. */
     @Test
     void zeroCopyOff() throws Exception {

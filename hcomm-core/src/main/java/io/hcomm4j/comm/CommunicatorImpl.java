@@ -193,7 +193,7 @@ final class CommunicatorImpl implements Communicator {
                 announced(z, seq, ticket, op, fingerprint, body);
                 return null;
             }
-            return dispatch(op, mode, () -> announced(z, seq, ticket, op, fingerprint, body));
+            return dispatch(z, ticket, op, mode, () -> announced(z, seq, ticket, op, fingerprint, body));
         }
         long seq = collectiveSeq.incrementAndGet();
         if (!mode.async) {
@@ -217,7 +217,25 @@ final class CommunicatorImpl implements Communicator {
 
     /** Runs {@code task} (an op already numbered) on the stream or the collective thread that {@code mode} names. */
     private CommFuture<Void> dispatch(String op, Mode mode, Runnable task) {
-        if (mode.stream != null) return mode.stream.enqueueCollective(op, task);
+        return dispatch(op, mode, task, null);
+    }
+
+    /**
+     * Runs {@code task}, an op holding zero-copy ticket {@code ticket} of {@code z}, where {@code mode} says; if it will
+     * never run (the queue refuses it, or a stream skips it after an earlier failure) its ticket is given up, so the
+     * ops after it are not held up.
+     */
+    private CommFuture<Void> dispatch(ZeroCopyEngine z, long ticket, String op, Mode mode, Runnable task) {
+        try {
+            return dispatch(op, mode, task, () -> z.skip(ticket));
+        } catch (RuntimeException e) {
+            z.skip(ticket);
+            throw e;
+        }
+    }
+
+    private CommFuture<Void> dispatch(String op, Mode mode, Runnable task, Runnable skipped) {
+        if (mode.stream != null) return mode.stream.enqueueCollective(op, task, skipped);
         WorkerFuture<Void> f = new WorkerFuture<>(timeoutNanos(), rank, op);
         collectiveThread().execute(() -> {
             try {
@@ -397,7 +415,7 @@ final class CommunicatorImpl implements Communicator {
             allReduceHere(z, seq, ticket, fp, send, recv, count, type, k, avg);
             return null;
         }
-        return dispatch("allReduce", mode, () -> allReduceHere(z, seq, ticket, fp, send, recv, count, type, k, avg));
+        return dispatch(z, ticket, "allReduce", mode, () -> allReduceHere(z, seq, ticket, fp, send, recv, count, type, k, avg));
     }
 
     /** An all-reduce under the zero-copy engine: in shared memory if every rank can, else through the transport. */
@@ -511,7 +529,7 @@ final class CommunicatorImpl implements Communicator {
             reduceScatterHere(z, seq, ticket, name, fp, send, recv, blockCount, counts, type, k, avg);
             return null;
         }
-        return dispatch(name, mode, () -> reduceScatterHere(z, seq, ticket, name, fp, send, recv, blockCount, counts, type, k, avg));
+        return dispatch(z, ticket, name, mode, () -> reduceScatterHere(z, seq, ticket, name, fp, send, recv, blockCount, counts, type, k, avg));
     }
 
     private void reduceScatterHere(ZeroCopyEngine z, long seq, long ticket, String name, int fp, MemorySegment send, MemorySegment recv,
@@ -610,7 +628,7 @@ final class CommunicatorImpl implements Communicator {
             broadcastHere(z, seq, ticket, fp, buf, n, root);
             return null;
         }
-        return dispatch("broadcast", mode, () -> broadcastHere(z, seq, ticket, fp, buf, n, root));
+        return dispatch(z, ticket, "broadcast", mode, () -> broadcastHere(z, seq, ticket, fp, buf, n, root));
     }
 
     private void broadcastHere(ZeroCopyEngine z, long seq, long ticket, int fp, MemorySegment buf, long n, int root) {
@@ -670,7 +688,7 @@ final class CommunicatorImpl implements Communicator {
             allGatherHere(z, seq, ticket, name, fp, mine, mineOff, recv, blk, off, len);
             return null;
         }
-        return dispatch(name, mode, () -> allGatherHere(z, seq, ticket, name, fp, mine, mineOff, recv, blk, off, len));
+        return dispatch(z, ticket, name, mode, () -> allGatherHere(z, seq, ticket, name, fp, mine, mineOff, recv, blk, off, len));
     }
 
     private void allGatherHere(ZeroCopyEngine z, long seq, long ticket, String name, int fp, MemorySegment mine, long mineOff,
@@ -917,7 +935,7 @@ final class CommunicatorImpl implements Communicator {
             barrierHere(z, seq, ticket, fp);
             return null;
         }
-        return dispatch("barrier", mode, () -> barrierHere(z, seq, ticket, fp));
+        return dispatch(z, ticket, "barrier", mode, () -> barrierHere(z, seq, ticket, fp));
     }
 
     /** A barrier under the zero-copy engine: every rank's descriptor visible is the barrier. */

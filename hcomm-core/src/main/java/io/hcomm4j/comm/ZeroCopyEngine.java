@@ -244,20 +244,18 @@ final class ZeroCopyEngine implements AutoCloseable {
     }
 
     private void awaitTurn(long ticket, String op) {
-        {
-            long deadline = System.nanoTime() + timeoutNanos;
-            while (passed != ticket - 1) {
-                long left = deadline - System.nanoTime();
-                if (left <= 0) {
-                    throw new CommTimeoutException("rank " + rank + ": " + op + ": the collective before it on this communicator "
-                            + "did not finish within " + Duration.ofNanos(timeoutNanos) + " (HCOMM_TIMEOUT)");
-                }
-                try {
-                    turn.wait(Math.max(1, left / 1_000_000));
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    throw new HcommException("rank " + rank + ": " + op + ": interrupted while waiting for the collective before it", e);
-                }
+        long deadline = System.nanoTime() + timeoutNanos;
+        while (passed != ticket - 1) {
+            long left = deadline - System.nanoTime();
+            if (left <= 0) {
+                throw new CommTimeoutException("rank " + rank + ": " + op + ": the collective before it on this communicator "
+                        + "did not finish within " + Duration.ofNanos(timeoutNanos) + " (HCOMM_TIMEOUT)");
+            }
+            try {
+                turn.wait(Math.max(1, left / 1_000_000));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new HcommException("rank " + rank + ": " + op + ": interrupted while waiting for the collective before it", e);
             }
         }
     }
@@ -266,9 +264,25 @@ final class ZeroCopyEngine implements AutoCloseable {
     void leave(long ticket) {
         synchronized (turn) {
             passed = ticket;
+            while (skipped != null && skipped.remove(passed + 1)) passed++;
             turn.notifyAll();
         }
     }
+
+    /** The op of {@code ticket} will never run (its queue refused or skipped it): its turn passes by itself. */
+    void skip(long ticket) {
+        synchronized (turn) {
+            if (passed == ticket - 1) {
+                leave(ticket);
+            } else {
+                if (skipped == null) skipped = new java.util.TreeSet<>();
+                skipped.add(ticket);
+            }
+        }
+    }
+
+    /** Tickets given up before their turn (rare; guarded by {@link #turn}). */
+    private java.util.TreeSet<Long> skipped;
 
     // ------------------------------------------------------------------------------------------ ops
 
