@@ -167,9 +167,10 @@ public final class Session implements AutoCloseable {
     ZeroCopyEngine zeroCopy(long commId, int rank, int size, int[] group) {
         if (size < 2) return null;
         int[] world = new int[size];
+        String host = hostIds[group == null ? 0 : group[0]];
         for (int r = 0; r < size; r++) {
             int w = group == null ? r : group[r];
-            if (!zeroCopyRanks[w] || !hostIds[w].equals(hostIds[world[0]])) return null;
+            if (!zeroCopyRanks[w] || !hostIds[w].equals(host)) return null;
             world[r] = w;
         }
         return ZeroCopyEngine.create(transport, memory, joined.store(), namespace + "zc/" + Long.toHexString(commId),
