@@ -429,6 +429,39 @@ public class ZeroCopyCollectivesTest {
         });
     }
 
+    /**
+     * Ranks on two "hosts" (HCOMM_HOST_ID): the world has no zero-copy engine (its collectives take the transport),
+     * the per-host communicators of a split have one each.
+     */
+    @Test
+    void perHostChildrenOfAWorldOnTwoHosts() throws Exception {
+        int n = 4;
+        int port = Ranks.freePort();
+        java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(n);
+        try {
+            List<java.util.concurrent.Future<?>> fs = new ArrayList<>();
+            for (int rank = 0; rank < n; rank++) {
+                int me = rank;
+                fs.add(pool.submit(() -> {
+                    try (Hcomm h = Hcomm.init(Ranks.threadConfig(me, n, port).hostId(me < 2 ? "host-a" : "host-b").build());
+                         Arena arena = Arena.ofShared()) {
+                        Communicator w = h.world();
+                        assertThat(ZeroCopyProbe.zeroCopyOps(w)).isEqualTo(-1);
+                        try (Communicator host = w.split(me / 2, me); Stream s = host.newStream()) {
+                            allReduce(host, s, arena, DataType.FLOAT32, ReduceOp.SUM, 1009, false, 0, Mem.POOL, 1);
+                            allReduce(w, s, arena, DataType.FLOAT32, ReduceOp.SUM, 1009, false, 0, Mem.POOL, 2);
+                            assertThat(ZeroCopyProbe.zeroCopyOps(host)).isEqualTo(1);
+                        }
+                    }
+                    return null;
+                }));
+            }
+            for (var f : fs) f.get(2, java.util.concurrent.TimeUnit.MINUTES);
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
     /** HCOMM_ZERO_COPY=0: no engine, everything through the transport, same results. */
     @Test
     void zeroCopyOff() throws Exception {
