@@ -127,11 +127,17 @@ public final class ZeroCopyCollectives {
     public static void broadcastSplit(MemorySegment[] buf, long[] off, int rank, int n, int root, long bytes) {
         long lo = sliceStart(bytes, n, rank, 1);
         long hi = sliceStart(bytes, n, rank + 1, 1);
-        if (hi <= lo) return;
-        for (int i = 1; i < n; i++) {
-            int q = rank + i < n ? rank + i : rank + i - n;
-            if (q != root) MemorySegment.copy(buf[root], off[root] + lo, buf[q], off[q] + lo, hi - lo);
+        // a chunk at a time to every destination: the root's bytes are read from memory once, then from the cache
+        for (long at = lo; at < hi; at += BCAST_CHUNK) {
+            long len = Math.min(BCAST_CHUNK, hi - at);
+            if (rank != root) MemorySegment.copy(buf[root], off[root] + at, buf[rank], off[rank] + at, len);
+            for (int i = 1; i < n; i++) {
+                int q = rank + i < n ? rank + i : rank + i - n;
+                if (q != root) MemorySegment.copy(buf[root], off[root] + at, buf[q], off[q] + at, len);
+            }
         }
-        if (rank != root) MemorySegment.copy(buf[root], off[root] + lo, buf[rank], off[rank] + lo, hi - lo);
     }
+
+    /** Bytes a split broadcast copies to every destination before the next ones (they stay in L2 meanwhile). */
+    static final long BCAST_CHUNK = 64 * 1024;
 }
