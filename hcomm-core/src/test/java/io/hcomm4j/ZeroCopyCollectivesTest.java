@@ -358,14 +358,22 @@ public class ZeroCopyCollectivesTest {
                 for (int i = 0; i < 3000; i++) round.run();
                 long zc0 = ZeroCopyProbe.zeroCopyOps(c);
                 long tid = Thread.currentThread().threadId();
+                String oldName = Thread.currentThread().getName();
+                Thread.currentThread().setName("zc-faults-" + c.rank()); // the native name too: found in /proc/self/task
+                java.nio.file.Path task = taskOf("zc-faults-" + c.rank());
+                long faults0 = minorFaults(task);
                 long before = mx.getThreadAllocatedBytes(tid);
                 int rounds = 2000;
                 for (int i = 0; i < rounds; i++) round.run();
                 long bytes = mx.getThreadAllocatedBytes(tid) - before;
+                long faults = minorFaults(task) - faults0;
+                Thread.currentThread().setName(oldName);
                 long ops = ZeroCopyProbe.zeroCopyOps(c) - zc0;
-                report.put(c.rank(), bytes + " bytes in " + ops + " ops");
+                report.put(c.rank(), bytes + " bytes and " + faults + " page faults in " + ops + " ops");
                 assertThat(ops).isEqualTo(6L * rounds);
                 assertThat((double) bytes / ops).as("bytes allocated per op on rank %d", c.rank()).isLessThan(8.0);
+                // 5 of the 6 ops touch 16-48 KiB of buffers each (4-12 pages): a fault per page would be tens of thousands
+                assertThat(faults).as("minor page faults of this thread during %d ops", ops).isLessThan(10);
             }
         });
         System.out.println("ZeroCopyCollectivesTest allocation: " + report);
@@ -459,6 +467,32 @@ public class ZeroCopyCollectivesTest {
             for (var f : fs) f.get(2, java.util.concurrent.TimeUnit.MINUTES);
         } finally {
             pool.shutdownNow();
+        }
+    }
+
+    /** The /proc/self/task directory of the thread whose native name is {@code name}. */
+    static java.nio.file.Path taskOf(String name) {
+        try (var tasks = java.nio.file.Files.list(java.nio.file.Path.of("/proc/self/task"))) {
+            return tasks.filter(t -> {
+                try {
+                    return java.nio.file.Files.readString(t.resolve("comm")).trim().equals(name);
+                } catch (java.io.IOException e) {
+                    return false;
+                }
+            }).findFirst().orElseThrow(() -> new AssertionError("no thread named " + name + " in /proc/self/task"));
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    /** Minor page faults of a thread so far ({@code stat} field 10). */
+    static long minorFaults(java.nio.file.Path task) {
+        try {
+            String stat = java.nio.file.Files.readString(task.resolve("stat"));
+            String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+            return Long.parseLong(f[7]); // field 10 of the line; f[0] is field 3
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
         }
     }
 
