@@ -197,10 +197,10 @@ final class CommunicatorImpl implements Communicator {
         }
         long seq = collectiveSeq.incrementAndGet();
         if (!mode.async) {
-            runCollective(seq, op, fingerprint, body, null, false);
+            runCollective(seq, op, fingerprint, body, false);
             return null;
         }
-        return dispatch(op, mode, () -> runCollective(seq, op, fingerprint, body, null, false));
+        return dispatch(op, mode, () -> runCollective(seq, op, fingerprint, body, false));
     }
 
     /** A transport collective under the zero-copy engine: its turn, the shared-memory fingerprint check, the algorithm. */
@@ -209,7 +209,7 @@ final class CommunicatorImpl implements Communicator {
         try {
             if (session.config().fullCheck()) fullCheck(seq, op, fingerprint);
             z.announce(seq, fingerprint, op);
-            runCollective(seq, op, fingerprint, body, null, true);
+            runCollective(seq, op, fingerprint, body, true);
         } finally {
             z.leave(ticket);
         }
@@ -247,8 +247,6 @@ final class CommunicatorImpl implements Communicator {
         });
         return f;
     }
-
-
 
     /** Names of the collectives, in fingerprint order (the fingerprint's top 4 bits). */
     static final java.util.List<String> OPS = java.util.List.of("", "allReduce", "reduce", "reduceScatter", "reduceScatterV",
@@ -298,13 +296,12 @@ final class CommunicatorImpl implements Communicator {
     }
 
     /**
-     * Runs the transport algorithm {@code body} of op {@code seq}, on {@code open} links if the zero-copy frame opened
-     * them already, else on new ones; {@code checked}: the frame ran HCOMM_CHECK=full's check already.
+     * Runs the transport algorithm {@code body} of op {@code seq}; {@code checked}: the zero-copy frame ran
+     * HCOMM_CHECK=full's check already.
      */
-    private void runCollective(long seq, String op, int fingerprint, Consumer<CollectiveLinks> body, TransportLinks open,
-                               boolean checked) {
-        try (TransportLinks links = open != null ? open : new TransportLinks(transport, collectiveChannel, noticeChannel, seq, rank,
-                size, group, op, fingerprint, session.scratch())) {
+    private void runCollective(long seq, String op, int fingerprint, Consumer<CollectiveLinks> body, boolean checked) {
+        try (TransportLinks links = new TransportLinks(transport, collectiveChannel, noticeChannel, seq, rank, size, group, op,
+                fingerprint, session.scratch())) {
             try {
                 if (session.config().fullCheck() && !checked) fullCheck(seq, op, fingerprint);
                 body.accept(links);
@@ -425,7 +422,7 @@ final class CommunicatorImpl implements Communicator {
         try {
             if (session.config().fullCheck()) fullCheck(seq, "allReduce", fp);
             if (!z.allReduce(seq, fp, "allReduce", send, recv, count, k, avg, tuner().forced(Tuner.Op.ALLREDUCE) == null)) {
-                runCollective(seq, "allReduce", fp, allReduceBody(send, recv, count, type, k, avg), null, true);
+                runCollective(seq, "allReduce", fp, allReduceBody(send, recv, count, type, k, avg), true);
             }
         } finally {
             z.leave(ticket);
@@ -543,7 +540,7 @@ final class CommunicatorImpl implements Communicator {
                     c = new long[size];
                     java.util.Arrays.fill(c, blockCount);
                 }
-                runCollective(seq, name, fp, reduceScatterBody(send, recv, c, type, k, avg), null, true);
+                runCollective(seq, name, fp, reduceScatterBody(send, recv, c, type, k, avg), true);
             }
         } finally {
             z.leave(ticket);
@@ -636,7 +633,7 @@ final class CommunicatorImpl implements Communicator {
         try {
             if (session.config().fullCheck()) fullCheck(seq, "broadcast", fp);
             if (!z.broadcast(seq, fp, "broadcast", buf, n, root, tuner().forced(Tuner.Op.BROADCAST) == null)) {
-                runCollective(seq, "broadcast", fp, broadcastBody(buf, n, root), null, true);
+                runCollective(seq, "broadcast", fp, broadcastBody(buf, n, root), true);
             }
         } finally {
             z.leave(ticket);
@@ -698,7 +695,7 @@ final class CommunicatorImpl implements Communicator {
             if (session.config().fullCheck()) fullCheck(seq, name, fp);
             if (!z.allGather(seq, fp, name, mine, mineOff, recv, blk, off, len, tuner().forced(Tuner.Op.ALLGATHER) == null)) {
                 boolean inPlace = mine == recv && mineOff == (off == null ? rank * blk : off[rank]);
-                runCollective(seq, name, fp, allGatherBody(mine, recv, blk, off, len, inPlace, name), null, true);
+                runCollective(seq, name, fp, allGatherBody(mine, recv, blk, off, len, inPlace, name), true);
             }
         } finally {
             z.leave(ticket);
@@ -943,7 +940,7 @@ final class CommunicatorImpl implements Communicator {
         z.enter(ticket, "barrier");
         try {
             if (session.config().fullCheck()) fullCheck(seq, "barrier", fp);
-            if (!z.barrier(seq, fp, "barrier")) runCollective(seq, "barrier", fp, AllToAll::barrier, null, true);
+            if (!z.barrier(seq, fp, "barrier")) runCollective(seq, "barrier", fp, AllToAll::barrier, true);
         } finally {
             z.leave(ticket);
         }
