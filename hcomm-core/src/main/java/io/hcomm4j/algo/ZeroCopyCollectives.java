@@ -15,8 +15,11 @@ import java.lang.foreign.MemorySegment;
  * next one, AVG divided once at the end), then copied to wherever it goes: every rank holds the same bits, and the
  * same inputs give the same bits on every run.
  *
- * <p>Reductions go through a small private scratch chunk (it stays in the core's cache): all inputs of a chunk are
- * read before any output of it is written, so a rank's send and receive buffer may be the same memory (in place).
+ * <p>Reductions go through a private scratch chunk: all inputs of a chunk are read before any output of it is written,
+ * so a rank's send and receive buffer may be the same memory (in place). Small chunks (tens of KiB) stay in the core's
+ * cache. A large slice goes in chunks of {@link #STREAMING_COPY_MIN} bytes or more instead: HotSpot copies that much
+ * with non-temporal stores, which write memory without first reading every destination line (a third of the memory
+ * traffic of a copy), while the chunk itself stays in the last-level cache between its reduction and its copies.
  *
  * <p><b>Internal:</b> used by the communicator layer; applications call the collectives of {@code Communicator}.
  */
@@ -59,21 +62,55 @@ public final class ZeroCopyCollectives {
      */
     public static void allReduce(MemorySegment[] send, long[] sendOff, MemorySegment[] recv, long[] recvOff, int rank, int n,
                                  long count, ReduceKernel k, int avg, MemorySegment scratch) {
+        allReduce(send, sendOff, recv, recvOff, rank, n, count, k, avg, scratch, null);
+    }
+
+    /**
+     * Copies of at least this many bytes are done by the JVM's copy stub with non-temporal stores (HotSpot x86 with
+     * AVX-512: 2.5 MB), which write memory without reading the destination lines first.
+     */
+    public static final long STREAMING_COPY_MIN = 2_621_440;
+
+    /**
+     * As {@link #allReduce(MemorySegment[], long[], MemorySegment[], long[], int, int, long, ReduceKernel, int,
+     * MemorySegment)}; a slice of at least {@code 2 * STREAMING_COPY_MIN} bytes goes through {@code big} (at least
+     * {@code 2 * STREAMING_COPY_MIN} bytes, may be null) in chunks of {@code STREAMING_COPY_MIN} bytes or more, so that
+     * each copy out streams to memory: the chunk stays in the last-level cache between the reduction and its copies.
+     */
+    public static void allReduce(MemorySegment[] send, long[] sendOff, MemorySegment[] recv, long[] recvOff, int rank, int n,
+                                 long count, ReduceKernel k, int avg, MemorySegment scratch, MemorySegment big) {
         int es = k.type().byteSize();
         long lo = sliceStart(count, n, rank, es);
         long hi = sliceStart(count, n, rank + 1, es);
-        long chunk = Math.max(1, scratch.byteSize() / es);
+        MemorySegment through = streams(hi - lo, es, big) ? big : scratch;
+        long chunk = chunk(hi - lo, es, through == big, scratch);
         for (long e = lo; e < hi; e += chunk) {
             long c = Math.min(chunk, hi - e);
             long b = e * es;
-            reduce(send, sendOff, n, b, c, k, avg, scratch);
+            reduce(send, sendOff, n, b, c, k, avg, through);
             long bytes = c * es;
             // own buffer first, then the others starting after this rank (ranks write different peers at a time)
             for (int i = 0; i < n; i++) {
                 int q = rank + i < n ? rank + i : rank + i - n;
-                MemorySegment.copy(scratch, 0, recv[q], recvOff[q] + b, bytes);
+                MemorySegment.copy(through, 0, recv[q], recvOff[q] + b, bytes);
             }
         }
+    }
+
+    /** True if {@code elems} elements are enough for chunks of streaming copies, and there is {@code big} scratch. */
+    private static boolean streams(long elems, int es, MemorySegment big) {
+        return big != null && elems * es >= 2 * (STREAMING_COPY_MIN + 4096);
+    }
+
+    /**
+     * Elements per chunk of {@code elems}: with {@code streaming}, equal chunks of at least
+     * {@link #STREAMING_COPY_MIN} bytes (plus a page of margin); else what {@code scratch} holds.
+     */
+    private static long chunk(long elems, int es, boolean streaming, MemorySegment scratch) {
+        if (!streaming) return Math.max(1, scratch.byteSize() / es);
+        long min = (STREAMING_COPY_MIN + 4096 + es - 1) / es;
+        long pieces = elems / min;
+        return (elems + pieces - 1) / pieces;
     }
 
     /**
@@ -82,12 +119,19 @@ public final class ZeroCopyCollectives {
      */
     public static void reduceScatter(MemorySegment[] send, long[] sendOff, int n, long from, long to, MemorySegment out,
                                      long outOff, ReduceKernel k, int avg, MemorySegment scratch) {
+        reduceScatter(send, sendOff, n, from, to, out, outOff, k, avg, scratch, null);
+    }
+
+    /** As above; a large block goes through {@code big} (may be null) in chunks whose copies stream to memory. */
+    public static void reduceScatter(MemorySegment[] send, long[] sendOff, int n, long from, long to, MemorySegment out,
+                                     long outOff, ReduceKernel k, int avg, MemorySegment scratch, MemorySegment big) {
         int es = k.type().byteSize();
-        long chunk = Math.max(1, scratch.byteSize() / es);
+        MemorySegment through = streams(to - from, es, big) ? big : scratch;
+        long chunk = chunk(to - from, es, through == big, scratch);
         for (long e = from; e < to; e += chunk) {
             long c = Math.min(chunk, to - e);
-            reduce(send, sendOff, n, e * es, c, k, avg, scratch);
-            MemorySegment.copy(scratch, 0, out, outOff + (e - from) * es, c * es);
+            reduce(send, sendOff, n, e * es, c, k, avg, through);
+            MemorySegment.copy(through, 0, out, outOff + (e - from) * es, c * es);
         }
     }
 
@@ -127,9 +171,11 @@ public final class ZeroCopyCollectives {
     public static void broadcastSplit(MemorySegment[] buf, long[] off, int rank, int n, int root, long bytes) {
         long lo = sliceStart(bytes, n, rank, 1);
         long hi = sliceStart(bytes, n, rank + 1, 1);
-        // a chunk at a time to every destination: the root's bytes are read from memory once, then from the cache
-        for (long at = lo; at < hi; at += BCAST_CHUNK) {
-            long len = Math.min(BCAST_CHUNK, hi - at);
+        // a chunk at a time to every destination: the root's bytes are read from memory once, then from the cache;
+        // large chunks stream to memory (STREAMING_COPY_MIN) and are read again from the last-level cache
+        long chunk = hi - lo >= 2 * (STREAMING_COPY_MIN + 4096) ? chunk(hi - lo, 1, true, null) : BCAST_CHUNK;
+        for (long at = lo; at < hi; at += chunk) {
+            long len = Math.min(chunk, hi - at);
             if (rank != root) MemorySegment.copy(buf[root], off[root] + at, buf[rank], off[rank] + at, len);
             for (int i = 1; i < n; i++) {
                 int q = rank + i < n ? rank + i : rank + i - n;

@@ -147,6 +147,17 @@ final class ZeroCopyEngine implements AutoCloseable {
     /** Where each rank's descriptor of the current op is (byte offset in the control mapping). */
     private final long[] descAt;
     private final MemorySegment scratch;
+    /** Scratch for large slices (chunks of {@link ZeroCopyCollectives#STREAMING_COPY_MIN} bytes or more); made on first use. */
+    private MemorySegment big;
+
+    /** The large scratch if a slice of {@code sliceBytes} is cut into streaming chunks, else null. */
+    private MemorySegment bigScratch(long sliceBytes) {
+        long min = ZeroCopyCollectives.STREAMING_COPY_MIN + 4096;
+        if (sliceBytes < 2 * min) return null;
+        // chunks are at most twice the minimum (equal pieces of a slice of at least two minimums)
+        if (big == null) big = Arena.ofAuto().allocate(2 * min + 4096, 4096);
+        return big;
+    }
     private final long[] loc = new long[2];
     private final long[] oneLen = new long[1];
     private final Waiter waiter = new Waiter();
@@ -314,7 +325,7 @@ final class ZeroCopyEngine implements AutoCloseable {
         try {
             map(true, send, bytes);
             map(false, recv, bytes);
-            ZeroCopyCollectives.allReduce(sendSeg, sendOff, recvSeg, recvOff, rank, n, count, k, avg, scratch);
+            ZeroCopyCollectives.allReduce(sendSeg, sendOff, recvSeg, recvOff, rank, n, count, k, avg, scratch, bigScratch(bytes / n));
             ok = true;
         } finally {
             finish(seq, op, ok);
@@ -354,7 +365,8 @@ final class ZeroCopyEngine implements AutoCloseable {
         boolean ok = false;
         try {
             map(true, send, totalBytes);
-            ZeroCopyCollectives.reduceScatter(sendSeg, sendOff, n, from, from + mine, recv, 0, k, avg, scratch);
+            ZeroCopyCollectives.reduceScatter(sendSeg, sendOff, n, from, from + mine, recv, 0, k, avg, scratch,
+                    bigScratch(mine * k.type().byteSize()));
             ok = true;
         } finally {
             finish(seq, op, ok);

@@ -77,6 +77,35 @@ class ZeroCopyCollectivesUnitTest {
         }
     }
 
+    /** Slices large enough for streaming chunks (each copy at least 2.5 MB) go through the big scratch, uneven tails too. */
+    @Test
+    void largeSlicesGoThroughStreamingChunks() {
+        try (Arena arena = Arena.ofConfined()) {
+            int n = 3;
+            long count = 5_000_011; // float32: 20 MB, slices of ~6.7 MB: two or three chunks each
+            ReduceKernel k = ReduceKernel.of(DataType.FLOAT32, ReduceOp.SUM);
+            MemorySegment[] send = new MemorySegment[n];
+            MemorySegment[] recv = new MemorySegment[n];
+            for (int r = 0; r < n; r++) {
+                send[r] = arena.allocate(count * 4);
+                for (long i = 0; i < count; i++) send[r].setAtIndex(ValueLayout.JAVA_FLOAT, i, (i % 1000) * (r + 1));
+                recv[r] = arena.allocate(count * 4);
+            }
+            MemorySegment big = arena.allocate(2 * (ZeroCopyCollectives.STREAMING_COPY_MIN + 4096) + 4096);
+            for (int r = 0; r < n; r++) {
+                ZeroCopyCollectives.allReduce(send, new long[n], recv, new long[n], r, n, count, k, 1, arena.allocate(4096), big);
+            }
+            for (int r = 0; r < n; r++) {
+                for (long i = 0; i < count; i++) {
+                    if (recv[r].getAtIndex(ValueLayout.JAVA_FLOAT, i) != (i % 1000) * 6f) throw new AssertionError("rank " + r + " element " + i);
+                }
+            }
+            MemorySegment out = arena.allocate(count * 4);
+            ZeroCopyCollectives.reduceScatter(send, new long[n], n, 0, count, out, 0, k, 1, arena.allocate(4096), big);
+            assertThat(out.mismatch(recv[0])).isEqualTo(-1);
+        }
+    }
+
     @Test
     void reduceScatterAllGatherAndSplitBroadcastPutEveryByteInPlace() {
         try (Arena arena = Arena.ofConfined()) {
