@@ -44,6 +44,7 @@ public final class CommConfig {
     private final Duration heartbeatTimeout;
     private final Duration heartbeatInterval;
     private final Duration stuckReport;
+    private final boolean zeroCopy;
 
     /**
      * Which transport connects two ranks ({@code HCOMM_TRANSPORT}): {@link #AUTO} (the default) uses shared memory
@@ -84,6 +85,7 @@ public final class CommConfig {
         this.heartbeatTimeout = b.heartbeatTimeout;
         this.heartbeatInterval = b.heartbeatInterval != null ? b.heartbeatInterval : b.heartbeatTimeout.dividedBy(4);
         this.stuckReport = b.stuckReport;
+        this.zeroCopy = b.zeroCopy;
     }
 
     /** A builder with every setting at its default. */
@@ -216,6 +218,14 @@ public final class CommConfig {
      */
     public Duration stuckReport() { return stuckReport; }
 
+    /**
+     * {@code HCOMM_ZERO_COPY}: when every rank of a communicator is on this host with shared memory, allReduce,
+     * reduceScatter(V), allGather(V) and broadcast on registered buffers ({@code comm.memory()}) read the other ranks'
+     * buffers directly instead of sending messages. Default on; {@code 0} sends every collective through the
+     * transport (must be the same on every rank).
+     */
+    public boolean zeroCopy() { return zeroCopy; }
+
     @Override
     public String toString() {
         return "CommConfig{initMethod=" + initMethod + ", rank=" + rank + ", worldSize=" + worldSize
@@ -225,7 +235,7 @@ public final class CommConfig {
                 + ", storeHosted=" + storeHosted + ", storePort=" + storePort + ", algo=" + algo + ", check=" + (fullCheck ? "full" : "cheap")
                 + ", memPoolMax=" + memPoolMax + ", shmDir=" + shmDir + ", memDebug=" + memDebug
                 + ", transport=" + transport.name().toLowerCase(Locale.ROOT) + ", hostId=" + hostId + ", shmRingSize=" + shmRingSize
-                + ", heartbeatTimeout=" + heartbeatTimeout + ", heartbeatInterval=" + heartbeatInterval + ", stuckReport=" + stuckReport + "}";
+                + ", heartbeatTimeout=" + heartbeatTimeout + ", heartbeatInterval=" + heartbeatInterval + ", stuckReport=" + stuckReport + ", zeroCopy=" + zeroCopy + "}";
     }
 
     /** Builder of {@link CommConfig}; {@link #build()} validates. */
@@ -255,6 +265,7 @@ public final class CommConfig {
         /** null: a quarter of the timeout. */
         private Duration heartbeatInterval;
         private Duration stuckReport = Duration.ofSeconds(60);
+        private boolean zeroCopy = true;
 
         private Builder() {
         }
@@ -330,6 +341,8 @@ public final class CommConfig {
 
         /** @param after how long an op waits before it is reported as stuck, or zero: never (HCOMM_STUCK_REPORT) */
         public Builder stuckReport(Duration after) { this.stuckReport = Objects.requireNonNull(after, "stuckReport"); return this; }
+        /** @param on false: no zero-copy collectives on shared memory, everything through the transport (HCOMM_ZERO_COPY) */
+        public Builder zeroCopy(boolean on) { this.zeroCopy = on; return this; }
 
         /** Validates and builds; throws {@link IllegalArgumentException} naming the bad setting. */
         public CommConfig build() {
@@ -479,6 +492,7 @@ public final class CommConfig {
         HEARTBEAT_TIMEOUT { void apply(Builder b, String v) { b.heartbeatTimeout(parseDuration(v)); } },
         HEARTBEAT_INTERVAL { void apply(Builder b, String v) { b.heartbeatInterval(parseDuration(v)); } },
         STUCK_REPORT { void apply(Builder b, String v) { b.stuckReport(parseDuration(v)); } },
+        ZERO_COPY { void apply(Builder b, String v) { b.zeroCopy(parseBool(v)); } },
         CHECK {
             void apply(Builder b, String v) {
                 switch (v.toLowerCase(Locale.ROOT)) {

@@ -145,4 +145,14 @@ class CommConfigTest {
                 .hasMessageContaining("HCOMM_STUCK_REPORT").hasMessageContaining("hcomm.stuck.report");
         assertThatThrownBy(() -> CommConfig.builder().stuckReport(Duration.ofSeconds(-1)).build()).hasMessageContaining("stuckReport");
     }
+
+    @Test
+    void zeroCopySetting() {
+        assertThat(CommConfig.builder().build().zeroCopy()).isTrue();
+        assertThat(CommConfig.builderFrom(Map.of("HCOMM_ZERO_COPY", "0"), k -> null).build().zeroCopy()).isFalse();
+        assertThat(CommConfig.builderFrom(Map.of("HCOMM_ZERO_COPY", "0"), Map.of("hcomm.zero.copy", "on")::get).build().zeroCopy()).isTrue();
+        assertThat(CommConfig.builder().zeroCopy(false).build().toString()).contains("zeroCopy=false");
+        assertThatThrownBy(() -> CommConfig.builderFrom(Map.of("HCOMM_ZERO_COPY", "maybe"), k -> null).build())
+                .hasMessageContaining("HCOMM_ZERO_COPY").hasMessageContaining("not a boolean");
+    }
 }

@@ -27,7 +27,8 @@ import java.util.Optional;
  * <p>Not the median of single calls: calls run back to back overlap (a broadcast root's eager sends return before
  * the data has arrived), so one rank's calls alternate between waiting and finding the data already there, and
  * the median of such calls misses the waits; the loop time counts them all. Buffers are off-heap
- * ({@link Arena#ofShared()}), allocated and filled once per size, outside the timed loop; ops run out of place.
+ * ({@link Arena#ofShared()}), registered ({@code comm.memory()}) or Java arrays as {@link Test#mem()} says,
+ * allocated and filled once per size, outside the timed loop; ops run out of place.
  *
  * <p>Sizes follow nccl-tests: {@link Shape#bytes()} is the size of the largest buffer. For allgather,
  * reducescatter, alltoall, gather and scatter that is the buffer of all ranks' blocks, and the count is elements
@@ -122,8 +123,20 @@ final class CollectiveBench {
      * @param iters  timed calls
      * @param warmup untimed calls before them
      */
-    record Test(Coll coll, long bytes, DataType type, ReduceOp op, int root, int iters, int warmup) {
+    record Test(Coll coll, long bytes, DataType type, ReduceOp op, int root, int iters, int warmup, Mem mem) {
+        /** A test on {@link Mem#NATIVE} buffers. */
+        Test(Coll coll, long bytes, DataType type, ReduceOp op, int root, int iters, int warmup) {
+            this(coll, bytes, type, op, root, iters, warmup, Mem.NATIVE);
+        }
     }
+
+    /**
+     * Where the buffers come from ({@code --mem}): NATIVE off-heap memory of {@link Arena#ofShared()} (the default);
+     * POOL registered buffers of {@code comm.memory()}, which same-host ranks read in place (zero-copy collectives);
+     * HEAP Java arrays ({@code byte[]}, {@code short[]}, {@code float[]} or {@code double[]} by element size) as heap
+     * segments through the same {@code MemorySegment} calls.
+     */
+    enum Mem { NATIVE, POOL, HEAP }
 
     /**
      * The buffers of one call on {@code n} ranks.
@@ -193,8 +206,8 @@ final class CollectiveBench {
     static Result run(Communicator comm, Test t, boolean check, Timing timing) {
         if (t.iters() < 1) throw new IllegalArgumentException("iters must be >= 1, was " + t.iters());
         Call call;
-        try (Arena arena = Arena.ofShared()) {
-            call = new Call(comm, t, arena);
+        try (Arena arena = Arena.ofShared(); Call c = new Call(comm, t, arena)) {
+            call = c;
             call.fillInputs();
             for (int i = 0; i < t.warmup(); i++) call.run();
             comm.barrier();
@@ -261,7 +274,8 @@ final class CollectiveBench {
     }
 
     /** The buffers of one test on this rank, the blocking call and its check. */
-    private static final class Call {
+    private static final class Call implements AutoCloseable {
+        final java.util.List<io.hcomm4j.memory.Buffer> pooled = new java.util.ArrayList<>();
         final Communicator comm;
         final Test t;
         final Shape shape;
@@ -286,9 +300,34 @@ final class CollectiveBench {
             // buffers a rank does not use (non-root receive of reduce and gather, send of scatter) are one element
             long sendBytes = t.coll() == Coll.SCATTER && !root ? es : shape.sendBytes();
             long recvBytes = (t.coll() == Coll.REDUCE || t.coll() == Coll.GATHER) && !root ? es : shape.recvBytes();
-            this.send = arena.allocate(sendBytes, ALIGN);
-            this.recv = t.coll() == Coll.BROADCAST ? send : arena.allocate(recvBytes, ALIGN);
+            this.send = buffer(sendBytes, arena);
+            this.recv = t.coll() == Coll.BROADCAST ? send : buffer(recvBytes, arena);
             this.op = op();
+        }
+
+        private MemorySegment buffer(long bytes, Arena arena) {
+            return switch (t.mem()) {
+                case NATIVE -> arena.allocate(bytes, ALIGN);
+                case POOL -> {
+                    io.hcomm4j.memory.Buffer b = comm.memory().allocate(bytes);
+                    pooled.add(b);
+                    yield b.segment();
+                }
+                case HEAP -> {
+                    int len = Math.toIntExact((bytes + es - 1) / es);
+                    yield switch (es) {
+                        case 1 -> MemorySegment.ofArray(new byte[len]);
+                        case 2 -> MemorySegment.ofArray(new short[len]);
+                        case 4 -> MemorySegment.ofArray(new float[len]);
+                        default -> MemorySegment.ofArray(new double[len]);
+                    };
+                }
+            };
+        }
+
+        @Override
+        public void close() {
+            for (io.hcomm4j.memory.Buffer b : pooled) b.close();
         }
 
         void run() {

@@ -68,6 +68,9 @@ import picocli.CommandLine.TypeConversionException;
             "    rank's time per call).",
             "  --cpu-bind auto (default): each rank on CPUs of its own when there",
             "    are enough (as mpirun binds); none: the scheduler places them.",
+            "  --mem native (default: Arena.ofShared() memory), pool (registered",
+            "    buffers of comm.memory(): on one host the ranks read each other's",
+            "    in place) or heap (Java arrays).",
             "  --check: one more call on inputs with an exactly known result (small",
             "    integers: float sums are exact); #wrong = wrong elements received,",
             "    summed over ranks.",
@@ -195,6 +198,11 @@ final class PerfCommand implements Callable<Integer> {
                     + " launch does; Open MPI's mpirun binds too); none leaves placement to the scheduler.")
     LocalLauncher.CpuBind cpuBind = LocalLauncher.CpuBind.AUTO;
 
+    @Option(names = "--mem", paramLabel = "MEM", defaultValue = "native", converter = MemConverter.class,
+            description = "Collectives' buffers: native (default; Arena.ofShared() off-heap memory), pool (registered"
+                    + " buffers of comm.memory(): same-host ranks read them in place) or heap (Java arrays).")
+    CollectiveBench.Mem mem = CollectiveBench.Mem.NATIVE;
+
     @Option(names = "--timing", paramLabel = "HOW", defaultValue = "mean",
             converter = TimingConverter.class,
             description = "Collectives: mean (default; nccl-tests: calls back to back, loop time / iters, slowest rank)"
@@ -272,7 +280,9 @@ final class PerfCommand implements Callable<Integer> {
             }
         }
         if (root < 0) throw new IllegalArgumentException("--root must be >= 0, was " + root);
-        return collectivePlan(coll, minBytes, maxBytes, factor, dtype, redop, root, iters, warmup);
+        return collectivePlan(coll, minBytes, maxBytes, factor, dtype, redop, root, iters, warmup).stream()
+                .map(t -> new CollectiveBench.Test(t.coll(), t.bytes(), t.type(), t.op(), t.root(), t.iters(), t.warmup(), mem))
+                .toList();
     }
 
     /** The arguments of the rank JVMs: this command without {@code -n}. */
@@ -286,6 +296,7 @@ final class PerfCommand implements Callable<Integer> {
         if (warmup != null) args.addAll(List.of("--warmup", Integer.toString(warmup)));
         if (check) args.add("--check");
         if (timing != CollectiveBench.Timing.MEAN) args.addAll(List.of("--timing", timing.name().toLowerCase(Locale.ROOT)));
+        if (mem != CollectiveBench.Mem.NATIVE) args.addAll(List.of("--mem", mem.name().toLowerCase(Locale.ROOT)));
         if (!op.equals("p2p")) {
             args.addAll(List.of("--dtype", typeName(dtype), "--op", opName(redop), "--root", Integer.toString(root)));
         }
@@ -472,7 +483,8 @@ final class PerfCommand implements Callable<Integer> {
                     "hcomm perf " + coll.cliName() + ": " + n + " ranks, " + typeName(first.type())
                             + (coll.reduces ? ", redop " + opName(first.op()) : "")
                             + (coll.rooted ? ", root " + first.root() : "")
-                            + ", algo " + algoLabel + ", check " + (check ? "on" : "off"),
+                            + ", algo " + algoLabel + ", check " + (check ? "on" : "off")
+                            + ", mem " + first.mem().name().toLowerCase(Locale.ROOT),
                     timing == CollectiveBench.Timing.MEAN
                             ? "time = max over ranks of each rank's mean time per blocking call: warmup untimed, a barrier, then"
                             + " the time of iters calls back to back / iters; out of place"
@@ -488,7 +500,7 @@ final class PerfCommand implements Callable<Integer> {
             long smallest = plan.stream().mapToLong(CollectiveBench.Test::bytes).min().orElseThrow();
             int smallCalls = jitWarmupCalls * JIT_WARMUP_SMALL_FACTOR;
             CollectiveBench.Test small = new CollectiveBench.Test(coll, Math.min(JIT_WARMUP_SMALL_BYTES, smallest), first.type(),
-                    first.op(), first.root(), smallCalls, 0);
+                    first.op(), first.root(), smallCalls, 0, first.mem());
             if (rank == 0) {
                 progress.println(String.format(Locale.ROOT, "# JIT warm-up: %d calls of %s %s", smallCalls,
                         coll.cliName(), P2pBench.human(CollectiveBench.shape(coll, small.bytes(), n, small.type()).bytes())));
@@ -496,7 +508,7 @@ final class PerfCommand implements Callable<Integer> {
             CollectiveBench.run(comm, small, false);
             long largest = plan.stream().mapToLong(CollectiveBench.Test::bytes).max().orElseThrow();
             CollectiveBench.Test jit = new CollectiveBench.Test(coll, Math.min(JIT_WARMUP_BYTES, largest), first.type(),
-                    first.op(), first.root(), jitWarmupCalls, 0);
+                    first.op(), first.root(), jitWarmupCalls, 0, first.mem());
             // rounds until the budget is spent (rank 0's clock decides for all): the multi-chunk paths of the
             // algorithms need thousands of calls before C2 has compiled them
             int calls = 0;
@@ -588,6 +600,20 @@ final class PerfCommand implements Callable<Integer> {
                 case "median" -> CollectiveBench.Timing.MEDIAN;
                 default -> throw new picocli.CommandLine.TypeConversionException(
                         "'" + value + "' is not a timing; choose mean or median");
+            };
+        }
+    }
+
+    /** Reads {@code --mem}: native, pool or heap. */
+    static final class MemConverter implements ITypeConverter<CollectiveBench.Mem> {
+        @Override
+        public CollectiveBench.Mem convert(String value) {
+            return switch (value.trim().toLowerCase(Locale.ROOT)) {
+                case "native" -> CollectiveBench.Mem.NATIVE;
+                case "pool" -> CollectiveBench.Mem.POOL;
+                case "heap" -> CollectiveBench.Mem.HEAP;
+                default -> throw new picocli.CommandLine.TypeConversionException(
+                        "'" + value + "' is not a memory kind; choose native, pool or heap");
             };
         }
     }

@@ -70,6 +70,26 @@ class PerfCollectivesCliTest {
         assertValidPng(png);
     }
 
+    /** --mem pool (every collective that may run in shared memory) and heap: checked runs in the rank JVMs. */
+    @Test
+    @Timeout(180)
+    void registeredAndHeapBuffersAreChecked() {
+        for (String mem : new String[] {"pool", "heap"}) {
+            for (String op : mem.equals("heap") ? new String[] {"allreduce"} : new String[] {"allreduce", "reducescatter", "allgather", "broadcast"}) {
+                Captured c = new Captured();
+                int code = HcommCli.execute(new String[] {"perf", op, "-n", "2", "--mem", mem, "--check", "--format", "csv",
+                        "-b", "4K", "-e", "256K", "-f", "64", "--iters", "3", "--warmup", "1"}, c.out, c.err, Map.of());
+                assertThat(code).as(c.toString()).isZero();
+                assertThat(c.outLines()).as(c.toString()).hasSize(3).allSatisfy(l -> {
+                    if (!l.startsWith("op,")) assertThat(l).startsWith(op + ",auto,2,").endsWith(",0");
+                });
+            }
+        }
+        Captured bad = new Captured();
+        assertThat(HcommCli.execute(new String[] {"perf", "allreduce", "--mem", "gpu"}, bad.out, bad.err, Map.of())).isEqualTo(2);
+        assertThat(bad.err()).contains("'gpu' is not a memory kind; choose native, pool or heap");
+    }
+
     @Test
     void tableSaysNotCheckedWithoutCheck() {
         int code = run("perf", "broadcast", "-n", "2", "--root", "1", "-b", "4K", "--iters", "2", "--warmup", "0",

@@ -77,6 +77,9 @@ final class CommunicatorImpl implements Communicator {
         this(session, transport, commId, rank, null, size, Topology.of(rank, hostIds));
     }
 
+    /** Zero-copy collectives among this communicator's ranks, or null (not all on this host, shared memory off, one rank). */
+    private final ZeroCopyEngine zc;
+
     private CommunicatorImpl(Session session, TcpTransport transport, long commId, int rank, int[] group, int size,
                              Topology topology) {
         this.session = session;
@@ -96,6 +99,12 @@ final class CommunicatorImpl implements Communicator {
         }
         this.collectiveChannel = commId | (1L << 62);
         this.noticeChannel = commId | (2L << 62);
+        this.zc = session.zeroCopy(commId, rank, size, group);
+    }
+
+    /** The zero-copy engine, or null (tests and diagnostics). */
+    ZeroCopyEngine zeroCopy() {
+        return zc;
     }
 
     @Override
@@ -214,16 +223,69 @@ final class CommunicatorImpl implements Communicator {
         checkOpen();
         RuntimeException broken = brokenFor(op, "");
         if (broken != null) throw broken;
+        ZeroCopyEngine z = zc;
+        if (z != null) {
+            // on a same-host communicator every collective announces itself in shared memory first (mismatch check)
+            long seq;
+            long ticket;
+            synchronized (z) {
+                seq = collectiveSeq.incrementAndGet();
+                ticket = z.takeTicket();
+            }
+            if (!mode.async) {
+                announced(z, seq, ticket, op, fingerprint, bytes, body);
+                return null;
+            }
+            return dispatch(z, ticket, op, mode, () -> announced(z, seq, ticket, op, fingerprint, bytes, body));
+        }
         long seq = collectiveSeq.incrementAndGet();
         if (!mode.async) {
-            runCollective(seq, op, fingerprint, bytes, body);
+            runCollective(seq, op, fingerprint, bytes, body, false);
             return null;
         }
-        if (mode.stream != null) return mode.stream.enqueueCollective(op, () -> runCollective(seq, op, fingerprint, bytes, body));
+        return dispatch(op, mode, () -> runCollective(seq, op, fingerprint, bytes, body, false));
+    }
+
+    /** A transport collective under the zero-copy engine: its turn, the shared-memory fingerprint check, the algorithm. */
+    private void announced(ZeroCopyEngine z, long seq, long ticket, String op, int fingerprint, long bytes,
+                           Consumer<CollectiveLinks> body) {
+        z.enter(ticket, op);
+        try {
+            if (session.config().fullCheck()) fullCheck(seq, op, fingerprint);
+            z.announce(seq, fingerprint, op);
+            runCollective(seq, op, fingerprint, bytes, body, true);
+        } catch (io.hcomm4j.PeerFailedException e) {
+            throw zeroCopyFailure(seq, op, e);
+        } finally {
+            z.leave(ticket);
+        }
+    }
+
+    /** Runs {@code task} (an op already numbered) on the stream or the collective thread that {@code mode} names. */
+    private CommFuture<Void> dispatch(String op, Mode mode, Runnable task) {
+        return dispatch(op, mode, task, null);
+    }
+
+    /**
+     * Runs {@code task}, an op holding zero-copy ticket {@code ticket} of {@code z}, where {@code mode} says; if it will
+     * never run (the queue refuses it, or a stream skips it after an earlier failure) its ticket is given up, so the
+     * ops after it are not held up.
+     */
+    private CommFuture<Void> dispatch(ZeroCopyEngine z, long ticket, String op, Mode mode, Runnable task) {
+        try {
+            return dispatch(op, mode, task, () -> z.skip(ticket));
+        } catch (RuntimeException e) {
+            z.skip(ticket);
+            throw e;
+        }
+    }
+
+    private CommFuture<Void> dispatch(String op, Mode mode, Runnable task, Runnable skipped) {
+        if (mode.stream != null) return mode.stream.enqueueCollective(op, task, skipped);
         WorkerFuture<Void> f = new WorkerFuture<>(timeoutNanos(), rank, op);
         collectiveThread().execute(() -> {
             try {
-                runCollective(seq, op, fingerprint, bytes, body);
+                task.run();
                 f.complete(null);
             } catch (Throwable e) {
                 f.completeExceptionally(e);
@@ -299,13 +361,53 @@ final class CommunicatorImpl implements Communicator {
         }
     }
 
-    private void runCollective(long seq, String op, int fingerprint, long bytes, Consumer<CollectiveLinks> body) {
+    /** A peer failed during op {@code seq} under the zero-copy engine: the op fails naming every member known to have failed. */
+    private io.hcomm4j.PeerFailedException zeroCopyFailure(long seq, String op, io.hcomm4j.PeerFailedException e) {
+        String which = " (collective #" + seq + ")";
+        if (e.getMessage() != null && e.getMessage().contains(which + " on a communicator")) return e;
+        java.util.TreeSet<Integer> failed = new java.util.TreeSet<>(health.failedRanks());
+        String why = null;
+        for (int r : e.failedRanks()) { // the engine names this communicator's ranks
+            if (r < 0 || r >= size) continue;
+            failed.add(r);
+            String known = transport.failureReason(world(r));
+            if (why == null && known != null) why = "rank " + r + " failed: " + known;
+        }
+        return peersFailed(op, which, java.util.List.copyOf(failed), why != null ? why : e.getMessage(), e);
+    }
+
+    /** An op the zero-copy engine ran: counted in the metrics and, while a recording wants it, a JFR event. */
+    private void zeroCopyDone(CollectiveEvent event, long seq, String op, long bytes, long t0) {
+        metrics.record(metrics.index(op), bytes, System.nanoTime() - t0, false);
+        event.end();
+        if (event.shouldCommit()) {
+            event.op = op;
+            event.communicator = commId;
+            event.rank = rank;
+            event.ranks = size;
+            event.sequence = seq;
+            event.bytes = Math.max(0, bytes);
+            event.outcome = "ok";
+            event.commit();
+        }
+    }
+
+    /** {@link #runCollective(long, String, int, long, Consumer, boolean)} of an op whose size is not passed on. */
+    private void runCollective(long seq, String op, int fingerprint, Consumer<CollectiveLinks> body, boolean checked) {
+        runCollective(seq, op, fingerprint, -1, body, checked);
+    }
+
+    /**
+     * Runs the transport algorithm {@code body} of op {@code seq} ({@code bytes}: its size for metrics, or -1), counted in
+     * the metrics and as a JFR event; {@code checked}: the zero-copy frame ran HCOMM_CHECK=full's check already.
+     */
+    private void runCollective(long seq, String op, int fingerprint, long bytes, Consumer<CollectiveLinks> body, boolean checked) {
         CollectiveEvent event = new CollectiveEvent();
         event.begin();
         long t0 = System.nanoTime();
         Throwable failure = null;
         try {
-            runCollectiveBody(seq, op, fingerprint, bytes, body);
+            runCollectiveBody(seq, op, fingerprint, bytes, body, checked);
         } catch (RuntimeException | Error e) {
             failure = e;
             throw e;
@@ -325,13 +427,14 @@ final class CommunicatorImpl implements Communicator {
         }
     }
 
-    private void runCollectiveBody(long seq, String op, int fingerprint, long bytes, Consumer<CollectiveLinks> body) {
+    private void runCollectiveBody(long seq, String op, int fingerprint, long bytes, Consumer<CollectiveLinks> body,
+                                   boolean checked) {
         try (TransportLinks links = new TransportLinks(transport, collectiveChannel, noticeChannel, seq, rank, size, group, op,
                 fingerprint, session.scratch(), bytes)) {
             running.add(links);
             try {
                 failIfBroken(links);
-                if (session.config().fullCheck()) fullCheck(seq, op, fingerprint);
+                if (session.config().fullCheck() && !checked) fullCheck(seq, op, fingerprint);
                 body.accept(links);
             } catch (io.hcomm4j.CollectiveMismatchException e) {
                 links.tellOthers(e);
@@ -459,10 +562,55 @@ final class CommunicatorImpl implements Communicator {
         checkBuffer("allReduce", "recv", recv, n);
         checkWritable("allReduce", "recv", recv);
         int avg = op == ReduceOp.AVG ? size : 1;
+        int fp = fingerprint("allReduce", count, type, op, -1);
+        ZeroCopyEngine z = zc;
+        if (z == null) return collective("allReduce", fp, mode, allReduceBody(send, recv, count, type, k, avg));
+        checkOpen();
+        RuntimeException broken = brokenFor("allReduce", "");
+        if (broken != null) throw broken;
+        long seq;
+        long ticket;
+        synchronized (z) {
+            seq = collectiveSeq.incrementAndGet();
+            ticket = z.takeTicket();
+        }
+        if (!mode.async) {
+            allReduceHere(z, seq, ticket, fp, send, recv, count, type, k, avg);
+            return null;
+        }
+        return dispatch(z, ticket, "allReduce", mode, () -> allReduceHere(z, seq, ticket, fp, send, recv, count, type, k, avg));
+    }
+
+    /** An all-reduce under the zero-copy engine: in shared memory if every rank can, else through the transport. */
+    private void allReduceHere(ZeroCopyEngine z, long seq, long ticket, int fp, MemorySegment send, MemorySegment recv, long count,
+                               DataType type, ReduceKernel k, int avg) {
+        z.enter(ticket, "allReduce");
+        try {
+            if (session.config().fullCheck()) fullCheck(seq, "allReduce", fp);
+            long t0 = System.nanoTime();
+            CollectiveEvent ev = new CollectiveEvent();
+            ev.begin();
+            long bytes = count * type.byteSize();
+            if (z.allReduce(seq, fp, "allReduce", send, recv, count, k, avg, tuner().forced(Tuner.Op.ALLREDUCE) == null)) {
+                zeroCopyDone(ev, seq, "allReduce", bytes, t0);
+            } else {
+                runCollective(seq, "allReduce", fp, bytes, allReduceBody(send, recv, count, type, k, avg), true);
+            }
+        } catch (io.hcomm4j.PeerFailedException e) {
+            throw zeroCopyFailure(seq, "allReduce", e);
+        } finally {
+            z.leave(ticket);
+        }
+    }
+
+    /** The transport algorithm of an all-reduce (the tuner's choice). */
+    private Consumer<CollectiveLinks> allReduceBody(MemorySegment send, MemorySegment recv, long count, DataType type,
+                                                    ReduceKernel k, int avg) {
+        long n = count * type.byteSize();
         long chunk = ringChunkElems(n / size, type.byteSize());
         Tuner.Algo algo = tuner().choose(Tuner.Op.ALLREDUCE, n, shape);
         Tuner.Levels levels = algo == Tuner.Algo.HIERARCHICAL ? tuner().levels(Tuner.Op.ALLREDUCE, n, shape, topology.localSize()) : null;
-        return collective("allReduce", fingerprint("allReduce", count, type, op, -1), n, mode, l -> {
+        return l -> {
             if (algo == Tuner.Algo.HIERARCHICAL) {
                 Hierarchical.allReduce(l, topology, levels, send.asSlice(0, n), recv.asSlice(0, n), count, k, avg);
             } else if (algo == Tuner.Algo.RING) {
@@ -472,7 +620,7 @@ final class CommunicatorImpl implements Communicator {
                 if (algo == Tuner.Algo.RECURSIVE_DOUBLING) Reductions.recursiveDoubling(l, recv.asSlice(0, n), count, k, avg);
                 else HalvingDoubling.allReduce(l, recv.asSlice(0, n), count, k, avg);
             }
-        });
+        };
     }
 
     @Override
@@ -515,9 +663,76 @@ final class CommunicatorImpl implements Communicator {
     CommFuture<Void> reduceScatter(MemorySegment send, MemorySegment recv, long recvCount, DataType type, ReduceOp op,
                                            Mode mode) {
         if (recvCount < 0) throw new IllegalArgumentException("rank " + rank + ": reduceScatter: recvCount " + recvCount + " must be >= 0");
-        long[] counts = new long[size];
-        java.util.Arrays.fill(counts, recvCount);
-        return reduceScatterBlocks("reduceScatter", send, recv, counts, type, op, mode);
+        ZeroCopyEngine z = zc;
+        if (z == null) {
+            long[] counts = new long[size];
+            java.util.Arrays.fill(counts, recvCount);
+            return reduceScatterBlocks("reduceScatter", send, recv, counts, type, op, mode);
+        }
+        // equal blocks without arrays: the zero-copy path allocates nothing
+        ReduceKernel k = kernel(type, op);
+        long es = type.byteSize();
+        long blk = Math.multiplyExact(recvCount, es);
+        long total = Math.multiplyExact(blk, size);
+        checkBuffer("reduceScatter", "send", send, total);
+        checkBuffer("reduceScatter", "recv", recv, blk);
+        checkWritable("reduceScatter", "recv", recv);
+        int fp = fingerprint("reduceScatter", equalCountsHash(recvCount), type, op, -1);
+        return reduceScatterZc(z, "reduceScatter", fp, send, recv, recvCount, null, type, k, op, mode);
+    }
+
+    /** {@code Arrays.hashCode} of {@code size} counts equal to {@code count}, without the array. */
+    private int equalCountsHash(long count) {
+        int h = 1;
+        int e = (int) (count ^ (count >>> 32));
+        for (int r = 0; r < size; r++) h = 31 * h + e;
+        return h;
+    }
+
+    private CommFuture<Void> reduceScatterZc(ZeroCopyEngine z, String name, int fp, MemorySegment send, MemorySegment recv, long blockCount,
+                                             long[] counts, DataType type, ReduceKernel k, ReduceOp op, Mode mode) {
+        checkOpen();
+        RuntimeException broken = brokenFor(name, "");
+        if (broken != null) throw broken;
+        int avg = op == ReduceOp.AVG ? size : 1;
+        long seq;
+        long ticket;
+        synchronized (z) {
+            seq = collectiveSeq.incrementAndGet();
+            ticket = z.takeTicket();
+        }
+        if (!mode.async) {
+            reduceScatterHere(z, seq, ticket, name, fp, send, recv, blockCount, counts, type, k, avg);
+            return null;
+        }
+        return dispatch(z, ticket, name, mode, () -> reduceScatterHere(z, seq, ticket, name, fp, send, recv, blockCount, counts, type, k, avg));
+    }
+
+    private void reduceScatterHere(ZeroCopyEngine z, long seq, long ticket, String name, int fp, MemorySegment send, MemorySegment recv,
+                                   long blockCount, long[] counts, DataType type, ReduceKernel k, int avg) {
+        z.enter(ticket, name);
+        try {
+            if (session.config().fullCheck()) fullCheck(seq, name, fp);
+            long t0 = System.nanoTime();
+            CollectiveEvent ev = new CollectiveEvent();
+            ev.begin();
+            long[] c = counts;
+            if (c == null) {
+                c = new long[size];
+                java.util.Arrays.fill(c, blockCount);
+            }
+            long bytes = 0;
+            for (long x : c) bytes += x * type.byteSize();
+            if (z.reduceScatter(seq, fp, name, send, recv, blockCount, counts, k, avg, tuner().forced(Tuner.Op.REDUCESCATTER) == null)) {
+                zeroCopyDone(ev, seq, name, bytes, t0);
+            } else {
+                runCollective(seq, name, fp, bytes, reduceScatterBody(send, recv, c, type, k, avg), true);
+            }
+        } catch (io.hcomm4j.PeerFailedException e) {
+            throw zeroCopyFailure(seq, name, e);
+        } finally {
+            z.leave(ticket);
+        }
     }
 
     @Override
@@ -534,19 +749,33 @@ final class CommunicatorImpl implements Communicator {
                                                  DataType type, ReduceOp op, Mode mode) {
         ReduceKernel k = kernel(type, op);
         long[] sizes = sizesOf(name, java.util.Objects.requireNonNull(recvCounts, "recvCounts"), type);
-        long[] at = new long[size + 1];
-        for (int r = 0; r < size; r++) at[r + 1] = at[r] + recvCounts[r];
-        long es = type.byteSize();
-        long total = Math.multiplyExact(at[size], es);
+        long total = 0;
+        for (long c : recvCounts) total = Math.addExact(total, c);
+        total = Math.multiplyExact(total, type.byteSize());
         checkBuffer(name, "send", send, total);
         checkBuffer(name, "recv", recv, sizes[rank]);
         checkWritable(name, "recv", recv);
+        int fp = fingerprint(name, java.util.Arrays.hashCode(recvCounts), type, op, -1);
+        ZeroCopyEngine z = zc;
+        long[] counts = recvCounts.clone();
+        if (z != null) return reduceScatterZc(z, name, fp, send, recv, 0, counts, type, k, op, mode);
         int avg = op == ReduceOp.AVG ? size : 1;
+        return collective(name, fp, mode, reduceScatterBody(send, recv, counts, type, k, avg));
+    }
+
+    /** The transport algorithm of a reduce-scatter (the tuner's choice). */
+    private Consumer<CollectiveLinks> reduceScatterBody(MemorySegment send, MemorySegment recv, long[] recvCounts, DataType type,
+                                                        ReduceKernel k, int avg) {
+        long[] at = new long[size + 1];
+        for (int r = 0; r < size; r++) at[r + 1] = at[r] + recvCounts[r];
+        long es = type.byteSize();
+        long total = at[size] * es;
+        long mine = recvCounts[rank] * es;
         long chunk = ringChunkElems(total / size, (int) es);
         Tuner.Algo algo = tuner().choose(Tuner.Op.REDUCESCATTER, total, shape);
         Tuner.Levels levels = algo == Tuner.Algo.HIERARCHICAL ? tuner().levels(Tuner.Op.REDUCESCATTER, total, shape, topology.localSize()) : null;
         long[] counts = recvCounts.clone();
-        return collective(name, fingerprint(name, java.util.Arrays.hashCode(recvCounts), type, op, -1), total, mode, l -> {
+        return l -> {
             if (algo == Tuner.Algo.HIERARCHICAL) {
                 Hierarchical.reduceScatter(l, topology, levels, send, recv, counts, k, avg);
                 return;
@@ -558,8 +787,8 @@ final class CommunicatorImpl implements Communicator {
             } else {
                 Reductions.ringReduceScatter(l, send.asSlice(0, total), work, at, k, chunk, avg);
             }
-            MemorySegment.copy(work, at[rank] * es, recv, 0, sizes[rank]);
-        });
+            MemorySegment.copy(work, at[rank] * es, recv, 0, mine);
+        };
     }
 
     @Override
@@ -575,16 +804,56 @@ final class CommunicatorImpl implements Communicator {
     CommFuture<Void> broadcast(MemorySegment buf, long count, DataType type, int root, Mode mode) {
         long n = bytes("broadcast", "buf", buf, count, type);
         checkRoot("broadcast", root);
+        if (rank != root && buf.isReadOnly()) throw new IllegalArgumentException("rank " + rank + ": broadcast: buf is read-only");
+        int fp = fingerprint("broadcast", count, type, null, root);
+        ZeroCopyEngine z = zc;
+        if (z == null) return collective("broadcast", fp, mode, broadcastBody(buf, n, root));
+        checkOpen();
+        RuntimeException broken = brokenFor("broadcast", "");
+        if (broken != null) throw broken;
+        long seq;
+        long ticket;
+        synchronized (z) {
+            seq = collectiveSeq.incrementAndGet();
+            ticket = z.takeTicket();
+        }
+        if (!mode.async) {
+            broadcastHere(z, seq, ticket, fp, buf, n, root);
+            return null;
+        }
+        return dispatch(z, ticket, "broadcast", mode, () -> broadcastHere(z, seq, ticket, fp, buf, n, root));
+    }
+
+    private void broadcastHere(ZeroCopyEngine z, long seq, long ticket, int fp, MemorySegment buf, long n, int root) {
+        z.enter(ticket, "broadcast");
+        try {
+            if (session.config().fullCheck()) fullCheck(seq, "broadcast", fp);
+            long t0 = System.nanoTime();
+            CollectiveEvent ev = new CollectiveEvent();
+            ev.begin();
+            if (z.broadcast(seq, fp, "broadcast", buf, n, root, tuner().forced(Tuner.Op.BROADCAST) == null)) {
+                zeroCopyDone(ev, seq, "broadcast", n, t0);
+            } else {
+                runCollective(seq, "broadcast", fp, n, broadcastBody(buf, n, root), true);
+            }
+        } catch (io.hcomm4j.PeerFailedException e) {
+            throw zeroCopyFailure(seq, "broadcast", e);
+        } finally {
+            z.leave(ticket);
+        }
+    }
+
+    /** The transport algorithm of a broadcast (the tuner's choice). */
+    private Consumer<CollectiveLinks> broadcastBody(MemorySegment buf, long n, int root) {
         MemorySegment data = buf.asSlice(0, n);
-        if (rank != root && data.isReadOnly()) throw new IllegalArgumentException("rank " + rank + ": broadcast: buf is read-only");
         Tuner.Algo algo = size <= 2 && tuner().forced(Tuner.Op.BROADCAST) == null ? Tuner.Algo.TREE
                 : tuner().choose(Tuner.Op.BROADCAST, n, shape);
         Tuner.Levels levels = algo == Tuner.Algo.HIERARCHICAL ? tuner().levels(Tuner.Op.BROADCAST, n, shape, topology.localSize()) : null;
-        return collective("broadcast", fingerprint("broadcast", count, type, null, root), n, mode, l -> {
+        return l -> {
             if (algo == Tuner.Algo.HIERARCHICAL) Hierarchical.broadcast(l, topology, levels, data, root);
             else if (algo == Tuner.Algo.TREE) Broadcast.binomialTree(l, data, root);
             else Broadcast.pipelinedChain(l, data, root, BCAST_CHUNK);
-        });
+        };
     }
 
     @Override
@@ -600,25 +869,88 @@ final class CommunicatorImpl implements Communicator {
     CommFuture<Void> allGather(MemorySegment send, MemorySegment recv, long count, DataType type, Mode mode) {
         long blk = bytes("allGather", "send", send, count, type);
         checkBuffer("allGather", "recv", recv, Math.multiplyExact(blk, size));
-        MemorySegment own = recv.asSlice(rank * blk, blk);
-        MemorySegment mine = send.equals(recv) ? own : send.asSlice(0, blk);
-        long[] off = new long[size];
-        long[] len = new long[size];
-        for (int r = 0; r < size; r++) {
-            off[r] = r * blk;
-            len[r] = blk;
+        int fp = fingerprint("allGather", count, type, null, -1);
+        // in place (send is recv): this rank's block of recv is what it contributes
+        boolean inPlace = send.equals(recv);
+        ZeroCopyEngine z = zc;
+        if (z == null) return collective("allGather", fp, mode, allGatherBody(send, recv, blk, null, null, inPlace, "allGather"));
+        return allGatherZc(z, "allGather", fp, inPlace ? recv : send, inPlace ? rank * blk : 0, recv, blk, null, null, mode);
+    }
+
+    private CommFuture<Void> allGatherZc(ZeroCopyEngine z, String name, int fp, MemorySegment mine, long mineOff, MemorySegment recv,
+                                         long blk, long[] off, long[] len, Mode mode) {
+        checkOpen();
+        RuntimeException broken = brokenFor(name, "");
+        if (broken != null) throw broken;
+        long seq;
+        long ticket;
+        synchronized (z) {
+            seq = collectiveSeq.incrementAndGet();
+            ticket = z.takeTicket();
         }
-        Tuner.Algo algo = tuner().choose(Tuner.Op.ALLGATHER, blk * size, shape);
+        if (!mode.async) {
+            allGatherHere(z, seq, ticket, name, fp, mine, mineOff, recv, blk, off, len);
+            return null;
+        }
+        return dispatch(z, ticket, name, mode, () -> allGatherHere(z, seq, ticket, name, fp, mine, mineOff, recv, blk, off, len));
+    }
+
+    private void allGatherHere(ZeroCopyEngine z, long seq, long ticket, String name, int fp, MemorySegment mine, long mineOff,
+                               MemorySegment recv, long blk, long[] off, long[] len) {
+        z.enter(ticket, name);
+        try {
+            if (session.config().fullCheck()) fullCheck(seq, name, fp);
+            long t0 = System.nanoTime();
+            CollectiveEvent ev = new CollectiveEvent();
+            ev.begin();
+            long bytes = 0;
+            if (len == null) bytes = blk * size;
+            else for (long x : len) bytes += x;
+            if (z.allGather(seq, fp, name, mine, mineOff, recv, blk, off, len, tuner().forced(Tuner.Op.ALLGATHER) == null)) {
+                zeroCopyDone(ev, seq, name, bytes, t0);
+            } else {
+                boolean inPlace = mine == recv && mineOff == (off == null ? rank * blk : off[rank]);
+                runCollective(seq, name, fp, bytes, allGatherBody(mine, recv, blk, off, len, inPlace, name), true);
+            }
+        } catch (io.hcomm4j.PeerFailedException e) {
+            throw zeroCopyFailure(seq, name, e);
+        } finally {
+            z.leave(ticket);
+        }
+    }
+
+    /**
+     * The transport algorithm of an all-gather of equal blocks of {@code blk} bytes ({@code off == null}; the tuner's
+     * choice) or of the blocks {@code off}/{@code len} (ring). {@code send} is the contribution, or with {@code inPlace}
+     * the receive buffer holding it in this rank's block.
+     */
+    private Consumer<CollectiveLinks> allGatherBody(MemorySegment send, MemorySegment recv, long blk, long[] off, long[] len,
+                                                    boolean inPlace, String name) {
+        long[] o = off;
+        long[] l2 = len;
+        if (o == null) {
+            o = new long[size];
+            l2 = new long[size];
+            for (int r = 0; r < size; r++) {
+                o[r] = r * blk;
+                l2[r] = blk;
+            }
+        }
+        long[] fo = o;
+        long[] fl = l2;
+        MemorySegment own = recv.asSlice(fo[rank], fl[rank]);
+        MemorySegment mine = inPlace ? own : send;
+        Tuner.Algo algo = off == null ? tuner().choose(Tuner.Op.ALLGATHER, blk * size, shape) : Tuner.Algo.RING;
         Tuner.Levels levels = algo == Tuner.Algo.HIERARCHICAL ? tuner().levels(Tuner.Op.ALLGATHER, blk * size, shape, topology.localSize()) : null;
-        return collective("allGather", fingerprint("allGather", count, type, null, -1), blk * size, mode, l -> {
+        return l -> {
             if (algo == Tuner.Algo.HIERARCHICAL) {
-                Hierarchical.allGather(l, topology, levels, mine, recv, blk);
+                Hierarchical.allGather(l, topology, levels, mine.asSlice(0, blk), recv, blk);
                 return;
             }
-            MemorySegment.copy(mine, 0, own, 0, blk);
+            MemorySegment.copy(mine, 0, own, 0, fl[rank]);
             if (algo == Tuner.Algo.BRUCK) AllGather.bruck(l, recv, blk);
-            else AllGather.ring(l, recv, off, len);
-        });
+            else AllGather.ring(l, recv, fo, fl);
+        };
     }
 
     @Override
@@ -636,13 +968,12 @@ final class CommunicatorImpl implements Communicator {
         long[][] b = blocks("allGatherV", "recv", recv, recvCounts, displs, type);
         long[] off = b[0];
         long[] len = b[1];
-        MemorySegment own = recv.asSlice(off[rank], len[rank]);
-        MemorySegment mine = send.equals(recv) ? own : send;
-        checkBuffer("allGatherV", "send", mine, len[rank]);
-        return collective("allGatherV", fingerprint("allGatherV", java.util.Arrays.hashCode(recvCounts), type, null, -1), mode, l -> {
-            MemorySegment.copy(mine, 0, own, 0, len[rank]);
-            AllGather.ring(l, recv, off, len);
-        });
+        boolean inPlace = send.equals(recv);
+        checkBuffer("allGatherV", "send", inPlace ? recv.asSlice(off[rank], len[rank]) : send, len[rank]);
+        int fp = fingerprint("allGatherV", java.util.Arrays.hashCode(recvCounts), type, null, -1);
+        ZeroCopyEngine z = zc;
+        if (z == null) return collective("allGatherV", fp, mode, allGatherBody(send, recv, 0, off, len, inPlace, "allGatherV"));
+        return allGatherZc(z, "allGatherV", fp, inPlace ? recv : send, inPlace ? off[rank] : 0, recv, 0, off, len, mode);
     }
 
     @Override
@@ -805,16 +1136,49 @@ final class CommunicatorImpl implements Communicator {
 
     @Override
     public void barrier() {
-        collective("barrier", fingerprint("barrier", 0, null, null, -1), 0, Mode.BLOCKING, AllToAll::barrier);
+        barrier(Mode.BLOCKING);
     }
 
     CommFuture<Void> barrier(Mode mode) {
-        return collective("barrier", fingerprint("barrier", 0, null, null, -1), 0, mode, AllToAll::barrier);
+        int fp = fingerprint("barrier", 0, null, null, -1);
+        ZeroCopyEngine z = zc;
+        if (z == null) return collective("barrier", fp, mode, AllToAll::barrier);
+        checkOpen();
+        RuntimeException broken = brokenFor("barrier", "");
+        if (broken != null) throw broken;
+        long seq;
+        long ticket;
+        synchronized (z) {
+            seq = collectiveSeq.incrementAndGet();
+            ticket = z.takeTicket();
+        }
+        if (!mode.async) {
+            barrierHere(z, seq, ticket, fp);
+            return null;
+        }
+        return dispatch(z, ticket, "barrier", mode, () -> barrierHere(z, seq, ticket, fp));
+    }
+
+    /** A barrier under the zero-copy engine: every rank's descriptor visible is the barrier. */
+    private void barrierHere(ZeroCopyEngine z, long seq, long ticket, int fp) {
+        z.enter(ticket, "barrier");
+        try {
+            if (session.config().fullCheck()) fullCheck(seq, "barrier", fp);
+            long t0 = System.nanoTime();
+            CollectiveEvent ev = new CollectiveEvent();
+            ev.begin();
+            if (z.barrier(seq, fp, "barrier")) zeroCopyDone(ev, seq, "barrier", 0, t0);
+            else runCollective(seq, "barrier", fp, 0, AllToAll::barrier, true);
+        } catch (io.hcomm4j.PeerFailedException e) {
+            throw zeroCopyFailure(seq, "barrier", e);
+        } finally {
+            z.leave(ticket);
+        }
     }
 
     @Override
     public CommFuture<Void> barrierAsync() {
-        return collective("barrier", fingerprint("barrier", 0, null, null, -1), 0, Mode.ASYNC, AllToAll::barrier);
+        return barrier(Mode.ASYNC);
     }
 
     // ------------------------------------------------------------------------------- sub-communicators
@@ -1127,6 +1491,7 @@ final class CommunicatorImpl implements Communicator {
     void markClosed() {
         closed = true;
         shutdownCollectiveThread();
+        if (zc != null) zc.close();
     }
 
     private synchronized void shutdownCollectiveThread() {
@@ -1145,6 +1510,7 @@ final class CommunicatorImpl implements Communicator {
     public void close() {
         closed = true;
         shutdownCollectiveThread();
+        if (zc != null) zc.close();
         if (group != null) {
             session.unregister(this);
             session.unregisterCommunicator(this);
@@ -1238,6 +1604,8 @@ final class CommunicatorImpl implements Communicator {
         for (TransportLinks l : running) l.abort(new io.hcomm4j.CommAbortedException("rank " + rank + ": " + l.op()
                 + " (collective #" + l.seq() + ") failed: the communicator was aborted: " + why));
         transport.failCommunicator(commId, () -> new io.hcomm4j.CommAbortedException(msg));
+        ZeroCopyEngine z = zc;
+        if (z != null) z.abort(why);
         if (!quiet) session.healthChanged(this, now, listeners);
         return true;
     }

@@ -59,14 +59,17 @@ public final class Session implements AutoCloseable {
     private final boolean[] sameHost;
     private final String[] hostIds;
     private final String hostId;
+    /** Whether each world rank takes part in zero-copy collectives (shared memory and HCOMM_ZERO_COPY on). */
+    private final boolean[] zeroCopyRanks;
 
     private Session(CommConfig config, Bootstrap.Joined joined, String namespace, TcpTransport transport, MemoryPool memory,
                     Events events, InetSocketAddress[] book, boolean[] sameHost, String[] hostIds, String hostId,
-                    long worldId, int[] worldGroup) {
+                    long worldId, int[] worldGroup, boolean[] zeroCopyRanks) {
         this.book = book;
         this.sameHost = sameHost;
         this.hostIds = hostIds;
         this.hostId = hostId;
+        this.zeroCopyRanks = zeroCopyRanks;
         this.config = config;
         this.joined = joined;
         this.namespace = namespace;
@@ -211,7 +214,10 @@ public final class Session implements AutoCloseable {
             t = TcpTransport.open(rank, size, j.dataAddress(), Auth.of(config.secret().orElse(null)), token, options);
             InetSocketAddress me = t.listenAddress();
             String host = config.hostId().orElseGet(() -> HostIdentity.of(shmDir));
-            store.set(ns + "addr/" + rank, (me.getAddress().getHostAddress() + " " + me.getPort() + " " + host).getBytes(StandardCharsets.UTF_8));
+            // the fourth field says whether this rank takes part in zero-copy collectives: every rank must agree on it
+            String zc = config.transport() != CommConfig.Transport.TCP && config.zeroCopy() ? "zc" : "-";
+            store.set(ns + "addr/" + rank, (me.getAddress().getHostAddress() + " " + me.getPort() + " " + host + " " + zc)
+                    .getBytes(StandardCharsets.UTF_8));
             long count = store.add(ns + "joined", 1);
             if (count == size) store.set(ns + "ready", new byte[] {1});
             try {
@@ -224,12 +230,14 @@ public final class Session implements AutoCloseable {
             InetSocketAddress[] book = new InetSocketAddress[size];
             boolean[] sameHost = new boolean[size];
             String[] hostIds = new String[size];
+            boolean[] zeroCopyRanks = new boolean[size];
             List<Integer> elsewhere = new java.util.ArrayList<>();
             for (int p = 0; p < size; p++) {
                 String[] hp = new String(store.get(ns + "addr/" + p, initTimeout), StandardCharsets.UTF_8).split(" ");
                 book[p] = new InetSocketAddress(hp[0], Integer.parseInt(hp[1]));
                 // a rank that published no host id is a host of its own (a space cannot occur in an id)
                 hostIds[p] = hp.length > 2 ? hp[2] : "rank " + p;
+                zeroCopyRanks[p] = hp.length > 3 && hp[3].equals("zc");
                 sameHost[p] = p != rank && hp.length > 2 && hp[2].equals(host);
                 if (p != rank && !sameHost[p]) elsewhere.add(p);
             }
@@ -249,7 +257,7 @@ public final class Session implements AutoCloseable {
             Events events = new Events();
             t.setEvents(events);
             t.start(p -> book[p]);
-            Session s = new Session(config, j, ns, t, pool, events, book, sameHost, hostIds, host, 0L, null);
+            Session s = new Session(config, j, ns, t, pool, events, book, sameHost, hostIds, host, 0L, null, zeroCopyRanks);
             LOG.debug("rank {}/{}: init took {} ms, listening on {}", rank, size, (System.nanoTime() - start) / 1_000_000, me);
             return s;
         } catch (RuntimeException e) {
@@ -314,6 +322,7 @@ public final class Session implements AutoCloseable {
             boolean[] sameHost = new boolean[size];
             String[] hostIds = new String[size];
             java.util.Arrays.fill(hostIds, "failed");
+            boolean[] zeroCopyRanks = new boolean[size]; // a replacement takes no part in zero-copy collectives
             Events events = new Events();
             t.setEvents(events);
             if (config.transport() != CommConfig.Transport.TCP) {
@@ -321,7 +330,7 @@ public final class Session implements AutoCloseable {
             }
             for (int p : plan.members()) {
                 // the other joiners' addresses are new: read them once they are published
-                if (p != slot && plan.joinerIndex(ticketOf(plan, p)) < 0) readAddress(store, ns, p, host, book, sameHost, hostIds, initTimeout);
+                if (p != slot && plan.joinerIndex(ticketOf(plan, p)) < 0) readAddress(store, ns, p, host, book, sameHost, hostIds, zeroCopyRanks, initTimeout);
             }
             hostIds[slot] = host;
             t.start(p -> book[p], false);
@@ -330,7 +339,7 @@ public final class Session implements AutoCloseable {
                 int p = plan.slots()[i];
                 if (p == slot) continue;
                 store.get(ns + "grow/" + g + "/ready/" + p, initTimeout);
-                readAddress(store, ns, p, host, book, sameHost, hostIds, initTimeout);
+                readAddress(store, ns, p, host, book, sameHost, hostIds, zeroCopyRanks, initTimeout);
             }
             // every old member has taken this process in (before, it would refuse a connection from this slot)
             int old = plan.members().length - plan.slots().length;
@@ -345,7 +354,7 @@ public final class Session implements AutoCloseable {
             }
             t.connectNeighbourNow();
             Bootstrap.Joined as = new Bootstrap.Joined(slot, size, store, j.dataAddress(), null);
-            Session s = new Session(config, as, ns, t, pool, events, book, sameHost, hostIds, host, plan.id(), plan.members());
+            Session s = new Session(config, as, ns, t, pool, events, book, sameHost, hostIds, host, plan.id(), plan.members(), zeroCopyRanks);
             LOG.debug("rank {}/{}: joined in {} ms as incarnation {}", slot, size, (System.nanoTime() - start) / 1_000_000, plan.incarnations()[me]);
             return s;
         } catch (InterruptedException e) {
@@ -368,11 +377,13 @@ public final class Session implements AutoCloseable {
     }
 
     private static void readAddress(Store store, String ns, int p, String host, InetSocketAddress[] book, boolean[] sameHost,
-                                    String[] hostIds, Duration timeout) {
+                                    String[] hostIds, boolean[] zeroCopyRanks, Duration timeout) {
         String[] hp = text(store.get(ns + "addr/" + p, timeout)).split(" ");
         book[p] = new InetSocketAddress(hp[0], Integer.parseInt(hp[1]));
         hostIds[p] = hp.length > 2 ? hp[2] : "rank " + p;
         sameHost[p] = hp.length > 2 && hp[2].equals(host);
+        // a replacement (grow) publishes no zero-copy flag: communicators with it keep to the transport on every rank
+        zeroCopyRanks[p] = hp.length > 3 && hp[3].equals("zc");
     }
 
     private static String text(byte[] v) {
@@ -384,7 +395,7 @@ public final class Session implements AutoCloseable {
      * transport forgets the failed process and expects {@code incarnation}.
      */
     void revive(int slot, long incarnation) {
-        readAddress(joined.store(), namespace, slot, hostId, book, sameHost, hostIds, config.initTimeout());
+        readAddress(joined.store(), namespace, slot, hostId, book, sameHost, hostIds, zeroCopyRanks, config.initTimeout());
         transport.revive(slot, incarnation);
     }
 
@@ -424,6 +435,23 @@ public final class Session implements AutoCloseable {
     /** The session's memory pool. */
     public MemoryPool memory() {
         return memory;
+    }
+
+    /**
+     * The zero-copy engine of a communicator with {@code size} ranks ({@code group}: its ranks' world ranks, null for
+     * the world), or null if not every one of them is on this host with shared memory and zero copy on.
+     */
+    ZeroCopyEngine zeroCopy(long commId, int rank, int size, int[] group) {
+        if (size < 2) return null;
+        int[] world = new int[size];
+        String host = hostIds[group == null ? 0 : group[0]];
+        for (int r = 0; r < size; r++) {
+            int w = group == null ? r : group[r];
+            if (!zeroCopyRanks[w] || !hostIds[w].equals(host)) return null;
+            world[r] = w;
+        }
+        return ZeroCopyEngine.create(transport, memory, joined.store(), namespace + "zc/" + Long.toHexString(commId),
+                config.timeout(), config.initTimeout(), rank, size, world, commId);
     }
 
     void register(AutoCloseable child) {

@@ -31,8 +31,11 @@ final class StreamImpl implements Stream {
     private Throwable firstFailure;
     private boolean closed;
 
-    /** One op of the stream: the work runs on the worker thread and yields the op's result. */
-    private record Task<T>(Supplier<T> work, WorkerFuture<T> result) {
+    /**
+     * One op of the stream: the work runs on the worker thread and yields the op's result; {@code skipped} (may be
+     * null) runs instead when the op is not run because an earlier one failed.
+     */
+    private record Task<T>(Supplier<T> work, WorkerFuture<T> result, Runnable skipped) {
     }
 
     StreamImpl(CommunicatorImpl comm, Session session) {
@@ -52,12 +55,15 @@ final class StreamImpl implements Stream {
         return enqueue("recv", () -> comm.recvAsync(buf, peer, tag).await());
     }
 
-    /** Queues a collective whose arguments the communicator checked and whose sequence number it took. */
-    CommFuture<Void> enqueueCollective(String op, Runnable body) {
+    /**
+     * Queues a collective whose arguments the communicator checked and whose sequence number it took; {@code skipped}
+     * (may be null) runs if the stream does not run it (an earlier op failed).
+     */
+    CommFuture<Void> enqueueCollective(String op, Runnable body, Runnable skipped) {
         return enqueue(op, () -> {
             body.run();
             return null;
-        });
+        }, skipped);
     }
 
     @Override
@@ -96,11 +102,15 @@ final class StreamImpl implements Stream {
     }
 
     private <T> CommFuture<T> enqueue(String op, Supplier<T> work) {
+        return enqueue(op, work, null);
+    }
+
+    private <T> CommFuture<T> enqueue(String op, Supplier<T> work, Runnable skipped) {
         WorkerFuture<T> f = new WorkerFuture<>(comm.timeoutNanos(), comm.rank(), "stream " + op);
         synchronized (this) {
             if (closed) throw new IllegalStateException("rank " + comm.rank() + ": the stream is closed");
             if (comm.isClosed()) throw new IllegalStateException("rank " + comm.rank() + ": the communicator is closed");
-            queue.add(new Task<>(work, f));
+            queue.add(new Task<>(work, f, skipped));
             enqueued++;
             notifyAll();
         }
@@ -126,6 +136,13 @@ final class StreamImpl implements Stream {
             Throwable failure = earlier != null
                     ? new CommAbortedException("rank " + comm.rank() + ": not run: an earlier op on this stream failed: " + earlier.getMessage())
                     : runTask(task);
+            if (earlier != null && task.skipped() != null) {
+                try {
+                    task.skipped().run();
+                } catch (RuntimeException e) {
+                    // nothing more to undo
+                }
+            }
             synchronized (this) {
                 if (failure != null && firstFailure == null) firstFailure = failure;
                 completed++;

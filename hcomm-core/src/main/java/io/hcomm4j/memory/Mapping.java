@@ -12,6 +12,8 @@ final class Mapping {
     final Arena arena;
     final MemorySegment base;
     final long address;
+    /** The file's sequence number (the last part of its name, see {@link SharedFiles#sequence}). */
+    final long sequence;
     /** Buffers of this mapping that are leased out. Guarded by the size class's lock. */
     int open;
     /** Guarded by the pool's lock. */
@@ -26,6 +28,7 @@ final class Mapping {
         this.arena = arena;
         this.base = base;
         this.address = base.address();
+        this.sequence = SharedFiles.sequence(file.getFileName().toString());
     }
 
     boolean contains(long addr, long bytes) {

@@ -244,6 +244,42 @@ public final class MemoryPool implements AutoCloseable {
         return Optional.of(new Registration(m.file, address - m.address, length));
     }
 
+    /**
+     * Allocation-free form of {@link #lookup} for the first {@code length} bytes of {@code segment}: if they lie in this
+     * pool's memory, stores the sequence number of their file (the part of its name after the owner's prefix, see
+     * {@link SharedFiles#sequence}) in {@code out[0]} and their offset in the file in {@code out[1]}, and returns true;
+     * else returns false and leaves {@code out} alone.
+     *
+     * <p><b>Internal:</b> for same-host collectives, which publish where a buffer lies on every op; applications need
+     * not call it.
+     *
+     * @throws IllegalArgumentException if {@code length} is negative or more than the segment's size
+     */
+    public boolean locate(MemorySegment segment, long length, long[] out) {
+        if (length < 0 || length > segment.byteSize()) {
+            throw new IllegalArgumentException("length " + length + " is not within the segment's " + segment.byteSize() + " bytes");
+        }
+        if (!segment.isNative() || closed) return false;
+        long address = segment.address();
+        Mapping[] ms = mappings;
+        int lo = 0;
+        int hi = ms.length - 1;
+        int found = -1;
+        while (lo <= hi) {
+            int mid = (lo + hi) >>> 1;
+            if (ms[mid].address <= address) {
+                found = mid;
+                lo = mid + 1;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        if (found < 0 || !ms[found].contains(address, length) || ms[found].sequence < 0) return false;
+        out[0] = ms[found].sequence;
+        out[1] = address - ms[found].address;
+        return true;
+    }
+
     /** True once {@link #close()} was called. */
     public boolean isClosed() {
         return closed;

@@ -93,8 +93,13 @@ final class Progress implements AutoCloseable {
         this.spinNanos = spinNanos;
         this.onKey = key -> {
             handled++;
-            if (key.attachment() instanceof PeerLink l) l.onReady(key);
-            else ((ShmConduit) key.attachment()).onDoorbell();
+            if (key.attachment() instanceof PeerLink l) {
+                l.onReady(key);
+            } else {
+                ((ShmConduit) key.attachment()).onDoorbell();
+                // a doorbell may be for a thread that sleeps on a shared condition while this one polls
+                if (!parked.isEmpty()) for (Thread t : parked) LockSupport.unpark(t);
+            }
         };
         this.background = Thread.ofPlatform().daemon().name(name).unstarted(this::runBackground);
     }
@@ -174,6 +179,72 @@ final class Progress implements AutoCloseable {
         }
     }
 
+    /**
+     * Waits until {@code w} is done or the deadline passed. First it spins on the condition alone, without the poll
+     * token (the background thread or another waiter keeps polling, so peer deaths are still noticed): flat out for the
+     * busy window (none when oversubscribed), then yielding the core on every look, for {@code spinNanos} in all
+     * (longer than a wake-up, so sleeps do not chain). Then it becomes a waiter like {@link #awaitUntil}: it takes the
+     * token, polls, and blocks in the selector with the condition armed, so a peer that changes it rings the doorbell.
+     * A waiter that cannot get the token parks with the condition armed; the doorbell wakes the token holder, which
+     * unparks it. Allocates nothing until it blocks.
+     *
+     * @return true if {@code w} is done
+     */
+    boolean awaitShared(SharedWait w, long deadline) {
+        if (w.done()) return true;
+        if (token.isHeldByCurrentThread()) {
+            throw new IllegalStateException("a blocking wait inside a completion callback that runs on the progress "
+                    + "engine; use the future's *Async methods for callbacks that block");
+        }
+        long now = System.nanoTime();
+        long busyUntil = now + (oversubscribed ? 0 : busyWindow);
+        long spinEnd = now + spinNanos;
+        while (now - spinEnd < 0) {
+            if (w.done()) return true;
+            if (now - deadline >= 0) return false;
+            if (now - busyUntil < 0) Thread.onSpinWait();
+            else Thread.yield();
+            now = System.nanoTime();
+        }
+        waiters.incrementAndGet();
+        if (blocking) selector.wakeup();
+        try {
+            spinEnd = now; // block at once: the spin is over
+            while (!w.done()) {
+                now = System.nanoTime();
+                if (now - deadline >= 0) return w.done();
+                if (token.tryLock()) {
+                    try {
+                        if (now - spinEnd < 0) {
+                            if (pollNow() == 0) {
+                                if (oversubscribed) Thread.yield();
+                                else Thread.onSpinWait();
+                            }
+                        } else {
+                            pollBlocking(Math.max(1, Math.min(MAX_BLOCK_MS, (deadline - now) / 1_000_000)), w);
+                            spinEnd = System.nanoTime() + spinNanos; // woken: a peer moved, the rest usually follows soon
+                        }
+                    } finally {
+                        token.unlock();
+                    }
+                } else {
+                    // someone else polls: sleep armed; the doorbell a peer rings wakes the poller, which unparks us
+                    Thread me = Thread.currentThread();
+                    parked.add(me);
+                    if (!w.arm()) LockSupport.parkNanos(Math.min(deadline - now, 1_000_000));
+                    w.disarm();
+                    parked.remove(me);
+                }
+            }
+            return true;
+        } finally {
+            lastWaiterLeft = System.nanoTime();
+            waiters.decrementAndGet();
+            Thread next = parked.peek();
+            if (next != null) LockSupport.unpark(next);
+        }
+    }
+
     void addRing(ShmConduit c) {
         synchronized (ringLock) {
             ShmConduit[] rs = java.util.Arrays.copyOf(rings, rings.length + 1);
@@ -221,16 +292,22 @@ final class Progress implements AutoCloseable {
     }
 
     private void pollBlocking(long ms) {
+        pollBlocking(ms, null);
+    }
+
+    /** Blocks in the selector, with every ring and {@code extra} (if not null) armed first. */
+    private void pollBlocking(long ms, SharedWait extra) {
         handled = 0;
         polls++;
         ShmConduit[] rs = rings;
-        if (rs.length > 0) {
+        if (rs.length > 0 || extra != null) {
             // set every ring's sleeping flag, then look once more: what came before the flags is handled now, what
             // comes after them rings the doorbell (see ShmRing)
-            boolean work = false;
+            boolean work = extra != null && extra.arm();
             for (ShmConduit c : rs) work |= c.arm();
             if (work) {
                 for (ShmConduit c : rs) c.disarm();
+                if (extra != null) extra.disarm();
                 pollRings(rs);
                 return;
             }
@@ -243,6 +320,7 @@ final class Progress implements AutoCloseable {
         } finally {
             blocking = false;
             for (ShmConduit c : rs) c.disarm();
+            if (extra != null) extra.disarm();
         }
         if (rs.length > 0) pollRings(rs);
     }

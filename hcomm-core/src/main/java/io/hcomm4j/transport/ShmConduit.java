@@ -57,6 +57,8 @@ final class ShmConduit implements Conduit {
     private final ByteBuffer bellFromWriter = ByteBuffer.allocateDirect(1);
     private final ByteBuffer bellFromReader = ByteBuffer.allocateDirect(1);
     private final ByteBuffer drain = ByteBuffer.allocateDirect(64);
+    /** The doorbell of shared conditions (zero-copy collectives), rung from any thread: guarded by itself. */
+    private final ByteBuffer bellFromShared = ByteBuffer.allocateDirect(1);
     private volatile boolean writeWanted;
     private volatile boolean eof;
     private volatile boolean closed;
@@ -200,6 +202,14 @@ final class ShmConduit implements Conduit {
             socket.write(bell);
         } catch (IOException e) {
             // the peer is gone: the end of its stream reaches the poller, which fails the link
+        }
+    }
+
+    /** Wakes the peer's progress engine for a shared condition it sleeps on (any thread). */
+    void ringShared() {
+        if (closed) return;
+        synchronized (bellFromShared) {
+            ring(bellFromShared);
         }
     }
 

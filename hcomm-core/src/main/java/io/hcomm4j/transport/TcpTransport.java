@@ -82,6 +82,8 @@ public final class TcpTransport implements AutoCloseable {
     private final Thread acceptor;
     private final PeerLink[] links;
     private final boolean[] failed;
+    /** How many peers have failed so far (written under the match lock after {@link #failed}; read without it). */
+    private volatile int failures;
     private IntFunction<InetSocketAddress> addressBook;
     /** Same-host rings, or null: TCP to every peer. */
     private volatile ShmOptions shm;
@@ -372,6 +374,80 @@ public final class TcpTransport implements AutoCloseable {
      */
     public boolean usableFromAnyThread(MemorySegment buf) {
         return buf.isAccessibleBy(acceptor);
+    }
+
+    // ---------------------------------------------------------------------- same-host shared conditions
+
+    /**
+     * Waits until {@code w} is done or {@code deadline} ({@link System#nanoTime()}) passed, driving this transport's
+     * progress meanwhile (see {@link SharedWait}). Allocates nothing unless it blocks.
+     *
+     * @return true if {@code w} is done
+     */
+    public boolean await(SharedWait w, long deadline) {
+        return progress.awaitShared(w, deadline);
+    }
+
+    /**
+     * Rings the doorbell of world rank {@code peer}: its progress engine wakes if it blocks, so a thread of it that
+     * sleeps on a {@link SharedWait} looks again. Does nothing unless the pair is connected through shared memory.
+     */
+    /** Wakes this process's own progress engine, so a waiter blocked in it looks again at what it waits for. */
+    public void wakeLocal() {
+        progress.wakeup();
+    }
+
+    public void wake(int peer) {
+        if (links[peer].ch instanceof ShmConduit c) c.ringShared();
+    }
+
+    /**
+     * Connects to world rank {@code peer} now if it is not connected yet (waiting at most until {@code deadline}), and
+     * returns what carries messages to it ({@link #transportTo}); a failed connection throws
+     * {@link PeerFailedException}. Same-host collectives connect to every peer first: the connection is how a peer's
+     * death is noticed and how a sleeping peer is woken.
+     */
+    public String connect(int peer, long deadline) {
+        if (peer == rank) return "self";
+        linkTo(peer, deadline);
+        return transportTo(peer);
+    }
+
+    /**
+     * The prefix of the names of world rank {@code peer}'s shared-memory files (its process's; a file's name is the
+     * prefix followed by the file's sequence number), learnt in the hello of a shared-memory connection; null if the
+     * pair is not connected through shared memory.
+     */
+    public String peerFilePrefix(int peer) {
+        if (peer == rank) return SharedFiles.ownPrefix();
+        return links[peer].ch instanceof ShmConduit c ? c.peerPrefix : null;
+    }
+
+    /** The directory of shared-memory files, or null if shared memory is not enabled. */
+    public Path shmDir() {
+        ShmOptions so = shm;
+        return so == null ? null : so.dir();
+    }
+
+    /** How many peers have failed (lost connection, or closed their session) so far; cheap, for polling loops. */
+    public int failures() {
+        return failures;
+    }
+
+    /** Whether world rank {@code peer} has failed or closed its session. */
+    public boolean failed(int peer) {
+        // the volatile read orders the plain one after it: a failure counted is a failure seen
+        return failures != 0 && failed[peer];
+    }
+
+    /** The exception an op ({@code what}) that depends on the failed world rank {@code peer} fails with. */
+    public PeerFailedException failure(int peer, String what) {
+        return peerFailed(peer, what, null);
+    }
+
+    /** True once {@link #close()} began. */
+    public boolean isClosing() {
+        return closing;
     }
 
     // ------------------------------------------------------------------------------------------ user ops
@@ -880,6 +956,7 @@ public final class TcpTransport implements AutoCloseable {
         matchLock.lock();
         try {
             failed[p] = true;
+            failures++;
             for (MatchTable table : tables.values()) {
                 for (Iterator<RecvRequest> it = table.posted.iterator(); it.hasNext(); ) {
                     RecvRequest r = it.next();

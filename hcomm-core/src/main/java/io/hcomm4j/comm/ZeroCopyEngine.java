@@ -1,0 +1,939 @@
+package io.hcomm4j.comm;
+
+import io.hcomm4j.CollectiveMismatchException;
+import io.hcomm4j.CommAbortedException;
+import io.hcomm4j.CommTimeoutException;
+import io.hcomm4j.HcommException;
+import io.hcomm4j.PeerFailedException;
+import io.hcomm4j.algo.ZeroCopyCollectives;
+import io.hcomm4j.bootstrap.Store;
+import io.hcomm4j.kernel.ReduceKernel;
+import io.hcomm4j.memory.MemoryPool;
+import io.hcomm4j.memory.SharedFiles;
+import io.hcomm4j.transport.SharedWait;
+import io.hcomm4j.transport.TcpTransport;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Zero-copy collectives of one communicator whose ranks all live on this host: allReduce, reduceScatter(V),
+ * allGather(V) and broadcast read (and write) the other ranks' registered buffers directly, through mappings of their
+ * memory-pool files, instead of sending messages ({@link ZeroCopyCollectives} moves the bytes).
+ *
+ * <p><b>Control mapping.</b> Rank 0 of the communicator creates a small shared file when the communicator is made
+ * (pre-faulted, mode 0600, named like the pool's files) and publishes its name in the store; the others map it at
+ * their first such op, and rank 0 unlinks it once every rank has used it. It holds one slot per rank, each written only
+ * by its rank (apart from the sleeping flag, which peers clear), its fields on separate 128-byte lines:
+ *
+ * <pre>
+ * header (256 bytes): 0 i64 magic   8 i32 version   12 i32 ranks   16 i64 communicator id
+ * slot r at 256 + 512 r:
+ *     0  descriptor of even tickets   128  descriptor of odd tickets
+ *        each: 0 i64 seq  8 i32 fingerprint  12 i32 flags  16 i64 send file  24 i64 send offset  32 i64 recv file  40 i64 recv offset
+ *   256  i64 done (seq of the last op this rank finished)   264 i64 error (seq of an op this rank failed in)
+ *   384  i32 sleeping (1: the rank blocks; whoever changes a word it waits for clears it and rings its doorbell)
+ * </pre>
+ *
+ * <p><b>One op.</b> Ops that may run here take a ticket when they are called (with their sequence number, in call
+ * order) and run one at a time in ticket order ({@link #enter}/{@link #leave}), so one slot per rank suffices. A rank
+ * publishes its descriptor (the op's sequence number and fingerprint, whether its buffers lie in the memory pool and
+ * where: file and offset) with a release store of the sequence number, then waits until every rank's descriptor of
+ * that sequence number is visible. Every rank then decides the same thing from the same descriptors: a different
+ * fingerprint is a {@link CollectiveMismatchException} everywhere; if any rank's buffers are not registered (or may not
+ * run here) every rank runs the normal algorithm through the transport; else each rank does its part in shared
+ * memory, stores {@code done} and waits until every rank is done (nobody returns, and reuses its buffers, while a peer
+ * still reads or writes them). Descriptors alternate between two places by ticket parity, so a slow peer still
+ * reading this rank's last descriptor never sees it overwritten: the one after next can only be written once every
+ * rank has published the next one, which it does after reading.
+ *
+ * <p><b>Waiting</b> goes through the transport's progress engine ({@link TcpTransport#await(SharedWait, long)}):
+ * spin, then block in the selector with the sleeping flag set; a rank that changes a word others wait for fences
+ * and rings the doorbell of every peer whose flag it finds set. The wait ends early when a peer's connection fails
+ * ({@link PeerFailedException}), when the session closes, or at {@code HCOMM_TIMEOUT}. Every collective of the
+ * communicator publishes a descriptor ({@link #announce} for those that always use the transport), so a rank in
+ * another collective shows here as a different fingerprint, never as a silent wait.
+ *
+ * <p>Steady state allocates nothing: peers' files are mapped once (and pre-faulted) and kept (up to
+ * {@value #FILES_PER_PEER} per peer), arrays and scratch are per communicator.
+ */
+final class ZeroCopyEngine implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(ZeroCopyEngine.class);
+    private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
+    private static final VarHandle INT = ValueLayout.JAVA_INT.varHandle();
+
+    static final long MAGIC = 0x59504F4352455A48L; // "HZEROCPY" little-endian
+    static final int VERSION = 1;
+    static final long HEADER = 256;
+    static final long SLOT = 512;
+    static final long DESC = 128;
+    static final long SEQ = 0;
+    static final long FP = 8;
+    static final long FLAGS = 12;
+    static final long SEND_FILE = 16;
+    static final long SEND_OFF = 24;
+    static final long RECV_FILE = 32;
+    static final long RECV_OFF = 40;
+    static final long DONE = 256;
+    static final long ERROR = 264;
+    static final long SLEEPING = 384;
+
+    /** This rank is attached: its connections to every peer go through shared memory. */
+    static final int F_CAPABLE = 1;
+    /** This rank may run the op here (HCOMM_ALGO forces no other algorithm for it). */
+    static final int F_WANT = 2;
+    /** The op's send buffer (broadcast: its buffer) lies in the memory pool. */
+    static final int F_SEND = 4;
+    /** The op's receive buffer lies in the memory pool. */
+    static final int F_RECV = 8;
+    /** The op's buffers of this rank are the same memory or do not overlap in a way that would race. */
+    static final int F_SAFE = 16;
+
+    /** Broadcasts from this size on, with every rank's buffer registered, are copied in parallel slices. */
+    static final long BCAST_SPLIT_MIN = 64 * 1024;
+    /** Bytes of the private scratch chunk reductions go through (stays in L1/L2). */
+    static final long SCRATCH_BYTES = 32 * 1024;
+    static final int FILES_PER_PEER = 64;
+
+    private static final int ARRIVE = 1;
+    private static final int DONE_PHASE = 2;
+
+    private final TcpTransport transport;
+    private final MemoryPool pool;
+    private final Store store;
+    private final String storeKey;
+    private final Path dir;
+    private final long timeoutNanos;
+    private final Duration attachTimeout;
+    final int rank;
+    final int n;
+    private final int[] world;
+    private final long commId;
+
+    // control mapping
+    private Arena ctrlArena;
+    private MemorySegment ctrl;
+    private String ctrlName;
+    private volatile boolean attached;
+    private boolean capable;
+    /** Set at an op where some rank was not capable (every rank sets it at the same op): no more descriptors. */
+    private volatile boolean disabled;
+    private boolean unlinked;
+    private volatile boolean closed;
+    /** Why the communicator was aborted (comm.abort(), an abort notice, this rank declared failed), or null. */
+    private volatile String aborted;
+
+    // peers' files, per comm rank: a small LRU each
+    private final String[] prefix;
+    private final long[][] fileSeq;
+    private final Arena[][] fileArena;
+    private final MemorySegment[][] fileSeg;
+    private final long[][] fileUsed;
+    private long opStamp;
+
+    // per op (ops run one at a time)
+    private final MemorySegment[] sendSeg;
+    private final long[] sendOff;
+    private final MemorySegment[] recvSeg;
+    private final long[] recvOff;
+    /** Where each rank's descriptor of the current op is (byte offset in the control mapping). */
+    private final long[] descAt;
+    private final MemorySegment scratch;
+    /** Scratch for large slices (chunks of {@link ZeroCopyCollectives#STREAMING_COPY_MIN} bytes or more); made on first use. */
+    private MemorySegment big;
+
+    /** The large scratch if a slice of {@code sliceBytes} is cut into streaming chunks, else null. */
+    private MemorySegment bigScratch(long sliceBytes) {
+        long min = ZeroCopyCollectives.STREAMING_COPY_MIN + 4096;
+        if (sliceBytes < 2 * min) return null;
+        // chunks are at most twice the minimum (equal pieces of a slice of at least two minimums)
+        if (big == null) big = Arena.ofAuto().allocate(2 * min + 4096, 4096);
+        return big;
+    }
+    private final long[] loc = new long[2];
+    private final long[] oneLen = new long[1];
+    private final Waiter waiter = new Waiter();
+
+    // turn: tickets in call order
+    private long tickets;
+    private long passed;
+    private final Object turn = new Object();
+
+    /** Ops that ran in shared memory / fell back to the transport (diagnostics and tests). */
+    volatile long zeroCopyOps;
+    volatile long fallbackOps;
+
+    private ZeroCopyEngine(TcpTransport transport, MemoryPool pool, Store store, String storeKey,
+                           Path dir, Duration timeout, Duration attachTimeout, int rank, int n, int[] world, long commId) {
+        this.transport = transport;
+        this.pool = pool;
+        this.store = store;
+        this.storeKey = storeKey;
+        this.dir = dir;
+        this.timeoutNanos = timeout.toNanos();
+        this.attachTimeout = attachTimeout;
+        this.rank = rank;
+        this.n = n;
+        this.world = world;
+        this.commId = commId;
+        this.prefix = new String[n];
+        this.fileSeq = new long[n][FILES_PER_PEER];
+        this.fileArena = new Arena[n][FILES_PER_PEER];
+        this.fileSeg = new MemorySegment[n][FILES_PER_PEER];
+        this.fileUsed = new long[n][FILES_PER_PEER];
+        this.sendSeg = new MemorySegment[n];
+        this.sendOff = new long[n];
+        this.recvSeg = new MemorySegment[n];
+        this.recvOff = new long[n];
+        this.descAt = new long[n];
+        this.scratch = Arena.ofAuto().allocate(SCRATCH_BYTES, 128);
+    }
+
+    /**
+     * The engine of a communicator, or null if it cannot have one. Rank 0 creates the control mapping now and
+     * publishes its name under {@code storeKey}; if it cannot, it publishes that, and every rank's engine stays off.
+     */
+    static ZeroCopyEngine create(TcpTransport transport, MemoryPool pool, Store store, String storeKey,
+                                 Duration timeout, Duration attachTimeout, int rank, int n, int[] world, long commId) {
+        Path dir = transport.shmDir();
+        if (dir == null || n < 2) return null;
+        ZeroCopyEngine e = new ZeroCopyEngine(transport, pool, store, storeKey, dir, timeout, attachTimeout, rank, n, world, commId);
+        if (rank == 0) e.createControl();
+        return e;
+    }
+
+    private void createControl() {
+        String name = SharedFiles.newName();
+        long bytes = (HEADER + n * SLOT + 4095) / 4096 * 4096;
+        Arena arena = Arena.ofShared();
+        try {
+            MemorySegment seg = SharedFiles.create(dir, name, bytes, arena);
+            seg.set(ValueLayout.JAVA_INT, 8, VERSION);
+            seg.set(ValueLayout.JAVA_INT, 12, n);
+            seg.set(ValueLayout.JAVA_LONG, 16, commId);
+            LONG.setRelease(seg, 0L, MAGIC);
+            ctrlArena = arena;
+            ctrl = seg;
+            ctrlName = name;
+            store.set(storeKey, name.getBytes(StandardCharsets.US_ASCII));
+        } catch (IOException | RuntimeException ex) {
+            LOG.warn("rank {}: cannot set up zero-copy collectives for communicator {} ({}); they go through the transport",
+                    rank, commId, ex.toString());
+            disabled = true;
+            if (ctrl != null) unlinkControl();
+            closeQuietly(arena);
+            ctrl = null;
+            try {
+                store.set(storeKey, new byte[] {'!'});
+            } catch (RuntimeException ignored) {
+                // the others then fail to attach and say so
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------ turn
+
+    /** A ticket for an op being called now (the caller holds this engine's monitor while it also takes the op's seq). */
+    long takeTicket() {
+        return ++tickets;
+    }
+
+    /** Waits until the op of {@code ticket} may run (every earlier ticket has left). */
+    void enter(long ticket, String op) {
+        synchronized (turn) {
+            if (passed != ticket - 1) awaitTurn(ticket, op);
+            currentTicket = ticket;
+        }
+    }
+
+    private void awaitTurn(long ticket, String op) {
+        long deadline = System.nanoTime() + timeoutNanos;
+        while (passed != ticket - 1) {
+            long left = deadline - System.nanoTime();
+            if (left <= 0) {
+                throw new CommTimeoutException("rank " + rank + ": " + op + ": the collective before it on this communicator "
+                        + "did not finish within " + Duration.ofNanos(timeoutNanos) + " (HCOMM_TIMEOUT)");
+            }
+            try {
+                turn.wait(Math.max(1, left / 1_000_000));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new HcommException("rank " + rank + ": " + op + ": interrupted while waiting for the collective before it", e);
+            }
+        }
+    }
+
+    /** The op of {@code ticket} is over (however it ended): the next may run. */
+    void leave(long ticket) {
+        synchronized (turn) {
+            passed = ticket;
+            while (skipped != null && skipped.remove(passed + 1)) passed++;
+            turn.notifyAll();
+        }
+    }
+
+    /** The op of {@code ticket} will never run (its queue refused or skipped it): its turn passes by itself. */
+    void skip(long ticket) {
+        synchronized (turn) {
+            if (passed == ticket - 1) {
+                leave(ticket);
+            } else {
+                if (skipped == null) skipped = new java.util.TreeSet<>();
+                skipped.add(ticket);
+            }
+        }
+    }
+
+    /** Tickets given up before their turn (rare; guarded by {@link #turn}). */
+    private java.util.TreeSet<Long> skipped;
+
+    // ------------------------------------------------------------------------------------------ ops
+
+    /**
+     * All-reduce of {@code count} elements. Returns true if it ran here; false if the caller must run the transport
+     * algorithm (under the same ticket, before {@link #leave}).
+     */
+    boolean allReduce(long seq, int fp, String op, MemorySegment send, MemorySegment recv, long count, ReduceKernel k,
+                      int avg, boolean want) {
+        if (!ready(op)) return false;
+        long bytes = count * k.type().byteSize();
+        int flags = base(want);
+        long sf = -1, so = 0, rf = -1, ro = 0;
+        if (where(send, bytes)) {
+            flags |= F_SEND;
+            sf = loc[0];
+            so = loc[1];
+        }
+        if (where(recv, bytes)) {
+            flags |= F_RECV;
+            rf = loc[0];
+            ro = loc[1];
+        }
+        if (sameOrDisjoint(send, recv, bytes)) flags |= F_SAFE;
+        int all = arrive(seq, fp, op, flags, sf, so, rf, ro);
+        int need = F_CAPABLE | F_WANT | F_SEND | F_RECV | F_SAFE;
+        if ((all & need) != need) return fellBack();
+        boolean ok = false;
+        try {
+            map(true, send, bytes);
+            map(false, recv, bytes);
+            ZeroCopyCollectives.allReduce(sendSeg, sendOff, recvSeg, recvOff, rank, n, count, k, avg, scratch, bigScratch(bytes / n));
+            ok = true;
+        } finally {
+            finish(seq, op, ok);
+        }
+        return true;
+    }
+
+    /**
+     * Reduce-scatter: block {@code r} (elements {@code [at(r), at(r+1))} of the send buffers) goes to rank {@code r}. With
+     * {@code counts == null} every block has {@code blockCount} elements; else block {@code r} has {@code counts[r]}.
+     */
+    boolean reduceScatter(long seq, int fp, String op, MemorySegment send, MemorySegment recv, long blockCount, long[] counts,
+                          ReduceKernel k, int avg, boolean want) {
+        if (!ready(op)) return false;
+        int es = k.type().byteSize();
+        long from = 0;
+        long total = 0;
+        for (int r = 0; r < n; r++) {
+            long c = counts == null ? blockCount : counts[r];
+            if (r == rank) from = total;
+            total += c;
+        }
+        long mine = counts == null ? blockCount : counts[rank];
+        long totalBytes = total * es;
+        int flags = base(want);
+        long sf = -1, so = 0;
+        if (where(send, totalBytes)) {
+            flags |= F_SEND;
+            sf = loc[0];
+            so = loc[1];
+        }
+        // this rank writes its receive buffer while the others read every block of its send buffer but its own
+        if (disjoint(recv, 0, mine * es, send, totalBytes) || sameAddress(send, from * es, recv, 0)) flags |= F_SAFE;
+        int all = arrive(seq, fp, op, flags, sf, so, -1, 0);
+        int need = F_CAPABLE | F_WANT | F_SEND | F_SAFE;
+        if ((all & need) != need) return fellBack();
+        boolean ok = false;
+        try {
+            map(true, send, totalBytes);
+            ZeroCopyCollectives.reduceScatter(sendSeg, sendOff, n, from, from + mine, recv, 0, k, avg, scratch,
+                    bigScratch(mine * k.type().byteSize()));
+            ok = true;
+        } finally {
+            finish(seq, op, ok);
+        }
+        return true;
+    }
+
+    /**
+     * All-gather, every rank pulling the others' blocks: equal blocks of {@code blockBytes} ({@code off == null}), or
+     * block {@code r} of {@code len[r]} bytes at {@code off[r]} of the receive buffer. {@code mine} is this rank's
+     * block to contribute (its send buffer, or its own block of the receive buffer when in place).
+     */
+    boolean allGather(long seq, int fp, String op, MemorySegment mine, long mineOff, MemorySegment recv, long blockBytes, long[] off,
+                      long[] len, boolean want) {
+        if (!ready(op)) return false;
+        long myOff = off == null ? rank * blockBytes : off[rank];
+        long myLen = off == null ? blockBytes : len[rank];
+        long recvBytes = 0;
+        for (int r = 0; r < n; r++) recvBytes = Math.max(recvBytes, off == null ? (r + 1) * blockBytes : off[r] + len[r]);
+        int flags = base(want);
+        long sf = -1, so = 0;
+        if (where(mine, mineOff, myLen)) {
+            flags |= F_SEND;
+            sf = loc[0];
+            so = loc[1];
+        }
+        // the others read this rank's block while it writes theirs into its receive buffer
+        boolean inPlace = sameAddress(recv, myOff, mine, mineOff);
+        if (inPlace || disjoint(mine, mineOff, myLen, recv, recvBytes)) flags |= F_SAFE;
+        int all = arrive(seq, fp, op, flags, sf, so, -1, 0);
+        int need = F_CAPABLE | F_WANT | F_SEND | F_SAFE;
+        if ((all & need) != need) return fellBack();
+        boolean ok = false;
+        try {
+            for (int q = 0; q < n; q++) {
+                if (q != rank) peerBuffer(q, true, off == null ? blockBytes : len[q]);
+            }
+            if (myLen > 0 && !inPlace) MemorySegment.copy(mine, mineOff, recv, myOff, myLen);
+            if (off == null) {
+                oneLen[0] = blockBytes;
+                ZeroCopyCollectives.allGather(sendSeg, sendOff, rank, n, recv, 0, null, oneLen);
+            } else {
+                ZeroCopyCollectives.allGather(sendSeg, sendOff, rank, n, recv, 0, off, len);
+            }
+            ok = true;
+        } finally {
+            finish(seq, op, ok);
+        }
+        return true;
+    }
+
+    /** Broadcast of {@code bytes} from {@code root}: the others copy from the root's buffer (in slices, in parallel, when all are registered). */
+    boolean broadcast(long seq, int fp, String op, MemorySegment buf, long bytes, int root, boolean want) {
+        if (!ready(op)) return false;
+        int flags = base(want) | F_SAFE;
+        long sf = -1, so = 0;
+        if (where(buf, bytes)) {
+            flags |= F_SEND;
+            sf = loc[0];
+            so = loc[1];
+        }
+        int all = arrive(seq, fp, op, flags, sf, so, -1, 0);
+        int need = F_CAPABLE | F_WANT;
+        if ((all & need) != need || (flagsOf(root) & F_SEND) == 0) return fellBack();
+        boolean split = (all & F_SEND) != 0 && bytes >= BCAST_SPLIT_MIN;
+        boolean ok = false;
+        try {
+            if (split) {
+                map(true, buf, bytes);
+                ZeroCopyCollectives.broadcastSplit(sendSeg, sendOff, rank, n, root, bytes);
+            } else if (rank != root && bytes > 0) {
+                peerBuffer(root, true, bytes);
+                MemorySegment.copy(sendSeg[root], sendOff[root], buf, 0, bytes);
+            }
+            ok = true;
+        } finally {
+            finish(seq, op, ok);
+        }
+        return true;
+    }
+
+    // ------------------------------------------------------------------------------------------ steps
+
+    /** Attaches at the first op; false (nothing published) if the engine is off for this communicator. */
+    private boolean ready(String op) {
+        if (!disabled && !attached) attach(op);
+        if (disabled) {
+            fallbackOps++;
+            return false;
+        }
+        opStamp++;
+        return true;
+    }
+
+    /**
+     * A collective that always runs through the transport (reduce, gather, scatter, all-to-all and their V forms):
+     * every rank still publishes its fingerprint and waits for everybody's, so that ranks calling different collectives
+     * fail with {@link CollectiveMismatchException} here, before any of them waits for messages that never come.
+     */
+    void announce(long seq, int fp, String op) {
+        if (disabled) return;
+        if (!attached) attach(op);
+        if (disabled) return;
+        opStamp++;
+        arrive(seq, fp, op, base(true), -1, 0, -1, 0);
+    }
+
+    /** A barrier: every rank's descriptor of it is visible, so every rank has called it. False: use the transport's. */
+    boolean barrier(long seq, int fp, String op) {
+        if (!ready(op)) return false;
+        int all = arrive(seq, fp, op, base(true), -1, 0, -1, 0);
+        if ((all & F_CAPABLE) == 0) return fellBack();
+        zeroCopyOps++;
+        return true;
+    }
+
+    private boolean fellBack() {
+        fallbackOps++;
+        return false;
+    }
+
+    private int base(boolean want) {
+        return (capable ? F_CAPABLE : 0) | (want ? F_WANT : 0);
+    }
+
+    /** Where the first {@code bytes} of {@code seg} lie in the pool ({@link #loc}); 0 bytes are anywhere. */
+    private boolean where(MemorySegment seg, long bytes) {
+        return where(seg, 0, bytes);
+    }
+
+    /** Where {@code bytes} of {@code seg} from {@code off} on lie in the pool ({@link #loc}); 0 bytes are anywhere. */
+    private boolean where(MemorySegment seg, long off, long bytes) {
+        if (bytes == 0) {
+            loc[0] = -1;
+            loc[1] = 0;
+            return true;
+        }
+        if (!pool.locate(seg, off + bytes, loc)) return false;
+        loc[1] += off;
+        return true;
+    }
+
+    private static boolean sameOrDisjoint(MemorySegment a, MemorySegment b, long bytes) {
+        return sameAddress(a, 0, b, 0) || disjoint(a, 0, bytes, b, bytes);
+    }
+
+    /** {@code a + aOff} and {@code b + bOff} are the same address (both native). */
+    private static boolean sameAddress(MemorySegment a, long aOff, MemorySegment b, long bOff) {
+        return a.isNative() && b.isNative() && a.address() + aOff == b.address() + bOff;
+    }
+
+    /**
+     * {@code aBytes} of {@code a} from {@code aOff} and the first {@code bBytes} of {@code b} do not overlap (a heap and
+     * a native segment never do).
+     */
+    private static boolean disjoint(MemorySegment a, long aOff, long aBytes, MemorySegment b, long bBytes) {
+        if (a.isNative() != b.isNative() || aBytes == 0 || bBytes == 0) return true;
+        if (!a.isNative()) return a.heapBase().orElse(null) != b.heapBase().orElse(null);
+        long x = a.address() + aOff;
+        long y = b.address();
+        return x + aBytes <= y || y + bBytes <= x;
+    }
+
+    /**
+     * Publishes this rank's descriptor and waits for every rank's; checks the fingerprints (throws
+     * {@link CollectiveMismatchException} everywhere on a difference) and returns the AND of every rank's flags.
+     */
+    private int arrive(long seq, int fp, String op, int flags, long sendFile, long sendOffset, long recvFile, long recvOffset) {
+        long ticket = opTicket();
+        long d = slot(rank) + (ticket & 1) * DESC;
+        ctrl.set(ValueLayout.JAVA_INT, d + FP, fp);
+        ctrl.set(ValueLayout.JAVA_INT, d + FLAGS, flags);
+        ctrl.set(ValueLayout.JAVA_LONG, d + SEND_FILE, sendFile);
+        ctrl.set(ValueLayout.JAVA_LONG, d + SEND_OFF, sendOffset);
+        ctrl.set(ValueLayout.JAVA_LONG, d + RECV_FILE, recvFile);
+        ctrl.set(ValueLayout.JAVA_LONG, d + RECV_OFF, recvOffset);
+        LONG.setRelease(ctrl, d + SEQ, seq);
+        descAt[rank] = d;
+        wakeSleepers();
+        await(ARRIVE, seq, op);
+        if (rank == 0 && !unlinked) unlinkControl(); // every rank has mapped it
+        // every rank sees the same descriptors, so every rank decides the same
+        int all = -1;
+        boolean mismatch = false;
+        for (int p = 0; p < n; p++) {
+            long at = descAt[p];
+            if (at < 0 || (int) ctrl.get(ValueLayout.JAVA_INT, at + FP) != fp) mismatch = true;
+            else all &= ctrl.get(ValueLayout.JAVA_INT, at + FLAGS);
+        }
+        if (mismatch) throw mismatch(seq, op);
+        if ((all & F_CAPABLE) == 0) {
+            if (!disabled) LOG.info("rank {}: communicator {}: a rank has no shared-memory connection to every other; collectives go "
+                    + "through the transport", rank, commId);
+            disabled = true;
+        }
+        return all;
+    }
+
+    /** The ticket of the op now running (set by {@link #enter}). */
+    private long currentTicket;
+
+    private long opTicket() {
+        return currentTicket;
+    }
+
+    private int flagsOf(int p) {
+        return ctrl.get(ValueLayout.JAVA_INT, descAt[p] + FLAGS);
+    }
+
+    /** This rank's part is over (or failed): say so, wait until every rank's is, and fail if a peer's failed. */
+    private void finish(long seq, String op, boolean ok) {
+        long me = slot(rank);
+        if (!ok) LONG.setRelease(ctrl, me + ERROR, seq);
+        LONG.setRelease(ctrl, me + DONE, seq);
+        wakeSleepers();
+        if (ok) {
+            zeroCopyOps++;
+            await(DONE_PHASE, seq, op);
+            for (int p = 0; p < n; p++) {
+                if (p != rank && (long) LONG.getAcquire(ctrl, slot(p) + ERROR) == seq) {
+                    throw new HcommException("rank " + rank + ": " + op + " (collective #" + seq + ", shared memory): rank " + p
+                            + " failed in its part of it; the result is incomplete");
+                }
+            }
+        } else {
+            // an exception is on its way out: still do not return while peers use this rank's buffers
+            try {
+                await(DONE_PHASE, seq, op);
+            } catch (RuntimeException e) {
+                LOG.debug("rank {}: {} failed, and so did waiting for the others: {}", rank, op, e.toString());
+            }
+        }
+    }
+
+    /** Rank {@code q}'s buffer: this rank's own segment, or the peer's file mapped here (from its descriptor). */
+    private void map(boolean send, MemorySegment own, long bytes) {
+        for (int q = 0; q < n; q++) {
+            if (q == rank) {
+                if (send) {
+                    sendSeg[q] = own;
+                    sendOff[q] = 0;
+                } else {
+                    recvSeg[q] = own;
+                    recvOff[q] = 0;
+                }
+            } else {
+                peerBuffer(q, send, bytes);
+            }
+        }
+    }
+
+    /** Maps (or finds) peer {@code q}'s send or receive buffer of {@code bytes} into {@link #sendSeg}/{@link #recvSeg}. */
+    private void peerBuffer(int q, boolean send, long bytes) {
+        long at = descAt[q];
+        long file = ctrl.get(ValueLayout.JAVA_LONG, at + (send ? SEND_FILE : RECV_FILE));
+        long offset = ctrl.get(ValueLayout.JAVA_LONG, at + (send ? SEND_OFF : RECV_OFF));
+        MemorySegment seg;
+        if (bytes == 0) {
+            seg = scratch;
+            offset = 0;
+        } else {
+            seg = peerFile(q, file);
+            if (offset < 0 || offset > seg.byteSize() - bytes) {
+                throw new HcommException("rank " + rank + ": rank " + q + " published a buffer of [" + offset + ", +" + bytes
+                        + ") in a file of " + seg.byteSize() + " bytes");
+            }
+        }
+        if (send) {
+            sendSeg[q] = seg;
+            sendOff[q] = offset;
+        } else {
+            recvSeg[q] = seg;
+            recvOff[q] = offset;
+        }
+    }
+
+    /** Peer {@code q}'s pool file {@code seq}, mapped here once (pre-faulted) and kept. */
+    private MemorySegment peerFile(int q, long seq) {
+        long[] seqs = fileSeq[q];
+        MemorySegment[] segs = fileSeg[q];
+        long[] used = fileUsed[q];
+        int victim = -1;
+        for (int i = 0; i < FILES_PER_PEER; i++) {
+            if (segs[i] == null) {
+                if (victim < 0 || segs[victim] != null) victim = i;
+                continue;
+            }
+            if (seqs[i] == seq) {
+                used[i] = opStamp;
+                return segs[i];
+            }
+            if (used[i] != opStamp && (victim < 0 || (segs[victim] != null && used[i] < used[victim]))) victim = i;
+        }
+        if (victim < 0) throw new HcommException("rank " + rank + ": no room to map rank " + q + "'s buffer");
+        Arena a = Arena.ofShared();
+        MemorySegment seg;
+        try {
+            seg = SharedFiles.mapPeerFile(dir, prefix[q] + seq, a);
+            prefault(seg);
+        } catch (IOException | RuntimeException e) {
+            closeQuietly(a);
+            throw new HcommException("rank " + rank + ": cannot map the registered buffer of rank " + q + " (" + prefix[q] + seq
+                    + " in " + dir + "): " + e.getMessage(), e);
+        }
+        if (segs[victim] != null) closeQuietly(fileArena[q][victim]);
+        seqs[victim] = seq;
+        fileArena[q][victim] = a;
+        segs[victim] = seg;
+        used[victim] = opStamp;
+        return seg;
+    }
+
+    /**
+     * Touches every page of a fresh mapping so no op pays page faults later. An atomic add of 0 makes each page
+     * writable here without racing the peer's own stores (a plain read-then-write could undo one of them).
+     */
+    private static void prefault(MemorySegment seg) {
+        for (long o = 0; o < seg.byteSize(); o += 4096) INT.getAndAdd(seg, o, 0);
+    }
+
+    // ------------------------------------------------------------------------------------------ waiting
+
+    private long slot(int r) {
+        return HEADER + r * SLOT;
+    }
+
+    /** After a store others may wait for: wake every peer that sleeps (its flag is cleared here, so one bell per sleep). */
+    private void wakeSleepers() {
+        VarHandle.fullFence(); // orders the store before the flag loads (the sleeper: flag store, fence, loads)
+        for (int p = 0; p < n; p++) {
+            if (p == rank) continue;
+            long f = slot(p) + SLEEPING;
+            if ((int) INT.getAcquire(ctrl, f) != 0 && INT.compareAndSet(ctrl, f, 1, 0)) transport.wake(world[p]);
+        }
+    }
+
+    private void await(int phase, long seq, String op) {
+        Waiter w = waiter;
+        w.phase = phase;
+        w.seq = seq;
+        w.next = 0;
+        long deadline = System.nanoTime() + timeoutNanos;
+        if (transport.await(w, deadline) && w.complete()) return;
+        // why it ended
+        for (int p = 0; p < n; p++) {
+            if (p != rank && transport.failed(world[p])) {
+                PeerFailedException f = transport.failure(world[p], op + " (collective #" + seq + ", shared memory)");
+                throw new PeerFailedException(f.getMessage(), List.of(p), f.getCause());
+            }
+        }
+        String why = aborted;
+        if (why != null) {
+            throw new CommAbortedException("rank " + rank + ": " + op + " (collective #" + seq + ") failed: the communicator was aborted: " + why);
+        }
+        if (transport.isClosing() || closed) {
+            throw new CommAbortedException("rank " + rank + ": " + op + " (collective #" + seq + ") failed: the session is closed");
+        }
+        List<Integer> missing = new ArrayList<>();
+        for (int p = 0; p < n; p++) if (p != rank && !w.ready(p)) missing.add(p);
+        throw new CommTimeoutException("rank " + rank + ": " + op + " (collective #" + seq + ", shared memory): rank(s) " + missing
+                + (phase == ARRIVE ? " did not call it" : " did not finish it") + " within " + Duration.ofNanos(timeoutNanos)
+                + " (HCOMM_TIMEOUT)");
+    }
+
+    /** What a rank waits for, as a {@link SharedWait} the progress engine polls. */
+    private final class Waiter implements SharedWait {
+        int phase;
+        long seq;
+        /** Every rank below this one is ready (ranks are looked at in order, each until it is). */
+        int next;
+
+        @Override
+        public boolean done() {
+            if (complete()) return true;
+            // slow checks, only while something is missing
+            if (transport.failures() != 0) {
+                for (int p = 0; p < n; p++) if (p != rank && transport.failed(world[p])) return true;
+            }
+            return transport.isClosing() || closed || aborted != null;
+        }
+
+        boolean complete() {
+            while (next < n) {
+                if (next != rank && !ready(next)) return false;
+                next++;
+            }
+            return true;
+        }
+
+        boolean ready(int p) {
+            long s = slot(p);
+            if (phase == DONE_PHASE) return (long) LONG.getAcquire(ctrl, s + DONE) >= seq;
+            // the other parity first: a peer writes its descriptor of seq before the next one (and the one after that
+            // only once this rank has published its next), so seeing a later seq there means this one shows here
+            long t = opTicket();
+            long other = s + ((t + 1) & 1) * DESC;
+            long mine = s + (t & 1) * DESC;
+            long so = (long) LONG.getAcquire(ctrl, other + SEQ);
+            long sm = (long) LONG.getAcquire(ctrl, mine + SEQ);
+            if (sm == seq) {
+                descAt[p] = mine;
+                return true;
+            }
+            if (so == seq) {
+                descAt[p] = other;
+                return true;
+            }
+            if (sm > seq || so > seq) {
+                descAt[p] = -1; // the peer is past this op: it never came here
+                return true;
+            }
+            return false;
+        }
+
+        @Override
+        public boolean arm() {
+            INT.setVolatile(ctrl, slot(rank) + SLEEPING, 1);
+            VarHandle.fullFence();
+            return done();
+        }
+
+        @Override
+        public void disarm() {
+            INT.setRelease(ctrl, slot(rank) + SLEEPING, 0);
+        }
+    }
+
+    private CollectiveMismatchException mismatch(long seq, String op) {
+        int[] fps = new int[n];
+        boolean[] absent = new boolean[n];
+        for (int p = 0; p < n; p++) {
+            if (descAt[p] < 0) absent[p] = true;
+            else fps[p] = ctrl.get(ValueLayout.JAVA_INT, descAt[p] + FP);
+        }
+        for (int p = 0; p < n; p++) {
+            if (absent[p]) {
+                return new CollectiveMismatchException("rank " + rank + ": " + op + " (collective #" + seq + " of this communicator): rank "
+                        + p + " called another collective here (one that does not run in shared memory), or left this one after an error");
+            }
+        }
+        // name the rank that differs from the majority (ties: from rank 0), so every rank names the same one
+        int odd = -1;
+        for (int p = 0; p < n && odd < 0; p++) {
+            int agree = 0;
+            for (int q = 0; q < n; q++) if (fps[q] == fps[p]) agree++;
+            if (agree * 2 <= n) {
+                // p is in a minority; prefer it if some fingerprint has a strict majority
+                for (int m = 0; m < n; m++) {
+                    int c = 0;
+                    for (int q = 0; q < n; q++) if (fps[q] == fps[m]) c++;
+                    if (c * 2 > n) {
+                        odd = p;
+                        break;
+                    }
+                }
+            }
+        }
+        if (odd < 0) {
+            for (int p = 1; p < n; p++) {
+                if (fps[p] != fps[0]) {
+                    odd = p;
+                    break;
+                }
+            }
+        }
+        int ref = odd == 0 ? 1 : 0;
+        for (int p = 0; p < n; p++) {
+            if (fps[p] != fps[odd]) {
+                ref = p;
+                break;
+            }
+        }
+        String theirs = CommunicatorImpl.OPS.get(Math.min(CommunicatorImpl.OPS.size() - 1, fps[odd] >>> 28));
+        String others = CommunicatorImpl.OPS.get(Math.min(CommunicatorImpl.OPS.size() - 1, fps[ref] >>> 28));
+        return new CollectiveMismatchException("rank " + rank + ": " + op + " (collective #" + seq + " of this communicator): rank " + odd
+                + (theirs.equals(others) ? " called " + theirs + " with a different count, type, op or root than rank " + ref
+                : " called " + theirs + " where rank " + ref + " called " + others));
+    }
+
+    // ------------------------------------------------------------------------------------------ attach
+
+    private void attach(String op) {
+        try {
+            if (ctrl == null) {
+                byte[] v = store.get(storeKey, attachTimeout);
+                String name = new String(v, StandardCharsets.US_ASCII);
+                if (name.equals("!")) {
+                    disabled = true;
+                    attached = true;
+                    return;
+                }
+                Arena a = Arena.ofShared();
+                try {
+                    MemorySegment seg = SharedFiles.mapPeerFile(dir, name, a);
+                    if (seg.byteSize() < HEADER + n * SLOT || (long) LONG.getAcquire(seg, 0L) != MAGIC
+                            || seg.get(ValueLayout.JAVA_INT, 8) != VERSION || seg.get(ValueLayout.JAVA_INT, 12) != n
+                            || seg.get(ValueLayout.JAVA_LONG, 16) != commId) {
+                        throw new IOException(name + " is not the control file of this communicator");
+                    }
+                    ctrl = seg;
+                    ctrlArena = a;
+                } catch (IOException | RuntimeException e) {
+                    closeQuietly(a);
+                    throw e;
+                }
+            }
+            // connect to every peer: the connection tells us of its death and carries our doorbell
+            boolean ok = true;
+            long deadline = System.nanoTime() + attachTimeout.toNanos();
+            for (int p = 0; p < n; p++) {
+                if (p == rank) continue;
+                String kind = transport.connect(world[p], deadline);
+                prefix[p] = transport.peerFilePrefix(world[p]);
+                if (!"shm".equals(kind) || prefix[p] == null) ok = false;
+            }
+            capable = ok;
+            if (!ok) LOG.info("rank {}: communicator {}: not every peer is connected through shared memory; no zero-copy collectives", rank, commId);
+            attached = true;
+        } catch (PeerFailedException e) {
+            throw e;
+        } catch (IOException | RuntimeException e) {
+            throw new HcommException("rank " + rank + ": " + op + ": cannot attach to the shared-memory control file of communicator "
+                    + commId + ": " + e.getMessage(), e);
+        }
+    }
+
+    private void unlinkControl() {
+        unlinked = true;
+        try {
+            Files.deleteIfExists(dir.resolve(ctrlName));
+        } catch (IOException e) {
+            LOG.warn("cannot remove {}: {}", ctrlName, e.toString());
+        }
+    }
+
+    /** Unmaps the control file and the peers' files (an op still running on another thread then fails, never crashes). */
+    /**
+     * The communicator was aborted: a rank waiting in a shared-memory op stops waiting and fails with
+     * {@link CommAbortedException}; ops after it fail before they wait (the communicator refuses them).
+     */
+    void abort(String why) {
+        aborted = why;
+        transport.wakeLocal(); // a waiter blocked in this rank's progress engine looks again
+    }
+
+    @Override
+    public void close() {
+        if (closed) return;
+        closed = true;
+        synchronized (turn) {
+            if (rank == 0 && ctrlName != null && !unlinked) unlinkControl();
+        }
+        for (int q = 0; q < n; q++) {
+            for (int i = 0; i < FILES_PER_PEER; i++) {
+                if (fileArena[q][i] != null) closeQuietly(fileArena[q][i]);
+            }
+        }
+        if (ctrlArena != null) closeQuietly(ctrlArena);
+    }
+
+    private static void closeQuietly(Arena a) {
+        try {
+            a.close();
+        } catch (IllegalStateException ignored) {
+            // already closed, or in use by a thread that then fails
+        }
+    }
+}

@@ -1,0 +1,530 @@
+package io.hcomm4j;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.hcomm4j.comm.ZeroCopyProbe;
+import io.hcomm4j.kernel.ReduceKernel;
+import io.hcomm4j.memory.Buffer;
+import io.hcomm4j.testing.Ranks;
+import io.hcomm4j.testing.ZeroCopyWorker;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * Zero-copy collectives on one host: with registered buffers ({@code comm.memory()}) on every rank, allReduce,
+ * reduceScatter(V), allGather(V) and broadcast run in shared memory; with any rank's buffer unregistered they run
+ * through the transport. Every element on every rank is checked against a reference (ReductionCollectivesTest's exact
+ * inputs, DataMovementCollectivesTest's byte patterns), and the engine's counters say which path each op took.
+ */
+public class ZeroCopyCollectivesTest {
+    static final long SEED = 4_2026_1130L;
+    static final long[] COUNTS = {0, 1, 2, 3, 13, 97, 1009, 4099, 20_011, 100_003};
+
+    /** Where a rank's buffers of one op come from. */
+    enum Mem { POOL, NATIVE, HEAP }
+
+    /** The buffers of one op: pooled ones are closed (back to the pool) at the end. */
+    static final class Bufs implements AutoCloseable {
+        final Communicator c;
+        final Arena arena;
+        final List<Buffer> open = new ArrayList<>();
+
+        Bufs(Communicator c, Arena arena) {
+            this.c = c;
+            this.arena = arena;
+        }
+
+        MemorySegment get(long bytes, Mem mem) {
+            long b = Math.max(1, bytes);
+            return switch (mem) {
+                case POOL -> {
+                    Buffer buf = c.memory().allocate(b);
+                    open.add(buf);
+                    yield buf.segment();
+                }
+                case NATIVE -> arena.allocate(b, 8);
+                case HEAP -> MemorySegment.ofArray(new long[(int) ((b + 7) / 8)]);
+            };
+        }
+
+        @Override
+        public void close() {
+            for (Buffer b : open) b.close();
+            open.clear();
+        }
+    }
+
+    /**
+     * The seeded sequence (the same on every rank): every DataType with every ReduceOp in an all-reduce (counts 0, 1,
+     * primes, not divisible by the rank count; in place and not; blocking, async and on a stream), then random
+     * reduce-scatter(V), all-gather(V) and broadcasts from every root, mostly with every rank's buffers registered and
+     * sometimes with one rank's not (native or heap memory: the op must go through the transport on every rank).
+     * Returns {zero-copy ops, fallback ops} expected, and checks them against the engine's counters.
+     */
+    public static void sequence(Communicator c, long seed, int randomOps) {
+        int n = c.size();
+        int me = c.rank();
+        Random rnd = new Random(seed);
+        long zc = 0;
+        long fb = 0;
+        long zc0 = ZeroCopyProbe.zeroCopyOps(c);
+        long fb0 = ZeroCopyProbe.fallbackOps(c);
+        try (Arena arena = Arena.ofShared(); Stream stream = c.newStream()) {
+            int k = 0;
+            for (DataType t : DataType.values()) {
+                for (ReduceOp op : ReduceOp.values()) {
+                    long count = COUNTS[rnd.nextInt(COUNTS.length)];
+                    boolean inPlace = rnd.nextBoolean();
+                    int how = rnd.nextInt(3);
+                    Choice ch = Choice.draw(rnd, n);
+                    if (ch.who() < 0 || count == 0) zc++; // 0 bytes are in place anywhere
+                    else fb++;
+                    allReduce(c, stream, arena, t, op, count, inPlace, how, ch.of(me), k++);
+                }
+            }
+            for (int i = 0; i < randomOps; i++, k++) {
+                DataType t = DataType.values()[rnd.nextInt(DataType.values().length)];
+                ReduceOp op = ReduceOp.values()[rnd.nextInt(ReduceOp.values().length)];
+                long count = COUNTS[rnd.nextInt(COUNTS.length)];
+                boolean inPlace = rnd.nextBoolean();
+                int how = rnd.nextInt(3);
+                Choice ch = Choice.draw(rnd, n);
+                int root = rnd.nextInt(n);
+                long[] counts = new long[n];
+                long[] displs = new long[n];
+                long at = 0;
+                for (int r = 0; r < n; r++) {
+                    counts[r] = COUNTS[rnd.nextInt(COUNTS.length - 2)];
+                    at += rnd.nextInt(3);
+                    displs[r] = at;
+                    at += counts[r];
+                }
+                int kind = rnd.nextInt(5);
+                // the bytes of the unregistered rank's buffer that others would read in place (0 bytes are anywhere)
+                long rsCount = Math.min(count, 30_011);
+                long vTotal = 0;
+                for (long x : counts) vTotal += x;
+                long read = ch.who() < 0 ? 0 : switch (kind) {
+                    case 0 -> rsCount * n;
+                    case 1 -> vTotal;
+                    case 2 -> count;
+                    case 3 -> counts[ch.who()];
+                    default -> ch.who() == root ? count : 0; // a broadcast needs only the root's buffer registered
+                };
+                boolean zeroCopy = ch.who() < 0 || read == 0;
+                if (zeroCopy) zc++;
+                else fb++;
+                Mem m = ch.of(me);
+                switch (kind) {
+                    case 0 -> reduceScatter(c, stream, arena, t, op, rsCount, null, how, m, k);
+                    case 1 -> reduceScatter(c, stream, arena, t, op, 0, counts, how, m, k);
+                    case 2 -> allGather(c, stream, arena, t, count, null, null, inPlace, how, m, k);
+                    case 3 -> allGather(c, stream, arena, t, 0, counts, displs, inPlace, how, m, k);
+                    default -> broadcast(c, stream, arena, t, count, root, how, m, k);
+                }
+            }
+            // a broadcast from every root, small and large (the large ones copy in parallel slices)
+            for (int root = 0; root < n; root++) {
+                for (long count : new long[] {5, 70_001}) {
+                    broadcast(c, stream, arena, DataType.INT8, count, root, root % 3, Mem.POOL, k++);
+                    zc++;
+                }
+            }
+            stream.synchronize();
+        }
+        assertThat(ZeroCopyProbe.zeroCopyOps(c) - zc0).as("rank %d: ops that ran in shared memory", me).isEqualTo(zc);
+        assertThat(ZeroCopyProbe.fallbackOps(c) - fb0).as("rank %d: ops that went through the transport", me).isEqualTo(fb);
+    }
+
+    /**
+     * Whose buffers are not registered in one op: nobody ({@code who < 0}), or rank {@code who}, which uses {@code mem}
+     * (native or heap memory) instead; drawn alike by every rank.
+     */
+    record Choice(int who, Mem mem) {
+        static Choice draw(Random rnd, int n) {
+            int x = rnd.nextInt(8);
+            int who = rnd.nextInt(n);
+            if (x < 6) return new Choice(-1, Mem.POOL);
+            return new Choice(who, x == 6 ? Mem.NATIVE : Mem.HEAP);
+        }
+
+        Mem of(int rank) {
+            return rank == who ? mem : Mem.POOL;
+        }
+    }
+
+    /** Runs {@code op} blocking (how 0), async (1) or on the stream (2), and waits for it. */
+    private static void run(int how, Runnable blocking, java.util.function.Supplier<CommFuture<Void>> async,
+                            java.util.function.Supplier<CommFuture<Void>> onStream) {
+        switch (how) {
+            case 0 -> blocking.run();
+            case 1 -> async.get().await();
+            default -> onStream.get().await();
+        }
+    }
+
+    static void allReduce(Communicator c, Stream s, Arena arena, DataType t, ReduceOp op, long count, boolean inPlace, int how,
+                          Mem mem, int k) {
+        int me = c.rank();
+        int es = t.byteSize();
+        String what = "allReduce #" + k + " rank " + me + " of " + c.size() + " " + t + " " + op + " count " + count + " inPlace "
+                + inPlace + " " + mem + " how " + how;
+        try (Bufs b = new Bufs(c, arena)) {
+            MemorySegment send = b.get(count * es, mem);
+            for (long i = 0; i < count; i++) ReductionCollectivesTest.put(send, t, i, ReductionCollectivesTest.input(t, op, me, k, i));
+            MemorySegment recv = inPlace ? send : b.get(count * es, mem);
+            run(how, () -> c.allReduce(send, recv, count, t, op), () -> c.allReduceAsync(send, recv, count, t, op),
+                    () -> s.allReduce(send, recv, count, t, op));
+            ReductionCollectivesTest.check(recv, 0, t, op, c.size(), k, 0, count, what);
+        }
+    }
+
+    static void reduceScatter(Communicator c, Stream s, Arena arena, DataType t, ReduceOp op, long per, long[] counts, int how,
+                              Mem mem, int k) {
+        int n = c.size();
+        int me = c.rank();
+        int es = t.byteSize();
+        long total = 0;
+        long from = 0;
+        for (int r = 0; r < n; r++) {
+            long cr = counts == null ? per : counts[r];
+            if (r == me) from = total;
+            total += cr;
+        }
+        long mine = counts == null ? per : counts[me];
+        long f = from;
+        String what = (counts == null ? "reduceScatter" : "reduceScatterV") + " #" + k + " rank " + me + " " + t + " " + op + " total "
+                + total + " " + mem;
+        try (Bufs b = new Bufs(c, arena)) {
+            MemorySegment send = b.get(total * es, mem);
+            for (long i = 0; i < total; i++) ReductionCollectivesTest.put(send, t, i, ReductionCollectivesTest.input(t, op, me, k, i));
+            MemorySegment recv = b.get(mine * es, mem);
+            if (counts == null) {
+                run(how, () -> c.reduceScatter(send, recv, per, t, op), () -> c.reduceScatterAsync(send, recv, per, t, op),
+                        () -> s.reduceScatter(send, recv, per, t, op));
+            } else {
+                run(how, () -> c.reduceScatterV(send, recv, counts, t, op), () -> c.reduceScatterVAsync(send, recv, counts, t, op),
+                        () -> c.reduceScatterVAsync(send, recv, counts, t, op));
+            }
+            ReductionCollectivesTest.check(recv, 0, t, op, n, k, f, mine, what);
+            // a rank's send buffer is only read
+            for (long i = 0; i < total; i += 97) {
+                MemorySegment one = arena.allocate(8);
+                ReductionCollectivesTest.put(one, t, 0, ReductionCollectivesTest.input(t, op, me, k, i));
+                if (ReductionCollectivesTest.bits(send, t, i) != ReductionCollectivesTest.bits(one, t, 0)) {
+                    throw new AssertionError(what + ": send buffer changed at " + i);
+                }
+            }
+        }
+    }
+
+    static void allGather(Communicator c, Stream s, Arena arena, DataType t, long count, long[] counts, long[] displs, boolean inPlace,
+                          int how, Mem mem, int k) {
+        int n = c.size();
+        int me = c.rank();
+        int es = t.byteSize();
+        long[] off = new long[n];
+        long[] len = new long[n];
+        long end = 0;
+        for (int r = 0; r < n; r++) {
+            off[r] = (counts == null ? r * count : displs[r]) * es;
+            len[r] = (counts == null ? count : counts[r]) * es;
+            end = Math.max(end, off[r] + len[r]);
+        }
+        String what = (counts == null ? "allGather" : "allGatherV") + " #" + k + " rank " + me + " " + t + " inPlace " + inPlace + " " + mem;
+        try (Bufs b = new Bufs(c, arena)) {
+            MemorySegment recv = b.get(end, mem);
+            MemorySegment send;
+            if (inPlace) {
+                send = recv;
+                DataMovementCollectivesTest.fill(recv, off[me], len[me], me, k);
+            } else {
+                send = b.get(len[me], mem);
+                DataMovementCollectivesTest.fill(send, 0, len[me], me, k);
+            }
+            if (counts == null) {
+                run(how, () -> c.allGather(send, recv, count, t), () -> c.allGatherAsync(send, recv, count, t),
+                        () -> s.allGather(send, recv, count, t));
+            } else {
+                run(how, () -> c.allGatherV(send, recv, counts, displs, t), () -> c.allGatherVAsync(send, recv, counts, displs, t),
+                        () -> c.allGatherVAsync(send, recv, counts, displs, t));
+            }
+            for (int r = 0; r < n; r++) DataMovementCollectivesTest.check(recv, off[r], len[r], r, k, what);
+        }
+    }
+
+    static void broadcast(Communicator c, Stream s, Arena arena, DataType t, long count, int root, int how, Mem mem, int k) {
+        int me = c.rank();
+        long bytes = count * t.byteSize();
+        String what = "broadcast #" + k + " rank " + me + " root " + root + " bytes " + bytes + " " + mem;
+        try (Bufs b = new Bufs(c, arena)) {
+            MemorySegment buf = b.get(bytes, mem);
+            if (me == root) DataMovementCollectivesTest.fill(buf, 0, bytes, root, k);
+            else buf.fill((byte) 0x5A);
+            run(how, () -> c.broadcast(buf, count, t, root), () -> c.broadcastAsync(buf, count, t, root),
+                    () -> s.broadcast(buf, count, t, root));
+            DataMovementCollectivesTest.check(buf, 0, bytes, root, k, what);
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------------- tests
+
+    @ParameterizedTest(name = "{0} ranks (threads)")
+    @ValueSource(ints = {2, 3, 4})
+    void threadRanks(int n) throws Exception {
+        Ranks.runThreads(n, Duration.ofMinutes(4), h -> sequence(h.world(), SEED + n, 40));
+    }
+
+    @ParameterizedTest(name = "{0} ranks (processes)")
+    @ValueSource(ints = {2, 3, 4})
+    void processRanks(int n) throws Exception {
+        var out = Ranks.run(n, ZeroCopyWorker.class, Map.of("HCOMM_TRANSPORT", "shm"), Duration.ofMinutes(4), "sequence",
+                String.valueOf(SEED + 100 + n));
+        for (var o : out) assertThat(o.output()).contains("PASS");
+    }
+
+    /** Each element is reduced by one rank in rank order with the kernels, so every rank holds those exact bits. */
+    @Test
+    void bitIdenticalAcrossRanksWithInexactFloats() throws Exception {
+        int n = 3;
+        Ranks.runThreads(n, Duration.ofMinutes(2), h -> {
+            Communicator c = h.world();
+            int me = c.rank();
+            for (DataType t : new DataType[] {DataType.FLOAT32, DataType.FLOAT64, DataType.FLOAT16, DataType.BFLOAT16}) {
+                for (ReduceOp op : new ReduceOp[] {ReduceOp.SUM, ReduceOp.AVG, ReduceOp.PROD}) {
+                    long count = 50_021;
+                    int es = t.byteSize();
+                    try (Arena arena = Arena.ofConfined(); Buffer send = c.memory().allocate(count * es);
+                         Buffer recv = c.memory().allocate(count * es)) {
+                        MemorySegment[] in = new MemorySegment[n];
+                        for (int r = 0; r < n; r++) {
+                            in[r] = arena.allocate(count * es);
+                            Random rnd = new Random(r * 1000 + t.ordinal() * 10 + op.ordinal());
+                            for (long i = 0; i < count; i++) {
+                                double x = op == ReduceOp.PROD ? 0.5 + rnd.nextDouble() : rnd.nextGaussian() * 1e3;
+                                ReductionCollectivesTest.put(in[r], t, i, x);
+                            }
+                        }
+                        MemorySegment.copy(in[me], 0, send.segment(), 0, count * es);
+                        c.allReduce(send.segment(), recv.segment(), count, t, op);
+                        // the reference: the kernels over the ranks' inputs in rank order, AVG divided once
+                        ReduceKernel k = ReduceKernel.of(t, op);
+                        MemorySegment want = arena.allocate(count * es);
+                        k.combine(in[0], 0, in[1], 0, want, 0, count);
+                        for (int r = 2; r < n; r++) k.accumulate(want, 0, in[r], 0, count);
+                        k.finish(want, 0, count, n);
+                        long diff = recv.segment().mismatch(want);
+                        assertThat(diff).as("rank %d %s %s: first differing byte", me, t, op).isEqualTo(-1);
+                    }
+                }
+            }
+            assertThat(ZeroCopyProbe.zeroCopyOps(c)).isEqualTo(12);
+        });
+    }
+
+    /**
+     * Steady state allocates nothing: after a warm-up (JIT, first mappings), thousands of blocking zero-copy ops of
+     * every kind allocate (ThreadMXBean) less than a few bytes per op on the calling thread. The spin time is long, so
+     * no wait takes the slow path (blocking, which may allocate: it starts listening for notices).
+     */
+    @Test
+    void noAllocationPerOpInSteadyState() throws Exception {
+        Map<Integer, String> report = new java.util.concurrent.ConcurrentHashMap<>();
+        Ranks.runThreads(2, Duration.ofMinutes(3), b -> b.spinTime(Duration.ofSeconds(30)), h -> {
+            Communicator c = h.world();
+            int n = c.size();
+            var mx = (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+            long count = 4096;
+            try (Buffer s = c.memory().allocate(DataType.FLOAT32, count * n); Buffer r = c.memory().allocate(DataType.FLOAT32, count * n)) {
+                MemorySegment send = s.segment();
+                MemorySegment recv = r.segment();
+                Runnable round = () -> {
+                    c.allReduce(send, recv, count, DataType.FLOAT32, ReduceOp.SUM);
+                    c.allReduce(recv, recv, count, DataType.FLOAT32, ReduceOp.MAX);
+                    c.reduceScatter(send, recv, count, DataType.FLOAT32, ReduceOp.SUM);
+                    c.allGather(send, recv, count, DataType.FLOAT32);
+                    c.broadcast(send, count, DataType.FLOAT32, 1);
+                    c.barrier();
+                };
+                for (int i = 0; i < 3000; i++) round.run();
+                long zc0 = ZeroCopyProbe.zeroCopyOps(c);
+                long tid = Thread.currentThread().threadId();
+                String oldName = Thread.currentThread().getName();
+                Thread.currentThread().setName("zc-faults-" + c.rank()); // the native name too: found in /proc/self/task
+                java.nio.file.Path task = taskOf("zc-faults-" + c.rank());
+                long faults0 = minorFaults(task);
+                long before = mx.getThreadAllocatedBytes(tid);
+                int rounds = 2000;
+                for (int i = 0; i < rounds; i++) round.run();
+                long bytes = mx.getThreadAllocatedBytes(tid) - before;
+                long faults = minorFaults(task) - faults0;
+                Thread.currentThread().setName(oldName);
+                long ops = ZeroCopyProbe.zeroCopyOps(c) - zc0;
+                report.put(c.rank(), bytes + " bytes and " + faults + " page faults in " + ops + " ops");
+                assertThat(ops).isEqualTo(6L * rounds);
+                assertThat((double) bytes / ops).as("bytes allocated per op on rank %d", c.rank()).isLessThan(8.0);
+                // 5 of the 6 ops touch 16-48 KiB of buffers each (4-12 pages): a fault per page would be tens of thousands
+                assertThat(faults).as("minor page faults of this thread during %d ops", ops).isLessThan(10);
+            }
+        });
+        System.out.println("ZeroCopyCollectivesTest allocation: " + report);
+    }
+
+    /**
+     * A zero-copy collective queued on a stream that never runs it (an earlier op of the stream failed) gives up its
+     * turn: the collectives called after it on other threads go ahead at once instead of waiting for the timeout.
+     */
+    @Test
+    void skippedStreamOpDoesNotHoldUpTheNext() throws Exception {
+        Ranks.runThreads(2, Duration.ofMinutes(2), b -> b.timeout(Duration.ofSeconds(60)), h -> {
+            Communicator c = h.world();
+            int peer = 1 - c.rank();
+            try (Buffer buf = c.memory().allocate(DataType.INT32, 100); Stream s = c.newStream()) {
+                MemorySegment seg = buf.segment();
+                CommFuture<Status> tooSmall = s.recv(MemorySegment.ofArray(new byte[4]), peer, 5);
+                c.send(new byte[16], peer, 5); // the stream's receive fails: its buffer is too small
+                CommFuture<Void> skipped = s.allReduce(seg, seg, 100, DataType.INT32, ReduceOp.SUM);
+                long t0 = System.nanoTime();
+                seg.setAtIndex(ValueLayout.JAVA_INT, 0, 1 + c.rank());
+                c.allReduce(seg, seg, 1, DataType.INT32, ReduceOp.SUM);
+                assertThat(seg.getAtIndex(ValueLayout.JAVA_INT, 0)).isEqualTo(3);
+                assertThat((System.nanoTime() - t0) / 1_000_000).as("ms until the next collective ran").isLessThan(10_000);
+                org.assertj.core.api.Assertions.assertThatThrownBy(tooSmall::await).isInstanceOf(IllegalArgumentException.class);
+                org.assertj.core.api.Assertions.assertThatThrownBy(skipped::await).isInstanceOf(CommAbortedException.class);
+            }
+        });
+    }
+
+    /**
+     * Reduce-scatter into this rank's own block of its send buffer (the in-place form) runs in shared memory; a
+     * receive buffer overlapping other blocks of the send buffer would race with the peers reading them, so that
+     * op goes through the transport on every rank (with the same result).
+     */
+    @Test
+    void reduceScatterIntoOwnBlock() throws Exception {
+        int n = 3;
+        Ranks.runThreads(n, Duration.ofMinutes(2), h -> {
+            Communicator c = h.world();
+            int me = c.rank();
+            long per = 4099;
+            try (Buffer b = c.memory().allocate(DataType.INT64, per * n)) {
+                MemorySegment send = b.segment();
+                for (int k = 0; k < 2; k++) {
+                    for (long i = 0; i < per * n; i++) send.setAtIndex(ValueLayout.JAVA_LONG, i, i * 1000 + me + k);
+                    long zc0 = ZeroCopyProbe.zeroCopyOps(c);
+                    // k = 0: exactly this rank's block; k = 1: shifted by one element into a neighbour's block (unsafe)
+                    long at = (me * per + (k == 0 ? 0 : me == 0 ? 1 : -1)) * 8;
+                    MemorySegment recv = send.asSlice(at, (per - k) * 8);
+                    c.reduceScatter(send, recv, k == 0 ? per : per - 1, DataType.INT64, ReduceOp.SUM);
+                    long got = per - k;
+                    for (long i = 0; i < got; i++) {
+                        long want = 0;
+                        for (int r = 0; r < n; r++) want += (me * (per - k) + i) * 1000 + r + k;
+                        assertThat(recv.getAtIndex(ValueLayout.JAVA_LONG, i)).as("k %d element %d", k, i).isEqualTo(want);
+                    }
+                    assertThat(ZeroCopyProbe.zeroCopyOps(c) - zc0).as("k %d ran in shared memory", k).isEqualTo(k == 0 ? 1 : 0);
+                }
+            }
+        });
+    }
+
+    /**
+     * Ranks on two "hosts" (HCOMM_HOST_ID): the world has no zero-copy engine (its collectives take the transport),
+     * the per-host communicators of a split have one each.
+     */
+    @Test
+    void perHostChildrenOfAWorldOnTwoHosts() throws Exception {
+        int n = 4;
+        int port = Ranks.freePort();
+        java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(n);
+        try {
+            List<java.util.concurrent.Future<?>> fs = new ArrayList<>();
+            for (int rank = 0; rank < n; rank++) {
+                int me = rank;
+                fs.add(pool.submit(() -> {
+                    try (Hcomm h = Hcomm.init(Ranks.threadConfig(me, n, port).hostId(me < 2 ? "host-a" : "host-b").build());
+                         Arena arena = Arena.ofShared()) {
+                        Communicator w = h.world();
+                        assertThat(ZeroCopyProbe.zeroCopyOps(w)).isEqualTo(-1);
+                        try (Communicator host = w.split(me / 2, me); Stream s = host.newStream()) {
+                            allReduce(host, s, arena, DataType.FLOAT32, ReduceOp.SUM, 1009, false, 0, Mem.POOL, 1);
+                            allReduce(w, s, arena, DataType.FLOAT32, ReduceOp.SUM, 1009, false, 0, Mem.POOL, 2);
+                            assertThat(ZeroCopyProbe.zeroCopyOps(host)).isEqualTo(1);
+                        }
+                    }
+                    return null;
+                }));
+            }
+            for (var f : fs) f.get(2, java.util.concurrent.TimeUnit.MINUTES);
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    /** The /proc/self/task directory of the thread whose native name is {@code name}. */
+    static java.nio.file.Path taskOf(String name) {
+        try (var tasks = java.nio.file.Files.list(java.nio.file.Path.of("/proc/self/task"))) {
+            return tasks.filter(t -> {
+                try {
+                    return java.nio.file.Files.readString(t.resolve("comm")).trim().equals(name);
+                } catch (java.io.IOException e) {
+                    return false;
+                }
+            }).findFirst().orElseThrow(() -> new AssertionError("no thread named " + name + " in /proc/self/task"));
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    /** Minor page faults of a thread so far ({@code stat} field 10). */
+    static long minorFaults(java.nio.file.Path task) {
+        try {
+            String stat = java.nio.file.Files.readString(task.resolve("stat"));
+            String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+            return Long.parseLong(f[7]); // field 10 of the line; f[0] is field 3
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    /** HCOMM_ZERO_COPY=0: no engine, everything through the transport, same results. */
+    @Test
+    void zeroCopyOff() throws Exception {
+        Ranks.runThreads(2, Duration.ofMinutes(2), b -> b.zeroCopy(false), h -> {
+            Communicator c = h.world();
+            assertThat(ZeroCopyProbe.zeroCopyOps(c)).isEqualTo(-1);
+            try (Arena arena = Arena.ofShared(); Stream s = c.newStream()) {
+                allReduce(c, s, arena, DataType.FLOAT32, ReduceOp.SUM, 1009, false, 0, Mem.POOL, 1);
+                broadcast(c, s, arena, DataType.INT32, 20_011, 1, 0, Mem.POOL, 2);
+            }
+        });
+    }
+
+    /** Sub-communicators (split, dup) get engines of their own; ops on them and on the parent interleave. */
+    @Test
+    void subCommunicators() throws Exception {
+        int n = 4;
+        Ranks.runThreads(n, Duration.ofMinutes(2), h -> {
+            Communicator w = h.world();
+            try (Communicator half = w.split(w.rank() % 2, w.rank()); Communicator dup = w.dup(); Arena arena = Arena.ofShared();
+                 Stream s = w.newStream()) {
+                for (int k = 0; k < 6; k++) {
+                    allReduce(half, s, arena, DataType.INT32, ReduceOp.SUM, 4099, k % 2 == 0, 0, Mem.POOL, 10 + k);
+                    allReduce(w, s, arena, DataType.FLOAT64, ReduceOp.MAX, 1009, false, 0, Mem.POOL, 20 + k);
+                    allGather(dup, s, arena, DataType.INT8, 97, null, null, k % 2 == 1, 0, Mem.POOL, 30 + k);
+                }
+                assertThat(ZeroCopyProbe.zeroCopyOps(half)).isEqualTo(6);
+                assertThat(ZeroCopyProbe.zeroCopyOps(dup)).isEqualTo(6);
+            }
+        });
+    }
+}

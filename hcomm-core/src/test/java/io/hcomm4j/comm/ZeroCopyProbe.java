@@ -1,0 +1,21 @@
+package io.hcomm4j.comm;
+
+import io.hcomm4j.Communicator;
+
+/** Test access to a communicator's zero-copy engine counters. */
+public final class ZeroCopyProbe {
+    private ZeroCopyProbe() {
+    }
+
+    /** Collectives that ran in shared memory so far, or -1 if the communicator has no zero-copy engine. */
+    public static long zeroCopyOps(Communicator c) {
+        ZeroCopyEngine z = ((CommunicatorImpl) c).zeroCopy();
+        return z == null ? -1 : z.zeroCopyOps;
+    }
+
+    /** Collectives of the engine that went through the transport instead, or -1 without an engine. */
+    public static long fallbackOps(Communicator c) {
+        ZeroCopyEngine z = ((CommunicatorImpl) c).zeroCopy();
+        return z == null ? -1 : z.fallbackOps;
+    }
+}
