@@ -9,7 +9,7 @@ import jdk.jfr.StackTrace;
 
 /**
  * One collective on one rank, for Java Flight Recorder ({@code -XX:StartFlightRecording}, JMC, {@code jfr print
- * --events io.hcomm4j.Collective}). Disabled, it costs a check per op.
+ * --events io.hcomm4j.Collective}). Disabled, it costs a check per op ({@link #wanted}) and no allocation.
  */
 @Name("io.hcomm4j.Collective")
 @Label("HComm4J Collective")
@@ -17,6 +17,16 @@ import jdk.jfr.StackTrace;
 @Description("A collective op from the moment it started running on this rank until it returned")
 @StackTrace(false)
 final class CollectiveEvent extends jdk.jfr.Event {
+    /** Whether a recording wants these events: checked before an event object is made, so ops allocate nothing otherwise. */
+    static boolean wanted() {
+        return Type.TYPE.isEnabled();
+    }
+
+    /** Registered on first use (not when the library loads). */
+    private static final class Type {
+        static final jdk.jfr.EventType TYPE = jdk.jfr.EventType.getEventType(CollectiveEvent.class);
+    }
+
     @Label("Op")
     String op;
 

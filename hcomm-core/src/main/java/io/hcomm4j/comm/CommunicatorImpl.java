@@ -379,6 +379,7 @@ final class CommunicatorImpl implements Communicator {
     /** An op the zero-copy engine ran: counted in the metrics and, while a recording wants it, a JFR event. */
     private void zeroCopyDone(CollectiveEvent event, long seq, String op, long bytes, long t0) {
         metrics.record(metrics.index(op), bytes, System.nanoTime() - t0, false);
+        if (event == null) return;
         event.end();
         if (event.shouldCommit()) {
             event.op = op;
@@ -402,8 +403,8 @@ final class CommunicatorImpl implements Communicator {
      * the metrics and as a JFR event; {@code checked}: the zero-copy frame ran HCOMM_CHECK=full's check already.
      */
     private void runCollective(long seq, String op, int fingerprint, long bytes, Consumer<CollectiveLinks> body, boolean checked) {
-        CollectiveEvent event = new CollectiveEvent();
-        event.begin();
+        CollectiveEvent event = CollectiveEvent.wanted() ? new CollectiveEvent() : null;
+        if (event != null) event.begin();
         long t0 = System.nanoTime();
         Throwable failure = null;
         try {
@@ -413,8 +414,8 @@ final class CommunicatorImpl implements Communicator {
             throw e;
         } finally {
             metrics.record(metrics.index(op), bytes, System.nanoTime() - t0, failure != null);
-            event.end();
-            if (event.shouldCommit()) {
+            if (event != null) event.end();
+            if (event != null && event.shouldCommit()) {
                 event.op = op;
                 event.communicator = commId;
                 event.rank = rank;
@@ -588,8 +589,8 @@ final class CommunicatorImpl implements Communicator {
         try {
             if (session.config().fullCheck()) fullCheck(seq, "allReduce", fp);
             long t0 = System.nanoTime();
-            CollectiveEvent ev = new CollectiveEvent();
-            ev.begin();
+            CollectiveEvent ev = CollectiveEvent.wanted() ? new CollectiveEvent() : null;
+            if (ev != null) ev.begin();
             long bytes = count * type.byteSize();
             if (z.allReduce(seq, fp, "allReduce", send, recv, count, k, avg, tuner().forced(Tuner.Op.ALLREDUCE) == null)) {
                 zeroCopyDone(ev, seq, "allReduce", bytes, t0);
@@ -714,18 +715,19 @@ final class CommunicatorImpl implements Communicator {
         try {
             if (session.config().fullCheck()) fullCheck(seq, name, fp);
             long t0 = System.nanoTime();
-            CollectiveEvent ev = new CollectiveEvent();
-            ev.begin();
-            long[] c = counts;
-            if (c == null) {
-                c = new long[size];
-                java.util.Arrays.fill(c, blockCount);
-            }
+            CollectiveEvent ev = CollectiveEvent.wanted() ? new CollectiveEvent() : null;
+            if (ev != null) ev.begin();
             long bytes = 0;
-            for (long x : c) bytes += x * type.byteSize();
+            if (counts == null) bytes = blockCount * size * type.byteSize();
+            else for (long x : counts) bytes += x * type.byteSize();
             if (z.reduceScatter(seq, fp, name, send, recv, blockCount, counts, k, avg, tuner().forced(Tuner.Op.REDUCESCATTER) == null)) {
                 zeroCopyDone(ev, seq, name, bytes, t0);
             } else {
+                long[] c = counts;
+                if (c == null) {
+                    c = new long[size];
+                    java.util.Arrays.fill(c, blockCount);
+                }
                 runCollective(seq, name, fp, bytes, reduceScatterBody(send, recv, c, type, k, avg), true);
             }
         } catch (io.hcomm4j.PeerFailedException e) {
@@ -829,8 +831,8 @@ final class CommunicatorImpl implements Communicator {
         try {
             if (session.config().fullCheck()) fullCheck(seq, "broadcast", fp);
             long t0 = System.nanoTime();
-            CollectiveEvent ev = new CollectiveEvent();
-            ev.begin();
+            CollectiveEvent ev = CollectiveEvent.wanted() ? new CollectiveEvent() : null;
+            if (ev != null) ev.begin();
             if (z.broadcast(seq, fp, "broadcast", buf, n, root, tuner().forced(Tuner.Op.BROADCAST) == null)) {
                 zeroCopyDone(ev, seq, "broadcast", n, t0);
             } else {
@@ -901,8 +903,8 @@ final class CommunicatorImpl implements Communicator {
         try {
             if (session.config().fullCheck()) fullCheck(seq, name, fp);
             long t0 = System.nanoTime();
-            CollectiveEvent ev = new CollectiveEvent();
-            ev.begin();
+            CollectiveEvent ev = CollectiveEvent.wanted() ? new CollectiveEvent() : null;
+            if (ev != null) ev.begin();
             long bytes = 0;
             if (len == null) bytes = blk * size;
             else for (long x : len) bytes += x;
@@ -1165,8 +1167,8 @@ final class CommunicatorImpl implements Communicator {
         try {
             if (session.config().fullCheck()) fullCheck(seq, "barrier", fp);
             long t0 = System.nanoTime();
-            CollectiveEvent ev = new CollectiveEvent();
-            ev.begin();
+            CollectiveEvent ev = CollectiveEvent.wanted() ? new CollectiveEvent() : null;
+            if (ev != null) ev.begin();
             if (z.barrier(seq, fp, "barrier")) zeroCopyDone(ev, seq, "barrier", 0, t0);
             else runCollective(seq, "barrier", fp, 0, AllToAll::barrier, true);
         } catch (io.hcomm4j.PeerFailedException e) {
