@@ -252,6 +252,7 @@ final class CommunicatorImpl implements Communicator {
         z.enter(ticket, op);
         try {
             if (session.config().fullCheck()) fullCheck(seq, op, fingerprint);
+            z.opBytes(bytes);
             z.announce(seq, fingerprint, op);
             runCollective(seq, op, fingerprint, bytes, body, true);
         } catch (io.hcomm4j.PeerFailedException e) {
@@ -592,6 +593,7 @@ final class CommunicatorImpl implements Communicator {
             CollectiveEvent ev = CollectiveEvent.wanted() ? new CollectiveEvent() : null;
             if (ev != null) ev.begin();
             long bytes = count * type.byteSize();
+            z.opBytes(bytes);
             if (z.allReduce(seq, fp, "allReduce", send, recv, count, k, avg, tuner().forced(Tuner.Op.ALLREDUCE) == null)) {
                 zeroCopyDone(ev, seq, "allReduce", bytes, t0);
             } else {
@@ -720,6 +722,7 @@ final class CommunicatorImpl implements Communicator {
             long bytes = 0;
             if (counts == null) bytes = blockCount * size * type.byteSize();
             else for (long x : counts) bytes += x * type.byteSize();
+            z.opBytes(bytes);
             if (z.reduceScatter(seq, fp, name, send, recv, blockCount, counts, k, avg, tuner().forced(Tuner.Op.REDUCESCATTER) == null)) {
                 zeroCopyDone(ev, seq, name, bytes, t0);
             } else {
@@ -833,6 +836,7 @@ final class CommunicatorImpl implements Communicator {
             long t0 = System.nanoTime();
             CollectiveEvent ev = CollectiveEvent.wanted() ? new CollectiveEvent() : null;
             if (ev != null) ev.begin();
+            z.opBytes(n);
             if (z.broadcast(seq, fp, "broadcast", buf, n, root, tuner().forced(Tuner.Op.BROADCAST) == null)) {
                 zeroCopyDone(ev, seq, "broadcast", n, t0);
             } else {
@@ -908,6 +912,7 @@ final class CommunicatorImpl implements Communicator {
             long bytes = 0;
             if (len == null) bytes = blk * size;
             else for (long x : len) bytes += x;
+            z.opBytes(bytes);
             if (z.allGather(seq, fp, name, mine, mineOff, recv, blk, off, len, tuner().forced(Tuner.Op.ALLGATHER) == null)) {
                 zeroCopyDone(ev, seq, name, bytes, t0);
             } else {
@@ -1169,6 +1174,7 @@ final class CommunicatorImpl implements Communicator {
             long t0 = System.nanoTime();
             CollectiveEvent ev = CollectiveEvent.wanted() ? new CollectiveEvent() : null;
             if (ev != null) ev.begin();
+            z.opBytes(0);
             if (z.barrier(seq, fp, "barrier")) zeroCopyDone(ev, seq, "barrier", 0, t0);
             else runCollective(seq, "barrier", fp, 0, AllToAll::barrier, true);
         } catch (io.hcomm4j.PeerFailedException e) {
@@ -1536,6 +1542,17 @@ final class CommunicatorImpl implements Communicator {
     }
 
     /** The collectives running now. */
+    /** What this rank waits for in a zero-copy op of this communicator now, or null. */
+    ZeroCopyEngine.Wait zeroCopyWait() {
+        ZeroCopyEngine z = zc;
+        return z == null ? null : z.currentWait();
+    }
+
+    /** The zero-copy engine, or null. */
+    ZeroCopyEngine zeroCopyEngine() {
+        return zc;
+    }
+
     java.util.Collection<TransportLinks> running() {
         return running;
     }

@@ -110,6 +110,20 @@ final class OpMonitor {
                         seconds(stuckNanos));
                 for (int p : peers) transport.requestStatus(p);
             }
+            ZeroCopyEngine.Wait zw = c.zeroCopyWait();
+            if (zw != null && now - zw.sinceNanos() >= stuckNanos) {
+                any = true;
+                ZeroCopyEngine z = c.zeroCopyEngine();
+                if (z != null && z.reportedSeq != zw.seq()) {
+                    z.reportedSeq = zw.seq();
+                    fresh = true;
+                    LOG.warn("rank {}: {} #{} on communicator {} ({}) has run for {} and {} (HCOMM_STUCK_REPORT {})", rank, zw.op(), zw.seq(),
+                            Long.toHexString(c.id()), zw.bytes() < 0 ? "size unknown" : zw.bytes() + " bytes", seconds(now - zw.sinceNanos()),
+                            zw.worldPeers().length == 0 ? "waits for no rank" : "still waits for " + ranks(c, zw.worldPeers()) + " (shared memory)",
+                            seconds(stuckNanos));
+                    for (int p : zw.worldPeers()) transport.requestStatus(p);
+                }
+            }
         }
         for (TcpTransport.PendingOp op : transport.pendingOps(now, stuckNanos)) {
             any = true;
@@ -157,6 +171,13 @@ final class OpMonitor {
                 List<Integer> peers = new ArrayList<>();
                 for (int p : l.waitingFor()) peers.add(p);
                 ops.add(new RankStatus.Op(c.id(), l.op(), true, l.seq(), l.bytes, waited / 1_000_000, peers, waited >= stuckNanos));
+            }
+            ZeroCopyEngine.Wait zw = c.zeroCopyWait();
+            if (zw != null) {
+                long waited = now - zw.sinceNanos();
+                List<Integer> peers = new ArrayList<>();
+                for (int p : zw.worldPeers()) peers.add(p);
+                ops.add(new RankStatus.Op(c.id(), zw.op(), true, zw.seq(), zw.bytes(), waited / 1_000_000, peers, waited >= stuckNanos));
             }
         }
         for (TcpTransport.PendingOp op : transport.pendingOps(now, stuckNanos)) {

@@ -130,6 +130,35 @@ final class ZeroCopyEngine implements AutoCloseable {
     private volatile boolean disabled;
     private boolean unlinked;
     private volatile boolean closed;
+    /** The op this rank waits in for other ranks now (for the stuck-op report), or null; its number, start and size. */
+    private volatile String waitOp;
+    private volatile long waitSeq;
+    private volatile long waitSince;
+    private volatile long waitBytes = -1;
+    /** Whether the current wait was reported as stuck (the monitor's own flag). */
+    volatile long reportedSeq = -1;
+
+    /** Sets the size of the op about to run, for the stuck-op report. */
+    void opBytes(long bytes) {
+        waitBytes = bytes;
+    }
+
+    /** What this rank waits for in shared memory now, or null: op, number, start, size and the world ranks not there yet. */
+    record Wait(String op, long seq, long sinceNanos, long bytes, int[] worldPeers) {
+    }
+
+    /** The current wait, or null (read by the stuck-op monitor). */
+    Wait currentWait() {
+        String op = waitOp;
+        if (op == null) return null;
+        long seq = waitSeq;
+        Waiter w = waiter;
+        List<Integer> missing = new ArrayList<>();
+        for (int p = 0; p < n; p++) if (p != rank && !w.ready(p)) missing.add(world[p]);
+        int[] peers = missing.stream().mapToInt(Integer::intValue).toArray();
+        return new Wait(op, seq, waitSince, waitBytes, peers);
+    }
+
     /** Why the communicator was aborted (comm.abort(), an abort notice, this rank declared failed), or null. */
     private volatile String aborted;
 
@@ -710,8 +739,18 @@ final class ZeroCopyEngine implements AutoCloseable {
         w.phase = phase;
         w.seq = seq;
         w.next = 0;
-        long deadline = System.nanoTime() + timeoutNanos;
-        if (transport.await(w, deadline) && w.complete()) return;
+        long now = System.nanoTime();
+        long deadline = now + timeoutNanos;
+        waitSeq = seq;
+        waitSince = now;
+        waitOp = op; // last: the stuck-op monitor reads it first
+        boolean done;
+        try {
+            done = transport.await(w, deadline) && w.complete();
+        } finally {
+            waitOp = null;
+        }
+        if (done) return;
         // why it ended
         for (int p = 0; p < n; p++) {
             if (p != rank && transport.failed(world[p])) {
