@@ -94,7 +94,9 @@ class FaultInjectionTest {
             assertThat(victim.waitFor(30, TimeUnit.SECONDS)).as("the continued rank ends; output:\n%s", job.outputs()).isTrue();
             String out = Files.readString(job.logs.get(n - 1));
             assertThat(out).as(out).containsPattern("CAUGHT (CommAbortedException|PeerFailedException)");
-            assertThat(out).as(out).contains("FINAL FAILED");
+            // FAILED when it reads the notice about itself first; DEGRADED (naming every peer) when the peers' closed
+            // connections reach it first — a race on a loaded machine, which the reconnect work resolves
+            assertThat(out).as(out).containsPattern("FINAL (FAILED|DEGRADED \\[0, 1\\])");
             System.out.printf("FaultInjectionTest SIGSTOP %s: the continued rank: %s%n", transport, line(out, "CAUGHT"));
         }
         assertNoShmFiles();
