@@ -44,6 +44,8 @@ public final class CommConfig {
     private final Duration heartbeatTimeout;
     private final Duration heartbeatInterval;
     private final Duration stuckReport;
+    private final int retryMax;
+    private final Duration retryInterval;
 
     /**
      * Which transport connects two ranks ({@code HCOMM_TRANSPORT}): {@link #AUTO} (the default) uses shared memory
@@ -84,6 +86,8 @@ public final class CommConfig {
         this.heartbeatTimeout = b.heartbeatTimeout;
         this.heartbeatInterval = b.heartbeatInterval != null ? b.heartbeatInterval : b.heartbeatTimeout.dividedBy(4);
         this.stuckReport = b.stuckReport;
+        this.retryMax = b.retryMax;
+        this.retryInterval = b.retryInterval;
     }
 
     /** A builder with every setting at its default. */
@@ -216,6 +220,22 @@ public final class CommConfig {
      */
     public Duration stuckReport() { return stuckReport; }
 
+    /**
+     * {@code HCOMM_RETRY_MAX}: how many times a dropped connection (reset, closed without an orderly BYE, a write error, or
+     * silent for {@link #heartbeatTimeout()}) is re-established before its peer is declared failed. A re-established
+     * connection resumes after the last frame each side received, so ops in flight complete with nothing lost and nothing
+     * delivered twice. A reconnect that is refused (nothing listens at the peer's address: its process is gone) fails at
+     * once. Default {@code 5}; {@code 0}: no reconnect, a dropped connection means a failed peer.
+     */
+    public int retryMax() { return retryMax; }
+
+    /**
+     * {@code HCOMM_RETRY_INTERVAL}: the first reconnect attempt starts at once and may take this long; each further one
+     * may take twice as long as the one before, at most 8 times this. So a peer that cannot be reached again is declared
+     * failed after the sum of those windows (about 2.3 s with the defaults). Default {@code 100ms}.
+     */
+    public Duration retryInterval() { return retryInterval; }
+
     @Override
     public String toString() {
         return "CommConfig{initMethod=" + initMethod + ", rank=" + rank + ", worldSize=" + worldSize
@@ -225,7 +245,8 @@ public final class CommConfig {
                 + ", storeHosted=" + storeHosted + ", storePort=" + storePort + ", algo=" + algo + ", check=" + (fullCheck ? "full" : "cheap")
                 + ", memPoolMax=" + memPoolMax + ", shmDir=" + shmDir + ", memDebug=" + memDebug
                 + ", transport=" + transport.name().toLowerCase(Locale.ROOT) + ", hostId=" + hostId + ", shmRingSize=" + shmRingSize
-                + ", heartbeatTimeout=" + heartbeatTimeout + ", heartbeatInterval=" + heartbeatInterval + ", stuckReport=" + stuckReport + "}";
+                + ", heartbeatTimeout=" + heartbeatTimeout + ", heartbeatInterval=" + heartbeatInterval + ", stuckReport=" + stuckReport
+                + ", retryMax=" + retryMax + ", retryInterval=" + retryInterval + "}";
     }
 
     /** Builder of {@link CommConfig}; {@link #build()} validates. */
@@ -255,6 +276,8 @@ public final class CommConfig {
         /** null: a quarter of the timeout. */
         private Duration heartbeatInterval;
         private Duration stuckReport = Duration.ofSeconds(60);
+        private int retryMax = 5;
+        private Duration retryInterval = Duration.ofMillis(100);
 
         private Builder() {
         }
@@ -331,6 +354,12 @@ public final class CommConfig {
         /** @param after how long an op waits before it is reported as stuck, or zero: never (HCOMM_STUCK_REPORT) */
         public Builder stuckReport(Duration after) { this.stuckReport = Objects.requireNonNull(after, "stuckReport"); return this; }
 
+        /** @param attempts reconnect attempts for a dropped connection before its peer is declared failed, 0 to 1000; 0: none (HCOMM_RETRY_MAX) */
+        public Builder retryMax(int attempts) { this.retryMax = attempts; return this; }
+
+        /** @param interval window of the first reconnect attempt, each next one twice the last, at most 8 times this; 1ms to 1min (HCOMM_RETRY_INTERVAL) */
+        public Builder retryInterval(Duration interval) { this.retryInterval = Objects.requireNonNull(interval, "retryInterval"); return this; }
+
         /** Validates and builds; throws {@link IllegalArgumentException} naming the bad setting. */
         public CommConfig build() {
             String m = initMethod.toLowerCase(Locale.ROOT);
@@ -376,6 +405,10 @@ public final class CommConfig {
                 }
             }
             if (stuckReport.isNegative()) throw new IllegalArgumentException("stuckReport (HCOMM_STUCK_REPORT) must be >= 0, was " + stuckReport);
+            if (retryMax < 0 || retryMax > 1000) throw new IllegalArgumentException("retryMax (HCOMM_RETRY_MAX) must be in [0, 1000], was " + retryMax);
+            if (retryInterval.compareTo(Duration.ofMillis(1)) < 0 || retryInterval.compareTo(Duration.ofMinutes(1)) > 0) {
+                throw new IllegalArgumentException("retryInterval (HCOMM_RETRY_INTERVAL) must be in [1ms, 1m], was " + retryInterval);
+            }
             if (storePort < UNSET || storePort > 65535) throw new IllegalArgumentException("storePort must be in [0, 65535], was " + storePort);
             try {
                 io.hcomm4j.algo.Tuner.parse(algo);
@@ -479,6 +512,8 @@ public final class CommConfig {
         HEARTBEAT_TIMEOUT { void apply(Builder b, String v) { b.heartbeatTimeout(parseDuration(v)); } },
         HEARTBEAT_INTERVAL { void apply(Builder b, String v) { b.heartbeatInterval(parseDuration(v)); } },
         STUCK_REPORT { void apply(Builder b, String v) { b.stuckReport(parseDuration(v)); } },
+        RETRY_MAX { void apply(Builder b, String v) { b.retryMax(parseInt(v)); } },
+        RETRY_INTERVAL { void apply(Builder b, String v) { b.retryInterval(parseDuration(v)); } },
         CHECK {
             void apply(Builder b, String v) {
                 switch (v.toLowerCase(Locale.ROOT)) {
