@@ -846,7 +846,8 @@ final class PeerLink {
      * is kept where it goes: that frame comes again first ({@link #restartPartial}).
      */
     void detachRx() {
-        if (rxDetached) return;
+        // connected again meanwhile (the peer's attempt was taken here): the live stream must not be touched
+        if (rxDetached || state == State.CONNECTED) return;
         rxDetached = true;
         if (inPayload) {
             if (dupPayload) {
@@ -871,6 +872,7 @@ final class PeerLink {
     java.util.List<SendRequest> installResumed(Conduit channel, long newEpoch, long peerResume) throws IOException {
         java.util.List<SendRequest> done = new java.util.ArrayList<>();
         long frames = 0, bytes = 0;
+        detachRx(); // done already, unless the link was connected and lost again since
         txLock.lock();
         try {
             if (peerResume > txSeq || peerResume < log.firstSeq() - 1) {

@@ -206,7 +206,7 @@ public final class FaultWorker {
      * the random devices, NIO's pre-close socket pair, the virtual-thread I/O pollers), so that the descriptor count
      * taken after this and the one after close differ only by what the session left open.
      */
-    private static void warmUpJdk() throws Exception {
+    static void warmUpJdk() throws Exception {
         org.slf4j.LoggerFactory.getLogger(FaultWorker.class);
         new java.security.SecureRandom().nextLong();
         java.security.SecureRandom.getInstanceStrong();

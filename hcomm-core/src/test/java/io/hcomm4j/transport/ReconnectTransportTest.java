@@ -59,6 +59,7 @@ class ReconnectTransportTest {
 
     static void await(Request<?> r) {
         assertThat(r.awaitUntil(System.nanoTime() + TIMEOUT)).as("completes: %s", r.describe()).isTrue();
+        assertThat(Thread.currentThread().isInterrupted()).as("%s interrupted", Thread.currentThread()).isFalse();
     }
 
     @ParameterizedTest
