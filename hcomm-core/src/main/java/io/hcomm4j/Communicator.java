@@ -26,6 +26,14 @@ public interface Communicator extends AutoCloseable {
     int size();
 
     /**
+     * Which of this communicator's ranks share a host: host index, local rank and local size of each rank, leaders
+     * (from the host identities exchanged at init; ranks in different network namespaces or containers are on
+     * different hosts). A sub-communicator's topology is its parent's restricted to its members. Collectives use it for
+     * their two-level (hierarchical) algorithms.
+     */
+    Topology topology();
+
+    /**
      * Starts sending {@code buf} (all of it) to {@code peer}. The buffer must not change until the future
      * completes. Off-heap segments are written to the socket without a copy.
      */
@@ -393,6 +401,48 @@ public interface Communicator extends AutoCloseable {
     Communicator dup();
 
     /**
+     * Collective over the live members, fault tolerant (like {@code MPIX_Comm_shrink} and {@code ncclCommShrink}): a new
+     * communicator of the members that are not failed, ranked contiguously in this communicator's order. Every live
+     * member calls it; the failed ones are not waited for. Callable whatever this communicator's {@link #health()}
+     * (READY: the result is like {@link #dup()}; DEGRADED or FAILED: the way to go on after a failure).
+     *
+     * <p>The survivors agree on the failed set through the session's store (each publishes the failures it knows; once
+     * every member it does not know to have failed has published, the first to get there decides for all with one
+     * compare-and-set, and everybody adopts that decision), so all callers get the same members, the same ranks and
+     * the same new id, and no message of this communicator mixes with the new one's. The new communicator reuses the
+     * session's connections (no new sockets), has its own health (READY unless a member is already known to have
+     * failed) and its collectives run with algorithms for its size. This communicator stays as it was (DEGRADED or
+     * FAILED); close it when done.
+     *
+     * <p>A member that fails while the others shrink is either left out (known failed before the decision) or a member
+     * of the new communicator, which then becomes DEGRADED: shrink that one again.
+     *
+     * @throws io.hcomm4j.CommTimeoutException if a member neither called {@code shrink} nor was known to have failed
+     *         within {@link CommConfig#timeout()} (the message names it)
+     * @throws io.hcomm4j.CommAbortedException if the others decided that this rank failed
+     */
+    Communicator shrink();
+
+    /**
+     * Collective over the members (like {@code ncclCommGrow} and elastic torchrun): waits for {@code joiners}
+     * replacement processes that called {@link Hcomm#join(CommConfig)} on the job's store, and returns a communicator of
+     * this one's members (ranks unchanged) followed by the joiners (ranks {@code size()} on, in the order they
+     * registered); each joiner gets the same communicator as its {@link Hcomm#world()}.
+     *
+     * <p>A joiner takes over the world rank of a failed process that is not a member of this communicator (the lowest
+     * first), with a new incarnation number: the peers drop what they kept of the failed process, refuse connections
+     * from its old incarnation, and connect to the joiner's address; the old communicators keep that rank as failed.
+     * So a job grows back to its initial world size at most. Joiners authenticate like every rank (the job secret and
+     * the job's token). Rank 0 of this communicator assigns the slots, through the store, which must have outlived the
+     * failures (rank 0 of the job hosts it unless a launcher does: {@code HCOMM_STORE_HOSTED}).
+     *
+     * @throws io.hcomm4j.CommTimeoutException if fewer than {@code joiners} processes registered within
+     *         {@link CommConfig#timeout()}, or fewer failed world ranks than {@code joiners} are free (the message says which)
+     * @throws io.hcomm4j.PeerFailedException if this communicator has failed members (shrink it first)
+     */
+    Communicator grow(int joiners);
+
+    /**
      * A batch of point-to-point ops that start together (like ncclGroupStart/End or HcclBatchSendRecv): all its
      * receives are posted before any of its sends starts, so a batch cannot deadlock whatever the order of its
      * ops on the ranks.
@@ -429,6 +479,15 @@ public interface Communicator extends AutoCloseable {
      * process dies: its connections close); see docs/reliability.md.
      */
     Health health();
+
+    /**
+     * What this communicator's ops did so far, one entry per op that ran at least once: calls, failures, bytes, and for
+     * collectives the time (total, slowest, a power-of-two histogram in µs). Recording costs a few atomic adds per op
+     * and allocates nothing; each collective is also a JFR event ({@code io.hcomm4j.Collective}) when a recording is on.
+     *
+     * @return a snapshot, in API order of the ops
+     */
+    java.util.List<OpStats> metrics();
 
     /**
      * Calls {@code listener} with the new health on every change of {@link #health()}. Listeners run one at a time, in

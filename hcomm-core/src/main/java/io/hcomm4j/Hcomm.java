@@ -35,7 +35,26 @@ public final class Hcomm implements AutoCloseable {
         return new Hcomm(Session.open(config));
     }
 
-    /** The communicator of all ranks of the job. */
+    /**
+     * A replacement process joins a running job (elastic training): connects to the job's store (found like
+     * {@link #init(CommConfig)} finds it: {@code HCOMM_INIT_METHOD} or {@code MASTER_ADDR:MASTER_PORT}; no
+     * {@code RANK} or {@code WORLD_SIZE} needed), registers, and waits up to {@link CommConfig#initTimeout()} until the
+     * running ranks call {@link Communicator#grow}. The returned session's {@link #world()} is the grown communicator
+     * (this process's rank in it is one of the last); its world rank is the failed rank whose place it took.
+     */
+    public static Hcomm join(CommConfig config) {
+        return new Hcomm(Session.join(config));
+    }
+
+    /** As {@link #join(CommConfig)}, configured from the environment. */
+    public static Hcomm join() {
+        return join(CommConfig.fromEnvironment());
+    }
+
+    /**
+     * The communicator of all ranks of the job; in a process that {@link #join joined} a running job, the communicator
+     * it joined.
+     */
     public Communicator world() {
         return session.world();
     }

@@ -188,7 +188,7 @@ class PerfCollectivesCliTest {
             assertThat(CommConfig.builder().algo(forced).build().algo()).isEqualTo(forced);
         }
         assertThatThrownBy(() -> CommConfig.builder().algo("broadcast=hd").build())
-                .hasMessageContaining("valid: [tree, chain]");
+                .hasMessageContaining("valid: [tree, chain, hierarchical]");
     }
 
     @Test

@@ -8,6 +8,9 @@ import java.util.List;
 
 /** Broadcast algorithms: root's buffer ends up in every rank's buffer. */
 public final class Broadcast {
+    /** Chunk of the pipelined chain. */
+    public static final long CHAIN_CHUNK = 1 << 20;
+
     private Broadcast() {
     }
 

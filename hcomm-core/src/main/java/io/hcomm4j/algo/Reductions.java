@@ -21,6 +21,11 @@ public final class Reductions {
     private Reductions() {
     }
 
+    /** Ring chunk, in elements, for blocks of {@code blockBytes} ({@link Tuner#ringChunkBytes}). */
+    public static long ringChunkElems(long blockBytes, int elemBytes) {
+        return Math.max(1, Tuner.ringChunkBytes(blockBytes) / elemBytes);
+    }
+
     /** Element offsets of {@code parts} balanced blocks of {@code count} elements: block b is [at[b], at[b+1]). */
     public static long[] split(long count, int parts) {
         long[] at = new long[parts + 1];

@@ -1,5 +1,6 @@
 package io.hcomm4j.algo;
 
+import io.hcomm4j.Topology;
 import java.util.EnumMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -7,30 +8,36 @@ import java.util.Locale;
 import java.util.Map;
 
 /**
- * Picks an algorithm per (op, bytes, ranks) with the alpha-beta cost model: a message costs α + bytes·β on
+ * Picks an algorithm per (op, bytes, ranks, hosts) with the alpha-beta cost model: a message costs α + bytes·β on
  * a link and reducing costs bytes·γ; each algorithm's cost is its formula over those; the cheapest wins.
  * {@code HCOMM_ALGO} (e.g. {@code allreduce=ring;broadcast=tree}) forces a choice per op.
  *
- * <p>α, β, γ come from a table per link type (TCP over loopback, measured on the project's machines with
- * {@code hcomm perf p2p} and the kernel benchmark) until the tuner measures them at init.
+ * <p>Two link types: between hosts (TCP) and within a host (shared-memory rings, or TCP over loopback with
+ * {@code HCOMM_TRANSPORT=tcp}). Flat algorithms are costed with the link between hosts (on one host too: the table
+ * the flat choices were tuned with). {@link Algo#HIERARCHICAL} runs each level over its own link: its cost is the sum
+ * of its levels, each level being the cheapest flat algorithm for that level's group. It is a candidate only when the
+ * ranks span more than one host and some host has several of them ({@link Shape#multiLevel()}).
+ *
+ * <p>α, β, γ come from a table per link type (measured on the project's machines with {@code hcomm perf p2p} and
+ * the kernel benchmark, see {@link LinkCost}) until the tuner measures them at init.
  */
 public final class Tuner {
     /** Collective ops whose algorithm can be chosen. */
     public enum Op { ALLREDUCE, BROADCAST, REDUCE, ALLGATHER, REDUCESCATTER, GATHER, SCATTER, ALLTOALL, BARRIER }
 
     /** Algorithms; each serves the ops in {@link #SERVES}. */
-    public enum Algo { RING, RECURSIVE_DOUBLING, HALVING_DOUBLING, TREE, CHAIN, BRUCK, PAIRWISE, DISSEMINATION }
+    public enum Algo { RING, RECURSIVE_DOUBLING, HALVING_DOUBLING, TREE, CHAIN, BRUCK, PAIRWISE, DISSEMINATION, HIERARCHICAL }
 
     /** Which algorithms each op has. */
     public static final Map<Op, List<Algo>> SERVES;
 
     static {
         Map<Op, List<Algo>> m = new EnumMap<>(Op.class);
-        m.put(Op.ALLREDUCE, List.of(Algo.RING, Algo.RECURSIVE_DOUBLING, Algo.HALVING_DOUBLING));
-        m.put(Op.BROADCAST, List.of(Algo.TREE, Algo.CHAIN));
+        m.put(Op.ALLREDUCE, List.of(Algo.RING, Algo.RECURSIVE_DOUBLING, Algo.HALVING_DOUBLING, Algo.HIERARCHICAL));
+        m.put(Op.BROADCAST, List.of(Algo.TREE, Algo.CHAIN, Algo.HIERARCHICAL));
         m.put(Op.REDUCE, List.of(Algo.TREE));
-        m.put(Op.ALLGATHER, List.of(Algo.RING, Algo.BRUCK));
-        m.put(Op.REDUCESCATTER, List.of(Algo.RING, Algo.HALVING_DOUBLING));
+        m.put(Op.ALLGATHER, List.of(Algo.RING, Algo.BRUCK, Algo.HIERARCHICAL));
+        m.put(Op.REDUCESCATTER, List.of(Algo.RING, Algo.HALVING_DOUBLING, Algo.HIERARCHICAL));
         m.put(Op.GATHER, List.of(Algo.TREE));
         m.put(Op.SCATTER, List.of(Algo.TREE));
         m.put(Op.ALLTOALL, List.of(Algo.PAIRWISE, Algo.BRUCK));
@@ -42,24 +49,82 @@ public final class Tuner {
     public record LinkCost(double alpha, double beta, double gamma) {
         /** TCP over loopback on the project's 2-core machines: ~6 µs one-way, ~4 GB/s, reduction ~5 GB/s. */
         public static final LinkCost TCP_LOOPBACK = new LinkCost(8e-6, 1 / 4.0e9, 1 / 5.0e9);
+        /**
+         * Shared-memory rings between two ranks of one host, same machines: ~1.5 µs one-way, ~10 GB/s (two copies
+         * through a 1 MiB ring), reduction as above. Measured with {@code HCOMM_TRANSPORT=shm ./hcomm perf p2p}
+         * (8 B ping-pong 0.7-1.35 µs one-way; 8-64 MiB stream 10.7-16.7 GB/s; TCP in the same sitting 6.3 µs and
+         * 4.6 GB/s), see docs/performance.md.
+         */
+        public static final LinkCost SHM = new LinkCost(1.5e-6, 1 / 10.0e9, 1 / 5.0e9);
+    }
+
+    /**
+     * How a communicator's ranks sit on hosts, as far as the cost model cares.
+     *
+     * @param ranks    number of ranks
+     * @param hosts    number of hosts they are on
+     * @param minLocal fewest ranks on one host
+     * @param maxLocal most ranks on one host
+     */
+    public record Shape(int ranks, int hosts, int minLocal, int maxLocal) {
+        /** {@code n} ranks on one host. */
+        public static Shape oneHost(int n) {
+            return new Shape(n, 1, n, n);
+        }
+
+        /** The shape of {@code t}. */
+        public static Shape of(Topology t) {
+            return new Shape(t.size(), t.hosts(), t.minLocalSize(), t.maxLocalSize());
+        }
+
+        /** Whether a hierarchy has two levels here: more than one host, and more than one rank on some host. */
+        public boolean multiLevel() {
+            return hosts > 1 && hosts < ranks;
+        }
+    }
+
+    /**
+     * The flat algorithms that run the levels of a {@link Algo#HIERARCHICAL} op on one host (null where the op has no
+     * such level). allReduce: {@code intraBefore} reduce-scatter within the host (RING, HALVING_DOUBLING, or TREE: a
+     * reduce to the leader when the smallest host has one rank), {@code inter} all-reduce between hosts (RING,
+     * RECURSIVE_DOUBLING, HALVING_DOUBLING), {@code intraAfter} all-gather (RING) or broadcast (TREE, CHAIN) within
+     * the host. reduceScatter: the same first level, {@code inter} reduce-scatter (RING, HALVING_DOUBLING),
+     * {@code intraAfter} PAIRWISE (blocks handed to the ranks that did not take part between hosts). allGather:
+     * TREE (gather to the leader), RING or BRUCK between leaders, TREE or CHAIN (broadcast within the host).
+     * broadcast: none, TREE or CHAIN between hosts, TREE or CHAIN within.
+     */
+    public record Levels(Algo intraBefore, Algo inter, Algo intraAfter) {
     }
 
     /** Seconds per byte of a local copy (rotating and packing blocks): ~10 GB/s. */
     private static final double COPY = 1 / 10e9;
 
+    /** Between hosts, and for flat algorithms. */
     private final LinkCost cost;
+    /** Within a host (the levels of a hierarchical op that stay on one host). */
+    private final LinkCost local;
     private final Map<Op, Algo> forced;
 
-    /** @param forced the parsed {@code HCOMM_ALGO} (op → algorithm), possibly empty */
+    /** One link type everywhere. @param forced the parsed {@code HCOMM_ALGO} (op → algorithm), possibly empty */
     public Tuner(LinkCost cost, Map<Op, Algo> forced) {
-        this.cost = cost;
+        this(cost, cost, forced);
+    }
+
+    /**
+     * @param between links between hosts (also what flat algorithms are costed with)
+     * @param within  links within a host
+     * @param forced  the parsed {@code HCOMM_ALGO} (op → algorithm), possibly empty
+     */
+    public Tuner(LinkCost between, LinkCost within, Map<Op, Algo> forced) {
+        this.cost = between;
+        this.local = within;
         this.forced = Map.copyOf(forced);
     }
 
     /**
      * Parses {@code HCOMM_ALGO}: {@code op=algo} pairs separated by {@code ;} or {@code ,}, case-insensitive,
      * {@code -} or {@code _} alike ({@code rd} is short for recursive_doubling; {@code hd} and {@code rabenseifner}
-     * for halving_doubling).
+     * for halving_doubling; {@code hier} for hierarchical).
      *
      * @throws IllegalArgumentException naming the bad part and listing the valid choices
      */
@@ -80,6 +145,7 @@ public final class Tuner {
             if (a.equals("RD")) a = "RECURSIVE_DOUBLING";
             if (a.equals("HD") || a.equals("RABENSEIFNER")) a = "HALVING_DOUBLING";
             if (a.equals("BINOMIAL") || a.equals("BINOMIAL_TREE")) a = "TREE";
+            if (a.equals("HIER") || a.equals("HIERARCHY") || a.equals("TWO_LEVEL")) a = "HIERARCHICAL";
             Algo algo;
             try {
                 algo = Algo.valueOf(a);
@@ -117,8 +183,17 @@ public final class Tuner {
         return forced.get(op);
     }
 
-    /** The algorithm for {@code op} on {@code bytes} (the whole vector) over {@code n} ranks; ties go to the first in {@link #SERVES}. */
+    /** The algorithm for {@code op} on {@code bytes} (the whole vector) over {@code n} ranks of one host. */
     public Algo choose(Op op, long bytes, int n) {
+        return choose(op, bytes, Shape.oneHost(n));
+    }
+
+    /**
+     * The algorithm for {@code op} on {@code bytes} (the whole vector) over ranks placed as {@code shape}: the forced
+     * one, else the cheapest; {@link Algo#HIERARCHICAL} only when {@link Shape#multiLevel()}. Ties go to the first in
+     * {@link #SERVES}.
+     */
+    public Algo choose(Op op, long bytes, Shape shape) {
         Algo f = forced.get(op);
         if (f != null) return f;
         List<Algo> candidates = SERVES.get(op);
@@ -126,7 +201,8 @@ public final class Tuner {
         Algo best = null;
         double bestCost = Double.MAX_VALUE;
         for (Algo a : candidates) {
-            double c = cost(op, a, bytes, n);
+            if (a == Algo.HIERARCHICAL && !shape.multiLevel()) continue;
+            double c = cost(op, a, bytes, shape);
             // a tie (e.g. ring and halving-doubling on two ranks are the same exchange) goes to the first listed,
             // whatever the rounding of the two formulas, so the choice does not flip from size to size
             if (c < bestCost * (1 - 1e-9)) {
@@ -135,6 +211,103 @@ public final class Tuner {
             }
         }
         return best;
+    }
+
+    /**
+     * The flat algorithms for the levels of a {@link Algo#HIERARCHICAL} {@code op} of {@code bytes} over ranks placed
+     * as {@code shape}, on a host with {@code localSize} of them: the cheapest for each level (never forced). Every rank
+     * of one host gets the same answer; hosts of different sizes may choose differently within themselves.
+     */
+    public Levels levels(Op op, long bytes, Shape shape, int localSize) {
+        return new Levels(pick(op, 0, bytes, shape, localSize).algo, pick(op, 1, bytes, shape, localSize).algo,
+                pick(op, 2, bytes, shape, localSize).algo);
+    }
+
+    /** An algorithm for one level and its modelled seconds. */
+    private record Choice(Algo algo, double seconds) {
+    }
+
+    private static final Choice NONE = new Choice(null, 0);
+
+    /** The cheapest of {@code options} by {@code f}; ties to the first. */
+    private static Choice cheapest(List<Algo> options, java.util.function.ToDoubleFunction<Algo> f) {
+        Choice best = null;
+        for (Algo a : options) {
+            double c = f.applyAsDouble(a);
+            if (best == null || c < best.seconds * (1 - 1e-9)) best = new Choice(a, c);
+        }
+        return best;
+    }
+
+    /**
+     * Level {@code level} (0: within the host before, 1: between hosts, 2: within the host after) of a hierarchical
+     * {@code op}: the algorithms that can run it, each costed over the level's group; a group of one rank costs nothing.
+     * m is the whole vector, C the fewest ranks of a host: the number of channels (groups between hosts, one per local
+     * rank below C), each carrying m/C.
+     */
+    private Choice pick(Op op, int level, double m, Shape s, int l) {
+        int h = s.hosts();
+        int c = Math.max(1, s.minLocal());
+        double blk = s.ranks() == 0 ? 0 : m / s.ranks();
+        return switch (op) {
+            case ALLREDUCE -> switch (level) {
+                case 0 -> intraReduceScatter(m, l, c);
+                case 1 -> h == 1 ? NONE : cheapest(List.of(Algo.RING, Algo.RECURSIVE_DOUBLING, Algo.HALVING_DOUBLING),
+                        a -> flat(Op.ALLREDUCE, a, m / c, h, cost));
+                default -> l == 1 ? NONE : c == 1
+                        ? cheapest(List.of(Algo.TREE, Algo.CHAIN), a -> flat(Op.BROADCAST, a, m, l, local))
+                        : new Choice(Algo.RING, flat(Op.ALLGATHER, Algo.RING, m * l / c, l, local));
+            };
+            case REDUCESCATTER -> switch (level) {
+                // the blocks are first put in channel order: one copy of the vector
+                case 0 -> {
+                    Choice x = intraReduceScatter(m, l, c);
+                    yield new Choice(x.algo, x.seconds + m * COPY);
+                }
+                case 1 -> h == 1 ? NONE : cheapest(List.of(Algo.RING, Algo.HALVING_DOUBLING),
+                        a -> flat(Op.REDUCESCATTER, a, m / c, h, cost));
+                // a channel rank hands the other blocks it owns to their ranks, one message each
+                default -> new Choice(Algo.PAIRWISE, ((l + c - 1) / c - 1) * (local.alpha() + blk * local.beta()));
+            };
+            case ALLGATHER -> switch (level) {
+                case 0 -> new Choice(Algo.TREE, l == 1 ? 0 : lg(l) * local.alpha() + (l - 1) * blk * local.beta());
+                case 1 -> {
+                    if (h == 1) yield NONE;
+                    List<Algo> options = s.minLocal() == s.maxLocal() ? List.of(Algo.RING, Algo.BRUCK) : List.of(Algo.RING);
+                    // the leaders pass whole hosts' blocks: the largest host sets the ring's step
+                    yield cheapest(options, a -> a == Algo.RING ? (h - 1) * (cost.alpha() + s.maxLocal() * blk * cost.beta())
+                            : flat(Op.ALLGATHER, Algo.BRUCK, m, h, cost));
+                }
+                // every block, broadcast within the host
+                default -> l == 1 ? NONE : cheapest(List.of(Algo.TREE, Algo.CHAIN), a -> flat(Op.BROADCAST, a, m, l, local));
+            };
+            case BROADCAST -> switch (level) {
+                case 0 -> NONE;
+                case 1 -> h == 1 ? NONE : cheapest(List.of(Algo.TREE, Algo.CHAIN), a -> flat(Op.BROADCAST, a, m, h, cost));
+                default -> l == 1 ? NONE : cheapest(List.of(Algo.TREE, Algo.CHAIN), a -> flat(Op.BROADCAST, a, m, l, local));
+            };
+            default -> NONE;
+        };
+    }
+
+    /**
+     * The first level of a hierarchical all-reduce or reduce-scatter: {@code m} bytes reduced within a host of
+     * {@code l} ranks so that local ranks 0..c−1 each own one of c blocks of m/c. A ring with empty blocks for the other
+     * ranks; halving-doubling when every rank owns a block; a binomial reduce to the leader when c = 1.
+     */
+    private Choice intraReduceScatter(double m, int l, int c) {
+        if (l == 1) return NONE;
+        Choice ring = new Choice(Algo.RING, flat(Op.REDUCESCATTER, Algo.RING, m * l / c, l, local));
+        if (c == l) return cheapest(List.of(Algo.RING, Algo.HALVING_DOUBLING), a -> flat(Op.REDUCESCATTER, a, m, l, local));
+        if (c == 1) {
+            double tree = lg(l) * (local.alpha() + m * (local.beta() + local.gamma()));
+            if (tree < ring.seconds) return new Choice(Algo.TREE, tree);
+        }
+        return ring;
+    }
+
+    private static int lg(int n) {
+        return n <= 1 ? 0 : 32 - Integer.numberOfLeadingZeros(n - 1);
     }
 
     /**
@@ -148,11 +321,28 @@ public final class Tuner {
         return Math.max(512 * 1024, Math.min(1024 * 1024, blockBytes / 4));
     }
 
-    /** Modelled seconds of {@code algo} for {@code op}. Public for tests and `hcomm perf`. */
+    /** Modelled seconds of {@code algo} for {@code op} on {@code n} ranks of one host. Public for tests and `hcomm perf`. */
     public double cost(Op op, Algo algo, long bytes, int n) {
-        double a = cost.alpha();
-        double b = cost.beta();
-        double g = cost.gamma();
+        return cost(op, algo, bytes, Shape.oneHost(n));
+    }
+
+    /**
+     * Modelled seconds of {@code algo} for {@code op} over ranks placed as {@code shape}: a flat algorithm over the link
+     * between hosts; {@link Algo#HIERARCHICAL} as the sum of its levels on the largest host (which the others wait for).
+     */
+    public double cost(Op op, Algo algo, long bytes, Shape shape) {
+        if (algo != Algo.HIERARCHICAL) return flat(op, algo, bytes, shape.ranks(), cost);
+        double sum = 0;
+        for (int level = 0; level < 3; level++) sum += pick(op, level, bytes, shape, shape.maxLocal()).seconds;
+        return sum;
+    }
+
+    /** Seconds of flat {@code algo} for {@code op} on {@code bytes} over {@code n} ranks joined by links {@code link}. */
+    private static double flat(Op op, Algo algo, double bytes, int n, LinkCost link) {
+        if (n <= 1) return 0;
+        double a = link.alpha();
+        double b = link.beta();
+        double g = link.gamma();
         double m = bytes;
         int lg = 32 - Integer.numberOfLeadingZeros(Math.max(1, n - 1));
         boolean pof2 = Integer.bitCount(n) == 1;
@@ -197,6 +387,7 @@ public final class Tuner {
             }
             case PAIRWISE -> (n - 1) * (a + m / n * b);
             case DISSEMINATION -> lg * a;
+            case HIERARCHICAL -> throw new IllegalArgumentException("not a flat algorithm");
         };
     }
 }

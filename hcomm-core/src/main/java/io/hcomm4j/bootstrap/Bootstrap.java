@@ -23,8 +23,8 @@ import org.slf4j.LoggerFactory;
 /**
  * Init-time discovery: who am I (rank, world size), where is the store, which address do data
  * connections use. Reads {@code tcp://}, {@code file://} and {@code env://} init methods; {@code env://}
- * understands torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), Slurm (SLURM_PROCID, SLURM_NTASKS),
- * Open MPI (OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE) and PMI (PMI_RANK, PMI_SIZE).
+ * understands torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), Slurm (SLURM_PROCID, SLURM_NTASKS), a
+ * Kubernetes Indexed Job (JOB_COMPLETION_INDEX with WORLD_SIZE), Open MPI (OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE) and PMI (PMI_RANK, PMI_SIZE).
  */
 public final class Bootstrap {
     private static final Logger LOG = LoggerFactory.getLogger(Bootstrap.class);
@@ -32,6 +32,8 @@ public final class Bootstrap {
     private static final String[][] RANK_SOURCES = {
         {"RANK", "WORLD_SIZE", "torchrun / hcomm launch"},
         {"SLURM_PROCID", "SLURM_NTASKS", "Slurm srun"},
+        // a Kubernetes Indexed Job sets the index; the manifest sets WORLD_SIZE (its completions)
+        {"JOB_COMPLETION_INDEX", "WORLD_SIZE", "Kubernetes Indexed Job"},
         {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "Open MPI mpirun"},
         {"PMI_RANK", "PMI_SIZE", "PMI (MPICH, Intel MPI)"},
     };
@@ -66,9 +68,22 @@ public final class Bootstrap {
      *                        for), the store cannot be served or reached, or the data address cannot be resolved
      */
     public static Joined join(CommConfig config, Map<String, String> env) {
+        return join(config, env, false);
+    }
+
+    /**
+     * For a replacement process that joins a running job ({@code Hcomm.join}): connects to the job's store (found as
+     * {@link #join(CommConfig)} finds it, never served here) without a rank or world size, which the running job assigns;
+     * the result's rank and worldSize are -1.
+     */
+    public static Joined joinAsReplacement(CommConfig config) {
+        return join(config, System.getenv(), true);
+    }
+
+    private static Joined join(CommConfig config, Map<String, String> env, boolean replacement) {
         Objects.requireNonNull(config, "config");
         Objects.requireNonNull(env, "env");
-        int[] rs = rankAndSize(config, env);
+        int[] rs = replacement ? new int[] {-1, -1} : rankAndSize(config, env);
         int rank = rs[0];
         int size = rs[1];
         String secret = config.secret().filter(s -> !s.isEmpty()).orElse(null);
@@ -99,7 +114,7 @@ public final class Bootstrap {
             } else {
                 throw new HcommException("initMethod '" + method + "' is not one of env://, tcp://host:port, file:///path");
             }
-            if (rank == 0 && !config.storeHosted()) {
+            if (rank == 0 && !config.storeHosted() && !replacement) {
                 try {
                     server = TcpStoreServer.start(storeAddress, secret);
                 } catch (HcommException e) {

@@ -9,6 +9,8 @@ import io.hcomm4j.algo.Broadcast;
 import io.hcomm4j.ReduceOp;
 import io.hcomm4j.algo.CollectiveLinks;
 import io.hcomm4j.algo.HalvingDoubling;
+import io.hcomm4j.algo.Hierarchical;
+import io.hcomm4j.Topology;
 import io.hcomm4j.algo.Reductions;
 import io.hcomm4j.algo.Tuner;
 import io.hcomm4j.kernel.ReduceKernel;
@@ -38,10 +40,11 @@ final class CommunicatorImpl implements Communicator {
     private final AtomicLong collectiveSeq = new AtomicLong();
     private ExecutorService collectiveThread;
 
-    static final long BCAST_CHUNK = 1 << 20;
-    /** Ring chunk, in elements, for blocks of {@code blockBytes} ({@link Tuner#ringChunkBytes}). */
+    static final long BCAST_CHUNK = Broadcast.CHAIN_CHUNK;
+
+    /** Ring chunk, in elements, for blocks of {@code blockBytes} ({@link Reductions#ringChunkElems}). */
     static long ringChunkElems(long blockBytes, int elemBytes) {
-        return Math.max(1, Tuner.ringChunkBytes(blockBytes) / elemBytes);
+        return Reductions.ringChunkElems(blockBytes, elemBytes);
     }
 
     /** Communicator rank → world rank, or null for the world communicator (identity). */
@@ -59,15 +62,26 @@ final class CommunicatorImpl implements Communicator {
     /** Why the communicator cannot be used at all (aborted, or this rank declared failed), or null. */
     private volatile String abortedWhy;
     private final java.util.Set<TransportLinks> running = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    /** Counters per op: the collectives (OPS, from index 1) and then send and recv. */
+    private final OpMetrics metrics = new OpMetrics(METRIC_NAMES);
     private final java.util.concurrent.CopyOnWriteArrayList<java.util.function.Consumer<io.hcomm4j.Health>> listeners =
             new java.util.concurrent.CopyOnWriteArrayList<>();
 
-    CommunicatorImpl(Session session, TcpTransport transport, long commId, int rank, int size) {
-        this(session, transport, commId, rank, null, size);
+    /** Which ranks share a host. */
+    private final Topology topology;
+    /** The topology as the tuner sees it. */
+    private final Tuner.Shape shape;
+
+    /** The world communicator; {@code hostIds[r]} is world rank r's host identity. */
+    CommunicatorImpl(Session session, TcpTransport transport, long commId, int rank, int size, String[] hostIds) {
+        this(session, transport, commId, rank, null, size, Topology.of(rank, hostIds));
     }
 
-    private CommunicatorImpl(Session session, TcpTransport transport, long commId, int rank, int[] group, int size) {
+    private CommunicatorImpl(Session session, TcpTransport transport, long commId, int rank, int[] group, int size,
+                             Topology topology) {
         this.session = session;
+        this.topology = topology;
+        this.shape = Tuner.Shape.of(topology);
         this.transport = transport;
         this.commId = commId;
         this.rank = rank;
@@ -95,6 +109,11 @@ final class CommunicatorImpl implements Communicator {
     }
 
     @Override
+    public Topology topology() {
+        return topology;
+    }
+
+    @Override
     public CommFuture<Void> sendAsync(MemorySegment buf, int peer, int tag) {
         checkOpen();
         checkNotAborted("send");
@@ -104,6 +123,7 @@ final class CommunicatorImpl implements Communicator {
         }
         if (tag < 0) throw new IllegalArgumentException("rank " + rank + ": send: tag " + tag + " must be >= 0");
         checkShared(buf, "send");
+        metrics.count(SEND_METRIC, buf.byteSize());
         return transport.send(commId, world(peer), tag, buf, 0, worldToComm);
     }
 
@@ -115,6 +135,7 @@ final class CommunicatorImpl implements Communicator {
         checkSource(peer, tag, "recv");
         if (buf.isReadOnly()) throw new IllegalArgumentException("rank " + rank + ": recv: buf is read-only");
         checkShared(buf, "recv");
+        metrics.count(RECV_METRIC, buf.byteSize());
         return transport.recv(commId, peer == ANY_SOURCE ? TcpTransport.ANY : world(peer), tag == ANY_TAG ? TcpTransport.ANY : tag,
                 buf, worldToComm);
     }
@@ -215,6 +236,20 @@ final class CommunicatorImpl implements Communicator {
     static final java.util.List<String> OPS = java.util.List.of("", "allReduce", "reduce", "reduceScatter", "reduceScatterV",
             "broadcast", "allGather", "allGatherV", "gather", "gatherV", "scatter", "scatterV", "allToAll", "allToAllV", "barrier");
 
+    /** The ops {@link #metrics()} counts: the collectives of OPS, then send and recv. */
+    private static final java.util.List<String> METRIC_NAMES;
+    private static final int SEND_METRIC;
+    private static final int RECV_METRIC;
+
+    static {
+        java.util.List<String> names = new java.util.ArrayList<>(OPS.subList(1, OPS.size()));
+        names.add("send");
+        names.add("recv");
+        METRIC_NAMES = java.util.List.copyOf(names);
+        SEND_METRIC = names.indexOf("send");
+        RECV_METRIC = names.indexOf("recv");
+    }
+
     /**
      * What every message of a collective carries, so that a receiver notices a peer in another collective or the
      * same one with other arguments: the op in the top 4 bits, a hash of count, type, reduce op and root below.
@@ -265,6 +300,32 @@ final class CommunicatorImpl implements Communicator {
     }
 
     private void runCollective(long seq, String op, int fingerprint, long bytes, Consumer<CollectiveLinks> body) {
+        CollectiveEvent event = new CollectiveEvent();
+        event.begin();
+        long t0 = System.nanoTime();
+        Throwable failure = null;
+        try {
+            runCollectiveBody(seq, op, fingerprint, bytes, body);
+        } catch (RuntimeException | Error e) {
+            failure = e;
+            throw e;
+        } finally {
+            metrics.record(metrics.index(op), bytes, System.nanoTime() - t0, failure != null);
+            event.end();
+            if (event.shouldCommit()) {
+                event.op = op;
+                event.communicator = commId;
+                event.rank = rank;
+                event.ranks = size;
+                event.sequence = seq;
+                event.bytes = Math.max(0, bytes);
+                event.outcome = failure == null ? "ok" : failure.getClass().getSimpleName();
+                event.commit();
+            }
+        }
+    }
+
+    private void runCollectiveBody(long seq, String op, int fingerprint, long bytes, Consumer<CollectiveLinks> body) {
         try (TransportLinks links = new TransportLinks(transport, collectiveChannel, noticeChannel, seq, rank, size, group, op,
                 fingerprint, session.scratch(), bytes)) {
             running.add(links);
@@ -399,9 +460,12 @@ final class CommunicatorImpl implements Communicator {
         checkWritable("allReduce", "recv", recv);
         int avg = op == ReduceOp.AVG ? size : 1;
         long chunk = ringChunkElems(n / size, type.byteSize());
-        Tuner.Algo algo = tuner().choose(Tuner.Op.ALLREDUCE, n, size);
+        Tuner.Algo algo = tuner().choose(Tuner.Op.ALLREDUCE, n, shape);
+        Tuner.Levels levels = algo == Tuner.Algo.HIERARCHICAL ? tuner().levels(Tuner.Op.ALLREDUCE, n, shape, topology.localSize()) : null;
         return collective("allReduce", fingerprint("allReduce", count, type, op, -1), n, mode, l -> {
-            if (algo == Tuner.Algo.RING) {
+            if (algo == Tuner.Algo.HIERARCHICAL) {
+                Hierarchical.allReduce(l, topology, levels, send.asSlice(0, n), recv.asSlice(0, n), count, k, avg);
+            } else if (algo == Tuner.Algo.RING) {
                 Reductions.ringAllReduce(l, send.asSlice(0, n), recv.asSlice(0, n), count, k, chunk, avg);
             } else {
                 if (!send.equals(recv)) MemorySegment.copy(send, 0, recv, 0, n);
@@ -479,8 +543,14 @@ final class CommunicatorImpl implements Communicator {
         checkWritable(name, "recv", recv);
         int avg = op == ReduceOp.AVG ? size : 1;
         long chunk = ringChunkElems(total / size, (int) es);
-        Tuner.Algo algo = tuner().choose(Tuner.Op.REDUCESCATTER, total, size);
+        Tuner.Algo algo = tuner().choose(Tuner.Op.REDUCESCATTER, total, shape);
+        Tuner.Levels levels = algo == Tuner.Algo.HIERARCHICAL ? tuner().levels(Tuner.Op.REDUCESCATTER, total, shape, topology.localSize()) : null;
+        long[] counts = recvCounts.clone();
         return collective(name, fingerprint(name, java.util.Arrays.hashCode(recvCounts), type, op, -1), total, mode, l -> {
+            if (algo == Tuner.Algo.HIERARCHICAL) {
+                Hierarchical.reduceScatter(l, topology, levels, send, recv, counts, k, avg);
+                return;
+            }
             MemorySegment work = l.scratch(total);
             if (algo == Tuner.Algo.HALVING_DOUBLING) {
                 MemorySegment.copy(send, 0, work, 0, total);
@@ -508,9 +578,11 @@ final class CommunicatorImpl implements Communicator {
         MemorySegment data = buf.asSlice(0, n);
         if (rank != root && data.isReadOnly()) throw new IllegalArgumentException("rank " + rank + ": broadcast: buf is read-only");
         Tuner.Algo algo = size <= 2 && tuner().forced(Tuner.Op.BROADCAST) == null ? Tuner.Algo.TREE
-                : tuner().choose(Tuner.Op.BROADCAST, n, size);
+                : tuner().choose(Tuner.Op.BROADCAST, n, shape);
+        Tuner.Levels levels = algo == Tuner.Algo.HIERARCHICAL ? tuner().levels(Tuner.Op.BROADCAST, n, shape, topology.localSize()) : null;
         return collective("broadcast", fingerprint("broadcast", count, type, null, root), n, mode, l -> {
-            if (algo == Tuner.Algo.TREE) Broadcast.binomialTree(l, data, root);
+            if (algo == Tuner.Algo.HIERARCHICAL) Hierarchical.broadcast(l, topology, levels, data, root);
+            else if (algo == Tuner.Algo.TREE) Broadcast.binomialTree(l, data, root);
             else Broadcast.pipelinedChain(l, data, root, BCAST_CHUNK);
         });
     }
@@ -536,8 +608,13 @@ final class CommunicatorImpl implements Communicator {
             off[r] = r * blk;
             len[r] = blk;
         }
-        Tuner.Algo algo = tuner().choose(Tuner.Op.ALLGATHER, blk * size, size);
+        Tuner.Algo algo = tuner().choose(Tuner.Op.ALLGATHER, blk * size, shape);
+        Tuner.Levels levels = algo == Tuner.Algo.HIERARCHICAL ? tuner().levels(Tuner.Op.ALLGATHER, blk * size, shape, topology.localSize()) : null;
         return collective("allGather", fingerprint("allGather", count, type, null, -1), blk * size, mode, l -> {
+            if (algo == Tuner.Algo.HIERARCHICAL) {
+                Hierarchical.allGather(l, topology, levels, mine, recv, blk);
+                return;
+            }
             MemorySegment.copy(mine, 0, own, 0, blk);
             if (algo == Tuner.Algo.BRUCK) AllGather.bruck(l, recv, blk);
             else AllGather.ring(l, recv, off, len);
@@ -758,12 +835,14 @@ final class CommunicatorImpl implements Communicator {
                 .sorted(java.util.Comparator.<Integer>comparingInt(r -> all[2 * r + 1]).thenComparingInt(r -> r))
                 .toArray(Integer[]::new);
         int[] worldRanks = new int[members.length];
+        int[] commRanks = new int[members.length];
         int myRank = -1;
         for (int i = 0; i < members.length; i++) {
             worldRanks[i] = world(members[i]);
+            commRanks[i] = members[i];
             if (members[i] == rank) myRank = i;
         }
-        return child(childId(child, color), myRank, worldRanks);
+        return child(childId(child, color), myRank, worldRanks, topology.restrict(myRank, commRanks));
     }
 
     @Override
@@ -773,7 +852,215 @@ final class CommunicatorImpl implements Communicator {
         barrier(); // collective, like MPI_Comm_dup: every rank takes the same child number
         int[] worldRanks = new int[size];
         for (int r = 0; r < size; r++) worldRanks[r] = world(r);
-        return child(childId(child, Integer.MAX_VALUE), rank, worldRanks);
+        return child(childId(child, Integer.MAX_VALUE), rank, worldRanks, topology);
+    }
+
+    /** Shrinks of this communicator so far: names the shrink's keys in the store, so every survivor uses the same ones. */
+    private final AtomicLong shrinks = new AtomicLong();
+
+    @Override
+    public Communicator shrink() {
+        checkOpen();
+        long k = shrinks.incrementAndGet();
+        long t0 = System.nanoTime();
+        long deadline = t0 + timeoutNanos();
+        io.hcomm4j.bootstrap.Store store = session.store();
+        String prefix = session.namespace() + "shrink/" + Long.toUnsignedString(commId, 16) + "/" + k + "/";
+        String decisionKey = prefix + "decision";
+        java.util.BitSet known = knownFailed();
+        byte[] decision = null;
+        java.util.BitSet published = null;
+        long sleepMicros = 200;
+        while (true) {
+            // publish what this rank knows (again when it learned more): the others adopt it
+            if (!known.equals(published)) {
+                store.set(prefix + "seen/" + rank, encodeRanks(known));
+                published = (java.util.BitSet) known.clone();
+            }
+            decision = store.tryGet(decisionKey);
+            if (decision != null) break;
+            java.util.List<Integer> missing = new java.util.ArrayList<>();
+            for (int m = 0; m < size; m++) {
+                if (m == rank || known.get(m)) continue;
+                byte[] seen = store.tryGet(prefix + "seen/" + m);
+                if (seen == null) missing.add(m);
+                else known.or(decodeRanks(seen));
+            }
+            known.or(knownFailed());
+            missing.removeIf(known::get);
+            if (missing.isEmpty() && !known.get(rank)) {
+                // every member not known to have failed is here: propose; the first proposal decides for everybody
+                decision = store.compareAndSet(decisionKey, null, encodeRanks(known));
+                if (decision != null) break;
+            }
+            if (known.get(rank)) {
+                decision = store.get(decisionKey, java.time.Duration.ofNanos(Math.max(1, deadline - System.nanoTime())));
+                break;
+            }
+            if (System.nanoTime() - deadline > 0) {
+                throw new io.hcomm4j.CommTimeoutException("rank " + rank + ": shrink of a communicator of " + size + " ranks: "
+                        + (missing.size() == 1 ? "rank " + missing.get(0) + " has" : "ranks " + missing + " have")
+                        + " neither called shrink nor been found failed within " + session.config().timeout() + " (HCOMM_TIMEOUT)");
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(sleepMicros * 1000);
+            sleepMicros = Math.min(20_000, sleepMicros * 2);
+        }
+        java.util.BitSet failedSet = decodeRanks(decision);
+        if (failedSet.get(rank)) {
+            throw new io.hcomm4j.CommAbortedException("rank " + rank + ": shrink: the other members decided that this rank failed "
+                    + "(failed set " + failedSet + "); it is not a member of the shrunk communicator");
+        }
+        int live = size - failedSet.cardinality();
+        int[] worldRanks = new int[live];
+        int[] commRanks = new int[live];
+        int myRank = -1;
+        for (int r = 0, i = 0; r < size; r++) {
+            if (failedSet.get(r)) continue;
+            if (r == rank) myRank = i;
+            worldRanks[i] = world(r);
+            commRanks[i++] = r;
+        }
+        long id = childId(k | (1L << 40), java.util.Arrays.hashCode(decision));
+        CommunicatorImpl c = child(id, myRank, worldRanks, topology.restrict(myRank, commRanks));
+        org.slf4j.LoggerFactory.getLogger(CommunicatorImpl.class).debug("rank {}: shrink of {} ranks to {} (failed {}) took {} ms",
+                rank, size, live, failedSet, (System.nanoTime() - t0) / 1_000_000);
+        return c;
+    }
+
+    /** Grows of this communicator so far: names the grow's key in the store. */
+    private final AtomicLong grows = new AtomicLong();
+
+    @Override
+    public Communicator grow(int joiners) {
+        checkOpen();
+        if (joiners < 1) throw new IllegalArgumentException("rank " + rank + ": grow: joiners " + joiners + " must be >= 1");
+        RuntimeException broken = brokenFor("grow", "");
+        if (broken != null) throw broken;
+        long k = grows.incrementAndGet();
+        long t0 = System.nanoTime();
+        io.hcomm4j.bootstrap.Store store = session.store();
+        String ns = session.namespace();
+        java.time.Duration timeout = session.config().timeout();
+        String roundKey = ns + "grow/comm/" + Long.toUnsignedString(commId, 16) + "/" + k;
+        if (rank == 0) store.set(roundKey, String.valueOf(lead(store, ns, joiners, k, timeout)).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        String g;
+        try {
+            g = new String(store.get(roundKey, timeout.plusSeconds(5)), java.nio.charset.StandardCharsets.UTF_8);
+        } catch (io.hcomm4j.CommTimeoutException e) {
+            throw new io.hcomm4j.CommTimeoutException("rank " + rank + ": grow: rank 0 of the communicator did not say within "
+                    + timeout + " (HCOMM_TIMEOUT) which processes join");
+        }
+        GrowPlan plan = GrowPlan.decode(store.get(ns + "grow/" + g + "/plan", timeout));
+        if (plan.error() != null) throw new io.hcomm4j.CommTimeoutException("rank " + rank + ": grow: " + plan.error());
+        java.util.List<String> ready = new java.util.ArrayList<>();
+        for (int slot : plan.slots()) ready.add(ns + "grow/" + g + "/ready/" + slot);
+        try {
+            store.await(ready, timeout);
+        } catch (io.hcomm4j.CommTimeoutException e) {
+            throw new io.hcomm4j.CommTimeoutException("rank " + rank + ": grow: the joining processes (world ranks "
+                    + java.util.Arrays.toString(plan.slots()) + ") did not come up within " + timeout + " (HCOMM_TIMEOUT)");
+        }
+        for (int i = 0; i < plan.slots().length; i++) session.revive(plan.slots()[i], plan.incarnations()[i]);
+        store.add(ns + "grow/" + g + "/revived", 1);
+        CommunicatorImpl c = ofGroup(session, transport, plan.id(), world(rank), plan.members(), session.hostIds());
+        session.register(c);
+        session.registerCommunicator(c);
+        org.slf4j.LoggerFactory.getLogger(CommunicatorImpl.class).debug("rank {}: grow of {} ranks by {} took {} ms",
+                rank, size, joiners, (System.nanoTime() - t0) / 1_000_000);
+        return c;
+    }
+
+    /**
+     * Rank 0's part of a grow: waits (up to {@code timeout}) for {@code joiners} processes registered in the store,
+     * assigns them the lowest failed world slots and new incarnations, publishes the plan and tells each joiner its
+     * round. Returns the round.
+     */
+    private long lead(io.hcomm4j.bootstrap.Store store, String ns, int joiners, long k, java.time.Duration timeout) {
+        long round = store.add(ns + "grow/round", 1);
+        String planKey = ns + "grow/" + round + "/plan";
+        byte[] takenV = store.tryGet(ns + "grow/taken");
+        long taken = takenV == null ? 0 : Long.parseLong(new String(takenV, java.nio.charset.StandardCharsets.UTF_8));
+        java.util.List<Integer> free = new java.util.ArrayList<>();
+        java.util.Set<Integer> mine = new java.util.HashSet<>();
+        for (int r = 0; r < size; r++) mine.add(world(r));
+        for (int w : transport.failedRanks()) if (!mine.contains(w)) free.add(w);
+        if (free.size() < joiners) {
+            store.set(planKey, GrowPlan.failed("only " + free.size() + " failed world ranks " + free + " can be taken over, not "
+                    + joiners + " (a job grows back to its initial size at most)").encode());
+            return round;
+        }
+        long deadline = System.nanoTime() + timeout.toNanos();
+        long sleep = 1;
+        while (true) {
+            byte[] v = store.tryGet(ns + "grow/joiners");
+            long arrived = v == null ? 0 : Long.parseLong(new String(v, java.nio.charset.StandardCharsets.UTF_8));
+            if (arrived - taken >= joiners) break;
+            if (System.nanoTime() > deadline) {
+                store.set(planKey, GrowPlan.failed("only " + (arrived - taken) + " of " + joiners + " joining processes registered within "
+                        + timeout + " (HCOMM_TIMEOUT); start them with Hcomm.join").encode());
+                return round;
+            }
+            try {
+                Thread.sleep(sleep);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new io.hcomm4j.HcommException("rank " + rank + ": grow: interrupted", e);
+            }
+            sleep = Math.min(20, sleep * 2);
+        }
+        long[] tickets = new long[joiners];
+        int[] slots = new int[joiners];
+        long[] incs = new long[joiners];
+        int[] members = new int[size + joiners];
+        for (int r = 0; r < size; r++) members[r] = world(r);
+        for (int i = 0; i < joiners; i++) {
+            tickets[i] = taken + 1 + i;
+            slots[i] = free.get(i);
+            incs[i] = store.add(ns + "incarnation/" + slots[i], 1);
+            members[size + i] = slots[i];
+        }
+        store.add(ns + "grow/taken", joiners);
+        long id = childId(round | (2L << 40), java.util.Arrays.hashCode(members));
+        store.set(planKey, new GrowPlan(id, tickets, slots, incs, members, null).encode());
+        for (long t : tickets) store.set(ns + "grow/ticket/" + t, String.valueOf(round).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        return round;
+    }
+
+    /** A communicator of world ranks {@code group} (in rank order), seen from world rank {@code me}. */
+    static CommunicatorImpl ofGroup(Session session, TcpTransport transport, long id, int me, int[] group, String[] hostIds) {
+        int myRank = -1;
+        String[] labels = new String[group.length];
+        for (int i = 0; i < group.length; i++) {
+            if (group[i] == me) myRank = i;
+            labels[i] = hostIds[group[i]];
+        }
+        return new CommunicatorImpl(session, transport, id, myRank, group.clone(), group.length, Topology.of(myRank, labels));
+    }
+
+    /** Members known here to have failed (this communicator's ranks): its failed members and the transport's failed ranks. */
+    private java.util.BitSet knownFailed() {
+        java.util.BitSet b = new java.util.BitSet(size);
+        synchronized (healthLock) {
+            for (int r : failedMembers) b.set(r);
+        }
+        for (int w : transport.failedRanks()) {
+            int r = commRank(w);
+            if (r >= 0) b.set(r);
+        }
+        return b;
+    }
+
+    private static byte[] encodeRanks(java.util.BitSet b) {
+        return b.stream().mapToObj(Integer::toString).collect(java.util.stream.Collectors.joining(",", "[", "]"))
+                .getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    }
+
+    private static java.util.BitSet decodeRanks(byte[] v) {
+        String s = new String(v, java.nio.charset.StandardCharsets.UTF_8);
+        java.util.BitSet b = new java.util.BitSet();
+        s = s.substring(1, s.length() - 1).trim();
+        if (!s.isEmpty()) for (String x : s.split(",")) b.set(Integer.parseInt(x.trim()));
+        return b;
     }
 
     /** A child's id: derived from this id, the child number and the color, so every member computes the same one. */
@@ -785,8 +1072,8 @@ final class CommunicatorImpl implements Communicator {
         return h & ~(3L << 62); // the top bits mark collective traffic
     }
 
-    private CommunicatorImpl child(long id, int myRank, int[] worldRanks) {
-        CommunicatorImpl c = new CommunicatorImpl(session, transport, id, myRank, worldRanks, worldRanks.length);
+    private CommunicatorImpl child(long id, int myRank, int[] worldRanks, Topology topo) {
+        CommunicatorImpl c = new CommunicatorImpl(session, transport, id, myRank, worldRanks, worldRanks.length, topo);
         session.register(c);
         session.registerCommunicator(c);
         return c;
@@ -896,6 +1183,11 @@ final class CommunicatorImpl implements Communicator {
     int commRank(int w) {
         if (worldToComm == null) return w >= 0 && w < size ? w : -1;
         return w >= 0 && w < worldToComm.length ? worldToComm[w] : -1;
+    }
+
+    @Override
+    public java.util.List<io.hcomm4j.OpStats> metrics() {
+        return metrics.snapshot(java.util.Set.of("send", "recv"));
     }
 
     @Override

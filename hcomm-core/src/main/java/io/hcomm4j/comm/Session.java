@@ -8,6 +8,7 @@ import io.hcomm4j.bootstrap.Store;
 import io.hcomm4j.memory.MemoryPool;
 import io.hcomm4j.security.Auth;
 import io.hcomm4j.HcommException;
+import io.hcomm4j.algo.Tuner;
 import io.hcomm4j.transport.HostIdentity;
 import io.hcomm4j.transport.TcpTransport;
 import java.net.InetSocketAddress;
@@ -37,7 +38,7 @@ public final class Session implements AutoCloseable {
     private final CommunicatorImpl world;
     private final List<AutoCloseable> children = new CopyOnWriteArrayList<>();
     private final ScratchPool scratch = new ScratchPool();
-    private final io.hcomm4j.algo.Tuner tuner;
+    private final Tuner tuner;
     /** Registered memory of this session, shared by all its communicators. */
     private final MemoryPool memory;
     private volatile boolean closed;
@@ -53,17 +54,34 @@ public final class Session implements AutoCloseable {
     private java.util.concurrent.ExecutorService eventThread;
     private volatile Thread eventThreadRef;
 
+    /** Where each world rank listens, which share this host, and their host ids: updated when a slot is taken over (grow). */
+    private final InetSocketAddress[] book;
+    private final boolean[] sameHost;
+    private final String[] hostIds;
+    private final String hostId;
+
     private Session(CommConfig config, Bootstrap.Joined joined, String namespace, TcpTransport transport, MemoryPool memory,
-                    Events events) {
+                    Events events, InetSocketAddress[] book, boolean[] sameHost, String[] hostIds, String hostId,
+                    long worldId, int[] worldGroup) {
+        this.book = book;
+        this.sameHost = sameHost;
+        this.hostIds = hostIds;
+        this.hostId = hostId;
         this.config = config;
         this.joined = joined;
         this.namespace = namespace;
         this.transport = transport;
         this.memory = memory;
-        this.tuner = new io.hcomm4j.algo.Tuner(io.hcomm4j.algo.Tuner.LinkCost.TCP_LOOPBACK, io.hcomm4j.algo.Tuner.parse(config.algo()));
+        // within a host: the rings, unless HCOMM_TRANSPORT=tcp keeps same-host pairs on loopback TCP
+        Tuner.LinkCost within = config.transport() == CommConfig.Transport.TCP ? Tuner.LinkCost.TCP_LOOPBACK : Tuner.LinkCost.SHM;
+        this.tuner = new Tuner(Tuner.LinkCost.TCP_LOOPBACK, within, Tuner.parse(config.algo()));
         this.monitor = new OpMonitor(this, transport, joined.store(), namespace, joined.rank(), joined.worldSize(),
                 config.stuckReport().toNanos());
-        this.world = new CommunicatorImpl(this, transport, 0L, joined.rank(), joined.worldSize());
+        if (worldGroup == null) {
+            this.world = new CommunicatorImpl(this, transport, 0L, joined.rank(), joined.worldSize(), hostIds);
+        } else {
+            this.world = CommunicatorImpl.ofGroup(this, transport, worldId, joined.rank(), worldGroup, hostIds);
+        }
         events.session = this;
         registerCommunicator(world);
     }
@@ -184,6 +202,7 @@ public final class Session implements AutoCloseable {
             long generation = store.add("hcomm/generation/" + rank, 1);
             String ns = "hcomm/" + generation + "/";
             if (rank == 0) {
+                store.set(ns + "size", String.valueOf(size).getBytes(StandardCharsets.UTF_8));
                 store.set(ns + "token", ByteBuffer.allocate(8).putLong(RANDOM.nextLong()).array());
             }
             long token = ByteBuffer.wrap(store.get(ns + "token", initTimeout)).getLong();
@@ -205,10 +224,13 @@ public final class Session implements AutoCloseable {
             }
             InetSocketAddress[] book = new InetSocketAddress[size];
             boolean[] sameHost = new boolean[size];
+            String[] hostIds = new String[size];
             List<Integer> elsewhere = new java.util.ArrayList<>();
             for (int p = 0; p < size; p++) {
                 String[] hp = new String(store.get(ns + "addr/" + p, initTimeout), StandardCharsets.UTF_8).split(" ");
                 book[p] = new InetSocketAddress(hp[0], Integer.parseInt(hp[1]));
+                // a rank that published no host id is a host of its own (a space cannot occur in an id)
+                hostIds[p] = hp.length > 2 ? hp[2] : "rank " + p;
                 sameHost[p] = p != rank && hp.length > 2 && hp[2].equals(host);
                 if (p != rank && !sameHost[p]) elsewhere.add(p);
             }
@@ -228,7 +250,7 @@ public final class Session implements AutoCloseable {
             Events events = new Events();
             t.setEvents(events);
             t.start(p -> book[p]);
-            Session s = new Session(config, j, ns, t, pool, events);
+            Session s = new Session(config, j, ns, t, pool, events, book, sameHost, hostIds, host, 0L, null);
             LOG.debug("rank {}/{}: init took {} ms, listening on {}", rank, size, (System.nanoTime() - start) / 1_000_000, me);
             return s;
         } catch (RuntimeException e) {
@@ -240,9 +262,151 @@ public final class Session implements AutoCloseable {
         }
     }
 
+    /**
+     * A replacement process joins the running job whose store {@code config} names (its latest session, the namespace
+     * rank 0 took last): it registers as a joiner, waits (up to {@code HCOMM_INIT_TIMEOUT}) until the running ranks call
+     * {@link Communicator#grow} and assign it a failed rank's world slot, opens its transport in that slot with a new
+     * incarnation, publishes its address, and returns once every old member has taken it in. Its {@link #world()} is the
+     * grown communicator.
+     */
+    public static Session join(CommConfig config) {
+        long start = System.nanoTime();
+        Bootstrap.Joined j = Bootstrap.joinAsReplacement(config);
+        TcpTransport t = null;
+        MemoryPool pool = null;
+        try {
+            Path shmDir = Path.of(config.shmDir());
+            pool = MemoryPool.open(new MemoryPool.Options(shmDir, config.memPoolMax(), config.memDebug()));
+            Store store = j.store();
+            Duration initTimeout = config.initTimeout();
+            String ns = "hcomm/" + text(store.get("hcomm/generation/0", initTimeout)) + "/";
+            int size = Integer.parseInt(text(store.get(ns + "size", initTimeout)));
+            long token = ByteBuffer.wrap(store.get(ns + "token", initTimeout)).getLong();
+            long ticket = store.add(ns + "grow/joiners", 1);
+            byte[] round;
+            try {
+                round = store.get(ns + "grow/ticket/" + ticket, initTimeout);
+            } catch (CommTimeoutException e) {
+                throw new CommTimeoutException("join: no running rank called grow for this process (joiner #" + ticket + " of "
+                        + ns + ") within " + initTimeout + " (HCOMM_INIT_TIMEOUT)");
+            }
+            String g = text(round);
+            GrowPlan plan = GrowPlan.decode(store.get(ns + "grow/" + g + "/plan", initTimeout));
+            if (plan.error() != null) throw new HcommException("join: the running ranks could not grow: " + plan.error());
+            int me = plan.joinerIndex(ticket);
+            int slot = plan.slots()[me];
+            TcpTransport.Options options = new TcpTransport.Options(config.timeout(), initTimeout, config.spinTime(),
+                    config.eagerLimit(), config.unexpectedLimit(), config.heartbeatTimeout(), config.heartbeatInterval());
+            t = TcpTransport.open(slot, size, j.dataAddress(), Auth.of(config.secret().orElse(null)), token, options);
+            t.incarnation(slot, plan.incarnations()[me]);
+            for (int p = 0; p < size; p++) {
+                if (p == slot) continue;
+                if (plan.isMember(p)) {
+                    byte[] inc = store.tryGet(ns + "incarnation/" + p);
+                    if (inc != null) t.incarnation(p, Long.parseLong(text(inc)));
+                } else {
+                    t.assumeFailed(p, "failed before this process joined in its place of rank " + slot);
+                }
+            }
+            InetSocketAddress mine = t.listenAddress();
+            String host = config.hostId().orElseGet(() -> HostIdentity.of(shmDir));
+            store.set(ns + "addr/" + slot, (mine.getAddress().getHostAddress() + " " + mine.getPort() + " " + host).getBytes(StandardCharsets.UTF_8));
+            InetSocketAddress[] book = new InetSocketAddress[size];
+            boolean[] sameHost = new boolean[size];
+            String[] hostIds = new String[size];
+            java.util.Arrays.fill(hostIds, "failed");
+            Events events = new Events();
+            t.setEvents(events);
+            if (config.transport() != CommConfig.Transport.TCP) {
+                t.enableShm(new TcpTransport.ShmOptions(shmDir, (int) config.shmRingSize(), p -> sameHost[p], pool));
+            }
+            for (int p : plan.members()) {
+                // the other joiners' addresses are new: read them once they are published
+                if (p != slot && plan.joinerIndex(ticketOf(plan, p)) < 0) readAddress(store, ns, p, host, book, sameHost, hostIds, initTimeout);
+            }
+            hostIds[slot] = host;
+            t.start(p -> book[p], false);
+            store.set(ns + "grow/" + g + "/ready/" + slot, new byte[] {1});
+            for (int i = 0; i < plan.slots().length; i++) {
+                int p = plan.slots()[i];
+                if (p == slot) continue;
+                store.get(ns + "grow/" + g + "/ready/" + p, initTimeout);
+                readAddress(store, ns, p, host, book, sameHost, hostIds, initTimeout);
+            }
+            // every old member has taken this process in (before, it would refuse a connection from this slot)
+            int old = plan.members().length - plan.slots().length;
+            long deadline = System.nanoTime() + initTimeout.toNanos();
+            while (true) {
+                byte[] v = store.tryGet(ns + "grow/" + g + "/revived");
+                if (v != null && Long.parseLong(text(v)) >= old) break;
+                if (System.nanoTime() > deadline) {
+                    throw new CommTimeoutException("join: not every running rank took this process in within " + initTimeout + " (HCOMM_INIT_TIMEOUT)");
+                }
+                Thread.sleep(2);
+            }
+            t.connectNeighbourNow();
+            Bootstrap.Joined as = new Bootstrap.Joined(slot, size, store, j.dataAddress(), null);
+            Session s = new Session(config, as, ns, t, pool, events, book, sameHost, hostIds, host, plan.id(), plan.members());
+            LOG.debug("rank {}/{}: joined in {} ms as incarnation {}", slot, size, (System.nanoTime() - start) / 1_000_000, plan.incarnations()[me]);
+            return s;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            if (t != null) t.close();
+            if (pool != null) pool.close();
+            closeQuietly(j.store());
+            throw new HcommException("join: interrupted", e);
+        } catch (RuntimeException e) {
+            if (t != null) t.close();
+            if (pool != null) pool.close();
+            closeQuietly(j.store());
+            throw e;
+        }
+    }
+
+    private static long ticketOf(GrowPlan plan, int slot) {
+        for (int i = 0; i < plan.slots().length; i++) if (plan.slots()[i] == slot) return plan.tickets()[i];
+        return -1;
+    }
+
+    private static void readAddress(Store store, String ns, int p, String host, InetSocketAddress[] book, boolean[] sameHost,
+                                    String[] hostIds, Duration timeout) {
+        String[] hp = text(store.get(ns + "addr/" + p, timeout)).split(" ");
+        book[p] = new InetSocketAddress(hp[0], Integer.parseInt(hp[1]));
+        hostIds[p] = hp.length > 2 ? hp[2] : "rank " + p;
+        sameHost[p] = hp.length > 2 && hp[2].equals(host);
+    }
+
+    private static String text(byte[] v) {
+        return new String(v, StandardCharsets.UTF_8);
+    }
+
+    /**
+     * A replacement took world rank {@code slot}'s place (grow): its address and host come from the store, and the
+     * transport forgets the failed process and expects {@code incarnation}.
+     */
+    void revive(int slot, long incarnation) {
+        readAddress(joined.store(), namespace, slot, hostId, book, sameHost, hostIds, config.initTimeout());
+        transport.revive(slot, incarnation);
+    }
+
+    /** Host ids by world rank (as published; updated when a slot is taken over). */
+    String[] hostIds() {
+        return hostIds.clone();
+    }
+
     /** The world communicator. */
     public Communicator world() {
         return world;
+    }
+
+    /** The store of the session (the rendezvous; shrink and grow agree through it). */
+    Store store() {
+        return joined.store();
+    }
+
+    /** This session's namespace in the store ({@code hcomm/<generation>/}). */
+    String namespace() {
+        return namespace;
     }
 
     /** The settings. */
@@ -271,7 +435,7 @@ public final class Session implements AutoCloseable {
         children.remove(child);
     }
 
-    io.hcomm4j.algo.Tuner tuner() {
+    Tuner tuner() {
         return tuner;
     }
 

@@ -66,6 +66,7 @@ final class Progress implements AutoCloseable {
     /** While there are rings, the selector (TCP peers, doorbells, deaths) is asked only every few µs of spinning. */
     private static final long RING_SELECT_EVERY_NANOS = 5_000;
     private long lastSelectNow;
+    private int ringPolls;
     /** Polls so far (poller only; the watchdog reads it opaquely to tell whether anyone reads the connections). */
     private int polls;
     private static final java.lang.invoke.VarHandle POLLS;
@@ -121,20 +122,24 @@ final class Progress implements AutoCloseable {
         waiters.incrementAndGet();
         if (blocking) selector.wakeup();
         try {
-            long spinEnd = System.nanoTime() + spinNanos;
             // a reply usually comes within microseconds: spin flat out that long, then spin yielding the core
             long waitStart = System.nanoTime();
+            long spinEnd = waitStart + spinNanos;
             long busy = oversubscribed ? 0 : busyWindow;
             long busyUntil = waitStart + busy;
+            long now = waitStart;
+            int turns = 0;
             while (!r.finished()) {
-                long now = System.nanoTime();
+                // reading the clock costs about as much as polling a ring: while spinning flat out, every 8th turn only
+                if ((++turns & 7) == 0 || now - busyUntil >= 0) now = System.nanoTime();
                 if (now - deadline >= 0) return r.finished();
                 if (token.tryLock()) {
                     try {
                         if (now - spinEnd < 0) {
                             if (pollNow() > 0) {
-                                spinEnd = System.nanoTime() + spinNanos;
-                                busyUntil = System.nanoTime() + busy;
+                                now = System.nanoTime();
+                                spinEnd = now + spinNanos;
+                                busyUntil = now + busy;
                             } else if (now - busyUntil < 0) {
                                 Thread.onSpinWait();
                             } else {
@@ -202,6 +207,7 @@ final class Progress implements AutoCloseable {
         ShmConduit[] rs = rings;
         if (rs.length > 0) {
             handled += pollRings(rs);
+            if ((++ringPolls & 7) != 0) return handled; // the clock every 8th poll only (it costs as much as a ring poll)
             long now = System.nanoTime();
             if (now - lastSelectNow < RING_SELECT_EVERY_NANOS) return handled;
             lastSelectNow = now;

@@ -111,6 +111,12 @@ public final class TcpTransport implements AutoCloseable {
     /** Ranks known to have failed (not those that closed in order), and why; guarded by {@link #matchLock}. */
     private final boolean[] dead;
     private final String[] deadWhy;
+    /**
+     * Incarnation of each world rank's process: 0 for the first, n for the n-th replacement that took the slot of a
+     * failed rank ({@link #revive}). A hello carries the sender's (added to the job token), so a previous incarnation
+     * cannot connect as the new one.
+     */
+    private final long[] incarnations;
     /** Another rank declared this one failed (it was silent too long): no more notices or neighbour connections. */
     private volatile boolean declaredFailed;
     /** Communicators (ids without the channel bits) that were aborted: messages for them are dropped on arrival. */
@@ -218,6 +224,7 @@ public final class TcpTransport implements AutoCloseable {
         this.failed = new boolean[size];
         this.dead = new boolean[size];
         this.deadWhy = new String[size];
+        this.incarnations = new long[size];
         this.heartbeatTimeoutNanos = o.heartbeatTimeout().toNanos();
         this.heartbeatIntervalNanos = o.heartbeatInterval().toNanos();
         this.retryMax = o.retryMax();
@@ -332,11 +339,83 @@ public final class TcpTransport implements AutoCloseable {
      * heartbeats on, the connection to the next rank is opened now, in the background.
      */
     public void start(IntFunction<InetSocketAddress> addressBook) {
+        start(addressBook, true);
+    }
+
+    /**
+     * As {@link #start(IntFunction)}; with {@code neighbour} false the connection to the next rank waits for
+     * {@link #connectNeighbourNow()} (a replacement process whose peers do not know it yet).
+     */
+    public void start(IntFunction<InetSocketAddress> addressBook, boolean neighbour) {
         this.addressBook = addressBook;
         progress.start();
         acceptor.start();
         watchdog.start();
+        if (neighbour) connectNeighbour();
+    }
+
+    /** With heartbeats on: opens the connection to the next live rank now, if it is not open (in the background). */
+    public void connectNeighbourNow() {
         connectNeighbour();
+    }
+
+    /**
+     * A replacement process takes world rank {@code p}'s slot (grow): {@code p} must be known to have failed; its old
+     * connection state is dropped, it is live again with incarnation {@code incarnation} (its hellos must carry it), and
+     * the next connection to it goes to the address the address book gives now. Messages the old process sent that
+     * were not received yet are dropped.
+     *
+     * @throws IllegalStateException if {@code p} is not known to have failed
+     */
+    public void revive(int p, long incarnation) {
+        matchLock.lock();
+        try {
+            PeerLink old = links[p];
+            if (p == rank || !dead[p] || (old.state != PeerLink.State.FAILED && old.state != PeerLink.State.CLOSED
+                    && old.state != PeerLink.State.IDLE)) {
+                throw new IllegalStateException("rank " + rank + ": rank " + p + " is not known to have failed (state "
+                        + old.state + "); only a failed rank's slot can be taken over");
+            }
+            if (old.state == PeerLink.State.IDLE) {
+                synchronized (old) {
+                    old.state = PeerLink.State.FAILED;
+                    old.notifyAll();
+                }
+            }
+            incarnations[p] = incarnation;
+            // what the old process sent and nobody received: dropped (its credit belonged to the old connection)
+            for (MatchTable table : tables.values()) table.unexpected.removeIf(u -> u.src == p);
+            links[p] = new PeerLink(this, p);
+            failed[p] = false;
+            dead[p] = false;
+            deadWhy[p] = null;
+        } finally {
+            matchLock.unlock();
+        }
+        connectNeighbour();
+    }
+
+    /** Sets the incarnation of world rank {@code p} (a replacement learns its peers' before {@link #start}). */
+    public void incarnation(int p, long incarnation) {
+        incarnations[p] = incarnation;
+    }
+
+    /**
+     * Treats world rank {@code p} as failed from the start, without telling anybody (a replacement process: the slots
+     * of failed ranks not taken over); call before {@link #start}.
+     */
+    public void assumeFailed(int p, String why) {
+        matchLock.lock();
+        try {
+            dead[p] = true;
+            deadWhy[p] = why;
+            failed[p] = true;
+        } finally {
+            matchLock.unlock();
+        }
+        synchronized (links[p]) {
+            links[p].state = PeerLink.State.FAILED;
+        }
     }
 
     /** Whether heartbeats run (HCOMM_HEARTBEAT_TIMEOUT > 0). */
@@ -1344,7 +1423,7 @@ public final class TcpTransport implements AutoCloseable {
      */
     private void writeHello(SocketChannel ch, int peer, byte[] offerName, long epoch, long resume) throws IOException {
         ByteBuffer hello = ByteBuffer.allocate(HELLO_BYTES + HELLO_EXT_BYTES + offerName.length + HELLO_RESUME_BYTES)
-                .putInt(HELLO_MAGIC).putInt(rank).putInt(peer).putInt(size).putLong(jobToken).putLong(unexpectedLimit)
+                .putInt(HELLO_MAGIC).putInt(rank).putInt(peer).putInt(size).putLong(jobToken + incarnations[rank]).putLong(unexpectedLimit)
                 .putInt(offerName.length == 0 ? 0 : SHM_OFFER).putShort((short) offerName.length).put(offerName)
                 .putInt(retryMax > 0 ? HELLO_RELIABLE : 0).putLong(epoch).putLong(resume).flip();
         while (hello.hasRemaining()) ch.write(hello);
@@ -1739,7 +1818,7 @@ public final class TcpTransport implements AutoCloseable {
             long token = hello.getLong();
             long peerLimit = hello.getLong();
             if (magic != HELLO_MAGIC || peerLimit < 0 || dst != rank || peerSize != size || src < 0 || src >= size || src == rank
-                    || token != jobToken) {
+                    || token != jobToken + incarnations[src]) {
                 throw new IOException("hello from a rank of another job or communicator (src " + src + ", dst " + dst
                         + ", size " + peerSize + ")");
             }

@@ -43,6 +43,9 @@ class BootstrapTest {
         assertThat(rankAndSize(Map.of("SLURM_PROCID", "5", "SLURM_NTASKS", "8"))).containsExactly(5, 8);
         assertThat(rankAndSize(Map.of("OMPI_COMM_WORLD_RANK", "1", "OMPI_COMM_WORLD_SIZE", "3"))).containsExactly(1, 3);
         assertThat(rankAndSize(Map.of("PMI_RANK", "0", "PMI_SIZE", "1"))).containsExactly(0, 1);
+        assertThat(rankAndSize(Map.of("JOB_COMPLETION_INDEX", "6", "WORLD_SIZE", "8"))).containsExactly(6, 8);
+        // an explicit RANK (e.g. mapped from the index by the manifest) wins
+        assertThat(rankAndSize(Map.of("RANK", "1", "JOB_COMPLETION_INDEX", "6", "WORLD_SIZE", "8"))).containsExactly(1, 8);
     }
 
     @Test

@@ -77,6 +77,27 @@ public final class Ranks {
             return out;
         }
 
+        /**
+         * Starts one more process of {@code main} for this job, without RANK and WORLD_SIZE (a replacement that joins the
+         * running job through its store); it is {@code processes.get(processes.size() - 1)} afterwards.
+         */
+        public Process startJoiner(Class<?> main, Map<String, String> extraEnv, String... args) throws IOException {
+            ProcessBuilder pb = new ProcessBuilder(javaCommand(main, args));
+            Map<String, String> env = pb.environment();
+            env.keySet().removeIf(k -> k.startsWith("HCOMM_") || k.equals("RANK") || k.equals("WORLD_SIZE") || k.equals("LOCAL_RANK"));
+            env.put("MASTER_ADDR", "127.0.0.1");
+            env.put("MASTER_PORT", String.valueOf(port));
+            env.put("HCOMM_SECRET", "test-secret");
+            env.put("HCOMM_TIMEOUT", "60s");
+            env.putAll(extraEnv);
+            Path log = logs.get(0).resolveSibling("joiner" + processes.size() + ".log");
+            pb.redirectErrorStream(true).redirectOutput(log.toFile()).redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")));
+            logs.add(log);
+            Process p = pb.start();
+            processes.add(p);
+            return p;
+        }
+
         /** All ranks' output, for failure messages. */
         public String outputs() throws IOException {
             StringBuilder sb = new StringBuilder();
@@ -102,10 +123,22 @@ public final class Ranks {
 
     /** Starts {@code n} rank processes of {@code main} with the env that {@code hcomm launch} gives (rank 0 hosts the store). */
     public static Job start(int n, Class<?> main, Map<String, String> extraEnv, String... args) throws IOException {
-        Job job = new Job(freePort());
+        return start(n, main, extraEnv, r -> List.of(), args);
+    }
+
+    /**
+     * As {@link #start(int, Class, Map, String...)}, with rank r's command run behind {@code commandPrefix.apply(r)}
+     * (e.g. {@code ip netns exec <ns>}). {@code extraEnv} may replace MASTER_ADDR and MASTER_PORT (a store the test
+     * serves itself, with {@code HCOMM_STORE_HOSTED=1}).
+     */
+    public static Job start(int n, Class<?> main, Map<String, String> extraEnv, java.util.function.IntFunction<List<String>> commandPrefix,
+                            String... args) throws IOException {
+        Job job = new Job(extraEnv.containsKey("MASTER_PORT") ? Integer.parseInt(extraEnv.get("MASTER_PORT")) : freePort());
         Path dir = Files.createTempDirectory("hcomm-ranks");
         for (int r = 0; r < n; r++) {
-            ProcessBuilder pb = new ProcessBuilder(javaCommand(main, args));
+            List<String> cmd = new ArrayList<>(commandPrefix.apply(r));
+            cmd.addAll(javaCommand(main, args));
+            ProcessBuilder pb = new ProcessBuilder(cmd);
             Map<String, String> env = pb.environment();
             env.keySet().removeIf(k -> k.startsWith("HCOMM_"));
             env.put("RANK", String.valueOf(r));
@@ -131,7 +164,13 @@ public final class Ranks {
 
     /** As {@link #run(int, Class, Duration, String...)}, with {@code extraEnv} (e.g. {@code HCOMM_TRANSPORT}) for every rank. */
     public static List<Outcome> run(int n, Class<?> main, Map<String, String> extraEnv, Duration timeout, String... args) throws Exception {
-        try (Job job = start(n, main, extraEnv, args)) {
+        return run(n, main, extraEnv, r -> List.of(), timeout, args);
+    }
+
+    /** As {@link #run(int, Class, Map, Duration, String...)}, each rank behind its command prefix (see {@link #start}). */
+    public static List<Outcome> run(int n, Class<?> main, Map<String, String> extraEnv, java.util.function.IntFunction<List<String>> commandPrefix,
+                                    Duration timeout, String... args) throws Exception {
+        try (Job job = start(n, main, extraEnv, commandPrefix, args)) {
             List<Outcome> out = job.await(timeout);
             for (Outcome o : out) {
                 if (o.exitCode() != 0) {
@@ -184,19 +223,33 @@ public final class Ranks {
     /** As {@link #runThreads(int, Duration, Consumer)}, with each rank's config adjusted by {@code config}. */
     public static void runThreads(int n, Duration timeout, java.util.function.UnaryOperator<CommConfig.Builder> config,
                                   Consumer<Hcomm> body) throws Exception {
-        runThreads(n, freePort(), timeout, config, body);
+        runThreadsPerRank(n, freePort(), timeout, (rank, b) -> config.apply(b), body);
     }
 
     /** As {@link #runThreads(int, Duration, java.util.function.UnaryOperator, Consumer)}, rank 0 serving the store on {@code port}. */
     public static void runThreads(int n, int port, Duration timeout, java.util.function.UnaryOperator<CommConfig.Builder> config,
                                   Consumer<Hcomm> body) throws Exception {
+        runThreadsPerRank(n, port, timeout, (rank, b) -> config.apply(b), body);
+    }
+
+    /** As {@link #runThreads(int, Duration, Consumer)}, with rank r's config adjusted by {@code config.apply(r, builder)}. */
+    public static void runThreadsPerRank(int n, Duration timeout,
+                                         java.util.function.BiFunction<Integer, CommConfig.Builder, CommConfig.Builder> config,
+                                         Consumer<Hcomm> body) throws Exception {
+        runThreadsPerRank(n, freePort(), timeout, config, body);
+    }
+
+    /** As {@link #runThreadsPerRank(int, Duration, java.util.function.BiFunction, Consumer)}, rank 0 serving the store on {@code port}. */
+    public static void runThreadsPerRank(int n, int port, Duration timeout,
+                                         java.util.function.BiFunction<Integer, CommConfig.Builder, CommConfig.Builder> config,
+                                         Consumer<Hcomm> body) throws Exception {
         ExecutorService pool = Executors.newFixedThreadPool(n);
         try {
             List<Future<?>> fs = new ArrayList<>();
             for (int r = 0; r < n; r++) {
                 int rank = r;
                 fs.add(pool.submit(() -> {
-                    try (Hcomm h = Hcomm.init(config.apply(threadConfig(rank, n, port)).build())) {
+                    try (Hcomm h = Hcomm.init(config.apply(rank, threadConfig(rank, n, port)).build())) {
                         body.accept(h);
                     }
                     return null;

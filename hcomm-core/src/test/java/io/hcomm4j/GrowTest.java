@@ -1,0 +1,153 @@
+package io.hcomm4j;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.hcomm4j.testing.Ranks;
+import io.hcomm4j.testing.ShrinkWorker;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Comparator;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@link Communicator#grow} and {@link Hcomm#join}: real rank processes, one killed (or two), the survivors shrink, new
+ * processes started by the test join through the store and the job grows back to its size; every element of the
+ * training loop's all-reduces and of the collectives on the grown communicator is checked, on old members and joiners.
+ * Grow times are printed (docs/reliability.md quotes them).
+ */
+class GrowTest {
+    private static final Pattern GROWN = Pattern.compile("GROWN rank=(\\d+) size=(\\d+) at=(\\d+) took=(\\d+)");
+    private static final Pattern JOINED = Pattern.compile("JOINED rank=(\\d+) size=(\\d+) at=(\\d+) took=(\\d+)");
+    private static final Pattern CLOSED = Pattern.compile("CLOSED threads=(\\d+) fds=(-?\\d+)");
+
+    private Path shmDir;
+
+    @BeforeEach
+    void privateShmDir() throws IOException {
+        shmDir = Files.createTempDirectory(Path.of("/dev/shm"), "hcomm-grow-test-");
+    }
+
+    @AfterEach
+    void removeShmDir() throws IOException {
+        try (Stream<Path> s = Files.walk(shmDir)) {
+            s.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        }
+    }
+
+    private Map<String, String> env() {
+        return Map.of("HCOMM_HEARTBEAT_TIMEOUT", "5s", "HCOMM_TIMEOUT", "120s", "HCOMM_SHM_DIR", shmDir.toString());
+    }
+
+    @Test
+    void trainingLoopLosesOneOfFourShrinksToThreeAndGrowsBackToFour() throws Exception {
+        int n = 4;
+        try (Ranks.Job job = Ranks.start(n, ShrinkWorker.class, env(), "traingrow")) {
+            awaitAll(job, n, "RUNNING");
+            job.processes.get(n - 1).destroyForcibly();
+            awaitAll(job, n - 1, "GROWING");
+            long t0 = System.currentTimeMillis();
+            job.startJoiner(ShrinkWorker.class, env(), "joiner");
+            for (int r = 0; r < n - 1; r++) {
+                String out = output(job, r);
+                assertThat(out).contains("CAUGHT [3]", "SHRUNK rank=" + r + " size=3", "TRAINED", "FINAL", "ranks=4", "DONE");
+                Matcher m = GROWN.matcher(out);
+                assertThat(m.find()).as(out).isTrue();
+                assertThat(m.group(1)).isEqualTo(String.valueOf(r));
+                assertThat(m.group(2)).isEqualTo("4");
+                System.out.printf("GrowTest training: rank %d grown %d ms after the joiner was started (grow call %s ms)%n", r,
+                        Long.parseLong(m.group(3)) - t0, m.group(4));
+            }
+            String out = output(job, n);
+            Matcher m = JOINED.matcher(out);
+            assertThat(m.find()).as(out).isTrue();
+            assertThat(m.group(1)).isEqualTo("3");
+            assertThat(m.group(2)).isEqualTo("4");
+            assertThat(out).contains("ids=[0, 1, 2, 3]", "CHECKED all", "FINAL", "DONE");
+            System.out.printf("GrowTest training: the joiner joined %d ms after it was started (join call %s ms)%n",
+                    Long.parseLong(m.group(3)) - t0, m.group(4));
+        }
+        assertNoShmFiles();
+    }
+
+    @Test
+    void twoOfFiveKilledShrinkThenTwoJoinersGrowBackToFive() throws Exception {
+        int n = 5;
+        try (Ranks.Job job = Ranks.start(n, ShrinkWorker.class, env(), "kill", "1,3", "grow")) {
+            awaitAll(job, n, "RUNNING");
+            job.processes.get(1).destroyForcibly();
+            job.processes.get(3).destroyForcibly();
+            for (int r : new int[] {0, 2, 4}) awaitOne(job, r, "GROWING");
+            job.startJoiner(ShrinkWorker.class, env(), "joiner");
+            job.startJoiner(ShrinkWorker.class, env(), "joiner");
+            int[] survivors = {0, 2, 4};
+            for (int i = 0; i < survivors.length; i++) {
+                String out = output(job, survivors[i]);
+                Matcher m = GROWN.matcher(out);
+                assertThat(m.find()).as(out).isTrue();
+                assertThat(m.group(1)).isEqualTo(String.valueOf(i));
+                assertThat(m.group(2)).isEqualTo("5");
+                assertThat(out).contains("CHECKED all", "DONE");
+                System.out.printf("GrowTest 2 joiners: rank %d grow took %s ms%n", survivors[i], m.group(4));
+            }
+            java.util.Set<String> joinedRanks = new java.util.TreeSet<>();
+            for (int j = n; j < n + 2; j++) {
+                String out = output(job, j);
+                Matcher m = JOINED.matcher(out);
+                assertThat(m.find()).as(out).isTrue();
+                assertThat(m.group(2)).isEqualTo("5");
+                joinedRanks.add(m.group(1));
+                assertThat(out).contains("CHECKED all", "DONE");
+            }
+            assertThat(joinedRanks).containsExactly("3", "4");
+        }
+        assertNoShmFiles();
+    }
+
+    @Test
+    void growWithoutAFailedRankToTakeOverFailsClearlyOnEveryRank() throws Exception {
+        Ranks.runThreads(2, Duration.ofSeconds(120), h -> assertThatThrownBy(() -> h.world().grow(1))
+                .isInstanceOf(CommTimeoutException.class)
+                .hasMessageContaining("only 0 failed world ranks [] can be taken over, not 1"));
+    }
+
+    private String output(Ranks.Job job, int i) throws Exception {
+        Process p = job.processes.get(i);
+        assertThat(p.waitFor(180, TimeUnit.SECONDS)).as("process %d ends; output:\n%s", i, job.outputs()).isTrue();
+        String out = Files.readString(job.logs.get(i));
+        assertThat(p.exitValue()).as("process %d exit; output:\n%s", i, job.outputs()).isZero();
+        Matcher c = CLOSED.matcher(out);
+        assertThat(c.find()).as(out).isTrue();
+        assertThat(c.group(1)).as("hcomm threads left after close").isEqualTo("0");
+        assertThat(Integer.parseInt(c.group(2))).as("descriptors left after close: %s", out).isLessThanOrEqualTo(0);
+        return out;
+    }
+
+    private void assertNoShmFiles() throws IOException {
+        try (Stream<Path> s = Files.list(shmDir)) {
+            assertThat(s.toList()).as("files left in %s", shmDir).isEmpty();
+        }
+    }
+
+    private static void awaitOne(Ranks.Job job, int r, String word) throws Exception {
+        long deadline = System.nanoTime() + Duration.ofSeconds(90).toNanos();
+        while (!Files.readString(job.logs.get(r)).contains(word)) {
+            if (System.nanoTime() > deadline) throw new AssertionError("rank " + r + " did not say " + word + ":\n" + job.outputs());
+            if (!job.processes.get(r).isAlive()) throw new AssertionError("rank " + r + " exited early:\n" + job.outputs());
+            Thread.sleep(20);
+        }
+    }
+
+    private static void awaitAll(Ranks.Job job, int n, String word) throws Exception {
+        for (int r = 0; r < n; r++) awaitOne(job, r, word);
+    }
+}

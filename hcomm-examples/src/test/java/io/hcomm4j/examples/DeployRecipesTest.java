@@ -1,0 +1,130 @@
+package io.hcomm4j.examples;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.hcomm4j.CommConfig;
+import io.hcomm4j.Hcomm;
+import io.hcomm4j.ReduceOp;
+import io.hcomm4j.examples.RankJobs.Outcome;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * What docs/deploy.md shows for engines that do not run here, checked as far as this machine allows: the Slurm batch
+ * script with stand-ins for {@code srun} and {@code scontrol}, and the init steps of the Spark snippet with threads
+ * in place of barrier tasks.
+ */
+@Timeout(200)
+class DeployRecipesTest {
+    private static final Path SBATCH = Path.of("..", "docs", "deploy", "slurm-training.sbatch");
+
+    @Test
+    void slurmBatchScriptRunsTheRanksFromSlurmProcid(@TempDir Path bin) throws Exception {
+        assertThat(SBATCH).as("the batch script, relative to the module directory").isRegularFile();
+        // scontrol: prints the node list one name per line. srun: starts SLURM_NTASKS copies of its command with
+        // SLURM_PROCID 0.. (what srun does on each node) and fails if one does.
+        script(bin.resolve("scontrol"), """
+                #!/bin/bash
+                [ "$1 $2" = "show hostnames" ] || exit 2
+                tr ',' '\\n' <<<"$3"
+                """);
+        script(bin.resolve("srun"), """
+                #!/bin/bash
+                while [ "${1:-}" != "${1#-}" ]; do shift; done
+                pids=()
+                for ((i = 0; i < SLURM_NTASKS; i++)); do SLURM_PROCID=$i "$@" & pids+=($!); done
+                rc=0
+                for p in "${pids[@]}"; do wait "$p" || rc=$?; done
+                exit $rc
+                """);
+        ProcessBuilder pb = new ProcessBuilder("bash", SBATCH.toString());
+        Map<String, String> env = RankJobs.cleanEnvironment(pb);
+        env.put("PATH", bin + ":" + System.getenv("PATH"));
+        env.put("SLURM_JOB_NODELIST", "localhost");
+        env.put("SLURM_NTASKS", "2");
+        // the script's port is 20000 + SLURM_JOB_ID % 20000: pick a job id whose port is free
+        env.put("SLURM_JOB_ID", Integer.toString(freePortFrom20000() - 20000));
+        env.put("JAVA_HOME", System.getProperty("java.home"));
+        env.put("JAR", System.getProperty("java.class.path"));   // the script's -cp: this module's classes and jars
+
+        Outcome job = RankJobs.run(List.of(pb)).getFirst();
+
+        assertThat(job.exitCode()).as(job.output()).isZero();
+        List<String> results = job.lines().stream().filter(l -> ExamplesTest.RESULT.matcher(l).matches()).toList();
+        assertThat(results).as(job.output()).hasSize(2)
+                .anySatisfy(l -> assertThat(l).startsWith("training rank 0/2: ").endsWith(": OK"))
+                .anySatisfy(l -> assertThat(l).startsWith("training rank 1/2: ").endsWith(": OK"));
+    }
+
+    @Test
+    void sparkSnippetInitStepsWorkForTasksSharingOneJvm() throws Exception {
+        int tasks = 3;
+        String secret = "spark-" + Long.toHexString(ThreadLocalRandom.current().nextLong());
+        // Stands in for ctx.allGather(mine)(0): every task gets what rank 0 contributed.
+        CompletableFuture<String> fromRank0 = new CompletableFuture<>();
+        ExecutorService executor = Executors.newFixedThreadPool(tasks);
+        try {
+            List<Future<Integer>> sums = new ArrayList<>();
+            for (int partitionId = 0; partitionId < tasks; partitionId++) {
+                int rank = partitionId;
+                sums.add(executor.submit(() -> {
+                    if (rank == 0) {
+                        try (ServerSocket s = new ServerSocket(0)) {
+                            fromRank0.complete(Integer.toString(s.getLocalPort()));
+                        }
+                    }
+                    String port = fromRank0.get(60, TimeUnit.SECONDS);
+                    String host = "127.0.0.1";                   // the host part of getTaskInfos()(0).address
+                    CommConfig config = CommConfig.builderFromEnvironment()
+                            .rank(rank).worldSize(tasks)
+                            .initMethod("tcp://" + host + ":" + port)
+                            .secret(secret)
+                            .build();
+                    try (Hcomm hcomm = Hcomm.init(config)) {
+                        int[] value = {rank + 1};
+                        hcomm.world().allReduce(value, ReduceOp.SUM);
+                        return value[0];
+                    }
+                }));
+            }
+            for (Future<Integer> f : sums) assertThat(f.get(120, TimeUnit.SECONDS)).isEqualTo(1 + 2 + 3);
+        } finally {
+            executor.shutdownNow();
+            executor.awaitTermination(30, TimeUnit.SECONDS);
+        }
+    }
+
+    private static void script(Path file, String text) throws IOException {
+        Files.writeString(file, text);
+        Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rwxr-xr-x"));
+    }
+
+    /** A port in [20000, 40000) that is free on loopback now. */
+    private static int freePortFrom20000() {
+        for (int attempt = 0; attempt < 200; attempt++) {
+            int port = ThreadLocalRandom.current().nextInt(20000, 40000);
+            try (ServerSocket s = new ServerSocket(port, 1, InetAddress.getLoopbackAddress())) {
+                return s.getLocalPort();
+            } catch (IOException taken) {
+                // try another
+            }
+        }
+        throw new IllegalStateException("no free port in [20000, 40000)");
+    }
+}

@@ -1,0 +1,151 @@
+package io.hcomm4j.examples;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.hcomm4j.examples.RankJobs.Outcome;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * Each example as a real job (every rank a JVM, torchrun's variables, rank 0 serving the store) with 2 and 4 ranks:
+ * every rank exits 0 and prints one result line that ends in OK, and what the lines say adds up across ranks.
+ */
+@Timeout(200)
+class ExamplesTest {
+    /** {@code <example> rank R/N[ (role)]: <detail>: OK|FAILED}, as {@link Examples#result} prints it. */
+    static final Pattern RESULT = Pattern.compile("(training|parameter-server|inference) rank (\\d+)/(\\d+)(?: \\(([^)]*)\\))?: (.*): (OK|FAILED)");
+
+    /** One parsed result line. */
+    record Result(String example, int rank, int size, String role, String detail, boolean ok) {
+    }
+
+    /** The result line of every rank, in rank order; asserts there is exactly one per rank. */
+    static List<Result> results(String example, int n, List<Outcome> outcomes) {
+        assertThat(outcomes).hasSize(n);
+        List<Result> results = new ArrayList<>();
+        for (Outcome o : outcomes) {
+            List<Result> mine = new ArrayList<>();
+            for (String line : o.lines()) {
+                Matcher m = RESULT.matcher(line);
+                if (m.matches()) {
+                    mine.add(new Result(m.group(1), Integer.parseInt(m.group(2)), Integer.parseInt(m.group(3)),
+                            m.group(4) == null ? "" : m.group(4), m.group(5), m.group(6).equals("OK")));
+                }
+            }
+            assertThat(mine).as("result lines of rank %d:\n%s", o.index(), o.output()).hasSize(1);
+            Result r = mine.getFirst();
+            assertThat(r.example()).isEqualTo(example);
+            assertThat(r.rank()).isEqualTo(o.index());
+            assertThat(r.size()).isEqualTo(n);
+            results.add(r);
+        }
+        return results;
+    }
+
+    /** Asserts every rank exited 0 and reported OK; returns the results. */
+    static List<Result> passed(String example, int n, List<Outcome> outcomes) {
+        for (Outcome o : outcomes) assertThat(o.exitCode()).as("exit code of rank %d:\n%s", o.index(), o.output()).isZero();
+        List<Result> results = results(example, n, outcomes);
+        for (Result r : results) assertThat(r.ok()).as("rank %d: %s", r.rank(), r.detail()).isTrue();
+        return results;
+    }
+
+    @ParameterizedTest(name = "{0} ranks")
+    @ValueSource(ints = {2, 4})
+    void dataParallelTrainingLowersTheLossWithBitIdenticalReplicas(int n) throws Exception {
+        List<Result> results = passed("training", n, RankJobs.torchrun(n, DataParallelTraining.class));
+
+        Pattern detail = Pattern.compile("1000 steps x (\\d+) ranks x 32 samples, loss ([\\d.]+) -> ([\\d.]+) \\(bound ([\\d.]+)\\),"
+                + " weights bit-identical on all (\\d+) ranks \\(hash ([0-9a-f]{16})\\), max \\|w - single-process reference\\| (\\S+)");
+        String hash = null;
+        for (Result r : results) {
+            Matcher m = detail.matcher(r.detail());
+            assertThat(m.matches()).as(r.detail()).isTrue();
+            assertThat(Integer.parseInt(m.group(1))).isEqualTo(n);
+            assertThat(Double.parseDouble(m.group(2))).isGreaterThan(0.6);          // log 2 at the start, about
+            assertThat(Double.parseDouble(m.group(3))).isLessThanOrEqualTo(Double.parseDouble(m.group(4)));
+            assertThat(Integer.parseInt(m.group(5))).isEqualTo(n);
+            assertThat(Double.parseDouble(m.group(7))).isLessThanOrEqualTo(DataParallelTraining.REFERENCE_TOLERANCE);
+            if (hash == null) hash = m.group(6);
+            assertThat(m.group(6)).as("every rank prints the same hash").isEqualTo(hash);
+        }
+    }
+
+    @ParameterizedTest(name = "{0} ranks")
+    @ValueSource(ints = {2, 4})
+    void parameterServerEndsWithTheSequentialParameters(int n) throws Exception {
+        List<Result> results = passed("parameter-server", n, RankJobs.torchrun(n, ParameterServer.class));
+
+        int servers = n / 2;
+        int workers = n - servers;
+        for (Result r : results) {
+            if (r.rank() < servers) {
+                assertThat(r.role()).isEqualTo("server " + r.rank() + " of " + servers);
+                long from = (long) ParameterServer.PARAMS * r.rank() / servers;
+                long to = (long) ParameterServer.PARAMS * (r.rank() + 1) / servers;
+                assertThat(r.detail()).isEqualTo("10 rounds, " + 10 * workers + " updates of params [" + from + ", " + to
+                        + ") applied, shard equals bit for bit the sequential result");
+            } else {
+                assertThat(r.role()).isEqualTo("worker " + (r.rank() - servers) + " of " + workers);
+                Matcher m = Pattern.compile("10 rounds, squared error on its 16 rows (\\S+) -> (\\S+), pulled parameters equal"
+                        + " bit for bit the sequential result").matcher(r.detail());
+                assertThat(m.matches()).as(r.detail()).isTrue();
+                assertThat(Double.parseDouble(m.group(2))).isLessThan(Double.parseDouble(m.group(1)) / 10);
+            }
+        }
+    }
+
+    @ParameterizedTest(name = "{0} ranks")
+    @ValueSource(ints = {2, 4})
+    void inferenceFanOutReturnsEveryResultToTheFrontEnd(int n) throws Exception {
+        List<Result> results = passed("inference", n, RankJobs.torchrun(n, InferenceFanOut.class));
+
+        int total = 0;
+        for (int b = 0; b < 12; b++) total += InferenceFanOut.batchSize(b);
+        Result front = results.getFirst();
+        assertThat(front.role()).isEqualTo("front end");
+        assertThat(front.detail()).startsWith("12 batches, " + total + " requests (300 to 1499 per batch) fanned out to "
+                        + (n - 1) + " worker")
+                .endsWith("every result equals the local computation");
+        long served = 0;
+        Pattern worker = Pattern.compile("served (\\d+) requests in 12 batches, every row carried the id of its place in the batch");
+        for (Result r : results.subList(1, n)) {
+            assertThat(r.role()).isEqualTo("worker");
+            Matcher m = worker.matcher(r.detail());
+            assertThat(m.matches()).as(r.detail()).isTrue();
+            long mine = Long.parseLong(m.group(1));
+            // uneven shares: per batch a worker gets n / workers or one more
+            assertThat(mine).isBetween((long) total / (n - 1) - 12, (long) total / (n - 1) + 12);
+            served += mine;
+        }
+        assertThat(served).isEqualTo(total);
+    }
+
+    @Test
+    void aRankWhoseCheckFailsExitsNonZero() throws Exception {
+        // 20 steps cannot bring the loss under the bound: every rank says FAILED and exits with 1
+        List<Outcome> outcomes = RankJobs.torchrun(2, DataParallelTraining.class, "--steps", "20");
+
+        for (Outcome o : outcomes) assertThat(o.exitCode()).as(o.output()).isEqualTo(1);
+        for (Result r : results("training", 2, outcomes)) {
+            assertThat(r.ok()).isFalse();
+            assertThat(r.detail()).contains("20 steps", "(bound 0.1200)", "bit-identical on all 2 ranks");
+        }
+    }
+
+    @Test
+    void aJobWithoutWorkersIsRefused() throws Exception {
+        List<Outcome> outcomes = RankJobs.torchrun(2, ParameterServer.class, "--servers", "2");
+
+        for (Outcome o : outcomes) {
+            assertThat(o.exitCode()).as(o.output()).isEqualTo(1);
+            assertThat(o.output()).contains("a parameter server job needs at least one server and one worker: 2 ranks, 2 servers");
+        }
+    }
+}

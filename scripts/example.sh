@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# example.sh - runs one of the HComm4J examples (module hcomm-examples), from a fresh checkout.
+#
+#   scripts/example.sh training [-n N] [OPTIONS]           a job of N ranks on this machine (default 4), started
+#   scripts/example.sh parameter-server [-n N] [OPTIONS]   with `hcomm launch`; each rank prints one result line
+#   scripts/example.sh inference [-n N] [OPTIONS]          and the job exits non-zero if a rank's check failed
+#
+# Started as a rank of a job (RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK or HCOMM_RANK is set), it runs
+# that one rank instead, so it is also the command to give any launcher:
+#
+#   ./hcomm launch -n 4 -- scripts/example.sh training
+#   mpirun -np 2 -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=29500 -x HCOMM_SECRET scripts/example.sh inference
+#   srun scripts/example.sh parameter-server                 (with MASTER_ADDR/MASTER_PORT exported, docs/deploy.md)
+#
+# OPTIONS go to the example: training --steps --batch --lr --loss-bound; parameter-server --servers --rounds --lr;
+# inference --batches. JAVA_OPTS adds JVM flags. Builds the project first when a source is newer than the jar.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
+SELF=$ROOT/scripts/example.sh
+# shellcheck source=scripts/common.sh
+. "$ROOT/scripts/common.sh"
+
+usage() {
+  sed -n '2,17p' "$SELF" | sed 's/^# \{0,1\}//' >&2
+  exit 2
+}
+
+[ $# -ge 1 ] || usage
+case $1 in
+  training) CLASS=io.hcomm4j.examples.DataParallelTraining ;;
+  parameter-server | ps) CLASS=io.hcomm4j.examples.ParameterServer ;;
+  inference) CLASS=io.hcomm4j.examples.InferenceFanOut ;;
+  -h | --help) usage ;;
+  *) echo "example.sh: no example '$1' (choose training, parameter-server or inference)" >&2; exit 2 ;;
+esac
+NAME=$1
+shift
+RANKS=4
+if [ "${1:-}" = -n ]; then
+  [ $# -ge 2 ] || usage
+  RANKS=$2
+  shift 2
+fi
+[ "${1:-}" = -- ] && shift
+
+hcomm_find_jdk || exit 1
+JAR=$ROOT/hcomm-examples/target/hcomm-examples.jar
+
+needs_build() {
+  [ -f "$JAR" ] || return 0
+  [ -n "$(find "$ROOT" \( -name target -o -name .git -o -name .hcomm \) -prune -o \
+             -type f \( -name pom.xml -o -path '*/src/*' \) -newer "$JAR" -print -quit)" ]
+}
+
+if needs_build; then
+  hcomm_ensure_maven || exit 1
+  hcomm_maven_opts
+  # The same lock as ./hcomm: the ranks of a job, or ./hcomm and this script, must not build over each other.
+  mkdir -p "$ROOT/hcomm-cli/target"
+  exec 9>"$ROOT/hcomm-cli/target/.build.lock"
+  flock 9 2>/dev/null || true
+  if needs_build; then
+    echo "example.sh: building HComm4J (mvn package, tests skipped) ..." >&2
+    (cd "$ROOT" && mvn -q -B -ntp -DskipTests package) 2>&1 | sed -u 's/\x1b\[[0-9;]*m//g' >&2 || {
+      echo "example.sh: the build failed (see above)" >&2
+      exit 1
+    }
+  fi
+  exec 9>&-
+fi
+
+in_job() {
+  local v
+  for v in RANK SLURM_PROCID OMPI_COMM_WORLD_RANK PMI_RANK HCOMM_RANK; do
+    [ -n "${!v:-}" ] && return 0
+  done
+  return 1
+}
+
+if ! in_job; then
+  # Not a rank yet: start a job of RANKS ranks on this machine, each running this script again.
+  exec "$ROOT/hcomm" launch -n "$RANKS" -- "$SELF" "$NAME" "$@"
+fi
+
+# One rank. The JVM prints "WARNING: Using incubator modules: jdk.incubator.vector" on every start: drop that line
+# (as ./hcomm does), pass the rest of stderr through.
+# shellcheck disable=SC2086
+exec "$JAVA" --enable-native-access=ALL-UNNAMED --add-modules jdk.incubator.vector -XX:+UseParallelGC ${JAVA_OPTS:-} \
+  -cp "$JAR" "$CLASS" "$@" \
+  2> >(trap '' INT TERM; exec grep -v --line-buffered -x 'WARNING: Using incubator modules: jdk.incubator.vector' >&2)
