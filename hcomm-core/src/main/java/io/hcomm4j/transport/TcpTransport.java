@@ -958,7 +958,8 @@ public final class TcpTransport implements AutoCloseable {
      * connection that could not be made fails only this rank's ops (the peer may have closed in order).
      */
     void onPeerFailed(PeerLink l, Exception cause, boolean wasConnected) {
-        boolean evidence = !closing && !l.peerSaidBye && wasConnected;
+        // a rank declared failed itself is cut off: what it sees of the others is no evidence against them
+        boolean evidence = !closing && !l.peerSaidBye && wasConnected && !declaredFailed;
         int kind = cause instanceof PeerLink.ProtocolException ? Frame.FAIL_PROTOCOL
                 : cause instanceof PeerLink.ReportedFailure rf ? rf.kind : Frame.FAIL_LOST;
         String why = (kind == Frame.FAIL_PROTOCOL ? "protocol error: " : "") + cause.getMessage();
@@ -1623,9 +1624,20 @@ public final class TcpTransport implements AutoCloseable {
                 }
             }
             if (refused != null) {
-                // no listener at the peer's address: its process is gone (or it closed its session)
-                l.fail(new IOException("its connection broke (" + describe(l.lossCause) + ") and reconnecting was refused ("
-                        + refused.getMessage() + "): its process is gone", refused));
+                long stall = heartbeats() ? watchdog.recentStall(System.nanoTime(), Math.max(5_000_000_000L, 2 * heartbeatTimeoutNanos)) : 0;
+                if (stall >= heartbeatTimeoutNanos && stall > 0) {
+                    // this process could not run for longer than the heartbeat timeout (stopped, frozen): the peers took it
+                    // for failed, gave up on it, and this one is gone (ended) since; the rank was left out, not the peer
+                    String why = "this rank could not run for " + stall / 1_000_000 + " ms (longer than HCOMM_HEARTBEAT_TIMEOUT "
+                            + heartbeatTimeoutNanos / 1_000_000 + " ms), and rank " + l.peer + " no longer takes connections ("
+                            + refused.getMessage() + "): the others have declared this rank failed";
+                    declaredFailedBy(l.peer, why);
+                    l.fail(new PeerLink.ReportedFailure(why, Frame.FAIL_REPORTED));
+                } else {
+                    // no listener at the peer's address: its process is gone (or it closed its session)
+                    l.fail(new IOException("its connection broke (" + describe(l.lossCause) + ") and reconnecting was refused ("
+                            + refused.getMessage() + "): its process is gone", refused));
+                }
                 finishLoop(l);
                 return;
             }
