@@ -3,6 +3,8 @@ package io.hcomm4j.testing;
 import io.hcomm4j.Communicator;
 import io.hcomm4j.DataType;
 import io.hcomm4j.Hcomm;
+import io.hcomm4j.HcommException;
+import io.hcomm4j.PeerFailedException;
 import io.hcomm4j.ReduceOp;
 import io.hcomm4j.Status;
 import io.hcomm4j.transport.FaultHooks;
@@ -47,14 +49,14 @@ public final class ReconnectWorker {
         try (Hcomm hcomm = Hcomm.init()) {
             System.out.println("READY");
             System.out.flush();
-            switch (scenario) {
+            boolean failed = switch (scenario) {
                 case "p2p" -> p2p(hcomm);
                 case "allreduce" -> allReduce(hcomm, Integer.parseInt(args[1]));
-                case "loop" -> loop(hcomm, Path.of(args[1]), Integer.parseInt(args[2]));
+                case "loop" -> loop(hcomm, Path.of(args[1]), Integer.parseInt(args[2]), args.length > 3 && args[3].equals("expect-failure"));
                 default -> throw new IllegalArgumentException(scenario);
-            }
+            };
             FaultHooks.disarm(hcomm);
-            hcomm.world().barrier();
+            if (!failed) hcomm.world().barrier();
             System.out.println("COUNTERS " + FaultHooks.counters(hcomm));
             System.out.flush();
         }
@@ -82,7 +84,7 @@ public final class ReconnectWorker {
         };
     }
 
-    private static void p2p(Hcomm h) throws Exception {
+    private static boolean p2p(Hcomm h) throws Exception {
         Communicator comm = h.world();
         int rank = comm.rank();
         if (comm.size() != 2) throw new IllegalArgumentException("p2p needs 2 ranks");
@@ -155,6 +157,7 @@ public final class ReconnectWorker {
             }
         }
         System.out.println("OK p2p");
+        return false;
     }
 
     /** The library must never leave the calling thread's interrupt status set. */
@@ -175,7 +178,7 @@ public final class ReconnectWorker {
         }
     }
 
-    private static void allReduce(Hcomm h, int iterations) throws Exception {
+    private static boolean allReduce(Hcomm h, int iterations) throws Exception {
         Communicator comm = h.world();
         int rank = comm.rank(), n = comm.size(), prev = (rank - 1 + n) % n;
         int count = 4 << 20;
@@ -198,9 +201,14 @@ public final class ReconnectWorker {
             }
         }
         System.out.println("OK allreduce " + iterations + " x 16 MiB, " + drops + " drops armed");
+        return false;
     }
 
-    private static void loop(Hcomm h, Path stopFile, int count) throws Exception {
+    /**
+     * All-reduces of {@code count} floats until rank 0 sees {@code stopFile}. With {@code expectFailure} an
+     * {@link HcommException} ends it with a {@code CAUGHT} line (returns true) instead of failing the rank.
+     */
+    private static boolean loop(Hcomm h, Path stopFile, int count, boolean expectFailure) throws Exception {
         Communicator comm = h.world();
         int rank = comm.rank(), n = comm.size();
         try (Arena arena = Arena.ofShared()) {
@@ -208,16 +216,25 @@ public final class ReconnectWorker {
             int[] stop = new int[1];
             for (int it = 0; ; it++) {
                 fillFloats(data, count, rank, it);
-                comm.allReduce(data, data, count, DataType.FLOAT32, ReduceOp.SUM);
-                checkSum(data, count, n, it);
-                stop[0] = rank == 0 && Files.exists(stopFile) ? 1 : 0;
-                comm.allReduce(stop, ReduceOp.MAX);
+                try {
+                    comm.allReduce(data, data, count, DataType.FLOAT32, ReduceOp.SUM);
+                    checkSum(data, count, n, it);
+                    stop[0] = rank == 0 && Files.exists(stopFile) ? 1 : 0;
+                    comm.allReduce(stop, ReduceOp.MAX);
+                } catch (HcommException e) {
+                    if (!expectFailure) throw e;
+                    String ranks = e instanceof PeerFailedException p ? p.failedRanks().toString() : "-";
+                    // one write, so that no log line of another thread lands in its middle
+                    System.out.println(String.format("CAUGHT %s at=%d ranks=%s after %d all-reduces msg=%s", e.getClass().getSimpleName(),
+                            System.currentTimeMillis(), ranks, it, String.valueOf(e.getMessage()).replace('\n', ' ')));
+                    return true;
+                }
                 if (it == 5) System.out.println("RUNNING");
                 if (it % 10 == 0) System.out.println("ITER " + it + " at=" + System.currentTimeMillis());
                 System.out.flush();
                 if (stop[0] == 1) {
                     System.out.println("OK loop " + (it + 1) + " all-reduces of " + count + " floats");
-                    return;
+                    return false;
                 }
             }
         }
