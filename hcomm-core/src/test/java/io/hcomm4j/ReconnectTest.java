@@ -31,6 +31,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 class ReconnectTest {
     private static final Pattern COUNTERS = Pattern.compile("COUNTERS reconnects=(\\d+) resent=(\\d+) resentBytes=(\\d+) duplicates=(\\d+)");
     private static final Pattern CLOSED = Pattern.compile("CLOSED threads=(\\d+) fds=(-?\\d+)");
+    private static final Pattern RECOVERED = Pattern.compile("re-established the connection to rank \\d+ after (\\d+) ms \\((\\d+) attempt");
 
     private Path shmDir;
 
@@ -58,7 +59,8 @@ class ReconnectTest {
         check(out, "OK p2p");
         for (Ranks.Outcome o : out) {
             assertThat(o.output()).contains("STREAM OK");
-            System.out.printf("ReconnectTest p2p %s rank %d: %s | %s%n", transport, o.rank(), line(o.output(), "STREAM OK"), line(o.output(), "COUNTERS"));
+            System.out.printf("ReconnectTest p2p %s rank %d: %s | %s | %s%n", transport, o.rank(), line(o.output(), "STREAM OK"),
+                    line(o.output(), "COUNTERS"), recoveries(o.output()));
         }
         assertThat(out.get(1).output()).contains("MESSAGE OK");
         assertNoShmFiles();
@@ -70,7 +72,8 @@ class ReconnectTest {
         List<Ranks.Outcome> out = Ranks.run(n, ReconnectWorker.class, env(transport), Duration.ofSeconds(240), "allreduce", "9");
         check(out, "OK allreduce");
         for (Ranks.Outcome o : out) {
-            System.out.printf("ReconnectTest allreduce n=%d %s rank %d: %s%n", n, transport, o.rank(), line(o.output(), "COUNTERS"));
+            System.out.printf("ReconnectTest allreduce n=%d %s rank %d: %s | %s%n", n, transport, o.rank(), line(o.output(), "COUNTERS"),
+                    recoveries(o.output()));
         }
         assertNoShmFiles();
     }
@@ -95,6 +98,24 @@ class ReconnectTest {
         try (Stream<Path> s = Files.list(shmDir)) {
             assertThat(s.toList()).as("files left in %s", shmDir).isEmpty();
         }
+    }
+
+    /**
+     * "reconnects made here: n, loss to new connection min/median/max ms, attempts max": from the INFO lines of the
+     * connections this rank re-established itself (those the peer re-established are counted by the peer).
+     */
+    static String recoveries(String out) {
+        List<Long> ms = new java.util.ArrayList<>();
+        int attempts = 0;
+        Matcher m = RECOVERED.matcher(out);
+        while (m.find()) {
+            ms.add(Long.parseLong(m.group(1)));
+            attempts = Math.max(attempts, Integer.parseInt(m.group(2)));
+        }
+        if (ms.isEmpty()) return "reconnects made here: 0";
+        java.util.Collections.sort(ms);
+        return "reconnects made here: " + ms.size() + ", loss to new connection " + ms.get(0) + "/" + ms.get(ms.size() / 2) + "/"
+                + ms.get(ms.size() - 1) + " ms (min/median/max), at most " + attempts + " attempts";
     }
 
     static String line(String out, String prefix) {

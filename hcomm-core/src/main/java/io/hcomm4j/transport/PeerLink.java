@@ -110,6 +110,8 @@ final class PeerLink {
     private long rxDone;
     private long rxSinceAck;
     private long rxPayloadSinceAck;
+    /** Acknowledge right after the current frame (a BYE on a reliable link). */
+    private boolean ackSoon;
     volatile long peerAcked;
     private boolean inPayload;
     private MemorySegment dest;
@@ -462,6 +464,16 @@ final class PeerLink {
         }
     }
 
+    /** Nothing queued, and on a reliable link every frame acknowledged by the peer (close waits for it). */
+    boolean delivered() {
+        txLock.lock();
+        try {
+            return txQueue.isEmpty() && (log == null || log.frames() == 0);
+        } finally {
+            txLock.unlock();
+        }
+    }
+
     boolean txIdle() {
         txLock.lock();
         try {
@@ -567,7 +579,7 @@ final class PeerLink {
                 onHeader(p);
                 if (!inPayload) {
                     setRxDone(rxSeq);
-                    if (++rxSinceAck >= ACK_EVERY) sendAck();
+                    if (++rxSinceAck >= ACK_EVERY || ackSoon) sendAck();
                 }
             }
         }
@@ -654,7 +666,10 @@ final class PeerLink {
             case Frame.DATA_REF -> t.onDataRef(this, msgId, commId, ((long) tag << 32) | (flags & 0xFFFFFFFFL), length);
             case Frame.DATA_DONE -> t.onDataDone(this, msgId, flags);
             case Frame.ACK, Frame.HEARTBEAT -> { }
-            case Frame.BYE -> peerSaidBye = true;
+            case Frame.BYE -> {
+                peerSaidBye = true;
+                ackSoon = reliable; // the closing peer waits for everything it sent to be acknowledged
+            }
             case Frame.FAILED -> {
                 if (tag < 0 || tag >= t.size) throw new ProtocolException("FAILED notice for rank " + tag);
                 rxSeq = seq;
@@ -727,6 +742,7 @@ final class PeerLink {
     }
 
     private void sendAck() {
+        ackSoon = false;
         rxSinceAck = 0;
         rxPayloadSinceAck = 0;
         sendFrame(Frame.ACK, 0, 0, 0, 0, 0, null, null);
@@ -823,7 +839,7 @@ final class PeerLink {
 
     /** Whether a lost connection may be re-established rather than its peer declared failed. */
     boolean mayReconnect(Exception cause) {
-        return reliable && !t.closing && !peerSaidBye && !(cause instanceof ProtocolException)
+        return reliable && !t.linksClosing && !peerSaidBye && !(cause instanceof ProtocolException)
                 && !(cause instanceof ReportedFailure rf && rf.kind != Frame.FAIL_SILENT) && !t.isDeclaredFailed()
                 && !t.isDead(peer);
     }

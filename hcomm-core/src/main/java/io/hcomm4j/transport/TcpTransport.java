@@ -108,6 +108,11 @@ public final class TcpTransport implements AutoCloseable {
     private final ReentrantLock matchLock = new ReentrantLock();
     private final Map<Long, MatchTable> tables = new HashMap<>();
     volatile boolean closing;
+    /**
+     * The session closes and its links stop being kept alive: no more reconnects (set by {@link #close} once links being
+     * re-established had their chance and what was sent before close was acknowledged).
+     */
+    volatile boolean linksClosing;
     /** Ranks known to have failed (not those that closed in order), and why; guarded by {@link #matchLock}. */
     private final boolean[] dead;
     private final String[] deadWhy;
@@ -1557,7 +1562,7 @@ public final class TcpTransport implements AutoCloseable {
      */
     void reconnect(PeerLink l) {
         synchronized (l) {
-            if (l.recovering || l.state != PeerLink.State.RECONNECTING || closing) return;
+            if (l.recovering || l.state != PeerLink.State.RECONNECTING || linksClosing) return;
             l.recovering = true;
         }
         Thread.ofVirtual().name("hcomm-reconnect-" + rank).start(() -> {
@@ -1593,7 +1598,7 @@ public final class TcpTransport implements AutoCloseable {
         Exception last = null;
         while (true) {
             synchronized (l) {
-                if (l.state != PeerLink.State.RECONNECTING || closing) {
+                if (l.state != PeerLink.State.RECONNECTING || linksClosing) {
                     l.recovering = false;
                     return;
                 }
@@ -1658,7 +1663,7 @@ public final class TcpTransport implements AutoCloseable {
             // wait for the end of the window, or until the link changes (the peer's attempt was accepted here)
             synchronized (l) {
                 long left;
-                while (l.state == PeerLink.State.RECONNECTING && l.lostAt == incident && !closing
+                while (l.state == PeerLink.State.RECONNECTING && l.lostAt == incident && !linksClosing
                         && (left = end - System.nanoTime()) > 0) {
                     try {
                         l.wait(Math.max(1, left / 1_000_000));
@@ -1721,7 +1726,7 @@ public final class TcpTransport implements AutoCloseable {
         l.attemptChannel = ch;
         boolean keep = false;
         try {
-            if (closing || l.state != PeerLink.State.RECONNECTING) return Attempt.SUPERSEDED;
+            if (linksClosing || l.state != PeerLink.State.RECONNECTING) return Attempt.SUPERSEDED;
             if (unreachable) throw new java.net.NoRouteToHostException("no route to " + addr + " (test hook)");
             ch.socket().connect(addr, millisLeft(end));
             ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
@@ -1740,7 +1745,7 @@ public final class TcpTransport implements AutoCloseable {
             progress.withToken(() -> {
                 synchronized (l) {
                     // the receive side must not have moved since the hello said where to resume
-                    if (closing || l.state != PeerLink.State.RECONNECTING || l.rxDone() != resume) return;
+                    if (linksClosing || l.state != PeerLink.State.RECONNECTING || l.rxDone() != resume) return;
                     try {
                         result[0] = l.installResumed(conduit, a.epoch(), a.resume());
                     } catch (IOException e) {
@@ -1769,6 +1774,33 @@ public final class TcpTransport implements AutoCloseable {
         return (int) Math.max(1, Math.min(Integer.MAX_VALUE, (end - System.nanoTime()) / 1_000_000));
     }
 
+    /** Waits until no link is RECONNECTING any more (reconnected or failed), or until {@code deadline}. */
+    private void awaitReconnecting(long deadline) {
+        for (PeerLink l : links) {
+            synchronized (l) {
+                long left;
+                while (l.state == PeerLink.State.RECONNECTING && (left = deadline - System.nanoTime()) > 0) {
+                    try {
+                        l.wait(Math.max(1, left / 1_000_000));
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /** The longest a lost connection is being re-established before its peer is declared failed: the sum of the attempt windows. */
+    long retryBudgetNanos() {
+        long sum = 0, window = retryIntervalNanos;
+        for (int k = 0; k < retryMax; k++) {
+            sum += Math.max(window, MIN_ATTEMPT_NANOS);
+            window = Math.min(window * 2, 8 * retryIntervalNanos);
+        }
+        return sum;
+    }
+
     /** Closes a lost or replaced conduit; rings that cannot be unmapped yet are unmapped when the transport closes. */
     void retire(Conduit old) {
         if (old == null) return;
@@ -1787,7 +1819,7 @@ public final class TcpTransport implements AutoCloseable {
      * first connect).
      */
     private byte reconnectVerdict(PeerLink l, int src, long helloEpoch, boolean peerReliable) {
-        if (closing || unreachable) return REJECT;
+        if (linksClosing || unreachable) return REJECT;
         return switch (l.state) {
             case FAILED -> isDead(src) ? GONE : REJECT;
             case CONNECTED -> l.reliable && peerReliable && helloEpoch >= l.epoch ? ACCEPT : REJECT;
@@ -1799,14 +1831,14 @@ public final class TcpTransport implements AutoCloseable {
     // ------------------------------------------------------------------------------------------ accepting
 
     private void acceptLoop() {
-        while (!closing) {
+        while (!linksClosing) {
             SocketChannel ch;
             try {
                 ch = listener.accept();
             } catch (ClosedChannelException e) {
                 return;
             } catch (IOException e) {
-                if (!closing) LOG.warn("rank {}: accept failed: {}", rank, e.toString());
+                if (!linksClosing) LOG.warn("rank {}: accept failed: {}", rank, e.toString());
                 continue;
             }
             Thread.ofVirtual().name("hcomm-hello-" + rank).start(() -> handshake(ch));
@@ -1978,19 +2010,27 @@ public final class TcpTransport implements AutoCloseable {
     @Override
     public void close() {
         if (closing) return;
+        // a link being re-established gets the retry budget to come back, so what was sent on it before close arrives
+        awaitReconnecting(System.nanoTime() + Math.min(retryBudgetNanos() + 1_000_000_000L, 10_000_000_000L));
         closing = true;
         watchdog.close();
+        for (PeerLink l : links) l.closeOrderly();
+        // BYE said: wait (bounded) until everything is written and, on reliable links, acknowledged (the peer answers a BYE
+        // with an ACK); a connection that drops meanwhile is still re-established (the listener is open until then)
+        long deadline = System.nanoTime() + 2_000_000_000L;
+        progress.pollUntil(() -> {
+            for (PeerLink l : links) {
+                PeerLink.State st = l.state;
+                if (st == PeerLink.State.RECONNECTING || (st == PeerLink.State.CONNECTED && !l.delivered())) return false;
+            }
+            return true;
+        }, deadline);
+        linksClosing = true;
         try {
             listener.close();
         } catch (IOException ignored) {
             // closing anyway
         }
-        for (PeerLink l : links) l.closeOrderly();
-        long deadline = System.nanoTime() + 2_000_000_000L;
-        progress.pollUntil(() -> {
-            for (PeerLink l : links) if (l.state == PeerLink.State.CONNECTED && !l.txIdle()) return false;
-            return true;
-        }, deadline);
         progress.withToken(() -> {
             for (PeerLink l : links) {
                 l.markClosed();
