@@ -914,6 +914,7 @@ final class PeerLink {
                 bytes += log.wireBytes(s);
             }
             ch = channel;
+            t.releaseRetired(this); // the old rings: nobody can touch them now (token and tx lock held)
             rxDetached = false;
             epoch = newEpoch;
             state = State.CONNECTED;
@@ -933,6 +934,19 @@ final class PeerLink {
         t.progress.wakeup();
         t.progress.selector.wakeup();
         return done;
+    }
+
+    /**
+     * Whether a peer that has every frame up to {@code peerResume} can be resumed from here: the resend log still holds
+     * every frame after it. A point below the log means the peer acknowledged more since it said it (a late hello).
+     */
+    boolean canResumeFrom(long peerResume) {
+        txLock.lock();
+        try {
+            return log != null && peerResume <= txSeq && peerResume >= log.firstSeq() - 1;
+        } finally {
+            txLock.unlock();
+        }
     }
 
     /** Connections re-established on this link (under the monitor), and what the last one sent again. */
@@ -990,14 +1004,7 @@ final class PeerLink {
     }
 
     void closeChannel() {
-        Conduit c = ch;
-        if (c != null) {
-            try {
-                c.close();
-            } catch (IOException ignored) {
-                // closing anyway
-            }
-        }
+        t.retire(ch);
     }
 
     /** Orderly close: BYE, then the socket (the caller drained the queue first). */

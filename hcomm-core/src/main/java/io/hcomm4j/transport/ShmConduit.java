@@ -321,6 +321,11 @@ final class ShmConduit implements Conduit {
     // ------------------------------------------------------------------------------------------- closing
 
     @Override
+    /**
+     * Closes the doorbell socket and stops the polling of the rings; the rings stay mapped until {@link #release}, which
+     * the transport calls where no other thread can touch them (holding the progress token and the link's tx lock):
+     * unmapping a shared arena under a thread that is copying into it fails that copy and leaves the thread interrupted.
+     */
     public void close() {
         if (closed) return;
         closed = true;
@@ -330,7 +335,6 @@ final class ShmConduit implements Conduit {
         } catch (IOException ignored) {
             // closing anyway
         }
-        release();
     }
 
     /**

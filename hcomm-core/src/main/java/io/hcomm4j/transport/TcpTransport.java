@@ -1508,7 +1508,7 @@ public final class TcpTransport implements AutoCloseable {
                     synchronized (l) {
                         if (l.state == PeerLink.State.FAILED || l.state == PeerLink.State.CLOSED) {
                             // failed (reported by another rank) or closed while we connected
-                            conduit.close();
+                            discard(conduit);
                             throw peerFailed(peer, "connect to rank " + peer, null);
                         }
                         l.install(conduit, a.peerLimit(), retryMax > 0 && a.reliable());
@@ -1758,7 +1758,7 @@ public final class TcpTransport implements AutoCloseable {
                 for (Object s : done) ((SendRequest) s).succeed(null);
                 return Attempt.INSTALLED;
             }
-            conduit.close();
+            discard(conduit);
             if (result[0] instanceof PeerLink.ProtocolException pe) {
                 LOG.warn("rank {}: cannot resume the connection to rank {}: {}", rank, peer, pe.getMessage());
                 l.fail(pe);
@@ -1801,7 +1801,10 @@ public final class TcpTransport implements AutoCloseable {
         return sum;
     }
 
-    /** Closes a lost or replaced conduit; rings that cannot be unmapped yet are unmapped when the transport closes. */
+    /**
+     * Closes a lost, replaced or failed conduit (any thread). Shared-memory rings are unmapped later, where no thread can
+     * be copying into them: when the link installs its next connection, or when the transport closes.
+     */
     void retire(Conduit old) {
         if (old == null) return;
         try {
@@ -1809,7 +1812,22 @@ public final class TcpTransport implements AutoCloseable {
         } catch (IOException ignored) {
             // closing anyway
         }
-        if (old instanceof ShmConduit c && !c.released()) retired.add(c);
+        if (old instanceof ShmConduit c && !c.released() && !retired.contains(c)) retired.add(c);
+    }
+
+    /** Closes a conduit that was never installed (nobody else has seen it), rings unmapped at once. */
+    private static void discard(Conduit c) throws IOException {
+        c.close();
+        if (c instanceof ShmConduit sc) sc.release();
+    }
+
+    /** Unmaps the retired rings of {@code l} (progress token and {@code l}'s tx lock held: nobody touches them). */
+    void releaseRetired(PeerLink l) {
+        for (ShmConduit c : retired) {
+            if (c.link != l || l.ch == c) continue;
+            c.release();
+            if (c.released()) retired.remove(c);
+        }
     }
 
     /**
@@ -1948,6 +1966,11 @@ public final class TcpTransport implements AutoCloseable {
                 Conduit conduit = null;
                 try {
                     byte v = reconnectVerdict(l, src, helloEpoch, peerReliable);
+                    if (v == ACCEPT && !l.canResumeFrom(peerResume)) {
+                        // the hello was made before the peer received (and acknowledged) more: a late attempt, not ours to take
+                        LOG.debug("rank {}: turned down a late reconnect from rank {} (resume point {})", rank, src, peerResume);
+                        v = REJECT;
+                    }
                     verdict[0] = v;
                     if (v != ACCEPT) {
                         ch.write(ByteBuffer.wrap(new byte[] {v}));
@@ -2035,9 +2058,16 @@ public final class TcpTransport implements AutoCloseable {
             for (PeerLink l : links) {
                 l.markClosed();
                 onPeerFailed(l, new ClosedChannelException());
-                if (l.ch instanceof ShmConduit c) c.release();
             }
-            for (ShmConduit c : retired) c.release();
+            // unmapped holding each link's tx lock too, so that no sender is copying into a ring
+            for (ShmConduit c : retired) {
+                c.link.txLock.lock();
+                try {
+                    c.release();
+                } finally {
+                    c.link.txLock.unlock();
+                }
+            }
             retired.clear();
         });
         List<Request<?>> doomed = new ArrayList<>();
