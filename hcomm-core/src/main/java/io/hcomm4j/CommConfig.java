@@ -45,6 +45,8 @@ public final class CommConfig {
     private final Duration heartbeatInterval;
     private final Duration stuckReport;
     private final boolean zeroCopy;
+    private final int retryMax;
+    private final Duration retryInterval;
 
     /**
      * Which transport connects two ranks ({@code HCOMM_TRANSPORT}): {@link #AUTO} (the default) uses shared memory
@@ -86,6 +88,8 @@ public final class CommConfig {
         this.heartbeatInterval = b.heartbeatInterval != null ? b.heartbeatInterval : b.heartbeatTimeout.dividedBy(4);
         this.stuckReport = b.stuckReport;
         this.zeroCopy = b.zeroCopy;
+        this.retryMax = b.retryMax;
+        this.retryInterval = b.retryInterval;
     }
 
     /** A builder with every setting at its default. */
@@ -226,6 +230,22 @@ public final class CommConfig {
      */
     public boolean zeroCopy() { return zeroCopy; }
 
+    /**
+     * {@code HCOMM_RETRY_MAX}: how many times a dropped connection (reset, closed without an orderly BYE, a write error, or
+     * silent for {@link #heartbeatTimeout()}) is re-established before its peer is declared failed. A re-established
+     * connection resumes after the last frame each side received, so ops in flight complete with nothing lost and nothing
+     * delivered twice. A reconnect that is refused (nothing listens at the peer's address: its process is gone) fails at
+     * once. Default {@code 5}; {@code 0}: no reconnect, a dropped connection means a failed peer.
+     */
+    public int retryMax() { return retryMax; }
+
+    /**
+     * {@code HCOMM_RETRY_INTERVAL}: the first reconnect attempt starts at once and may take this long; each further one
+     * may take twice as long as the one before, at most 8 times this. So a peer that cannot be reached again is declared
+     * failed after the sum of those windows (about 2.3 s with the defaults). Default {@code 100ms}.
+     */
+    public Duration retryInterval() { return retryInterval; }
+
     @Override
     public String toString() {
         return "CommConfig{initMethod=" + initMethod + ", rank=" + rank + ", worldSize=" + worldSize
@@ -235,7 +255,8 @@ public final class CommConfig {
                 + ", storeHosted=" + storeHosted + ", storePort=" + storePort + ", algo=" + algo + ", check=" + (fullCheck ? "full" : "cheap")
                 + ", memPoolMax=" + memPoolMax + ", shmDir=" + shmDir + ", memDebug=" + memDebug
                 + ", transport=" + transport.name().toLowerCase(Locale.ROOT) + ", hostId=" + hostId + ", shmRingSize=" + shmRingSize
-                + ", heartbeatTimeout=" + heartbeatTimeout + ", heartbeatInterval=" + heartbeatInterval + ", stuckReport=" + stuckReport + ", zeroCopy=" + zeroCopy + "}";
+                + ", heartbeatTimeout=" + heartbeatTimeout + ", heartbeatInterval=" + heartbeatInterval + ", stuckReport=" + stuckReport + ", zeroCopy=" + zeroCopy
+                + ", retryMax=" + retryMax + ", retryInterval=" + retryInterval + "}";
     }
 
     /** Builder of {@link CommConfig}; {@link #build()} validates. */
@@ -266,6 +287,8 @@ public final class CommConfig {
         private Duration heartbeatInterval;
         private Duration stuckReport = Duration.ofSeconds(60);
         private boolean zeroCopy = true;
+        private int retryMax = 5;
+        private Duration retryInterval = Duration.ofMillis(100);
 
         private Builder() {
         }
@@ -344,6 +367,12 @@ public final class CommConfig {
         /** @param on false: no zero-copy collectives on shared memory, everything through the transport (HCOMM_ZERO_COPY) */
         public Builder zeroCopy(boolean on) { this.zeroCopy = on; return this; }
 
+        /** @param attempts reconnect attempts for a dropped connection before its peer is declared failed, 0 to 1000; 0: none (HCOMM_RETRY_MAX) */
+        public Builder retryMax(int attempts) { this.retryMax = attempts; return this; }
+
+        /** @param interval window of the first reconnect attempt, each next one twice the last, at most 8 times this; 1ms to 1min (HCOMM_RETRY_INTERVAL) */
+        public Builder retryInterval(Duration interval) { this.retryInterval = Objects.requireNonNull(interval, "retryInterval"); return this; }
+
         /** Validates and builds; throws {@link IllegalArgumentException} naming the bad setting. */
         public CommConfig build() {
             String m = initMethod.toLowerCase(Locale.ROOT);
@@ -389,6 +418,10 @@ public final class CommConfig {
                 }
             }
             if (stuckReport.isNegative()) throw new IllegalArgumentException("stuckReport (HCOMM_STUCK_REPORT) must be >= 0, was " + stuckReport);
+            if (retryMax < 0 || retryMax > 1000) throw new IllegalArgumentException("retryMax (HCOMM_RETRY_MAX) must be in [0, 1000], was " + retryMax);
+            if (retryInterval.compareTo(Duration.ofMillis(1)) < 0 || retryInterval.compareTo(Duration.ofMinutes(1)) > 0) {
+                throw new IllegalArgumentException("retryInterval (HCOMM_RETRY_INTERVAL) must be in [1ms, 1m], was " + retryInterval);
+            }
             if (storePort < UNSET || storePort > 65535) throw new IllegalArgumentException("storePort must be in [0, 65535], was " + storePort);
             try {
                 io.hcomm4j.algo.Tuner.parse(algo);
@@ -493,6 +526,8 @@ public final class CommConfig {
         HEARTBEAT_INTERVAL { void apply(Builder b, String v) { b.heartbeatInterval(parseDuration(v)); } },
         STUCK_REPORT { void apply(Builder b, String v) { b.stuckReport(parseDuration(v)); } },
         ZERO_COPY { void apply(Builder b, String v) { b.zeroCopy(parseBool(v)); } },
+        RETRY_MAX { void apply(Builder b, String v) { b.retryMax(parseInt(v)); } },
+        RETRY_INTERVAL { void apply(Builder b, String v) { b.retryInterval(parseDuration(v)); } },
         CHECK {
             void apply(Builder b, String v) {
                 switch (v.toLowerCase(Locale.ROOT)) {

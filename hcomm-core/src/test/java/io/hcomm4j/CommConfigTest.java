@@ -155,4 +155,28 @@ class CommConfigTest {
         assertThatThrownBy(() -> CommConfig.builderFrom(Map.of("HCOMM_ZERO_COPY", "maybe"), k -> null).build())
                 .hasMessageContaining("HCOMM_ZERO_COPY").hasMessageContaining("not a boolean");
     }
+
+    @Test
+    void reconnectSettings() {
+        CommConfig defaults = CommConfig.builder().build();
+        assertThat(defaults.retryMax()).isEqualTo(5);
+        assertThat(defaults.retryInterval()).isEqualTo(Duration.ofMillis(100));
+        CommConfig fromEnv = CommConfig.builderFrom(Map.of("HCOMM_RETRY_MAX", "0", "HCOMM_RETRY_INTERVAL", "250ms"), k -> null).build();
+        assertThat(fromEnv.retryMax()).isZero();
+        assertThat(fromEnv.retryInterval()).isEqualTo(Duration.ofMillis(250));
+        CommConfig fromProps = CommConfig.builderFrom(Map.of("HCOMM_RETRY_MAX", "0"), Map.of("hcomm.retry.max", "12", "hcomm.retry.interval", "1s")::get).build();
+        assertThat(fromProps.retryMax()).isEqualTo(12);
+        assertThat(fromProps.retryInterval()).isEqualTo(Duration.ofSeconds(1));
+        assertThat(fromProps.toString()).contains("retryMax=12", "retryInterval=PT1S");
+        assertThat(CommConfig.builder().retryMax(3).retryInterval(Duration.ofMillis(20)).build().retryMax()).isEqualTo(3);
+        assertThatThrownBy(() -> CommConfig.builderFrom(Map.of("HCOMM_RETRY_MAX", "-1"), k -> null).build())
+                .hasMessageContaining("HCOMM_RETRY_MAX");
+        assertThatThrownBy(() -> CommConfig.builderFrom(Map.of("HCOMM_RETRY_MAX", "many"), k -> null).build())
+                .hasMessageContaining("HCOMM_RETRY_MAX").hasMessageContaining("not an integer");
+        assertThatThrownBy(() -> CommConfig.builder().retryMax(1001).build()).hasMessageContaining("retryMax");
+        assertThatThrownBy(() -> CommConfig.builderFrom(Map.of("HCOMM_RETRY_INTERVAL", "0"), k -> null).build())
+                .hasMessageContaining("HCOMM_RETRY_INTERVAL");
+        assertThatThrownBy(() -> CommConfig.builder().retryInterval(Duration.ofMinutes(2)).build()).hasMessageContaining("retryInterval");
+        assertThatThrownBy(() -> CommConfig.builder().retryInterval(null)).isInstanceOf(NullPointerException.class);
+    }
 }

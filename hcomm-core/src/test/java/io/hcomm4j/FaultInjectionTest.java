@@ -37,6 +37,11 @@ class FaultInjectionTest {
     private static final long HEARTBEAT_TIMEOUT_MS = CommConfig.parseDuration(HEARTBEAT_TIMEOUT).toMillis();
     /** What the loaded test machine (2 cores, several JVMs) may add to a bound. */
     private static final long SLACK_MS = 1_000;
+    /**
+     * How long the default reconnect attempts (HCOMM_RETRY_MAX 5 from HCOMM_RETRY_INTERVAL 100ms, each window twice the
+     * last, at most 8 times the first) may take before a peer that answers no new connection is declared failed.
+     */
+    private static final long RETRY_BUDGET_MS = 100 + 200 + 400 + 800 + 800;
     private static final Pattern CAUGHT = Pattern.compile("CAUGHT (\\w+) at=(\\d+) ranks=(\\S+) msg=(.*)");
     private static final Pattern HEALTH = Pattern.compile("HEALTH (\\w+) (\\[[^]]*]) at=(\\d+) thread=(\\S+)");
     private static final Pattern CLOSED = Pattern.compile("CLOSED threads=(\\d+) fds=(-?\\d+)");
@@ -56,18 +61,26 @@ class FaultInjectionTest {
     }
 
     private Map<String, String> env(String transport) {
-        return Map.of("HCOMM_TRANSPORT", transport, "HCOMM_HEARTBEAT_TIMEOUT", HEARTBEAT_TIMEOUT, "HCOMM_TIMEOUT", "120s",
-                "HCOMM_SHM_DIR", shmDir.toString());
+        return env(transport, 5);
     }
 
+    private Map<String, String> env(String transport, int retryMax) {
+        return Map.of("HCOMM_TRANSPORT", transport, "HCOMM_HEARTBEAT_TIMEOUT", HEARTBEAT_TIMEOUT, "HCOMM_TIMEOUT", "120s",
+                "HCOMM_SHM_DIR", shmDir.toString(), "HCOMM_RETRY_MAX", String.valueOf(retryMax));
+    }
+
+    /**
+     * With reconnects on (the default) the end of a killed process's connection is first taken for a dropped connection:
+     * the reconnect is refused at once (nothing listens at its address any more), so detection stays as fast as without.
+     */
     @ParameterizedTest
-    @CsvSource({"2, tcp", "4, tcp", "2, shm", "4, shm"})
-    void sigkillDuringAllReduce(int n, String transport) throws Exception {
-        try (Ranks.Job job = Ranks.start(n, FaultWorker.class, env(transport), "allreduce")) {
+    @CsvSource({"2, tcp, 5", "4, tcp, 5", "2, shm, 5", "4, shm, 5", "2, tcp, 0", "2, shm, 0"})
+    void sigkillDuringAllReduce(int n, String transport, int retryMax) throws Exception {
+        try (Ranks.Job job = Ranks.start(n, FaultWorker.class, env(transport, retryMax), "allreduce")) {
             awaitAll(job, n, "RUNNING");
             long t0 = System.currentTimeMillis();
             job.processes.get(n - 1).destroyForcibly();
-            List<Long> times = survivorsReport(job, n, n - 1, t0, "SIGKILL " + transport);
+            List<Long> times = survivorsReport(job, n, n - 1, t0, "SIGKILL " + transport + " HCOMM_RETRY_MAX=" + retryMax);
             // a dead process closes its connections: noticed at once, well within the heartbeat timeout
             assertThat(times).allSatisfy(ms -> assertThat(ms).isLessThan(HEARTBEAT_TIMEOUT_MS + SLACK_MS));
         }
@@ -88,8 +101,10 @@ class FaultInjectionTest {
             } finally {
                 signal(victim, "CONT");
             }
-            // nothing closed: only the silence reveals it, after the heartbeat timeout and not much before it
-            assertThat(times).allSatisfy(ms -> assertThat(ms).isBetween(HEARTBEAT_TIMEOUT_MS / 2, HEARTBEAT_TIMEOUT_MS + SLACK_MS));
+            // nothing closed: only the silence reveals it, after the heartbeat timeout; the silent connection is then
+            // replaced, which a stopped process cannot answer, so it is declared failed once the retries ran out
+            assertThat(times).allSatisfy(ms -> assertThat(ms).isBetween(HEARTBEAT_TIMEOUT_MS / 2,
+                    HEARTBEAT_TIMEOUT_MS + RETRY_BUDGET_MS + SLACK_MS));
             // continued, the stopped rank finds itself left out: its ops fail, it does not hang
             assertThat(victim.waitFor(30, TimeUnit.SECONDS)).as("the continued rank ends; output:\n%s", job.outputs()).isTrue();
             String out = Files.readString(job.logs.get(n - 1));

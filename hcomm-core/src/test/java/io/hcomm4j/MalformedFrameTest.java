@@ -135,13 +135,15 @@ class MalformedFrameTest {
             store.add(ns + "started", 1);
             try (SocketChannel ch = SocketChannel.open(new InetSocketAddress(hp[0], Integer.parseInt(hp[1])))) {
                 Auth.of(SECRET).connect(ch, Auth.DATA, Duration.ofSeconds(10));
-                ByteBuffer hello = ByteBuffer.allocate(38).putInt(0x4843484C).putInt(2).putInt(0).putInt(3).putLong(token)
-                        .putLong(64L << 20).putInt(0).putShort((short) 0).flip();
+                // fixed part, no ring offer, then: flags 0 (no resend log, so no reconnect), connection 0 (new), resume 0
+                ByteBuffer hello = ByteBuffer.allocate(58).putInt(0x4843484C).putInt(2).putInt(0).putInt(3).putLong(token)
+                        .putLong(64L << 20).putInt(0).putShort((short) 0).putInt(0).putLong(0).putLong(0).flip();
                 while (hello.hasRemaining()) ch.write(hello);
                 ch.socket().setSoTimeout(10_000);
                 var in = ch.socket().getInputStream();
                 assertThat(in.read()).as("ACCEPT").isEqualTo(1);
                 assertThat(in.readNBytes(9)).hasSize(9); // eager limit, no shared memory
+                assertThat(in.readNBytes(20)).hasSize(20); // flags, connection number, resume point
                 connected.countDown();
                 ByteBuffer good = frame((byte) 1, 1, 5, 2, 4).put("ok!!".getBytes(StandardCharsets.US_ASCII)).flip();
                 while (good.hasRemaining()) ch.write(good);

@@ -210,7 +210,8 @@ public final class Session implements AutoCloseable {
             }
             long token = ByteBuffer.wrap(store.get(ns + "token", initTimeout)).getLong();
             TcpTransport.Options options = new TcpTransport.Options(config.timeout(), initTimeout, config.spinTime(),
-                    config.eagerLimit(), config.unexpectedLimit(), config.heartbeatTimeout(), config.heartbeatInterval());
+                    config.eagerLimit(), config.unexpectedLimit(), config.heartbeatTimeout(), config.heartbeatInterval(),
+                    config.retryMax(), config.retryInterval());
             t = TcpTransport.open(rank, size, j.dataAddress(), Auth.of(config.secret().orElse(null)), token, options);
             InetSocketAddress me = t.listenAddress();
             String host = config.hostId().orElseGet(() -> HostIdentity.of(shmDir));

@@ -28,6 +28,13 @@ interface Conduit {
     /** The link's queue is empty again. */
     void writeDone();
 
+    /**
+     * Test hook: breaks the connection abruptly, without a BYE, as a network fault would ({@code RESET}: an RST to the
+     * peer; {@code CLOSE}: a plain close, the peer reads the end of the stream; {@code SHUTDOWN}: both directions shut
+     * down, the socket stays open). For shared memory this is done to the pair's doorbell socket.
+     */
+    void abort(TcpTransport.Drop how) throws IOException;
+
     /** Closes the pipe; later reads and writes fail. Idempotent. */
     void close() throws IOException;
 

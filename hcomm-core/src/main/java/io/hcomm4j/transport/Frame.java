@@ -99,6 +99,17 @@ final class Frame {
                 .putInt(tag).putInt(src).putLong(length).putLong(msgId);
     }
 
+    /** As {@link #encode}, at absolute position {@code at} of a little-endian buffer (its position does not move). */
+    static void encodeAt(ByteBuffer b, int at, byte type, int flags, long seq, long ack, long commId, int tag, int src,
+                         long length, long msgId) {
+        b.putShort(at, MAGIC).put(at + 2, VERSION).put(at + 3, type).putInt(at + 4, flags).putLong(at + 8, seq)
+                .putLong(at + 16, ack).putLong(at + 24, commId).putInt(at + 32, tag).putInt(at + 36, src)
+                .putLong(at + 40, length).putLong(at + 48, msgId);
+    }
+
+    /** Offset of the {@code ack} field in a header. */
+    static final int ACK_OFFSET = 16;
+
     static String typeName(byte type) {
         return switch (type) {
             case EAGER -> "EAGER";

@@ -16,9 +16,19 @@ import java.util.concurrent.locks.ReentrantLock;
  * under {@code txLock}, written straight to the socket when nothing is queued) and frames in (only the
  * thread holding the progress token reads). Small frames are read through a 64 KiB buffer, so one read
  * brings a header and its payload; a large payload is read straight into its destination.
+ *
+ * <p><b>Reliable links</b> (HCOMM_RETRY_MAX &gt; 0 on both sides) survive the loss of their connection. Every frame
+ * sent is kept in a {@link ResendLog} until the peer acknowledges it (the {@code ack} of any frame it sends: the last
+ * frame it received completely); a DATA send completes only then, an EAGER payload is copied into the log. When the
+ * connection breaks without a BYE (end of stream, reset, a write error) or stays silent for the heartbeat timeout, the
+ * link goes {@link State#RECONNECTING}: ops keep waiting and new frames go only to the log; the receive side forgets a
+ * frame it had read only in part (a payload being read is read again from its start, into the same place, when that
+ * frame comes again); a new connection is made (by either side: {@link TcpTransport}), each side tells the other the
+ * last frame it received completely, and sends again everything after the other's. So each frame is delivered once and
+ * in order. Locks, always in this order: the progress token, this link's monitor, {@code txLock}.
  */
 final class PeerLink {
-    enum State { IDLE, CONNECTING, CONNECTED, CLOSED, FAILED }
+    enum State { IDLE, CONNECTING, CONNECTED, RECONNECTING, CLOSED, FAILED }
 
     private static final int RX_CAPACITY = 128 * 1024;
     /** Heap payloads are copied through this much direct memory per connection (the socket needs direct memory). */
@@ -26,11 +36,16 @@ final class PeerLink {
     /** Largest chunk handed to one socket call for a native segment (ByteBuffers stop at 2 GiB). */
     private static final long NATIVE_CHUNK = 256L << 20;
     private static final int ACK_EVERY = 128;
+    /** Reliable links: an ACK once this many eager payload bytes arrived since the last one (bounds the peer's resend log). */
+    private static final long ACK_BYTES = 1L << 20;
     private static final java.lang.invoke.VarHandle RX_BYTES;
+    private static final java.lang.invoke.VarHandle RX_DONE;
 
     static {
         try {
-            RX_BYTES = java.lang.invoke.MethodHandles.lookup().findVarHandle(PeerLink.class, "rxBytes", long.class);
+            var lookup = java.lang.invoke.MethodHandles.lookup();
+            RX_BYTES = lookup.findVarHandle(PeerLink.class, "rxBytes", long.class);
+            RX_DONE = lookup.findVarHandle(PeerLink.class, "rxDone", long.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -41,9 +56,24 @@ final class PeerLink {
 
     // connection (guarded by this)
     volatile State state = State.IDLE;
-    /** The byte pipe: a TCP socket, or shared-memory rings for a peer on this host. */
-    Conduit ch;
+    /** The byte pipe: a TCP socket, or shared-memory rings for a peer on this host (while RECONNECTING: the lost one). */
+    volatile Conduit ch;
     volatile boolean peerSaidBye;
+    /** Both sides keep a resend log and reconnect (HCOMM_RETRY_MAX &gt; 0 on both, from the hello); set at the first connect. */
+    volatile boolean reliable;
+    /** Number of the connection: 1 for the first, one more for each re-established one (both sides agree). */
+    long epoch;
+    /** A reconnect attempt of this side is under way: one from a higher rank that arrives meanwhile is refused. */
+    boolean attempting;
+    /** A thread re-establishes the connection (at most one per link). */
+    boolean recovering;
+    /** While RECONNECTING: why and when ({@code System.nanoTime()}) the connection was lost. */
+    Exception lossCause;
+    long lostAt;
+    /** The socket of a reconnect attempt under way, closed by an orderly close. */
+    volatile java.nio.channels.SocketChannel attemptChannel;
+    /** Sends whose data the peer reads from our mapping (DATA_REF, shared memory), by msgId, until its DATA_DONE. */
+    final ConcurrentHashMap<Long, SendRequest> awaitingDone = new ConcurrentHashMap<>();
 
     // outbound (guarded by txLock)
     final ReentrantLock txLock = new ReentrantLock();
@@ -63,14 +93,25 @@ final class PeerLink {
     private long msgIds;
     /** {@link #txSeq} when the watchdog last looked: unchanged means nothing went out since (under txLock). */
     private long txSeqAtBeat;
+    /** Frames the peer has not acknowledged yet (reliable links only; under txLock). */
+    private ResendLog log;
 
     // inbound (progress token holder only)
     private final ByteBuffer rx = ByteBuffer.allocateDirect(RX_CAPACITY).order(ByteOrder.LITTLE_ENDIAN);
     private final MemorySegment rxSeg = MemorySegment.ofBuffer(rx);
     /** Bytes read from the peer so far: the watchdog's sign of life (written by the poller, read opaquely). */
     private long rxBytes;
-    private volatile long rxSeq;
+    /** Seq of the last header read. */
+    private long rxSeq;
+    /**
+     * Seq of the last frame received completely (its payload too): the ack this side sends, and where a new connection
+     * resumes. Written by the poller with release semantics, read by senders.
+     */
+    private long rxDone;
     private long rxSinceAck;
+    private long rxPayloadSinceAck;
+    /** Acknowledge right after the current frame (a BYE on a reliable link). */
+    private boolean ackSoon;
     volatile long peerAcked;
     private boolean inPayload;
     private MemorySegment dest;
@@ -81,6 +122,24 @@ final class PeerLink {
     private long payloadCommId;
     private int payloadTag;
     private int payloadFlags;
+    /** Type and seq of the header being handled, and of the frame whose payload is being read, and its length. */
+    private byte hdrType;
+    private long hdrSeq;
+    private byte payloadType;
+    private long payloadSeq;
+    private long payloadLength;
+    /** The payload being read belongs to a frame received before (a duplicate): it is read and dropped. */
+    private boolean dupPayload;
+    /** A payload frame read in part when the connection was lost (0: none): it comes again first, and is read again whole. */
+    private long partialSeq;
+    /** The receive side was rolled back to the last complete frame since the connection was lost (token holder). */
+    private boolean rxDetached;
+    /** Sends completed by an acknowledgement (poller only; completed outside txLock). */
+    private final java.util.ArrayList<SendRequest> completedByAck = new java.util.ArrayList<>();
+
+    // test hook: drop the connection abruptly once this many bytes were read (poller), see TcpTransport#dropAfter
+    volatile long dropAtRx = Long.MAX_VALUE;
+    volatile TcpTransport.Drop dropHow = TcpTransport.Drop.RESET;
 
     /** Rendezvous sends whose RTS went out, by msgId, until their CTS comes. */
     final ConcurrentHashMap<Long, SendRequest> awaitingCts = new ConcurrentHashMap<>();
@@ -157,57 +216,100 @@ final class PeerLink {
     // ------------------------------------------------------------------------------------------ outbound
 
     /**
-     * Writes (or queues) one frame. {@code completes}, if given, succeeds once the whole frame is on the socket.
+     * Writes (or queues) one frame. {@code completes}, if given, succeeds once the whole frame is on the socket (on a
+     * reliable link: a DATA once the peer acknowledged it; an EAGER frame is written from its copy in the resend log).
+     * While the link is RECONNECTING the frame only goes to the resend log, and out once the connection is back.
      *
      * @return false if the link is not usable (failed or closed)
      */
     boolean sendFrame(byte type, int flags, long commId, int tag, long length, long msgId, MemorySegment payload,
                       SendRequest completes) {
-        boolean done = false;
+        boolean written;
+        ResendLog lg = null;
         txLock.lock();
         try {
-            if (state != State.CONNECTED) return false;
+            State st = state;
+            if (st != State.CONNECTED && st != State.RECONNECTING) return false;
             long seq = ++txSeq;
-            long ack = rxSeq;
-            if (txQueue.isEmpty() && holding && payload == null && completes == null && held.remaining() >= Frame.HEADER) {
-                // replies (CTS, ACK, CREDIT) made while handling received frames leave in one write after the batch:
-                // one system call and one TCP segment for all of them instead of one each
-                Frame.encode(held, type, flags, seq, ack, commId, tag, t.rank, length, msgId);
+            long ack = rxDone();
+            lg = log;
+            if (lg != null) {
+                boolean eager = type == Frame.EAGER;
+                lg.append(type, flags, seq, ack, commId, tag, t.rank, length, msgId, payload, eager, eager ? null : completes);
+                if (!eager) completes = null; // a DATA send completes when the peer acknowledges the frame
+                else if (payload != null && payload.byteSize() > 0) payload = lg.copiedPayload(seq);
+            }
+            written = st == State.RECONNECTING || writeOrQueue(type, flags, seq, ack, commId, tag, length, msgId, payload, completes);
+        } catch (IOException e) {
+            // a frame may be half written: the byte stream is broken, the connection goes (or is re-established)
+            txLock.unlock();
+            lost(e);
+            if (lg == null) return false;
+            // kept in the resend log, an eager payload as a copy: the send is done
+            if (completes != null) completes.succeed(null);
+            return true;
+        } catch (RuntimeException e) {
+            txLock.unlock();
+            if (lg != null && lostMeanwhile(e)) {
+                if (completes != null) completes.succeed(null);
                 return true;
             }
-            if (txQueue.isEmpty()) {
-                ByteBuffer h = txHeader.clear();
-                if (held.position() > 0) {
-                    h.put(held.flip());
-                    held.clear();
-                }
-                Frame.encode(h, type, flags, seq, ack, commId, tag, t.rank, length, msgId);
-                h.flip();
-                long off = writeNow(h, payload, 0);
-                if (off < 0) {
-                    done = true;
-                } else {
-                    ByteBuffer rest = ByteBuffer.allocate(h.remaining()).order(ByteOrder.LITTLE_ENDIAN).put(h).flip();
-                    txQueue.add(new OutFrame(rest, payload, off, completes));
-                    ch.wantWrite();
-                    t.progress.wakeup();
-                }
-            } else {
-                ByteBuffer h = ByteBuffer.allocate(Frame.HEADER).order(ByteOrder.LITTLE_ENDIAN);
-                Frame.encode(h, type, flags, seq, ack, commId, tag, t.rank, length, msgId);
-                txQueue.add(new OutFrame(h.flip(), payload, 0, completes));
-            }
-        } catch (IOException | RuntimeException e) {
-            // a frame may be half written: the byte stream is broken, the connection goes
-            txLock.unlock();
-            fail(e instanceof IOException io ? io : new IOException(e));
-            if (e instanceof RuntimeException && completes != null) completes.fail(e);
+            fail(new IOException(e));
+            if (completes != null) completes.fail(e);
             return false;
         } finally {
             if (txLock.isHeldByCurrentThread()) txLock.unlock();
         }
-        if (done && completes != null) completes.succeed(null);
+        if (written && completes != null) completes.succeed(null);
         return true;
+    }
+
+    /**
+     * Whether {@code e}, thrown by a write, comes from the conduit being closed under the writer because the connection
+     * was lost meanwhile (shared-memory rings unmapped by another thread): the frame is in the resend log, nothing failed.
+     */
+    private boolean lostMeanwhile(RuntimeException e) {
+        return reliable && e instanceof IllegalStateException && state != State.CONNECTED;
+    }
+
+    /** Writes the frame now, or queues it (txLock held, CONNECTED); true if it was written whole. */
+    private boolean writeOrQueue(byte type, int flags, long seq, long ack, long commId, int tag, long length, long msgId,
+                                 MemorySegment payload, SendRequest completes) throws IOException {
+        if (txQueue.isEmpty() && holding && payload == null && completes == null && held.remaining() >= Frame.HEADER) {
+            // replies (CTS, ACK, CREDIT) made while handling received frames leave in one write after the batch:
+            // one system call and one TCP segment for all of them instead of one each
+            Frame.encode(held, type, flags, seq, ack, commId, tag, t.rank, length, msgId);
+            return false;
+        }
+        if (txQueue.isEmpty()) {
+            ByteBuffer h = txHeader.clear();
+            if (held.position() > 0) {
+                h.put(held.flip());
+                held.clear();
+            }
+            Frame.encode(h, type, flags, seq, ack, commId, tag, t.rank, length, msgId);
+            h.flip();
+            long off = writeNow(h, payload, 0);
+            if (off < 0) return true;
+            ByteBuffer rest = ByteBuffer.allocate(h.remaining()).order(ByteOrder.LITTLE_ENDIAN).put(h).flip();
+            txQueue.add(new OutFrame(rest, payload, off, completes));
+            ch.wantWrite();
+            t.progress.wakeup();
+            return false;
+        }
+        ByteBuffer h = ByteBuffer.allocate(Frame.HEADER).order(ByteOrder.LITTLE_ENDIAN);
+        Frame.encode(h, type, flags, seq, ack, commId, tag, t.rank, length, msgId);
+        txQueue.add(new OutFrame(h.flip(), payload, 0, completes));
+        return false;
+    }
+
+    /** Seq of the last frame received completely (any thread). */
+    long rxDone() {
+        return (long) RX_DONE.getAcquire(this);
+    }
+
+    private void setRxDone(long seq) {
+        RX_DONE.setRelease(this, seq);
     }
 
     /**
@@ -307,9 +409,13 @@ final class PeerLink {
                 }
                 txQueue.poll();
                 completed = f.completes;
-            } catch (IOException | RuntimeException e) {
+            } catch (IOException e) {
                 txLock.unlock();
-                fail(e instanceof IOException io ? io : new IOException(e));
+                lost(e);
+                return;
+            } catch (RuntimeException e) {
+                txLock.unlock();
+                if (!lostMeanwhile(e)) fail(new IOException(e));
                 return;
             } finally {
                 if (txLock.isHeldByCurrentThread()) txLock.unlock();
@@ -347,11 +453,22 @@ final class PeerLink {
         }
     }
 
-    /** Adds the requests of queued frames to {@code out} that {@code keep} selects. */
+    /** Adds the requests of queued frames (and of sends waiting for an acknowledgement) to {@code out} that {@code keep} selects. */
     void queuedRequests(java.util.function.Predicate<SendRequest> keep, java.util.List<? super SendRequest> out) {
         txLock.lock();
         try {
             for (OutFrame f : txQueue) if (f.completes != null && keep.test(f.completes)) out.add(f.completes);
+            if (log != null) log.pending(keep, out);
+        } finally {
+            txLock.unlock();
+        }
+    }
+
+    /** Nothing queued, and on a reliable link every frame acknowledged by the peer (close waits for it). */
+    boolean delivered() {
+        txLock.lock();
+        try {
+            return txQueue.isEmpty() && (log == null || log.frames() == 0);
         } finally {
             txLock.unlock();
         }
@@ -381,7 +498,7 @@ final class PeerLink {
             t.log().warn("rank {}: protocol error from rank {}: {}; closing the connection", t.rank, peer, e.getMessage());
             fail(e);
         } catch (IOException e) {
-            fail(e);
+            lost(e);
         } catch (RuntimeException e) {
             // e.g. a receive buffer whose arena was closed while its op was in flight: the byte stream can
             // no longer be followed, so the connection goes
@@ -398,6 +515,7 @@ final class PeerLink {
                 if (n < 0) throw eof();
                 if (n == 0) return;
                 rxBytes += n;
+                if (rxBytes >= dropAtRx) dropByHook();
                 destOff += n;
                 remaining -= n;
                 if (remaining == 0) finishPayload();
@@ -414,6 +532,7 @@ final class PeerLink {
                 return;
             }
             rxBytes += n;
+            if (rxBytes >= dropAtRx) dropByHook();
             rx.flip();
             txLock.lock();
             holding = true;
@@ -428,6 +547,13 @@ final class PeerLink {
             }
             writeHeld();
         }
+    }
+
+    /** Test hook (poller): drops the connection abruptly, as if it broke right after this read. */
+    private void dropByHook() throws IOException {
+        dropAtRx = Long.MAX_VALUE;
+        ch.abort(dropHow);
+        throw new IOException("connection dropped by a test hook (" + dropHow + ") after " + rxBytes + " bytes");
     }
 
     private IOException eof() {
@@ -451,7 +577,10 @@ final class PeerLink {
                 int p = rx.position();
                 rx.position(p + Frame.HEADER);
                 onHeader(p);
-                if (!inPayload && ++rxSinceAck >= ACK_EVERY) sendAck();
+                if (!inPayload) {
+                    setRxDone(rxSeq);
+                    if (++rxSinceAck >= ACK_EVERY || ackSoon) sendAck();
+                }
             }
         }
     }
@@ -472,9 +601,30 @@ final class PeerLink {
         if (magic != Frame.MAGIC) throw new ProtocolException("bad magic 0x" + Integer.toHexString(magic & 0xffff));
         if (version != Frame.VERSION) throw new ProtocolException("unsupported frame version " + version);
         if (src != peer) throw new ProtocolException("frame claims source rank " + src);
-        if (seq != rxSeq + 1) throw new ProtocolException("frame seq " + seq + " after " + rxSeq);
         if (length < 0) throw new ProtocolException("negative length " + length);
-        if (ack > peerAcked) peerAcked = ack;
+        if (seq != rxSeq + 1) {
+            if (reliable && seq > 0 && seq <= rxSeq) {
+                dropDuplicate(type, seq, length);
+                return;
+            }
+            throw new ProtocolException("frame seq " + seq + " after " + rxSeq);
+        }
+        if (ack > peerAcked) {
+            peerAcked = ack;
+            if (reliable) acknowledged(ack);
+        }
+        hdrType = type;
+        hdrSeq = seq;
+        if (partialSeq != 0) {
+            // the first frame on a new connection is the one we had read in part: its payload is read again, whole
+            if (seq != partialSeq || type != payloadType || length != payloadLength) {
+                throw new ProtocolException("frame " + seq + " (" + Frame.typeName(type) + ", " + length + " bytes) instead of frame "
+                        + partialSeq + " (" + Frame.typeName(payloadType) + ", " + payloadLength + " bytes) that was cut off");
+            }
+            rxSeq = seq;
+            restartPartial();
+            return;
+        }
         switch (type) {
             case Frame.EAGER -> {
                 if (length > TcpTransport.MAX_EAGER) throw new ProtocolException("eager frame of " + length + " bytes");
@@ -516,7 +666,10 @@ final class PeerLink {
             case Frame.DATA_REF -> t.onDataRef(this, msgId, commId, ((long) tag << 32) | (flags & 0xFFFFFFFFL), length);
             case Frame.DATA_DONE -> t.onDataDone(this, msgId, flags);
             case Frame.ACK, Frame.HEARTBEAT -> { }
-            case Frame.BYE -> peerSaidBye = true;
+            case Frame.BYE -> {
+                peerSaidBye = true;
+                ackSoon = reliable; // the closing peer waits for everything it sent to be acknowledged
+            }
             case Frame.FAILED -> {
                 if (tag < 0 || tag >= t.size) throw new ProtocolException("FAILED notice for rank " + tag);
                 rxSeq = seq;
@@ -549,6 +702,9 @@ final class PeerLink {
 
     /** Next {@code length} bytes go to {@code target} (null: discard); then the recv or unexpected entry completes. */
     void expectPayload(MemorySegment target, long length, RecvRequest recv, byte[] unexpected, long commId, int tag, int flags) {
+        payloadType = hdrType;
+        payloadSeq = hdrSeq;
+        payloadLength = length;
         payloadFlags = flags;
         inPayload = true;
         dest = target;
@@ -568,7 +724,16 @@ final class PeerLink {
         dest = null;
         payloadRecv = null;
         payloadUnexpected = null;
-        if (++rxSinceAck >= ACK_EVERY) sendAck();
+        if (dupPayload) {
+            dupPayload = false;
+            return;
+        }
+        setRxDone(payloadSeq);
+        // reliable: a DATA send completes when acknowledged, so say so at once; eager copies are bounded by bytes
+        if (++rxSinceAck >= ACK_EVERY || (reliable && (payloadType == Frame.DATA
+                || (rxPayloadSinceAck += payloadLength) >= ACK_BYTES))) {
+            sendAck();
+        }
         if (r != null) {
             if (!r.isDone()) r.succeedMatched();
         } else if (u != null) {
@@ -577,8 +742,47 @@ final class PeerLink {
     }
 
     private void sendAck() {
+        ackSoon = false;
         rxSinceAck = 0;
+        rxPayloadSinceAck = 0;
         sendFrame(Frame.ACK, 0, 0, 0, 0, 0, null, null);
+    }
+
+    /** The peer has every frame up to {@code ack} (poller): they leave the resend log, DATA sends waiting for it complete. */
+    private void acknowledged(long ack) {
+        java.util.ArrayList<SendRequest> done = completedByAck;
+        txLock.lock();
+        try {
+            if (log != null) log.acknowledge(ack, done);
+        } finally {
+            txLock.unlock();
+        }
+        if (done.isEmpty()) return;
+        for (int i = 0; i < done.size(); i++) done.get(i).succeed(null);
+        done.clear();
+    }
+
+    /** A frame received before came again (reliable links; not expected: a new connection resumes right after the last one). */
+    private void dropDuplicate(byte type, long seq, long length) {
+        t.duplicatesDropped.incrementAndGet();
+        t.log().warn("rank {}: frame {} ({}) from rank {} came a second time (last received {}); dropped", t.rank, seq,
+                Frame.typeName(type), peer, rxSeq);
+        if (type == Frame.EAGER || type == Frame.DATA) {
+            hdrType = type;
+            hdrSeq = seq;
+            dupPayload = true;
+            expectPayload(null, length, null, null, 0, 0, 0);
+        }
+    }
+
+    /** The payload cut off with the old connection comes again: read it whole, into the same place, from its start. */
+    private void restartPartial() {
+        partialSeq = 0;
+        RecvRequest r = payloadRecv;
+        if (r != null && r.finished()) dest = null; // failed meanwhile: its buffer is no longer ours to write
+        inPayload = true;
+        destOff = 0;
+        remaining = payloadLength;
     }
 
     // ---------------------------------------------------------------------------------------- lifecycle
@@ -588,14 +792,17 @@ final class PeerLink {
      *
      * @param peerUnexpectedLimit the peer's per-peer eager buffer, from the hello: our initial send credit
      */
-    void install(Conduit channel, long peerUnexpectedLimit) throws IOException {
+    void install(Conduit channel, long peerUnexpectedLimit, boolean reliable) throws IOException {
         txLock.lock();
         try {
             peerLimit = peerUnexpectedLimit;
             sendCredit = peerUnexpectedLimit;
+            this.reliable = reliable;
+            log = reliable ? new ResendLog() : null;
         } finally {
             txLock.unlock();
         }
+        epoch = 1;
         this.ch = channel;
         channel.start();
         state = State.CONNECTED;
@@ -606,15 +813,157 @@ final class PeerLink {
         if (t.closing) sendFrame(Frame.BYE, 0, 0, 0, 0, 0, null, null);
     }
 
-    /** The connection broke: close it and fail everything that depended on this peer. */
+    /**
+     * The connection broke (end of stream or reset without a BYE, a failed write, or silence for the heartbeat timeout):
+     * on a reliable link it is re-established (state RECONNECTING, ops keep waiting), otherwise the peer failed.
+     */
+    void lost(Exception cause) {
+        if (!mayReconnect(cause)) {
+            fail(cause);
+            return;
+        }
+        Conduit old;
+        synchronized (this) {
+            if (state != State.CONNECTED) return; // being re-established already, failed or closed
+            state = State.RECONNECTING;
+            lossCause = cause;
+            lostAt = System.nanoTime();
+            old = ch;
+            notifyAll();
+        }
+        t.retire(old);
+        t.log().warn("rank {}: lost the connection to rank {}: {}; re-establishing it (HCOMM_RETRY_MAX {})", t.rank, peer,
+                cause.toString(), t.retryMax);
+        t.reconnect(this);
+    }
+
+    /** Whether a lost connection may be re-established rather than its peer declared failed. */
+    boolean mayReconnect(Exception cause) {
+        return reliable && !t.linksClosing && !peerSaidBye && !(cause instanceof ProtocolException)
+                && !(cause instanceof ReportedFailure rf && rf.kind != Frame.FAIL_SILENT) && !t.isDeclaredFailed()
+                && !t.isDead(peer);
+    }
+
+    /**
+     * The peer re-established the connection while ours still looked alive (its side broke, or went silent): ours is
+     * dropped (monitor held, by the thread that installs the new one).
+     */
+    void detach(Exception cause) {
+        state = State.RECONNECTING;
+        lossCause = cause;
+        lostAt = System.nanoTime();
+        Conduit old = ch;
+        t.retire(old);
+    }
+
+    /**
+     * Rolls the receive side back to the last frame received completely, before this side tells the peer where to
+     * resume (progress token held; the connection is gone, so nothing more is read from it). A payload read in part
+     * is kept where it goes: that frame comes again first ({@link #restartPartial}).
+     */
+    void detachRx() {
+        // connected again meanwhile (the peer's attempt was taken here): the live stream must not be touched
+        if (rxDetached || state == State.CONNECTED) return;
+        rxDetached = true;
+        if (inPayload) {
+            if (dupPayload) {
+                dupPayload = false;
+                dest = null;
+            } else {
+                partialSeq = payloadSeq;
+                rxSeq = payloadSeq - 1;
+            }
+            inPayload = false;
+        }
+        rx.clear();
+    }
+
+    /**
+     * Installs a re-established connection (progress token and monitor held, {@link #detachRx} done): the peer has every
+     * frame up to {@code peerResume}; the ones after it are queued to go out again, before anything new.
+     *
+     * @return sends to complete (outside the locks): those acknowledged by the resume point, and eager ones whose partial
+     *         write was dropped (their payload is in the log)
+     */
+    java.util.List<SendRequest> installResumed(Conduit channel, long newEpoch, long peerResume) throws IOException {
+        java.util.List<SendRequest> done = new java.util.ArrayList<>();
+        long frames = 0, bytes = 0;
+        detachRx(); // done already, unless the link was connected and lost again since
+        txLock.lock();
+        try {
+            if (peerResume > txSeq || peerResume < log.firstSeq() - 1) {
+                throw new ProtocolException("rank " + peer + " resumes after frame " + peerResume + ", but frames "
+                        + log.firstSeq() + ".." + txSeq + " are the ones not acknowledged");
+            }
+            log.acknowledge(peerResume, done);
+            for (OutFrame f : txQueue) if (f.completes != null) done.add(f.completes);
+            txQueue.clear();
+            held.clear();
+            holding = false;
+            stage.clear().limit(0);
+            boolean shm = channel instanceof ShmConduit;
+            long ack = rxDone();
+            for (long s = peerResume + 1; s <= txSeq; s++) {
+                byte type = log.type(s);
+                if (!shm && (type == Frame.DATA_REF || type == Frame.DATA_DONE)) {
+                    throw new ProtocolException("cannot resume: a one-copy message (" + Frame.typeName(type)
+                            + ") is in flight and the new connection is not shared memory");
+                }
+                txQueue.add(new OutFrame(log.header(s, ack), log.payload(s), 0, null));
+                frames++;
+                bytes += log.wireBytes(s);
+            }
+            ch = channel;
+            t.releaseRetired(this); // the old rings: nobody can touch them now (token and tx lock held)
+            rxDetached = false;
+            epoch = newEpoch;
+            state = State.CONNECTED;
+            channel.start();
+            if (!txQueue.isEmpty()) channel.wantWrite();
+        } finally {
+            txLock.unlock();
+        }
+        if (peerResume > peerAcked) peerAcked = peerResume;
+        reconnects++;
+        t.reconnects.incrementAndGet();
+        t.framesResent.addAndGet(frames);
+        t.bytesResent.addAndGet(bytes);
+        lastResent = frames;
+        lastResentBytes = bytes;
+        notifyAll();
+        t.progress.wakeup();
+        t.progress.selector.wakeup();
+        return done;
+    }
+
+    /**
+     * Whether a peer that has every frame up to {@code peerResume} can be resumed from here: the resend log still holds
+     * every frame after it. A point below the log means the peer acknowledged more since it said it (a late hello).
+     */
+    boolean canResumeFrom(long peerResume) {
+        txLock.lock();
+        try {
+            return log != null && peerResume <= txSeq && peerResume >= log.firstSeq() - 1;
+        } finally {
+            txLock.unlock();
+        }
+    }
+
+    /** Connections re-established on this link (under the monitor), and what the last one sent again. */
+    long reconnects;
+    long lastResent;
+    long lastResentBytes;
+
+    /** The connection broke for good: close it and fail everything that depended on this peer. */
     void fail(Exception cause) {
         boolean wasConnected;
         synchronized (this) {
             if (state == State.FAILED || state == State.CLOSED) return;
-            wasConnected = state == State.CONNECTED;
+            wasConnected = state == State.CONNECTED || state == State.RECONNECTING;
             state = State.FAILED;
             notifyAll();
         }
+        closeAttempt();
         closeChannel();
         if (peerSaidBye) {
             t.log().debug("rank {}: rank {} closed its session", t.rank, peer);
@@ -624,13 +973,14 @@ final class PeerLink {
         t.onPeerFailed(this, cause, wasConnected);
     }
 
-    /** Drains queued frames that will never be written (called after the state left CONNECTED). */
+    /** Drains queued frames that will never be written, and sends waiting for an acknowledgement (the state left CONNECTED for good). */
     java.util.List<SendRequest> drainQueued() {
         java.util.List<SendRequest> out = new java.util.ArrayList<>();
         txLock.lock();
         try {
             for (OutFrame f : txQueue) if (f.completes != null) out.add(f.completes);
             txQueue.clear();
+            if (log != null) log.clear(out);
         } finally {
             txLock.unlock();
         }
@@ -641,23 +991,29 @@ final class PeerLink {
         return payloadRecv;
     }
 
-    void closeChannel() {
-        Conduit c = ch;
-        if (c != null) {
+    /** Closes the socket of a reconnect attempt under way, if any. */
+    void closeAttempt() {
+        java.nio.channels.SocketChannel a = attemptChannel;
+        if (a != null) {
             try {
-                c.close();
+                a.close();
             } catch (IOException ignored) {
                 // closing anyway
             }
         }
     }
 
+    void closeChannel() {
+        t.retire(ch);
+    }
+
     /** Orderly close: BYE, then the socket (the caller drained the queue first). */
     void closeOrderly() {
         synchronized (this) {
             if (state != State.CONNECTED) {
-                if (state == State.IDLE || state == State.CONNECTING) state = State.CLOSED;
+                if (state == State.IDLE || state == State.CONNECTING || state == State.RECONNECTING) state = State.CLOSED;
                 notifyAll();
+                closeAttempt();
                 return;
             }
         }
@@ -666,9 +1022,12 @@ final class PeerLink {
 
     void markClosed() {
         synchronized (this) {
-            if (state == State.CONNECTED || state == State.IDLE || state == State.CONNECTING) state = State.CLOSED;
+            if (state == State.CONNECTED || state == State.IDLE || state == State.CONNECTING || state == State.RECONNECTING) {
+                state = State.CLOSED;
+            }
             notifyAll();
         }
+        closeAttempt();
         closeChannel();
     }
 

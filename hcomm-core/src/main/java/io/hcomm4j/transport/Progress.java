@@ -51,6 +51,12 @@ final class Progress implements AutoCloseable {
     final Selector selector;
     private final ReentrantLock token = new ReentrantLock();
     private final AtomicInteger waiters = new AtomicInteger();
+    /**
+     * Threads in {@link #withToken} (installing a re-established connection, test hooks, close): spinning waiters leave
+     * the token to them, or a waiter that takes it again right after each poll could keep them out for long.
+     */
+    private volatile int urgent;
+    private static final java.lang.invoke.VarHandle URGENT;
     private final ConcurrentLinkedQueue<Thread> parked = new ConcurrentLinkedQueue<>();
     private final long spinNanos;
     private final Consumer<SelectionKey> onKey;
@@ -74,6 +80,7 @@ final class Progress implements AutoCloseable {
     static {
         try {
             POLLS = java.lang.invoke.MethodHandles.lookup().findVarHandle(Progress.class, "polls", int.class);
+            URGENT = java.lang.invoke.MethodHandles.lookup().findVarHandle(Progress.class, "urgent", int.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -138,6 +145,10 @@ final class Progress implements AutoCloseable {
                 // reading the clock costs about as much as polling a ring: while spinning flat out, every 8th turn only
                 if ((++turns & 7) == 0 || now - busyUntil >= 0) now = System.nanoTime();
                 if (now - deadline >= 0) return r.finished();
+                if (urgent != 0 && !token.isLocked()) {
+                    Thread.yield(); // a thread in withToken is about to take it
+                    continue;
+                }
                 if (token.tryLock()) {
                     try {
                         if (now - spinEnd < 0) {
@@ -350,8 +361,13 @@ final class Progress implements AutoCloseable {
     /** Runs {@code task} while holding the poll token (no poll runs concurrently). */
     void withToken(Runnable task) {
         waiters.incrementAndGet();
+        URGENT.getAndAdd(this, 1);
         if (blocking) selector.wakeup();
-        token.lock();
+        try {
+            token.lock();
+        } finally {
+            URGENT.getAndAdd(this, -1);
+        }
         try {
             task.run();
         } finally {

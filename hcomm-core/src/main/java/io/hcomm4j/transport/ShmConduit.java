@@ -11,7 +11,6 @@ import java.nio.channels.SelectionKey;
 import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * Two ranks of one host: frames travel through a pair of {@link ShmRing}s in one shared mapping (one ring per
@@ -52,8 +51,6 @@ final class ShmConduit implements Conduit {
     /** The directory of shared-memory files, and the prefix of the peer process's file names there. */
     private final Path dir;
     final String peerPrefix;
-    /** Sends whose data the peer reads from our mapping (DATA_REF), by msgId, until its DATA_DONE. */
-    final ConcurrentHashMap<Long, SendRequest> awaitingDone = new ConcurrentHashMap<>();
     private final ByteBuffer bellFromWriter = ByteBuffer.allocateDirect(1);
     private final ByteBuffer bellFromReader = ByteBuffer.allocateDirect(1);
     private final ByteBuffer drain = ByteBuffer.allocateDirect(64);
@@ -234,6 +231,18 @@ final class ShmConduit implements Conduit {
         return "shm";
     }
 
+    @Override
+    public void abort(TcpTransport.Drop how) throws IOException {
+        SocketConduit.abort(socket, how);
+    }
+
+    /** Whether the rings are unmapped (a replaced conduit whose unmap had to wait is retried at transport close). */
+    boolean released() {
+        synchronized (fileSeqs) {
+            return released;
+        }
+    }
+
     // -------------------------------------------------------------------------------------- progress hooks
 
     /** Spin poll: bytes to read, or room for queued frames. */
@@ -322,6 +331,11 @@ final class ShmConduit implements Conduit {
     // ------------------------------------------------------------------------------------------- closing
 
     @Override
+    /**
+     * Closes the doorbell socket and stops the polling of the rings; the rings stay mapped until {@link #release}, which
+     * the transport calls where no other thread can touch them (holding the progress token and the link's tx lock):
+     * unmapping a shared arena under a thread that is copying into it fails that copy and leaves the thread interrupted.
+     */
     public void close() {
         if (closed) return;
         closed = true;
@@ -331,7 +345,6 @@ final class ShmConduit implements Conduit {
         } catch (IOException ignored) {
             // closing anyway
         }
-        release();
     }
 
     /**

@@ -51,6 +51,14 @@ import org.slf4j.LoggerFactory;
  * rank (opened at start, re-opened past a failed one), so the live ranks form a ring over which every failure reaches
  * everyone, even ranks that never talked to the failed one.
  *
+ * <p><b>Recovery.</b> With {@code retryMax > 0} on both sides a link is reliable ({@link PeerLink}): a connection that
+ * breaks without a BYE, or stays silent for the heartbeat timeout, is re-established instead: both sides try to
+ * reconnect (the first attempt at once, then with exponential backoff; when both attempts meet, the lower rank's wins,
+ * as at the first connect), the hello says which connection it replaces and the last frame this side received
+ * completely, and each side sends again what the other did not receive. A reconnect that is refused (nothing listens at
+ * the peer's address any more: its process is gone) fails the peer at once, so a killed process is still noticed in
+ * milliseconds; after {@code retryMax} attempts the peer is declared failed as above.
+ *
  * <p>Ranks here are world ranks; communicators above translate.
  */
 public final class TcpTransport implements AutoCloseable {
@@ -66,8 +74,20 @@ public final class TcpTransport implements AutoCloseable {
     private static final int HELLO_EXT_BYTES = 6;
     private static final int SHM_OFFER = 1;
     private static final int MAX_SHM_NAME = 200;
+    /**
+     * Last part of the hello: i32 flags ({@link #HELLO_RELIABLE}), i64 epoch (0: a new connection; e: it replaces
+     * connection e, which the sender lost), i64 resume (the last frame the sender received completely on the link).
+     */
+    private static final int HELLO_RESUME_BYTES = 20;
+    /** Hello flag: this side keeps a resend log and reconnects (HCOMM_RETRY_MAX &gt; 0). */
+    private static final int HELLO_RELIABLE = 1;
     private static final byte ACCEPT = 1;
+    /** Not now: the other side keeps its own attempt, or the connection to replace was replaced already. */
     private static final byte REJECT = 2;
+    /** A reconnect to a rank that declared this one failed: it will not talk to it again. */
+    private static final byte GONE = 3;
+    /** Shortest time a reconnect attempt may take (connect, handshake, hello), whatever its window. */
+    private static final long MIN_ATTEMPT_NANOS = 50_000_000L;
 
     final int rank;
     final int size;
@@ -90,6 +110,11 @@ public final class TcpTransport implements AutoCloseable {
     private final ReentrantLock matchLock = new ReentrantLock();
     private final Map<Long, MatchTable> tables = new HashMap<>();
     volatile boolean closing;
+    /**
+     * The session closes and its links stop being kept alive: no more reconnects (set by {@link #close} once links being
+     * re-established had their chance and what was sent before close was acknowledged).
+     */
+    volatile boolean linksClosing;
     /** Ranks known to have failed (not those that closed in order), and why; guarded by {@link #matchLock}. */
     private final boolean[] dead;
     private final String[] deadWhy;
@@ -107,6 +132,23 @@ public final class TcpTransport implements AutoCloseable {
     private final Watchdog watchdog;
     final long heartbeatTimeoutNanos;
     final long heartbeatIntervalNanos;
+    /** Reconnect attempts for a lost connection (0: none, links are not reliable) and the first attempt's window. */
+    final int retryMax;
+    final long retryIntervalNanos;
+    /** Connections re-established, frames and bytes sent again for them, duplicate frames dropped (diagnostics, tests). */
+    final java.util.concurrent.atomic.AtomicLong reconnects = new java.util.concurrent.atomic.AtomicLong();
+    final java.util.concurrent.atomic.AtomicLong framesResent = new java.util.concurrent.atomic.AtomicLong();
+    final java.util.concurrent.atomic.AtomicLong bytesResent = new java.util.concurrent.atomic.AtomicLong();
+    final java.util.concurrent.atomic.AtomicLong duplicatesDropped = new java.util.concurrent.atomic.AtomicLong();
+    /** Replaced shared-memory conduits whose rings could not be unmapped at once (retried at close). */
+    private final List<ShmConduit> retired = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+    /**
+     * How a test breaks a connection ({@link #drop}, {@link #dropAfter}): {@code RESET} closes with an RST (SO_LINGER 0),
+     * {@code CLOSE} closes (the peer reads the end of the stream without a BYE, as when a process dies), {@code SHUTDOWN}
+     * shuts both directions down.
+     */
+    enum Drop { RESET, CLOSE, SHUTDOWN }
 
     /**
      * Shared memory between ranks of one host.
@@ -122,14 +164,31 @@ public final class TcpTransport implements AutoCloseable {
     /**
      * Settings the transport needs, taken from CommConfig by the layer above.
      *
-     * @param heartbeatTimeout  silence after which a connected peer is declared failed; zero: no heartbeats
+     * @param heartbeatTimeout  silence after which a connected peer is declared failed (a reliable link: its connection
+     *                          re-established); zero: no heartbeats
      * @param heartbeatInterval heartbeat period of an idle connection
+     * @param retryMax          attempts to re-establish a lost connection before its peer is declared failed; 0: none
+     * @param retryInterval     window of the first attempt; each next one twice the last, at most 8 times this
      */
     public record Options(Duration timeout, Duration connectTimeout, Duration spinTime, long eagerLimit,
-                          long unexpectedLimit, Duration heartbeatTimeout, Duration heartbeatInterval) {
-        /** Without heartbeats. */
+                          long unexpectedLimit, Duration heartbeatTimeout, Duration heartbeatInterval, int retryMax,
+                          Duration retryInterval) {
+        /** Without heartbeats and reconnects. */
         public Options(Duration timeout, Duration connectTimeout, Duration spinTime, long eagerLimit, long unexpectedLimit) {
             this(timeout, connectTimeout, spinTime, eagerLimit, unexpectedLimit, Duration.ZERO, Duration.ZERO);
+        }
+
+        /** Without reconnects. */
+        public Options(Duration timeout, Duration connectTimeout, Duration spinTime, long eagerLimit, long unexpectedLimit,
+                       Duration heartbeatTimeout, Duration heartbeatInterval) {
+            this(timeout, connectTimeout, spinTime, eagerLimit, unexpectedLimit, heartbeatTimeout, heartbeatInterval, 0,
+                    Duration.ofMillis(100));
+        }
+
+        /** The same with {@code retryMax} reconnect attempts, the first one's window {@code retryInterval}. */
+        public Options withRetry(int retryMax, Duration retryInterval) {
+            return new Options(timeout, connectTimeout, spinTime, eagerLimit, unexpectedLimit, heartbeatTimeout,
+                    heartbeatInterval, retryMax, retryInterval);
         }
     }
 
@@ -175,6 +234,8 @@ public final class TcpTransport implements AutoCloseable {
         this.incarnations = new long[size];
         this.heartbeatTimeoutNanos = o.heartbeatTimeout().toNanos();
         this.heartbeatIntervalNanos = o.heartbeatInterval().toNanos();
+        this.retryMax = o.retryMax();
+        this.retryIntervalNanos = o.retryInterval().toNanos();
         for (int i = 0; i < size; i++) links[i] = new PeerLink(this, i);
         this.listener = ServerSocketChannel.open();
         listener.setOption(StandardSocketOptions.SO_REUSEADDR, true);
@@ -235,6 +296,44 @@ public final class TcpTransport implements AutoCloseable {
         PeerLink l = links[peer];
         Conduit c = l.ch;
         return l.state == PeerLink.State.CONNECTED && c != null ? c.kind() : "none";
+    }
+
+    /**
+     * Connections re-established so far after a loss (each side of a pair counts its own), for diagnostics and tests.
+     */
+    public long reconnects() {
+        return reconnects.get();
+    }
+
+    /** Test hook: breaks the connection to {@code peer} now, as {@code how} says, without a BYE; false if it is not connected. */
+    boolean drop(int peer, Drop how) {
+        PeerLink l = links[peer];
+        boolean[] dropped = new boolean[1];
+        progress.withToken(() -> {
+            Conduit c = l.ch;
+            if (l.state != PeerLink.State.CONNECTED || c == null) return;
+            try {
+                c.abort(how);
+            } catch (IOException ignored) {
+                // broken either way
+            }
+            l.lost(new IOException("connection dropped by a test hook (" + how + ")"));
+            dropped[0] = true;
+        });
+        return dropped[0];
+    }
+
+    /**
+     * Test hook: as if the network to every peer were cut: reconnect attempts fail (no route) and incoming reconnects
+     * are turned down.
+     */
+    volatile boolean unreachable;
+
+    /** Test hook: the poller breaks the connection to {@code peer} as {@code how} says once it has read {@code bytes} more from it. */
+    void dropAfter(int peer, long bytes, Drop how) {
+        PeerLink l = links[peer];
+        l.dropHow = how;
+        l.dropAtRx = l.rxProgress() + bytes;
     }
 
     /** Where failures, abort notices and status requests go (call before {@link #start}). */
@@ -874,10 +973,10 @@ public final class TcpTransport implements AutoCloseable {
             long seq = reg.isEmpty() ? -1 : fileSequence(reg.get().file());
             if (seq >= 0) {
                 long offset = reg.get().offset();
-                c.awaitingDone.put(msgId, s);
+                l.awaitingDone.put(msgId, s);
                 oneCopySends.incrementAndGet();
                 if (!l.sendFrame(Frame.DATA_REF, (int) offset, seq, (int) (offset >>> 32), s.size, msgId, null, null)
-                        && c.awaitingDone.remove(msgId) != null) {
+                        && l.awaitingDone.remove(msgId) != null) {
                     s.fail(peerFailed(l.peer, s.describe(), null));
                 }
                 return;
@@ -923,8 +1022,8 @@ public final class TcpTransport implements AutoCloseable {
 
     /** The peer read a DATA_REF message of ours: its send is complete. */
     void onDataDone(PeerLink l, long msgId, int flags) throws PeerLink.ProtocolException {
-        if (!(l.ch instanceof ShmConduit c)) throw new PeerLink.ProtocolException("DATA_DONE over TCP");
-        SendRequest s = c.awaitingDone.remove(msgId);
+        if (!(l.ch instanceof ShmConduit)) throw new PeerLink.ProtocolException("DATA_DONE over TCP");
+        SendRequest s = l.awaitingDone.remove(msgId);
         if (s == null) throw new PeerLink.ProtocolException("DATA_DONE for unknown message " + msgId);
         if ((flags & Frame.DONE_FAILED) != 0) {
             s.fail(new HcommException("rank " + rank + ": " + s.describe() + ": rank " + l.peer
@@ -940,7 +1039,8 @@ public final class TcpTransport implements AutoCloseable {
      * connection that could not be made fails only this rank's ops (the peer may have closed in order).
      */
     void onPeerFailed(PeerLink l, Exception cause, boolean wasConnected) {
-        boolean evidence = !closing && !l.peerSaidBye && wasConnected;
+        // a rank declared failed itself is cut off: what it sees of the others is no evidence against them
+        boolean evidence = !closing && !l.peerSaidBye && wasConnected && !declaredFailed;
         int kind = cause instanceof PeerLink.ProtocolException ? Frame.FAIL_PROTOCOL
                 : cause instanceof PeerLink.ReportedFailure rf ? rf.kind : Frame.FAIL_LOST;
         String why = (kind == Frame.FAIL_PROTOCOL ? "protocol error: " : "") + cause.getMessage();
@@ -983,10 +1083,8 @@ public final class TcpTransport implements AutoCloseable {
         l.awaitingCts.clear();
         doomed.addAll(l.awaitingData.values());
         l.awaitingData.clear();
-        if (l.ch instanceof ShmConduit c) {
-            doomed.addAll(c.awaitingDone.values());
-            c.awaitingDone.clear();
-        }
+        doomed.addAll(l.awaitingDone.values());
+        l.awaitingDone.clear();
         for (Request<?> r : doomed) {
             if (closing) r.fail(new CommAbortedException("rank " + rank + ": " + r.describe() + " failed: the session is closed"));
             else r.fail(peerFailed(p, r.describe(), cause));
@@ -1038,7 +1136,11 @@ public final class TcpTransport implements AutoCloseable {
         if (!declaredFailed) {
             int forward = kind == Frame.FAIL_REPORTED ? Frame.FAIL_REPORTED : kind;
             for (PeerLink q : links) {
-                if (q.peer != p && q.state == PeerLink.State.CONNECTED) q.sendFrame(Frame.FAILED, forward, 0, p, 0, 0, null, null);
+                // a link being re-established keeps the notice in its resend log
+                PeerLink.State qs = q.state;
+                if (q.peer != p && (qs == PeerLink.State.CONNECTED || qs == PeerLink.State.RECONNECTING)) {
+                    q.sendFrame(Frame.FAILED, forward, 0, p, 0, 0, null, null);
+                }
             }
             connectNeighbour();
         }
@@ -1069,6 +1171,13 @@ public final class TcpTransport implements AutoCloseable {
         if (closing || l.state != PeerLink.State.CONNECTED) return;
         String why = "nothing came from it for " + silentNanos / 1_000_000 + " ms (HCOMM_HEARTBEAT_TIMEOUT "
                 + heartbeatTimeoutNanos / 1_000_000 + " ms)";
+        PeerLink.ReportedFailure silence = new PeerLink.ReportedFailure(why, Frame.FAIL_SILENT);
+        if (l.mayReconnect(silence)) {
+            // maybe only this connection is stuck (a link that went down and up, a lost route): replace it; a peer that
+            // does not answer a new connection within the retry budget is declared failed then
+            l.lost(silence);
+            return;
+        }
         // the peer reads this if it ever runs again, and knows it was left out
         l.sendFrame(Frame.FAILED, Frame.FAIL_SILENT, 0, l.peer, 0, 0, null, null);
         noteDead(l.peer, why, Frame.FAIL_SILENT);
@@ -1079,15 +1188,7 @@ public final class TcpTransport implements AutoCloseable {
     void onFailedNotice(PeerLink from, int p, int flags) {
         if (closing) return;
         if (p == rank) {
-            if (declaredFailed) return;
-            declaredFailed = true;
-            String why = "rank " + from.peer + " declared this rank failed: " + Frame.failReason(flags);
-            LOG.error("rank {}: {}; its communicators are unusable", rank, why);
-            try {
-                events.declaredFailed(from.peer, why);
-            } catch (RuntimeException e) {
-                LOG.warn("rank {}: failure listener threw", rank, e);
-            }
+            declaredFailedBy(from.peer, "rank " + from.peer + " declared this rank failed: " + Frame.failReason(flags));
             return;
         }
         if (p == from.peer) return; // nobody reports itself
@@ -1102,6 +1203,33 @@ public final class TcpTransport implements AutoCloseable {
         String why = "rank " + from.peer + " reports it failed: " + Frame.failReason(flags);
         noteDead(p, why, Frame.FAIL_REPORTED);
         failLink(p, new PeerLink.ReportedFailure(why, Frame.FAIL_REPORTED));
+    }
+
+    /** Another rank declared this one failed: it stops forwarding and reconnecting, its communicators become FAILED. */
+    private void declaredFailedBy(int by, String why) {
+        if (declaredFailed) return;
+        declaredFailed = true;
+        LOG.error("rank {}: {}; its communicators are unusable", rank, why);
+        try {
+            events.declaredFailed(by, why);
+        } catch (RuntimeException e) {
+            LOG.warn("rank {}: failure listener threw", rank, e);
+        }
+    }
+
+    /** Whether another rank declared this one failed. */
+    boolean isDeclaredFailed() {
+        return declaredFailed;
+    }
+
+    /** Whether world rank {@code p} is known to have failed. */
+    boolean isDead(int p) {
+        matchLock.lock();
+        try {
+            return dead[p];
+        } finally {
+            matchLock.unlock();
+        }
     }
 
     void onAbortNotice(PeerLink from, long commId) {
@@ -1182,7 +1310,7 @@ public final class TcpTransport implements AutoCloseable {
             for (SendRequest sr : l.awaitingCts.values()) if (baseId(sr.commId) == base) doomed.add(sr);
             for (RecvRequest rr : l.awaitingData.values()) if (baseId(rr.commId) == base) doomed.add(rr);
             l.queuedRequests(sr -> baseId(sr.commId) == base, doomed);
-            if (l.ch instanceof ShmConduit c) for (SendRequest sr : c.awaitingDone.values()) if (baseId(sr.commId) == base) doomed.add(sr);
+            for (SendRequest sr : l.awaitingDone.values()) if (baseId(sr.commId) == base) doomed.add(sr);
         }
         for (Runnable r : refusals) r.run();
         for (Request<?> r : doomed) r.fail(error.get());
@@ -1284,7 +1412,7 @@ public final class TcpTransport implements AutoCloseable {
         synchronized (l) {
             while (l.state != PeerLink.State.IDLE) {
                 switch (l.state) {
-                    case CONNECTED -> { return l; }
+                    case CONNECTED, RECONNECTING -> { return l; }
                     case FAILED, CLOSED -> throw peerFailed(peer, "connect to rank " + peer, null);
                     default -> waitOn(l, deadline, peer);
                 }
@@ -1343,24 +1471,90 @@ public final class TcpTransport implements AutoCloseable {
      */
     private void connect(PeerLink l, long deadline) {
         ShmOptions so = shm;
-        ShmConduit.Mapping offer = null;
-        if (so != null && so.sameHost().test(l.peer)) {
-            try {
-                offer = ShmConduit.create(so.dir(), rank, l.peer, jobToken, so.ringBytes());
-            } catch (IOException | RuntimeException e) {
-                LOG.warn("rank {}: cannot create a shared-memory ring file for rank {} in {} ({}); using TCP to it", rank, l.peer,
-                        so.dir(), e.toString());
-            }
-        }
+        ShmConduit.Mapping offer = ringOffer(l.peer);
         boolean[] used = new boolean[1];
         try {
             connect(l, deadline, offer, used);
         } finally {
-            if (offer != null) {
-                ShmConduit.unlink(so.dir(), offer.name());
-                if (!used[0]) offer.unmap();
-            }
+            dropOffer(so, offer, used[0]);
         }
+    }
+
+    /** A ring file to offer {@code peer} if it shares this host and shared memory is on, else null (TCP). */
+    private ShmConduit.Mapping ringOffer(int peer) {
+        ShmOptions so = shm;
+        if (so == null || !so.sameHost().test(peer)) return null;
+        try {
+            return ShmConduit.create(so.dir(), rank, peer, jobToken, so.ringBytes());
+        } catch (IOException | RuntimeException e) {
+            LOG.warn("rank {}: cannot create a shared-memory ring file for rank {} in {} ({}); using TCP to it", rank, peer,
+                    so.dir(), e.toString());
+            return null;
+        }
+    }
+
+    /** The offered ring file goes from the directory (the peer has mapped it, or will not); unmapped unless in use. */
+    private static void dropOffer(ShmOptions so, ShmConduit.Mapping offer, boolean used) {
+        if (offer == null) return;
+        ShmConduit.unlink(so.dir(), offer.name());
+        if (!used) offer.unmap();
+    }
+
+    /**
+     * Writes the hello (blocking channel): this rank, the peer, the world size, the job token, our eager limit, the ring
+     * file offered (or none), whether we resend, the connection it replaces (0: none) and the last frame received.
+     */
+    private void writeHello(SocketChannel ch, int peer, byte[] offerName, long epoch, long resume) throws IOException {
+        ByteBuffer hello = ByteBuffer.allocate(HELLO_BYTES + HELLO_EXT_BYTES + offerName.length + HELLO_RESUME_BYTES)
+                .putInt(HELLO_MAGIC).putInt(rank).putInt(peer).putInt(size).putLong(jobToken + incarnations[rank]).putLong(unexpectedLimit)
+                .putInt(offerName.length == 0 ? 0 : SHM_OFFER).putShort((short) offerName.length).put(offerName)
+                .putInt(retryMax > 0 ? HELLO_RELIABLE : 0).putLong(epoch).putLong(resume).flip();
+        while (hello.hasRemaining()) ch.write(hello);
+    }
+
+    /** The answer to a hello: ACCEPT (with the acceptor's settings and where it resumes), REJECT or GONE. */
+    private record Answer(byte code, long peerLimit, String peerPrefix, boolean reliable, long epoch, long resume) {
+    }
+
+    private static Answer readAnswer(SocketChannel ch, int peer) throws IOException {
+        var in = ch.socket().getInputStream();
+        int b = in.read();
+        if (b == REJECT || b == GONE) return new Answer((byte) b, 0, null, false, 0, 0);
+        if (b != ACCEPT) throw new IOException("rank " + peer + " closed the connection during the hello");
+        byte[] lim = in.readNBytes(8);
+        if (lim.length < 8) throw new IOException("rank " + peer + " closed the connection during the hello");
+        long peerLimit = ByteBuffer.wrap(lim).getLong();
+        if (peerLimit < 0) throw new IOException("rank " + peer + " announced a negative eager limit");
+        int shmAnswer = in.read();
+        String peerPrefix = null;
+        if (shmAnswer == SHM_OFFER) {
+            byte[] len = in.readNBytes(2);
+            int n = len.length < 2 ? -1 : ByteBuffer.wrap(len).getShort() & 0xffff;
+            if (n < 1 || n > MAX_SHM_NAME) throw new IOException("rank " + peer + " sent a bad hello answer");
+            byte[] p = in.readNBytes(n);
+            if (p.length < n) throw new IOException("rank " + peer + " closed the connection during the hello");
+            peerPrefix = new String(p, StandardCharsets.US_ASCII);
+        } else if (shmAnswer != 0) {
+            throw new IOException("rank " + peer + " closed the connection during the hello");
+        }
+        byte[] tail = in.readNBytes(HELLO_RESUME_BYTES);
+        if (tail.length < HELLO_RESUME_BYTES) throw new IOException("rank " + peer + " closed the connection during the hello");
+        ByteBuffer t = ByteBuffer.wrap(tail);
+        int flags = t.getInt();
+        long epoch = t.getLong();
+        long resume = t.getLong();
+        if ((flags & ~HELLO_RELIABLE) != 0 || epoch < 0 || resume < 0) throw new IOException("rank " + peer + " sent a bad hello answer");
+        return new Answer(ACCEPT, peerLimit, peerPrefix, (flags & HELLO_RELIABLE) != 0, epoch, resume);
+    }
+
+    /** Accepts a hello (blocking channel): our eager limit, our file-name prefix if we mapped the offered rings, our resend flag, the connection's number and where we resume. */
+    private void writeAccept(SocketChannel ch, boolean mapped, long epoch, long resume) throws IOException {
+        byte[] me = mapped ? SharedFiles.ownPrefix().getBytes(StandardCharsets.US_ASCII) : new byte[0];
+        ByteBuffer reply = ByteBuffer.allocate(10 + (mapped ? 2 + me.length : 0) + HELLO_RESUME_BYTES).put(ACCEPT)
+                .putLong(unexpectedLimit).put((byte) (mapped ? SHM_OFFER : 0));
+        if (mapped) reply.putShort((short) me.length).put(me);
+        reply.putInt(retryMax > 0 ? HELLO_RELIABLE : 0).putLong(epoch).putLong(resume).flip();
+        while (reply.hasRemaining()) ch.write(reply);
     }
 
     private void connect(PeerLink l, long deadline, ShmConduit.Mapping offer, boolean[] used) {
@@ -1378,57 +1572,36 @@ public final class TcpTransport implements AutoCloseable {
                 ch.socket().connect(addr, (int) Math.max(1, Math.min(10_000, (connectDeadline - System.nanoTime()) / 1_000_000)));
                 ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
                 auth.connect(ch, Auth.DATA, Duration.ofSeconds(10));
-                ByteBuffer hello = ByteBuffer.allocate(HELLO_BYTES + HELLO_EXT_BYTES + offerName.length).putInt(HELLO_MAGIC)
-                        .putInt(rank).putInt(peer).putInt(size).putLong(jobToken + incarnations[rank]).putLong(unexpectedLimit)
-                        .putInt(offer == null ? 0 : SHM_OFFER).putShort((short) offerName.length).put(offerName).flip();
-                while (hello.hasRemaining()) ch.write(hello);
+                writeHello(ch, peer, offerName, 0, 0);
                 ch.socket().setSoTimeout(10_000);
-                var in = ch.socket().getInputStream();
-                int b = in.read();
-                if (b == ACCEPT) {
-                    byte[] lim = in.readNBytes(8);
-                    if (lim.length < 8) throw new IOException("rank " + peer + " closed the connection during the hello");
-                    long peerLimit = ByteBuffer.wrap(lim).getLong();
-                    if (peerLimit < 0) throw new IOException("rank " + peer + " announced a negative eager limit");
-                    int shmAnswer = in.read();
-                    String peerPrefix = null;
-                    if (shmAnswer == SHM_OFFER) {
-                        byte[] len = in.readNBytes(2);
-                        int n = len.length < 2 ? -1 : ByteBuffer.wrap(len).getShort() & 0xffff;
-                        if (n < 1 || n > MAX_SHM_NAME) throw new IOException("rank " + peer + " sent a bad hello answer");
-                        byte[] p = in.readNBytes(n);
-                        if (p.length < n) throw new IOException("rank " + peer + " closed the connection during the hello");
-                        peerPrefix = new String(p, StandardCharsets.US_ASCII);
-                    } else if (shmAnswer != 0) {
-                        throw new IOException("rank " + peer + " closed the connection during the hello");
-                    }
-                    if (offer != null && peerPrefix == null) {
+                Answer a = readAnswer(ch, peer);
+                if (a.code() == ACCEPT) {
+                    if (offer != null && a.peerPrefix() == null) {
                         LOG.warn("rank {}: rank {} did not map the shared-memory rings offered to it; using TCP to it", rank, peer);
                     }
-                    Conduit conduit = offer != null && peerPrefix != null
-                            ? ShmConduit.of(l, progress, ch, offer, true, shm.dir(), peerPrefix)
+                    Conduit conduit = offer != null && a.peerPrefix() != null
+                            ? ShmConduit.of(l, progress, ch, offer, true, shm.dir(), a.peerPrefix())
                             : new SocketConduit(ch, l, progress);
                     synchronized (l) {
                         if (l.state == PeerLink.State.FAILED || l.state == PeerLink.State.CLOSED) {
                             // failed (reported by another rank) or closed while we connected
-                            conduit.close();
+                            discard(conduit);
                             throw peerFailed(peer, "connect to rank " + peer, null);
                         }
-                        l.install(conduit, peerLimit);
+                        l.install(conduit, a.peerLimit(), retryMax > 0 && a.reliable());
                         used[0] = conduit instanceof ShmConduit;
                     }
                     return;
                 }
                 ch.close();
-                if (b == REJECT) {
+                if (a.code() == REJECT) {
                     // both sides connected at once and the peer (lower rank) keeps its own attempt: wait for it
                     synchronized (l) {
                         while (l.state == PeerLink.State.CONNECTING) waitOn(l, deadline, peer);
                         if (l.state == PeerLink.State.CONNECTED) return;
                     }
-                    throw peerFailed(peer, "connect to rank " + peer, null);
                 }
-                last = new IOException("rank " + peer + " closed the connection during the hello");
+                throw peerFailed(peer, "connect to rank " + peer, null);
             } catch (Auth.AuthException e) {
                 closeQuietly(ch);
                 throw new HcommException("rank " + rank + ": rank " + peer + " at " + addr + " failed authentication: "
@@ -1455,15 +1628,312 @@ public final class TcpTransport implements AutoCloseable {
                 + (last == null ? "closing" : last.getMessage()), List.of(peer), last);
     }
 
+    // ------------------------------------------------------------------------------------- reconnecting
+
+    /** How one reconnect attempt ended. */
+    private enum Attempt { INSTALLED, REJECTED, GONE, SUPERSEDED }
+
+    /**
+     * Starts re-establishing the connection of {@code l} (state RECONNECTING) on a virtual thread
+     * ({@code hcomm-reconnect-<rank>}), unless one does already: one per link, for as long as it is RECONNECTING.
+     */
+    void reconnect(PeerLink l) {
+        synchronized (l) {
+            if (l.recovering || l.state != PeerLink.State.RECONNECTING || linksClosing) return;
+            l.recovering = true;
+        }
+        Thread.ofVirtual().name("hcomm-reconnect-" + rank).start(() -> {
+            boolean clean = false;
+            try {
+                reconnectLoop(l);
+                clean = true;
+            } catch (RuntimeException e) {
+                LOG.warn("rank {}: re-establishing the connection to rank {} failed unexpectedly", rank, l.peer, e);
+                l.fail(new IOException("re-establishing the connection failed: " + e, e));
+            } finally {
+                if (!clean) {
+                    synchronized (l) {
+                        l.recovering = false;
+                    }
+                }
+            }
+        });
+    }
+
+    /**
+     * Attempts to re-establish the connection: the first at once, each in a window twice as long as the one before
+     * (from HCOMM_RETRY_INTERVAL, at most 8 times it), the next one when the window ends; gives up after retryMax
+     * attempts (the peer is declared failed) or at once when the connection is refused (nothing listens at the peer's
+     * address any more: its process is gone) or the peer declared this rank failed. Ends when the link is no longer
+     * RECONNECTING (an attempt of either side succeeded); a new loss starts the count again. Clears
+     * {@code l.recovering} in the same critical section that decides to stop.
+     */
+    private void reconnectLoop(PeerLink l) {
+        long incident = 0;
+        int attempt = 0;
+        long window = retryIntervalNanos;
+        Exception last = null;
+        while (true) {
+            synchronized (l) {
+                if (l.state != PeerLink.State.RECONNECTING || linksClosing) {
+                    l.recovering = false;
+                    return;
+                }
+                if (l.lostAt != incident) {
+                    incident = l.lostAt;
+                    attempt = 0;
+                    window = retryIntervalNanos;
+                    last = null;
+                }
+                if (attempt >= retryMax) break;
+                attempt++;
+                l.attempting = true;
+            }
+            long start = System.nanoTime();
+            long end = start + window;
+            Attempt outcome = Attempt.REJECTED;
+            IOException refused = null;
+            try {
+                progress.withToken(l::detachRx);
+                outcome = reconnectAttempt(l, Math.max(end, start + MIN_ATTEMPT_NANOS));
+            } catch (IOException e) {
+                last = e;
+                if (isRefused(e)) refused = e;
+            } finally {
+                synchronized (l) {
+                    l.attempting = false;
+                    l.notifyAll();
+                }
+            }
+            if (refused != null) {
+                long stall = heartbeats() ? watchdog.recentStall(System.nanoTime(), Math.max(5_000_000_000L, 2 * heartbeatTimeoutNanos)) : 0;
+                if (stall >= heartbeatTimeoutNanos && stall > 0) {
+                    // this process could not run for longer than the heartbeat timeout (stopped, frozen): the peers took it
+                    // for failed, gave up on it, and this one is gone (ended) since; the rank was left out, not the peer
+                    String why = "this rank could not run for " + stall / 1_000_000 + " ms (longer than HCOMM_HEARTBEAT_TIMEOUT "
+                            + heartbeatTimeoutNanos / 1_000_000 + " ms), and rank " + l.peer + " no longer takes connections ("
+                            + refused.getMessage() + "): the others have declared this rank failed";
+                    declaredFailedBy(l.peer, why);
+                    l.fail(new PeerLink.ReportedFailure(why, Frame.FAIL_REPORTED));
+                } else {
+                    // no listener at the peer's address: its process is gone (or it closed its session)
+                    l.fail(new IOException("its connection broke (" + describe(l.lossCause) + ") and reconnecting was refused ("
+                            + refused.getMessage() + "): its process is gone", refused));
+                }
+                finishLoop(l);
+                return;
+            }
+            if (outcome == Attempt.INSTALLED) {
+                long ms = (System.nanoTime() - incident) / 1_000_000;
+                LOG.info("rank {}: re-established the connection to rank {} after {} ms ({} attempt{}, connection {}); "
+                        + "{} frames ({} bytes) sent again", rank, l.peer, ms, attempt, attempt == 1 ? "" : "s", l.epoch,
+                        l.lastResent, l.lastResentBytes);
+                continue;
+            }
+            if (outcome == Attempt.GONE) {
+                declaredFailedBy(l.peer, "rank " + l.peer + " declared this rank failed (it refused to reconnect with it)");
+                l.fail(new PeerLink.ReportedFailure("rank " + l.peer + " declared this rank failed", Frame.FAIL_REPORTED));
+                finishLoop(l);
+                return;
+            }
+            if (outcome == Attempt.REJECTED && last == null) last = new IOException("the attempt was turned down (rank " + l.peer + " keeps its own)");
+            // wait for the end of the window, or until the link changes (the peer's attempt was accepted here)
+            synchronized (l) {
+                long left;
+                while (l.state == PeerLink.State.RECONNECTING && l.lostAt == incident && !linksClosing
+                        && (left = end - System.nanoTime()) > 0) {
+                    try {
+                        l.wait(Math.max(1, left / 1_000_000));
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        break;
+                    }
+                }
+            }
+            window = Math.min(window * 2, 8 * retryIntervalNanos);
+        }
+        long ms = (System.nanoTime() - incident) / 1_000_000;
+        int kind = l.lossCause instanceof PeerLink.ReportedFailure rf ? rf.kind : Frame.FAIL_LOST;
+        String why = describe(l.lossCause) + "; " + attempt + " attempt" + (attempt == 1 ? "" : "s") + " to reconnect in "
+                + ms + " ms failed (HCOMM_RETRY_MAX " + retryMax + ", last: " + describe(last) + ")";
+        // a silent peer is logged when announced, a lost connection by the link
+        l.fail(kind == Frame.FAIL_SILENT ? new PeerLink.ReportedFailure(why, kind) : new IOException(why));
+        finishLoop(l);
+    }
+
+    /** A connect that was refused (ECONNREFUSED: nothing listens at the address), not one that timed out or found no route. */
+    private static boolean isRefused(IOException e) {
+        return e instanceof java.net.ConnectException && e.getMessage() != null && e.getMessage().contains("refused");
+    }
+
+    private static void finishLoop(PeerLink l) {
+        synchronized (l) {
+            l.recovering = false;
+        }
+    }
+
+    private static String describe(Exception e) {
+        if (e == null) return "none";
+        if (e instanceof PeerLink.ReportedFailure) return e.getMessage();
+        return e.getMessage() == null ? e.getClass().getSimpleName() : e.getClass().getSimpleName() + ": " + e.getMessage();
+    }
+
+    /** One reconnect attempt: connect, handshake, hello, and if accepted install the new connection; by {@code end}. */
+    private Attempt reconnectAttempt(PeerLink l, long end) throws IOException {
+        ShmOptions so = shm;
+        ShmConduit.Mapping offer = ringOffer(l.peer);
+        boolean[] used = new boolean[1];
+        try {
+            return reconnectAttempt(l, end, offer, used);
+        } finally {
+            dropOffer(so, offer, used[0]);
+        }
+    }
+
+    private Attempt reconnectAttempt(PeerLink l, long end, ShmConduit.Mapping offer, boolean[] used) throws IOException {
+        int peer = l.peer;
+        InetSocketAddress addr = addressBook.apply(peer);
+        byte[] offerName = offer == null ? new byte[0] : offer.name().getBytes(StandardCharsets.US_ASCII);
+        long resume = l.rxDone();
+        long epoch;
+        synchronized (l) {
+            epoch = l.epoch;
+        }
+        SocketChannel ch = SocketChannel.open();
+        l.attemptChannel = ch;
+        boolean keep = false;
+        try {
+            if (linksClosing || l.state != PeerLink.State.RECONNECTING) return Attempt.SUPERSEDED;
+            if (unreachable) throw new java.net.NoRouteToHostException("no route to " + addr + " (test hook)");
+            ch.socket().connect(addr, millisLeft(end));
+            ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
+            auth.connect(ch, Auth.DATA, Duration.ofMillis(millisLeft(end)));
+            writeHello(ch, peer, offerName, epoch, resume);
+            ch.socket().setSoTimeout(millisLeft(end));
+            Answer a = readAnswer(ch, peer);
+            if (a.code() == REJECT) return Attempt.REJECTED;
+            if (a.code() == GONE) return Attempt.GONE;
+            if (!a.reliable()) throw new IOException("rank " + peer + " accepted a reconnect but does not resend");
+            Conduit conduit = offer != null && a.peerPrefix() != null
+                    ? ShmConduit.of(l, progress, ch, offer, true, shm.dir(), a.peerPrefix())
+                    : new SocketConduit(ch, l, progress);
+            used[0] = conduit instanceof ShmConduit;
+            Object[] result = new Object[1];
+            progress.withToken(() -> {
+                synchronized (l) {
+                    // the receive side must not have moved since the hello said where to resume
+                    if (linksClosing || l.state != PeerLink.State.RECONNECTING || l.rxDone() != resume) return;
+                    try {
+                        result[0] = l.installResumed(conduit, a.epoch(), a.resume());
+                    } catch (IOException e) {
+                        result[0] = e;
+                    }
+                }
+            });
+            if (result[0] instanceof List<?> done) {
+                keep = true;
+                for (Object s : done) ((SendRequest) s).succeed(null);
+                return Attempt.INSTALLED;
+            }
+            discard(conduit);
+            if (result[0] instanceof PeerLink.ProtocolException pe) {
+                LOG.warn("rank {}: cannot resume the connection to rank {}: {}", rank, peer, pe.getMessage());
+                l.fail(pe);
+            }
+            return Attempt.SUPERSEDED;
+        } finally {
+            l.attemptChannel = null;
+            if (!keep) closeQuietly(ch);
+        }
+    }
+
+    private static int millisLeft(long end) {
+        return (int) Math.max(1, Math.min(Integer.MAX_VALUE, (end - System.nanoTime()) / 1_000_000));
+    }
+
+    /** Waits until no link is RECONNECTING any more (reconnected or failed), or until {@code deadline}. */
+    private void awaitReconnecting(long deadline) {
+        for (PeerLink l : links) {
+            synchronized (l) {
+                long left;
+                while (l.state == PeerLink.State.RECONNECTING && (left = deadline - System.nanoTime()) > 0) {
+                    try {
+                        l.wait(Math.max(1, left / 1_000_000));
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /** The longest a lost connection is being re-established before its peer is declared failed: the sum of the attempt windows. */
+    long retryBudgetNanos() {
+        long sum = 0, window = retryIntervalNanos;
+        for (int k = 0; k < retryMax; k++) {
+            sum += Math.max(window, MIN_ATTEMPT_NANOS);
+            window = Math.min(window * 2, 8 * retryIntervalNanos);
+        }
+        return sum;
+    }
+
+    /**
+     * Closes a lost, replaced or failed conduit (any thread). Shared-memory rings are unmapped later, where no thread can
+     * be copying into them: when the link installs its next connection, or when the transport closes.
+     */
+    void retire(Conduit old) {
+        if (old == null) return;
+        try {
+            old.close();
+        } catch (IOException ignored) {
+            // closing anyway
+        }
+        if (old instanceof ShmConduit c && !c.released() && !retired.contains(c)) retired.add(c);
+    }
+
+    /** Closes a conduit that was never installed (nobody else has seen it), rings unmapped at once. */
+    private static void discard(Conduit c) throws IOException {
+        c.close();
+        if (c instanceof ShmConduit sc) sc.release();
+    }
+
+    /** Unmaps the retired rings of {@code l} (progress token and {@code l}'s tx lock held: nobody touches them). */
+    void releaseRetired(PeerLink l) {
+        for (ShmConduit c : retired) {
+            if (c.link != l || l.ch == c) continue;
+            c.release();
+            if (c.released()) retired.remove(c);
+        }
+    }
+
+    /**
+     * Whether a reconnect from {@code src} that replaces its connection {@code helloEpoch} is taken now (progress token
+     * and monitor of {@code l} held): not from a rank declared failed (GONE); not one that started before the connection
+     * we have now (its epoch is older); not while our own attempt runs and we are the lower rank (ours wins, as at the
+     * first connect).
+     */
+    private byte reconnectVerdict(PeerLink l, int src, long helloEpoch, boolean peerReliable) {
+        if (linksClosing || unreachable) return REJECT;
+        return switch (l.state) {
+            case FAILED -> isDead(src) ? GONE : REJECT;
+            case CONNECTED -> l.reliable && peerReliable && helloEpoch >= l.epoch ? ACCEPT : REJECT;
+            case RECONNECTING -> peerReliable && !(l.attempting && rank < src) ? ACCEPT : REJECT;
+            default -> REJECT;
+        };
+    }
+
+    // ------------------------------------------------------------------------------------------ accepting
+
     private void acceptLoop() {
-        while (!closing) {
+        while (!linksClosing) {
             SocketChannel ch;
             try {
                 ch = listener.accept();
             } catch (ClosedChannelException e) {
                 return;
             } catch (IOException e) {
-                if (!closing) LOG.warn("rank {}: accept failed: {}", rank, e.toString());
+                if (!linksClosing) LOG.warn("rank {}: accept failed: {}", rank, e.toString());
                 continue;
             }
             Thread.ofVirtual().name("hcomm-hello-" + rank).start(() -> handshake(ch));
@@ -1502,6 +1972,14 @@ public final class TcpTransport implements AutoCloseable {
             byte[] nb = in.readNBytes(nameLen);
             if (nb.length < nameLen) throw new IOException("short hello");
             String ringFile = nameLen == 0 ? null : new String(nb, StandardCharsets.US_ASCII);
+            byte[] tail = in.readNBytes(HELLO_RESUME_BYTES);
+            if (tail.length < HELLO_RESUME_BYTES) throw new IOException("short hello");
+            ByteBuffer r = ByteBuffer.wrap(tail);
+            int flags = r.getInt();
+            long epoch = r.getLong();
+            long resume = r.getLong();
+            if ((flags & ~HELLO_RELIABLE) != 0 || epoch < 0 || resume < 0) throw new IOException("bad hello resume part");
+            boolean peerReliable = (flags & HELLO_RELIABLE) != 0;
             ShmOptions so = shm;
             ShmConduit.Mapping mapped = null;
             String peerPrefix = null;
@@ -1517,24 +1995,8 @@ public final class TcpTransport implements AutoCloseable {
             PeerLink l = links[src];
             boolean used = false;
             try {
-                synchronized (l) {
-                    boolean keepOurs = l.state == PeerLink.State.CONNECTING && rank < src;
-                    if (l.state == PeerLink.State.IDLE || (l.state == PeerLink.State.CONNECTING && !keepOurs)) {
-                        byte[] me = mapped == null ? new byte[0] : SharedFiles.ownPrefix().getBytes(StandardCharsets.US_ASCII);
-                        ByteBuffer reply = ByteBuffer.allocate(10 + (mapped == null ? 0 : 2 + me.length)).put(ACCEPT).putLong(unexpectedLimit)
-                                .put((byte) (mapped == null ? 0 : SHM_OFFER));
-                        if (mapped != null) reply.putShort((short) me.length).put(me);
-                        reply.flip();
-                        while (reply.hasRemaining()) ch.write(reply);
-                        Conduit conduit = mapped != null ? ShmConduit.of(l, progress, ch, mapped, false, so.dir(), peerPrefix)
-                                : new SocketConduit(ch, l, progress);
-                        used = mapped != null;
-                        l.install(conduit, peerLimit);
-                        return;
-                    }
-                    ch.write(ByteBuffer.wrap(new byte[] {REJECT}));
-                    ch.close();
-                }
+                used = epoch == 0 ? acceptNew(ch, l, src, peerLimit, peerReliable, mapped, peerPrefix, so)
+                        : acceptReconnect(ch, l, src, epoch, resume, peerReliable, mapped, peerPrefix, so);
             } finally {
                 if (mapped != null && !used) mapped.unmap();
             }
@@ -1545,6 +2007,89 @@ public final class TcpTransport implements AutoCloseable {
             if (!closing) LOG.warn("rank {}: refused a data connection from {}: {}", rank, from, e.toString());
             closeQuietly(ch);
         }
+    }
+
+    /** A first connection from {@code src}: taken unless ours is under way and we are the lower rank; true if the rings are used. */
+    private boolean acceptNew(SocketChannel ch, PeerLink l, int src, long peerLimit, boolean peerReliable,
+                              ShmConduit.Mapping mapped, String peerPrefix, ShmOptions so) throws IOException {
+        synchronized (l) {
+            boolean keepOurs = l.state == PeerLink.State.CONNECTING && rank < src;
+            if (l.state == PeerLink.State.IDLE || (l.state == PeerLink.State.CONNECTING && !keepOurs)) {
+                writeAccept(ch, mapped != null, 1, 0);
+                Conduit conduit = mapped != null ? ShmConduit.of(l, progress, ch, mapped, false, so.dir(), peerPrefix)
+                        : new SocketConduit(ch, l, progress);
+                l.install(conduit, peerLimit, retryMax > 0 && peerReliable);
+                return mapped != null;
+            }
+            ch.write(ByteBuffer.wrap(new byte[] {REJECT}));
+            ch.close();
+            return false;
+        }
+    }
+
+    /**
+     * {@code src} re-establishes the connection that replaces its connection {@code helloEpoch} and has every frame of
+     * ours up to {@code peerResume}. If taken ({@link #reconnectVerdict}), ours (if it still looked alive) is dropped,
+     * the receive side rolled back, the answer says where we resume, and the new connection goes in with what the peer
+     * lacks queued first; all under the progress token and the link's monitor. True if the rings are used.
+     */
+    private boolean acceptReconnect(SocketChannel ch, PeerLink l, int src, long helloEpoch, long peerResume, boolean peerReliable,
+                                    ShmConduit.Mapping mapped, String peerPrefix, ShmOptions so) throws IOException {
+        byte[] verdict = new byte[1];
+        boolean[] used = new boolean[1];
+        Object[] result = new Object[1];
+        progress.withToken(() -> {
+            synchronized (l) {
+                Conduit conduit = null;
+                try {
+                    byte v = reconnectVerdict(l, src, helloEpoch, peerReliable);
+                    if (v == ACCEPT && !l.canResumeFrom(peerResume)) {
+                        // the hello was made before the peer received (and acknowledged) more: a late attempt, not ours to take
+                        LOG.debug("rank {}: turned down a late reconnect from rank {} (resume point {})", rank, src, peerResume);
+                        v = REJECT;
+                    }
+                    verdict[0] = v;
+                    if (v != ACCEPT) {
+                        ch.write(ByteBuffer.wrap(new byte[] {v}));
+                        ch.close();
+                        return;
+                    }
+                    if (l.state == PeerLink.State.CONNECTED) {
+                        l.detach(new IOException("rank " + src + " re-established the connection (connection " + l.epoch + " broke on its side)"));
+                    }
+                    l.detachRx();
+                    long newEpoch = Math.max(l.epoch, helloEpoch) + 1;
+                    writeAccept(ch, mapped != null, newEpoch, l.rxDone());
+                    conduit = mapped != null ? ShmConduit.of(l, progress, ch, mapped, false, so.dir(), peerPrefix)
+                            : new SocketConduit(ch, l, progress);
+                    used[0] = mapped != null;
+                    result[0] = l.installResumed(conduit, newEpoch, peerResume);
+                } catch (IOException e) {
+                    result[0] = e;
+                    if (conduit != null) retire(conduit);
+                }
+            }
+        });
+        if (result[0] instanceof List<?> done) {
+            for (Object s : done) ((SendRequest) s).succeed(null);
+            LOG.info("rank {}: rank {} re-established the connection (connection {}); {} frames ({} bytes) sent again", rank, src,
+                    l.epoch, l.lastResent, l.lastResentBytes);
+            return used[0];
+        }
+        if (result[0] instanceof PeerLink.ProtocolException pe) {
+            closeQuietly(ch);
+            LOG.warn("rank {}: cannot resume the connection to rank {}: {}", rank, src, pe.getMessage());
+            l.fail(pe);
+            return used[0];
+        }
+        if (result[0] instanceof IOException e) {
+            // the answer did not get through: ours is gone too now, so this side re-establishes it as well
+            closeQuietly(ch);
+            reconnect(l);
+            throw e;
+        }
+        if (verdict[0] == REJECT) LOG.debug("rank {}: turned down a reconnect from rank {} (state {})", rank, src, l.state);
+        return used[0];
     }
 
     private static void closeQuietly(SocketChannel ch) {
@@ -1565,25 +2110,42 @@ public final class TcpTransport implements AutoCloseable {
     @Override
     public void close() {
         if (closing) return;
+        // a link being re-established gets the retry budget to come back, so what was sent on it before close arrives
+        awaitReconnecting(System.nanoTime() + Math.min(retryBudgetNanos() + 1_000_000_000L, 10_000_000_000L));
         closing = true;
         watchdog.close();
+        for (PeerLink l : links) l.closeOrderly();
+        // BYE said: wait (bounded) until everything is written and, on reliable links, acknowledged (the peer answers a BYE
+        // with an ACK); a connection that drops meanwhile is still re-established (the listener is open until then)
+        long deadline = System.nanoTime() + 2_000_000_000L;
+        progress.pollUntil(() -> {
+            for (PeerLink l : links) {
+                PeerLink.State st = l.state;
+                if (st == PeerLink.State.RECONNECTING || (st == PeerLink.State.CONNECTED && !l.delivered())) return false;
+            }
+            return true;
+        }, deadline);
+        linksClosing = true;
         try {
             listener.close();
         } catch (IOException ignored) {
             // closing anyway
         }
-        for (PeerLink l : links) l.closeOrderly();
-        long deadline = System.nanoTime() + 2_000_000_000L;
-        progress.pollUntil(() -> {
-            for (PeerLink l : links) if (l.state == PeerLink.State.CONNECTED && !l.txIdle()) return false;
-            return true;
-        }, deadline);
         progress.withToken(() -> {
             for (PeerLink l : links) {
                 l.markClosed();
                 onPeerFailed(l, new ClosedChannelException());
-                if (l.ch instanceof ShmConduit c) c.release();
             }
+            // unmapped holding each link's tx lock too, so that no sender is copying into a ring
+            for (ShmConduit c : retired) {
+                c.link.txLock.lock();
+                try {
+                    c.release();
+                } finally {
+                    c.link.txLock.unlock();
+                }
+            }
+            retired.clear();
         });
         List<Request<?>> doomed = new ArrayList<>();
         matchLock.lock();

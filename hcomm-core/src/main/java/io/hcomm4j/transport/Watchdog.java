@@ -32,6 +32,10 @@ final class Watchdog implements AutoCloseable {
     private final long tick;
     private final long threshold;
     private volatile boolean closed;
+    /** When the watchdog last ran, and the last time it found it had not run for more than two ticks (and for how long). */
+    private volatile long lastTickAt = System.nanoTime();
+    private volatile long lastStall;
+    private volatile long lastStallAt;
     // per peer, watchdog thread only
     private final boolean[] watched;
     private final long[] rxSeen;
@@ -68,6 +72,11 @@ final class Watchdog implements AutoCloseable {
             long now = System.nanoTime();
             long gap = now - last;
             last = now;
+            if (gap > 2 * tick) {
+                lastStall = gap;
+                lastStallAt = now;
+            }
+            lastTickAt = now;
             // time this rank could not have heard anybody: not held against the peers
             long credit = gap > 2 * tick ? gap - tick : 0;
             int polls = t.progress.polls();
@@ -112,6 +121,16 @@ final class Watchdog implements AutoCloseable {
             long silent = now - heardAt[p];
             if (silent >= threshold) t.onSilent(l, silent);
         }
+    }
+
+    /**
+     * How long this process could not run lately (stopped, starved, paused): the time since the watchdog's last tick if
+     * that is overdue now (it has not run since), else the last long gap it found within {@code windowNanos}; 0 if none.
+     */
+    long recentStall(long now, long windowNanos) {
+        long overdue = now - lastTickAt;
+        if (overdue > 2 * tick) return overdue;
+        return now - lastStallAt <= windowNanos ? lastStall : 0;
     }
 
     @Override

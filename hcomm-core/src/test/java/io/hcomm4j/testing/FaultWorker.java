@@ -115,8 +115,9 @@ public final class FaultWorker {
 
     private static void caught(HcommException e) {
         String ranks = e instanceof PeerFailedException p ? p.failedRanks().toString() : "-";
-        System.out.printf("CAUGHT %s at=%d ranks=%s msg=%s%n", e.getClass().getSimpleName(), System.currentTimeMillis(), ranks,
-                e.getMessage().replace('\n', ' '));
+        // one write, so that no log line of another thread lands in its middle
+        System.out.println(String.format("CAUGHT %s at=%d ranks=%s msg=%s", e.getClass().getSimpleName(), System.currentTimeMillis(), ranks,
+                e.getMessage().replace('\n', ' ')));
         System.out.flush();
     }
 
