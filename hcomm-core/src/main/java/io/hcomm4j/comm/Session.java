@@ -217,8 +217,10 @@ public final class Session implements AutoCloseable {
             String host = config.hostId().orElseGet(() -> HostIdentity.of(shmDir));
             // the fourth field says whether this rank takes part in zero-copy collectives: every rank must agree on it
             String zc = config.transport() != CommConfig.Transport.TCP && config.zeroCopy() ? "zc" : "-";
-            store.set(ns + "addr/" + rank, (me.getAddress().getHostAddress() + " " + me.getPort() + " " + host + " " + zc)
-                    .getBytes(StandardCharsets.UTF_8));
+            // the fifth: the CPUs this process may use, so the ranks of a host know whether they have a CPU each
+            String cpus = CpuSet.own();
+            store.set(ns + "addr/" + rank, (me.getAddress().getHostAddress() + " " + me.getPort() + " " + host + " " + zc
+                    + " " + (cpus == null ? "-" : cpus)).getBytes(StandardCharsets.UTF_8));
             long count = store.add(ns + "joined", 1);
             if (count == size) store.set(ns + "ready", new byte[] {1});
             try {
@@ -233,6 +235,7 @@ public final class Session implements AutoCloseable {
             String[] hostIds = new String[size];
             boolean[] zeroCopyRanks = new boolean[size];
             List<Integer> elsewhere = new java.util.ArrayList<>();
+            List<String> localCpus = new java.util.ArrayList<>();
             for (int p = 0; p < size; p++) {
                 String[] hp = new String(store.get(ns + "addr/" + p, initTimeout), StandardCharsets.UTF_8).split(" ");
                 book[p] = new InetSocketAddress(hp[0], Integer.parseInt(hp[1]));
@@ -241,10 +244,10 @@ public final class Session implements AutoCloseable {
                 zeroCopyRanks[p] = hp.length > 3 && hp[3].equals("zc");
                 sameHost[p] = p != rank && hp.length > 2 && hp[2].equals(host);
                 if (p != rank && !sameHost[p]) elsewhere.add(p);
+                if (p == rank || sameHost[p]) localCpus.add(hp.length > 4 && !hp[4].equals("-") ? hp[4] : null);
             }
-            int local = 1;
-            for (boolean b : sameHost) if (b) local++;
-            t.oversubscribed(local > Runtime.getRuntime().availableProcessors());
+            int local = localCpus.size();
+            t.oversubscribed(CpuSet.oversubscribed(local, localCpus, Runtime.getRuntime().availableProcessors()));
             store.add(ns + "started", 1);
             if (config.transport() == CommConfig.Transport.SHM && !elsewhere.isEmpty()) {
                 // every rank fails the same way; the store's host lets the others read the addresses first
