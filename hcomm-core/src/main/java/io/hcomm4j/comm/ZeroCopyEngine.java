@@ -8,6 +8,7 @@ import io.hcomm4j.PeerFailedException;
 import io.hcomm4j.algo.ZeroCopyCollectives;
 import io.hcomm4j.bootstrap.Store;
 import io.hcomm4j.kernel.ReduceKernel;
+import io.hcomm4j.memory.Buffer;
 import io.hcomm4j.memory.MemoryPool;
 import io.hcomm4j.memory.SharedFiles;
 import io.hcomm4j.transport.SharedWait;
@@ -338,6 +339,14 @@ final class ZeroCopyEngine implements AutoCloseable {
         long bytes = count * k.type().byteSize();
         int flags = base(want);
         long sf = -1, so = 0, rf = -1, ro = 0;
+        MemorySegment out = recv;
+        MemorySegment staged = capable && want && !(where(send, bytes) && where(recv, bytes)) ? staging(bytes) : null;
+        if (staged != null) {
+            // heap arrays and other unregistered memory: through a registered buffer of this rank, in place
+            MemorySegment.copy(send, 0, staged, 0, bytes);
+            send = staged;
+            recv = staged;
+        }
         if (where(send, bytes)) {
             flags |= F_SEND;
             sf = loc[0];
@@ -361,8 +370,39 @@ final class ZeroCopyEngine implements AutoCloseable {
         } finally {
             finish(seq, op, ok);
         }
+        // every rank is done writing into the staging buffer (finish waited), and none starts the next op before this
+        // rank arrives at it
+        if (staged != null) MemorySegment.copy(staged, 0, out, 0, bytes);
         return true;
     }
+
+    /**
+     * This rank's registered staging buffer, at least {@code bytes} long (grown by powers of two, kept for the next
+     * ops), or null if the pool cannot give one (its limit; then the op goes through the transport).
+     */
+    private MemorySegment staging(long bytes) {
+        if (bytes == 0) return null;
+        if (stage != null && stage.byteSize() >= bytes) return stage.segment();
+        long size = Math.max(STAGE_MIN, Long.highestOneBit(bytes - 1) << 1);
+        Buffer next;
+        try {
+            next = pool.allocate(size);
+        } catch (RuntimeException e) {
+            if (!stageRefused) LOG.info("rank {}: no staging buffer of {} bytes for zero-copy collectives on unregistered "
+                    + "memory ({}); those go through the transport", rank, size, e.getMessage());
+            stageRefused = true;
+            return null;
+        }
+        if (stage != null) stage.close();
+        stage = next;
+        return stage.segment();
+    }
+
+    /** Smallest staging buffer (a few small ops do not each grow it). */
+    static final long STAGE_MIN = 64 * 1024;
+    /** Registered memory that unregistered buffers of an op are copied through (ops run one at a time). */
+    private Buffer stage;
+    private boolean stageRefused;
 
     /**
      * Reduce-scatter: block {@code r} (elements {@code [at(r), at(r+1))} of the send buffers) goes to rank {@code r}. With
@@ -966,6 +1006,14 @@ final class ZeroCopyEngine implements AutoCloseable {
             }
         }
         if (ctrlArena != null) closeQuietly(ctrlArena);
+        Buffer b = stage;
+        if (b != null) {
+            try {
+                b.close();
+            } catch (RuntimeException e) {
+                LOG.debug("rank {}: staging buffer not returned to the pool: {}", rank, e.toString());
+            }
+        }
     }
 
     private static void closeQuietly(Arena a) {
