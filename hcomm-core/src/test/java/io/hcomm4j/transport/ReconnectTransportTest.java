@@ -24,10 +24,10 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * Transparent recovery of a dropped connection, with transports of this JVM talking over loopback TCP or shared memory:
+ * Transparent recovery of a dropped connection, with transports of this JVM talking over loopback TCP:
  * the test hook breaks the connection (RST, close, or shutdown, without BYE) in the middle of a 64 MiB message and many
  * times during streams of messages in both directions; every byte arrives, once, in order. Retries that run out fail
- * the peer within their budget.
+ * the peer within their budget. A link over shared memory keeps no resend log: its dropped connection fails the peer.
  */
 class ReconnectTransportTest {
     private static final long TIMEOUT = 60_000_000_000L;
@@ -63,7 +63,7 @@ class ReconnectTransportTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"tcp", "shm"})
+    @ValueSource(strings = {"tcp"})
     void a64MiBMessageSurvivesDropsHalfWay(String kind) throws Exception {
         TcpTransport[] ts = job(2, shm(kind), 5, Duration.ofMillis(100));
         try (Arena arena = Arena.ofShared()) {
@@ -110,7 +110,7 @@ class ReconnectTransportTest {
      * order and count are checked: each message arrives once, in order, intact.
      */
     @ParameterizedTest
-    @ValueSource(strings = {"tcp", "shm"})
+    @ValueSource(strings = {"tcp"})
     void streamsSurviveADropEvery5ms(String kind) throws Exception {
         TcpTransport[] ts = job(2, shm(kind), 20, Duration.ofMillis(20));
         int count = 2000;
@@ -244,6 +244,23 @@ class ReconnectTransportTest {
             long deadline = System.nanoTime() + 5_000_000_000L;
             while (ts[1].failedRanks().isEmpty() && System.nanoTime() < deadline) Thread.sleep(10);
             assertThat(ts[1].failedRanks()).containsExactly(0);
+        } finally {
+            for (TcpTransport t : ts) t.close();
+        }
+    }
+
+    @Test
+    void aDroppedSharedMemoryConnectionFailsThePeerEvenWithRetries() throws Exception {
+        TcpTransport[] ts = job(2, Path.of("/dev/shm"), 5, Duration.ofMillis(100));
+        try (Arena arena = Arena.ofShared()) {
+            exchange(ts, 0, 1, 0, 16);
+            assertThat(ts[0].transportTo(1)).isEqualTo("shm");
+            var r = ts[0].recv(0, 1, 5, arena.allocate(8));
+            var r1 = ts[1].recv(0, 0, 5, arena.allocate(8));
+            assertThat(ts[0].drop(1, TcpTransport.Drop.RESET)).isTrue();
+            assertThatThrownBy(() -> r.await(Duration.ofSeconds(30))).isInstanceOf(PeerFailedException.class);
+            assertThatThrownBy(() -> r1.await(Duration.ofSeconds(30))).isInstanceOf(PeerFailedException.class);
+            assertThat(ts[0].reconnects() + ts[1].reconnects()).isZero();
         } finally {
             for (TcpTransport t : ts) t.close();
         }
