@@ -734,7 +734,14 @@ public final class TcpStore implements Store {
             try {
                 Conn c = open(address, auth, end, a, this);
                 try {
-                    Hello h = hello(c, completed);
+                    connecting = c.channel; // close() aborts a hello the server is slow to answer, too
+                    if (closed) throw new IOException("store client closed");
+                    Hello h;
+                    try {
+                        h = hello(c, completed);
+                    } finally {
+                        connecting = null;
+                    }
                     conn = c;
                     // close() sets closed, then closes conn; with both volatile one of us sees the other
                     if (closed) {
