@@ -307,8 +307,10 @@ public final class Session implements AutoCloseable {
             if (plan.error() != null) throw new HcommException("join: the running ranks could not grow: " + plan.error());
             int me = plan.joinerIndex(ticket);
             int slot = plan.slots()[me];
+            // the replacement's links are reliable like everyone's (a link is only if both sides say so in the hello)
             TcpTransport.Options options = new TcpTransport.Options(config.timeout(), initTimeout, config.spinTime(),
-                    config.eagerLimit(), config.unexpectedLimit(), config.heartbeatTimeout(), config.heartbeatInterval());
+                    config.eagerLimit(), config.unexpectedLimit(), config.heartbeatTimeout(), config.heartbeatInterval(),
+                    config.retryMax(), config.retryInterval());
             t = TcpTransport.open(slot, size, j.dataAddress(), Auth.of(config.secret().orElse(null)), token, options);
             t.incarnation(slot, plan.incarnations()[me]);
             for (int p = 0; p < size; p++) {
