@@ -4,6 +4,7 @@
 #   scripts/example.sh training [-n N] [OPTIONS]           a job of N ranks on this machine (default 4), started
 #   scripts/example.sh parameter-server [-n N] [OPTIONS]   with `hcomm launch`; each rank prints one result line
 #   scripts/example.sh inference [-n N] [OPTIONS]          and the job exits non-zero if a rank's check failed
+#   scripts/example.sh elastic [-n N] [OPTIONS]            training that loses a rank, shrinks, and grows back
 #
 # Started as a rank of a job (RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK or HCOMM_RANK is set), it runs
 # that one rank instead, so it is also the command to give any launcher:
@@ -13,7 +14,11 @@
 #   srun scripts/example.sh parameter-server                 (with MASTER_ADDR/MASTER_PORT exported, docs/deploy.md)
 #
 # OPTIONS go to the example: training --steps --batch --lr --loss-bound; parameter-server --servers --rounds --lr;
-# inference --batches. JAVA_OPTS adds JVM flags. Builds the project first when a source is newer than the jar.
+# inference --batches; elastic --steps --batch --lr --kill-rank --kill-step --grow-step --loss-bound. JAVA_OPTS adds
+# JVM flags. Builds the project first when a source is newer than the jar.
+#
+# For elastic, each rank plays the orchestrator's part too (as Kubernetes restarts a failed pod): when the rank's JVM
+# is killed (exit code 137), it starts a replacement in its place (--replacement 1), which joins the running job.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
@@ -22,7 +27,7 @@ SELF=$ROOT/scripts/example.sh
 . "$ROOT/scripts/common.sh"
 
 usage() {
-  sed -n '2,17p' "$SELF" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,22p' "$SELF" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -31,8 +36,9 @@ case $1 in
   training) CLASS=io.hcomm4j.examples.DataParallelTraining ;;
   parameter-server | ps) CLASS=io.hcomm4j.examples.ParameterServer ;;
   inference) CLASS=io.hcomm4j.examples.InferenceFanOut ;;
+  elastic) CLASS=io.hcomm4j.examples.ElasticTraining ;;
   -h | --help) usage ;;
-  *) echo "example.sh: no example '$1' (choose training, parameter-server or inference)" >&2; exit 2 ;;
+  *) echo "example.sh: no example '$1' (choose training, parameter-server, inference or elastic)" >&2; exit 2 ;;
 esac
 NAME=$1
 shift
@@ -85,6 +91,28 @@ fi
 
 # One rank. The JVM prints "WARNING: Using incubator modules: jdk.incubator.vector" on every start: drop that line
 # (as ./hcomm does), pass the rest of stderr through.
+if [ "$NAME" = elastic ]; then
+  # The orchestrator's part: a rank whose JVM was killed (SIGKILL: exit code 137) is replaced once by a new process that
+  # joins the running job (Hcomm.join) and takes the dead rank's place when the others grow back. So this rank stays a
+  # shell around its JVM. The JVM's stderr goes to fd 3 (this script's stderr); the shell's own "Killed" report of the
+  # first JVM goes nowhere: the example said what it does.
+  exec 3>&2
+  run_rank() {
+    # shellcheck disable=SC2086
+    "$JAVA" --enable-native-access=ALL-UNNAMED --add-modules jdk.incubator.vector -XX:+UseParallelGC ${JAVA_OPTS:-} \
+      -cp "$JAR" "$CLASS" "$@" \
+      2> >(trap '' INT TERM; exec grep -v --line-buffered -x 'WARNING: Using incubator modules: jdk.incubator.vector' >&3)
+  }
+  code=0
+  run_rank "$@" 2>/dev/null || code=$?
+  if [ "$code" -eq 137 ]; then
+    echo "example.sh: the JVM of rank ${RANK:-${SLURM_PROCID:-?}} was killed; starting a replacement that joins the running job" >&2
+    code=0
+    run_rank "$@" --replacement 1 2>/dev/null || code=$?
+  fi
+  exit "$code"
+fi
+
 # shellcheck disable=SC2086
 exec "$JAVA" --enable-native-access=ALL-UNNAMED --add-modules jdk.incubator.vector -XX:+UseParallelGC ${JAVA_OPTS:-} \
   -cp "$JAR" "$CLASS" "$@" \

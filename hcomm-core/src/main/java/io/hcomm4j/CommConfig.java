@@ -33,6 +33,7 @@ public final class CommConfig {
     private final long unexpectedLimit;
     private final boolean storeHosted;
     private final int storePort;
+    private final Duration storeReconnect;
     private final String algo;
     private final boolean fullCheck;
     private final long memPoolMax;
@@ -76,6 +77,7 @@ public final class CommConfig {
         this.unexpectedLimit = b.unexpectedLimit;
         this.storeHosted = b.storeHosted;
         this.storePort = b.storePort;
+        this.storeReconnect = b.storeReconnect;
         this.algo = b.algo;
         this.fullCheck = b.fullCheck;
         this.memPoolMax = b.memPoolMax;
@@ -162,6 +164,14 @@ public final class CommConfig {
 
     /** Port of the TCP store for {@code env://}, or {@link #UNSET} for MASTER_PORT. */
     public int storePort() { return storePort; }
+
+    /**
+     * {@code HCOMM_STORE_RECONNECT}: how long a rank whose connection to the TCP store ended or broke tries to connect
+     * again (with backoff, from the moment it noticed) before its store calls fail for good. A store that restarted
+     * (and so lost its data) gets back from every rank what that rank wrote; an operation whose reply was lost is not
+     * applied twice. Default {@code 30s}; {@link Duration#ZERO}: a lost store connection fails at once.
+     */
+    public Duration storeReconnect() { return storeReconnect; }
 
     /** Forced collective algorithms ({@code HCOMM_ALGO}, e.g. {@code allreduce=ring;broadcast=tree}); empty: the cost model picks. */
     public String algo() { return algo; }
@@ -252,7 +262,7 @@ public final class CommConfig {
                 + ", secret=" + (secret == null ? "unset" : "***") + ", timeout=" + timeout
                 + ", initTimeout=" + initTimeout + ", socketIfname=" + socketIfname + ", socketAddr=" + socketAddr
                 + ", spinTime=" + spinTime + ", eagerLimit=" + eagerLimit + ", unexpectedLimit=" + unexpectedLimit
-                + ", storeHosted=" + storeHosted + ", storePort=" + storePort + ", algo=" + algo + ", check=" + (fullCheck ? "full" : "cheap")
+                + ", storeHosted=" + storeHosted + ", storePort=" + storePort + ", storeReconnect=" + storeReconnect + ", algo=" + algo + ", check=" + (fullCheck ? "full" : "cheap")
                 + ", memPoolMax=" + memPoolMax + ", shmDir=" + shmDir + ", memDebug=" + memDebug
                 + ", transport=" + transport.name().toLowerCase(Locale.ROOT) + ", hostId=" + hostId + ", shmRingSize=" + shmRingSize
                 + ", heartbeatTimeout=" + heartbeatTimeout + ", heartbeatInterval=" + heartbeatInterval + ", stuckReport=" + stuckReport + ", zeroCopy=" + zeroCopy
@@ -274,6 +284,7 @@ public final class CommConfig {
         private long unexpectedLimit = 64L * 1024 * 1024;
         private boolean storeHosted;
         private int storePort = UNSET;
+        private Duration storeReconnect = Duration.ofSeconds(30);
         private String algo = "";
         private boolean fullCheck;
         private long memPoolMax = 4L << 30;
@@ -331,6 +342,9 @@ public final class CommConfig {
 
         /** @param port TCP store port for {@code env://} */
         public Builder storePort(int port) { this.storePort = port; return this; }
+
+        /** @param budget how long a lost store connection is re-established, 0 to 10m; 0: never (HCOMM_STORE_RECONNECT) */
+        public Builder storeReconnect(Duration budget) { this.storeReconnect = Objects.requireNonNull(budget, "storeReconnect"); return this; }
 
         /** @param algo forced algorithms, {@code op=algo;...} (see docs/configuration.md); empty for the cost model */
         public Builder algo(String algo) { this.algo = algo == null ? "" : algo; return this; }
@@ -423,6 +437,9 @@ public final class CommConfig {
                 throw new IllegalArgumentException("retryInterval (HCOMM_RETRY_INTERVAL) must be in [1ms, 1m], was " + retryInterval);
             }
             if (storePort < UNSET || storePort > 65535) throw new IllegalArgumentException("storePort must be in [0, 65535], was " + storePort);
+            if (storeReconnect.isNegative() || storeReconnect.compareTo(Duration.ofMinutes(10)) > 0) {
+                throw new IllegalArgumentException("storeReconnect (HCOMM_STORE_RECONNECT) must be in [0, 10m], was " + storeReconnect);
+            }
             try {
                 io.hcomm4j.algo.Tuner.parse(algo);
             } catch (IllegalArgumentException e) {
@@ -506,6 +523,7 @@ public final class CommConfig {
         UNEXPECTED_LIMIT { void apply(Builder b, String v) { b.unexpectedLimit(parseSize(v)); } },
         STORE_HOSTED { void apply(Builder b, String v) { b.storeHosted(parseBool(v)); } },
         STORE_PORT { void apply(Builder b, String v) { b.storePort(parseInt(v)); } },
+        STORE_RECONNECT { void apply(Builder b, String v) { b.storeReconnect(parseDuration(v)); } },
         ALGO { void apply(Builder b, String v) { b.algo(v); } },
         MEM_POOL_MAX { void apply(Builder b, String v) { b.memPoolMax(parseSize(v)); } },
         SHM_DIR { void apply(Builder b, String v) { b.shmDir(v); } },

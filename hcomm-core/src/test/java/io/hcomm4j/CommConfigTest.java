@@ -179,4 +179,21 @@ class CommConfigTest {
         assertThatThrownBy(() -> CommConfig.builder().retryInterval(Duration.ofMinutes(2)).build()).hasMessageContaining("retryInterval");
         assertThatThrownBy(() -> CommConfig.builder().retryInterval(null)).isInstanceOf(NullPointerException.class);
     }
+
+    @Test
+    void storeReconnectSetting() {
+        assertThat(CommConfig.builder().build().storeReconnect()).isEqualTo(Duration.ofSeconds(30));
+        CommConfig fromEnv = CommConfig.builderFrom(Map.of("HCOMM_STORE_RECONNECT", "0"), k -> null).build();
+        assertThat(fromEnv.storeReconnect()).isZero();
+        CommConfig fromProps = CommConfig.builderFrom(Map.of("HCOMM_STORE_RECONNECT", "0"), Map.of("hcomm.store.reconnect", "2m")::get).build();
+        assertThat(fromProps.storeReconnect()).isEqualTo(Duration.ofMinutes(2));
+        assertThat(fromProps.toString()).contains("storeReconnect=PT2M");
+        assertThat(CommConfig.builder().storeReconnect(Duration.ofSeconds(5)).build().storeReconnect()).isEqualTo(Duration.ofSeconds(5));
+        assertThatThrownBy(() -> CommConfig.builderFrom(Map.of("HCOMM_STORE_RECONNECT", "soon"), k -> null).build())
+                .hasMessageContaining("HCOMM_STORE_RECONNECT").hasMessageContaining("not a duration");
+        assertThatThrownBy(() -> CommConfig.builder().storeReconnect(Duration.ofMinutes(11)).build())
+                .hasMessageContaining("storeReconnect (HCOMM_STORE_RECONNECT) must be in [0, 10m]");
+        assertThatThrownBy(() -> CommConfig.builder().storeReconnect(Duration.ofSeconds(-1)).build()).hasMessageContaining("storeReconnect");
+        assertThatThrownBy(() -> CommConfig.builder().storeReconnect(null)).isInstanceOf(NullPointerException.class);
+    }
 }

@@ -129,8 +129,9 @@ class MalformedFrameTest {
             String ns = "hcomm/" + gen + "/";
             long token = ByteBuffer.wrap(store.get(ns + "token", Duration.ofSeconds(30))).getLong();
             store.set(ns + "addr/2", ("127.0.0.1 " + listener.getLocalPort() + " rogue-host").getBytes(StandardCharsets.UTF_8));
-            if (store.add(ns + "joined", 1) == 3) store.set(ns + "ready", new byte[] {1});
-            store.get(ns + "ready", Duration.ofSeconds(30));
+            store.add(ns + "joined", 1);
+            // as Session.open does: every rank's address there
+            store.await(java.util.List.of(ns + "addr/0", ns + "addr/1", ns + "addr/2"), Duration.ofSeconds(30));
             String[] hp = new String(store.get(ns + "addr/0", Duration.ofSeconds(10)), StandardCharsets.UTF_8).split(" ");
             store.add(ns + "started", 1);
             try (SocketChannel ch = SocketChannel.open(new InetSocketAddress(hp[0], Integer.parseInt(hp[1])))) {

@@ -30,8 +30,8 @@ class HcommCliTest {
     @Test
     void helpListsTheCommands() {
         assertThat(run("--help")).isZero();
-        assertThat(io.out()).contains("launch", "demo", "perf", "status");
-        for (String command : List.of("launch", "demo", "perf", "status")) {
+        assertThat(io.out()).contains("launch", "demo", "perf", "status", "store");
+        for (String command : List.of("launch", "demo", "perf", "status", "store")) {
             Captured sub = new Captured();
             assertThat(HcommCli.execute(new String[] {command, "--help"}, sub.out, sub.err, Map.of())).isZero();
             assertThat(sub.out()).startsWith("Usage: hcomm " + command);

@@ -126,7 +126,10 @@ public final class Bootstrap {
             // With port 0 only rank 0 can know the port (a one-rank job); everyone else needs a fixed one.
             InetSocketAddress connectTo = server != null && storeAddress.getPort() == 0 ? server.address() : storeAddress;
             try {
-                store = TcpStore.connect(connectTo, secret, config.initTimeout());
+                // Only a store served by another process (a launcher, `hcomm store`) can come back after a restart; one that
+                // rank 0 serves goes away with rank 0, and there is nothing to reconnect to.
+                store = TcpStore.connect(connectTo, secret, config.initTimeout(),
+                        config.storeHosted() ? config.storeReconnect() : java.time.Duration.ZERO);
             } catch (RuntimeException e) {
                 StoreProtocol.closeQuietly(server);
                 throw e;

@@ -24,8 +24,19 @@ import java.time.Duration;
  * ADD     key delta(8)                       → OK newValue(8)
  * CAS     key present(1) [value] value       → OK present(1) [value]
  * DELETE  key                                → OK existed(1)
+ * HELLO   clientId(8) completed(8)           → OK incarnation(8) state(1) [the reply of the client's last mutation]
  * any                                        → ERROR message(as a key) — the request was understood but refused
  * </pre>
+ *
+ * <p>HELLO is the first request of every {@link TcpStore} connection. {@code clientId} is the client's random id, the
+ * same on each of its connections; {@code completed} counts the mutations (SET, ADD, CAS, DELETE) it sent to this
+ * server and got a reply to. The server answers with its incarnation (random, new at every start: a different one
+ * means the store restarted and lost its data) and what it knows of the client: {@link #HELLO_NEW} (nothing: a first
+ * connection, or a restarted server), {@link #HELLO_IN_SYNC} (it applied exactly {@code completed} mutations of the
+ * client, so one the client sent without getting a reply was not applied and must be sent again) or
+ * {@link #HELLO_APPLIED} (it applied one more: the reply the client missed follows, exactly as it was sent then, and
+ * the mutation must not be sent again). So a mutation is applied once even when its connection breaks between the
+ * request and the reply.
  */
 final class StoreProtocol {
     /** Longest key in UTF-8 bytes: keys are names, not data. */
@@ -44,6 +55,14 @@ final class StoreProtocol {
     static final byte OP_ADD = 5;
     static final byte OP_CAS = 6;
     static final byte OP_DELETE = 7;
+    static final byte OP_HELLO = 8;
+
+    /** HELLO: the server does not know the client (first connection, or the server restarted). */
+    static final byte HELLO_NEW = 0;
+    /** HELLO: the server applied every mutation the client counts as completed, and no other. */
+    static final byte HELLO_IN_SYNC = 1;
+    /** HELLO: the server applied one mutation more than the client counts; its reply follows. */
+    static final byte HELLO_APPLIED = 2;
 
     static final byte OK = 0;
     static final byte MISSING = 1;

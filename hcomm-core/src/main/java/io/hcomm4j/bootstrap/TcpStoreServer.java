@@ -43,12 +43,26 @@ import org.slf4j.LoggerFactory;
  * long {@code get}) holds only its own thread and never delays other clients. Threads are named
  * {@code hcomm-store-acceptor-<port>} (a platform daemon thread) and {@code hcomm-store-conn-<port>-<n>}
  * (virtual).
+ *
+ * <p>The data lives in this process only: a server that is started again (on the same address, after a crash) starts
+ * empty, with a new {@linkplain #incarnation() incarnation}. Its {@link TcpStore} clients notice the new incarnation
+ * when they reconnect and write again what they had written (see {@link TcpStore}). For each client the server
+ * remembers how many mutations it applied and the last reply, so that a client whose connection broke between a request
+ * and its reply learns whether the request was applied instead of applying it twice (see {@link StoreProtocol}).
  */
 public final class TcpStoreServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(TcpStoreServer.class);
     /** Long enough for a loaded machine to answer, short enough that a silent stranger is dropped soon. */
     static final Duration DEFAULT_HANDSHAKE_TIMEOUT = Duration.ofSeconds(10);
     private static final Duration CLOSE_JOIN = Duration.ofSeconds(5);
+    /**
+     * How long the server remembers a client whose connection ended: longer than a client tries to reconnect
+     * (HCOMM_STORE_RECONNECT is at most 10 minutes), so a client that comes back still learns whether its last
+     * mutation was applied.
+     */
+    static final Duration CLIENT_MEMORY = Duration.ofMinutes(15);
+    /** How long a client's new connection waits for the thread of its previous one to end (see {@link #hello}). */
+    private static final Duration SUPERSEDE_JOIN = Duration.ofSeconds(5);
 
     private final ServerSocketChannel server;
     private final InetSocketAddress address;
@@ -64,6 +78,12 @@ public final class TcpStoreServer implements AutoCloseable {
     private final AtomicLong connectionCount = new AtomicLong();
     private final AtomicLong rejected = new AtomicLong();
     private volatile boolean closed;
+    /** Random, new at every start; a client that sees another one knows the store restarted and lost its data. */
+    private final long incarnation = new java.security.SecureRandom().nextLong();
+    /** What the server knows of each client id (HELLO); entries of clients gone for {@link #CLIENT_MEMORY} are pruned. */
+    private final Map<Long, Client> clients = new ConcurrentHashMap<>();
+    /** Acceptor-only: client count at which gone clients are pruned next. */
+    private int clientPruneAt = 64;
 
     // One lock guards the data and the waiters. Each waiting request has its own condition and is registered
     // under the keys it still misses, so a set wakes only the requests waiting for that key: with n ranks each
@@ -83,8 +103,40 @@ public final class TcpStoreServer implements AutoCloseable {
         }
     }
 
-    private record Connection(SocketChannel channel, Thread thread) {
+    /** One accepted connection: its channel, the thread serving it, and the client it said it is (after HELLO). */
+    private static final class Connection {
+        final SocketChannel channel;
+        Thread thread;
+        /** Set by HELLO; read and written only by this connection's thread. */
+        Client client;
+
+        Connection(SocketChannel channel) {
+            this.channel = channel;
+        }
     }
+
+    /**
+     * A client, across its connections: how many of its mutations were applied and the reply to the last one. Only the
+     * thread of the client's current connection changes it; a new connection takes over after the old one's thread
+     * has ended ({@link #hello}), so a mutation and its count are never split.
+     */
+    private static final class Client {
+        volatile Connection connection;
+        /** Mutations applied for this client since this server started. */
+        long applied;
+        /** The reply to the last applied mutation, as sent. */
+        Reply last;
+        /** System.nanoTime() when its connection ended, 0 while connected. */
+        volatile long endedAt;
+    }
+
+    /** A reply, kept so that it can be sent again to a client that missed it. */
+    @FunctionalInterface
+    private interface Reply {
+        void write(DataOutputStream out) throws IOException;
+    }
+
+    private static final Reply OK_REPLY = out -> out.writeByte(OK);
 
     private TcpStoreServer(ServerSocketChannel server, String secret, Duration handshakeTimeout) throws IOException {
         this.server = server;
@@ -124,6 +176,11 @@ public final class TcpStoreServer implements AutoCloseable {
     /** The address and port it listens on. */
     public InetSocketAddress address() {
         return address;
+    }
+
+    /** This server's incarnation: random, new at every start (a restarted store has another one). */
+    public long incarnation() {
+        return incarnation;
     }
 
     /** Connections refused so far (failed handshake or broken protocol); an indicator of strangers or misconfiguration. */
@@ -169,6 +226,7 @@ public final class TcpStoreServer implements AutoCloseable {
         } finally {
             lock.unlock();
         }
+        clients.clear();
         LOG.debug("store on {} closed", name);
     }
 
@@ -198,15 +256,20 @@ public final class TcpStoreServer implements AutoCloseable {
                 backoffMs = Math.min(backoffMs * 2, 100);
                 continue;
             }
-            Thread t = Thread.ofVirtual()
+            Connection c = new Connection(ch);
+            c.thread = Thread.ofVirtual()
                     .name("hcomm-store-conn-" + address.getPort() + "-" + connectionCount.incrementAndGet())
-                    .unstarted(() -> serve(ch));
-            Connection c = new Connection(ch, t);
+                    .unstarted(() -> serve(c));
             // Entries leave the set only once their thread has ended, so close() can join every thread that might
             // still run; pruning when the set has doubled keeps that amortized O(1) per connection.
             if (connections.size() >= pruneAt) {
                 connections.removeIf(x -> !x.thread.isAlive());
                 pruneAt = Math.max(64, 2 * connections.size());
+            }
+            if (clients.size() >= clientPruneAt) {
+                long now = System.nanoTime();
+                clients.values().removeIf(x -> x.endedAt != 0 && now - x.endedAt > CLIENT_MEMORY.toNanos());
+                clientPruneAt = Math.max(64, 2 * clients.size());
             }
             connections.add(c);
             if (closed) {
@@ -218,7 +281,8 @@ public final class TcpStoreServer implements AutoCloseable {
         }
     }
 
-    private void serve(SocketChannel ch) {
+    private void serve(Connection c) {
+        SocketChannel ch = c.channel;
         String peer = remote(ch);
         try {
             try {
@@ -239,7 +303,7 @@ public final class TcpStoreServer implements AutoCloseable {
             while (!closed) {
                 int op = in.read();
                 if (op < 0) break;
-                handle((byte) op, in, out);
+                handle(c, (byte) op, in, out);
                 out.flush();
             }
         } catch (ProtocolException e) {
@@ -255,16 +319,18 @@ public final class TcpStoreServer implements AutoCloseable {
             if (!closed) LOG.debug("store on {}: connection from {} lost: {}", name, peer, e.toString());
         } finally {
             StoreProtocol.closeQuietly(ch);
+            Client client = c.client;
+            if (client != null && client.connection == c) client.endedAt = System.nanoTime();
         }
     }
 
-    private void handle(byte op, DataInputStream in, DataOutputStream out) throws IOException, InterruptedException {
+    private void handle(Connection c, byte op, DataInputStream in, DataOutputStream out) throws IOException, InterruptedException {
         switch (op) {
             case OP_SET -> {
                 String key = readKey(in);
                 byte[] value = readValue(in);
                 put(key, value);
-                out.writeByte(OK);
+                mutated(c, out, OK_REPLY);
             }
             case OP_GET -> {
                 long waitMs = readWait(in);
@@ -310,15 +376,18 @@ public final class TcpStoreServer implements AutoCloseable {
             case OP_ADD -> {
                 String key = readKey(in);
                 long delta = in.readLong();
-                long result;
+                Reply reply;
                 try {
-                    result = add(key, delta);
+                    long result = add(key, delta);
+                    reply = o -> {
+                        o.writeByte(OK);
+                        o.writeLong(result);
+                    };
                 } catch (IllegalArgumentException | ArithmeticException e) {
-                    error(out, e.getMessage());
-                    return;
+                    String message = e.getMessage();
+                    reply = o -> error(o, message);
                 }
-                out.writeByte(OK);
-                out.writeLong(result);
+                mutated(c, out, reply);
             }
             case OP_CAS -> {
                 String key = readKey(in);
@@ -327,13 +396,15 @@ public final class TcpStoreServer implements AutoCloseable {
                 byte[] expected = present == 1 ? readValue(in) : null;
                 byte[] desired = readValue(in);
                 byte[] after = compareAndSet(key, expected, desired);
-                out.writeByte(OK);
-                if (after == null) {
-                    out.writeByte(0);
-                } else {
-                    out.writeByte(1);
-                    writeBytes(out, after);
-                }
+                mutated(c, out, o -> {
+                    o.writeByte(OK);
+                    if (after == null) {
+                        o.writeByte(0);
+                    } else {
+                        o.writeByte(1);
+                        writeBytes(o, after);
+                    }
+                });
             }
             case OP_DELETE -> {
                 String key = readKey(in);
@@ -344,10 +415,79 @@ public final class TcpStoreServer implements AutoCloseable {
                 } finally {
                     lock.unlock();
                 }
-                out.writeByte(OK);
-                out.writeByte(existed ? 1 : 0);
+                mutated(c, out, o -> {
+                    o.writeByte(OK);
+                    o.writeByte(existed ? 1 : 0);
+                });
             }
+            case OP_HELLO -> hello(c, in.readLong(), in.readLong(), out);
             default -> throw new ProtocolException("unknown op " + (op & 0xff));
+        }
+    }
+
+    /**
+     * A mutation was applied for connection {@code c}: counts it for the connection's client and keeps the reply (which
+     * shares the stored, never mutated arrays), then sends it. Counting happens before the reply is written, so a client
+     * that never got the reply learns on its next connection that the mutation was applied.
+     */
+    private static void mutated(Connection c, DataOutputStream out, Reply reply) throws IOException {
+        Client client = c.client;
+        if (client != null) {
+            client.applied++;
+            client.last = reply;
+        }
+        reply.write(out);
+    }
+
+    /**
+     * HELLO from client {@code id}, which counts {@code completed} mutations answered. A client has at most one
+     * connection that counts: this one supersedes an earlier one, whose thread is ended first (its channel closed, the
+     * thread interrupted and joined), so a mutation still being applied there is counted before the counts are compared.
+     */
+    private void hello(Connection c, long id, long completed, DataOutputStream out) throws IOException {
+        Client client = clients.get(id);
+        boolean known = client != null;
+        if (!known) {
+            client = new Client();
+            Client raced = clients.putIfAbsent(id, client);
+            if (raced != null) {
+                client = raced;
+                known = true;
+            }
+        }
+        synchronized (client) {
+            Connection previous = client.connection;
+            if (previous != null && previous != c && previous.thread != Thread.currentThread()) {
+                StoreProtocol.closeQuietly(previous.channel);
+                previous.thread.interrupt();
+                try {
+                    if (!previous.thread.join(SUPERSEDE_JOIN)) {
+                        error(out, "the previous connection of this client is still being served after " + SUPERSEDE_JOIN);
+                        return;
+                    }
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new java.io.InterruptedIOException("interrupted while superseding a connection");
+                }
+            }
+            client.connection = c;
+            client.endedAt = 0;
+            c.client = client;
+            byte state;
+            if (!known) {
+                state = HELLO_NEW;
+            } else if (client.applied == completed) {
+                state = HELLO_IN_SYNC;
+            } else if (client.applied == completed + 1 && client.last != null) {
+                state = HELLO_APPLIED;
+            } else {
+                error(out, "this store applied " + client.applied + " mutations of the client, which counts " + completed);
+                return;
+            }
+            out.writeByte(OK);
+            out.writeLong(incarnation);
+            out.writeByte(state);
+            if (state == HELLO_APPLIED) client.last.write(out);
         }
     }
 

@@ -221,14 +221,18 @@ public final class Session implements AutoCloseable {
             String cpus = CpuSet.own();
             store.set(ns + "addr/" + rank, (me.getAddress().getHostAddress() + " " + me.getPort() + " " + host + " " + zc
                     + " " + (cpus == null ? "-" : cpus)).getBytes(StandardCharsets.UTF_8));
-            long count = store.add(ns + "joined", 1);
-            if (count == size) store.set(ns + "ready", new byte[] {1});
+            store.add(ns + "joined", 1); // a count for `hcomm status`; init itself waits for the addresses
+            // Wait for every rank's address rather than for a "last one in" flag: the keys each rank wrote are all it
+            // takes, so a store that restarts meanwhile is whole again once every rank has written its own back
+            // (TcpStore does that), whereas a counter's "last one" may never see its number again after a restart.
+            List<String> addrKeys = new java.util.ArrayList<>(size);
+            for (int p = 0; p < size; p++) addrKeys.add(ns + "addr/" + p);
             try {
-                store.get(ns + "ready", initTimeout);
+                store.await(addrKeys, initTimeout);
             } catch (CommTimeoutException e) {
-                byte[] n = store.tryGet(ns + "joined");
-                throw new CommTimeoutException("rank " + rank + ": init: only " + (n == null ? "?" : new String(n, StandardCharsets.UTF_8))
-                        + " of " + size + " ranks joined within " + initTimeout + " (HCOMM_INIT_TIMEOUT)");
+                // no further store call here: the store may be the problem, and its message says which keys are missing
+                throw new CommTimeoutException("rank " + rank + ": init: not all " + size + " ranks joined within " + initTimeout
+                        + " (HCOMM_INIT_TIMEOUT; the missing addr/<rank> keys are the ranks that did not): " + e.getMessage());
             }
             InetSocketAddress[] book = new InetSocketAddress[size];
             boolean[] sameHost = new boolean[size];
@@ -306,8 +310,10 @@ public final class Session implements AutoCloseable {
             if (plan.error() != null) throw new HcommException("join: the running ranks could not grow: " + plan.error());
             int me = plan.joinerIndex(ticket);
             int slot = plan.slots()[me];
+            // the replacement's links are reliable like everyone's (a link is only if both sides say so in the hello)
             TcpTransport.Options options = new TcpTransport.Options(config.timeout(), initTimeout, config.spinTime(),
-                    config.eagerLimit(), config.unexpectedLimit(), config.heartbeatTimeout(), config.heartbeatInterval());
+                    config.eagerLimit(), config.unexpectedLimit(), config.heartbeatTimeout(), config.heartbeatInterval(),
+                    config.retryMax(), config.retryInterval());
             t = TcpTransport.open(slot, size, j.dataAddress(), Auth.of(config.secret().orElse(null)), token, options);
             t.incarnation(slot, plan.incarnations()[me]);
             for (int p = 0; p < size; p++) {

@@ -56,9 +56,42 @@ public final class Ranks {
         public final List<Process> processes = new ArrayList<>();
         public final List<Path> logs = new ArrayList<>();
         public final int port;
+        private Path dir;
 
         Job(int port) {
             this.port = port;
+        }
+
+        /**
+         * Starts rank {@code rank} of a job of {@code worldSize} ranks (the environment {@code hcomm launch} gives, plus
+         * {@code extraEnv}); it is {@code processes.get(processes.size() - 1)} afterwards, its log next to the others.
+         */
+        public Process startRank(int rank, int worldSize, Class<?> main, Map<String, String> extraEnv, String... args) throws IOException {
+            return startRank(rank, worldSize, main, extraEnv, List.of(), args);
+        }
+
+        Process startRank(int rank, int worldSize, Class<?> main, Map<String, String> extraEnv, List<String> prefix, String... args)
+                throws IOException {
+            if (dir == null) dir = Files.createTempDirectory("hcomm-ranks");
+            List<String> cmd = new ArrayList<>(prefix);
+            cmd.addAll(javaCommand(main, args));
+            ProcessBuilder pb = new ProcessBuilder(cmd);
+            Map<String, String> env = pb.environment();
+            env.keySet().removeIf(k -> k.startsWith("HCOMM_"));
+            env.put("RANK", String.valueOf(rank));
+            env.put("LOCAL_RANK", String.valueOf(rank));
+            env.put("WORLD_SIZE", String.valueOf(worldSize));
+            env.put("MASTER_ADDR", "127.0.0.1");
+            env.put("MASTER_PORT", String.valueOf(port));
+            env.put("HCOMM_SECRET", "test-secret");
+            env.put("HCOMM_TIMEOUT", "60s");
+            env.putAll(extraEnv);
+            Path log = dir.resolve("rank" + rank + (logs.size() == rank ? "" : "-" + logs.size()) + ".log");
+            pb.redirectErrorStream(true).redirectOutput(log.toFile()).redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")));
+            logs.add(log);
+            Process p = pb.start();
+            processes.add(p);
+            return p;
         }
 
         /** Waits for every rank (killing all at the timeout) and returns their outcomes. */
@@ -90,7 +123,8 @@ public final class Ranks {
             env.put("HCOMM_SECRET", "test-secret");
             env.put("HCOMM_TIMEOUT", "60s");
             env.putAll(extraEnv);
-            Path log = logs.get(0).resolveSibling("joiner" + processes.size() + ".log");
+            if (dir == null) dir = Files.createTempDirectory("hcomm-ranks");
+            Path log = dir.resolve("joiner" + processes.size() + ".log");
             pb.redirectErrorStream(true).redirectOutput(log.toFile()).redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")));
             logs.add(log);
             Process p = pb.start();
@@ -133,26 +167,25 @@ public final class Ranks {
      */
     public static Job start(int n, Class<?> main, Map<String, String> extraEnv, java.util.function.IntFunction<List<String>> commandPrefix,
                             String... args) throws IOException {
+        return startSome(n, n, main, extraEnv, commandPrefix, args);
+    }
+
+    /**
+     * Starts ranks {@code 0 .. started-1} of a job of {@code worldSize} ranks; the others may come later
+     * ({@link Job#startRank}). {@code extraEnv} may replace MASTER_ADDR and MASTER_PORT (see {@link #start}).
+     */
+    public static Job startSome(int worldSize, int started, Class<?> main, Map<String, String> extraEnv, String... args) throws IOException {
+        return startSome(worldSize, started, main, extraEnv, r -> List.of(), args);
+    }
+
+    private static Job startSome(int worldSize, int started, Class<?> main, Map<String, String> extraEnv,
+                                 java.util.function.IntFunction<List<String>> commandPrefix, String... args) throws IOException {
         Job job = new Job(extraEnv.containsKey("MASTER_PORT") ? Integer.parseInt(extraEnv.get("MASTER_PORT")) : freePort());
-        Path dir = Files.createTempDirectory("hcomm-ranks");
-        for (int r = 0; r < n; r++) {
-            List<String> cmd = new ArrayList<>(commandPrefix.apply(r));
-            cmd.addAll(javaCommand(main, args));
-            ProcessBuilder pb = new ProcessBuilder(cmd);
-            Map<String, String> env = pb.environment();
-            env.keySet().removeIf(k -> k.startsWith("HCOMM_"));
-            env.put("RANK", String.valueOf(r));
-            env.put("LOCAL_RANK", String.valueOf(r));
-            env.put("WORLD_SIZE", String.valueOf(n));
-            env.put("MASTER_ADDR", "127.0.0.1");
-            env.put("MASTER_PORT", String.valueOf(job.port));
-            env.put("HCOMM_SECRET", "test-secret");
-            env.put("HCOMM_TIMEOUT", "60s");
-            env.putAll(extraEnv);
-            Path log = dir.resolve("rank" + r + ".log");
-            pb.redirectErrorStream(true).redirectOutput(log.toFile()).redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")));
-            job.logs.add(log);
-            job.processes.add(pb.start());
+        try {
+            for (int r = 0; r < started; r++) job.startRank(r, worldSize, main, extraEnv, commandPrefix.apply(r), args);
+        } catch (IOException | RuntimeException e) {
+            job.close();
+            throw e;
         }
         return job;
     }

@@ -6,7 +6,7 @@ import java.util.Map;
 import java.util.concurrent.Callable;
 
 /**
- * What the three example programs share: running a rank's body and turning its outcome into an exit code, the
+ * What the example programs share: running a rank's body and turning its outcome into an exit code, the
  * result line every rank prints, options of the form {@code --name value}, and a hash of float arrays. Kept small
  * on purpose: each example should read on its own.
  */

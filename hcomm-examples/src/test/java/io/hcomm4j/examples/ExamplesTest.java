@@ -14,12 +14,13 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Each example as a real job (every rank a JVM, torchrun's variables, rank 0 serving the store) with 2 and 4 ranks:
- * every rank exits 0 and prints one result line that ends in OK, and what the lines say adds up across ranks.
+ * every rank exits 0 and prints one result line that ends in OK, and what the lines say adds up across ranks. The
+ * elastic example runs with 4 ranks, one of which kills itself; the test starts its replacement.
  */
 @Timeout(200)
 class ExamplesTest {
     /** {@code <example> rank R/N[ (role)]: <detail>: OK|FAILED}, as {@link Examples#result} prints it. */
-    static final Pattern RESULT = Pattern.compile("(training|parameter-server|inference) rank (\\d+)/(\\d+)(?: \\(([^)]*)\\))?: (.*): (OK|FAILED)");
+    static final Pattern RESULT = Pattern.compile("(training|parameter-server|inference|elastic) rank (\\d+)/(\\d+)(?: \\(([^)]*)\\))?: (.*): (OK|FAILED)");
 
     /** One parsed result line. */
     record Result(String example, int rank, int size, String role, String detail, boolean ok) {
@@ -125,6 +126,63 @@ class ExamplesTest {
             served += mine;
         }
         assertThat(served).isEqualTo(total);
+    }
+
+    @Test
+    void elasticTrainingLosesARankShrinksToThreeAndGrowsBackToFour() throws Exception {
+        List<Outcome> outcomes = RankJobs.elastic(4, ElasticTraining.class, List.of("--replacement", "1"));
+
+        // processes 0..3 are the ranks as started, 4 the replacement the test started when rank 3 was killed
+        assertThat(outcomes).hasSize(5);
+        for (Outcome o : outcomes) {
+            // what the ranks said, with the shrink and grow times (docs/reliability.md quotes them)
+            o.lines().stream().filter(l -> l.startsWith("elastic rank")).forEach(l -> System.out.println("ExamplesTest elastic, process " + o.index() + ": " + l));
+        }
+        Outcome victim = outcomes.get(3);
+        assertThat(victim.exitCode()).as(victim.output()).isEqualTo(137);
+        assertThat(victim.output()).contains("elastic rank 3/4: step 100: killing this process with SIGKILL");
+        assertThat(victim.lines()).noneMatch(l -> RESULT.matcher(l).matches());
+
+        Pattern detail = Pattern.compile("steps 0-99 on 4 ranks, 100-199 on 3 ranks, 200-299 on 4 ranks; every step's all-reduced"
+                + " gradient equals the average of its members' \\(max \\|diff\\| (\\S+)\\), loss ([\\d.]+) -> ([\\d.]+) \\(bound ([\\d.]+)\\),"
+                + " weights bit-identical on all 4 ranks \\(hash ([0-9a-f]{16})\\), max \\|w - single-process replay\\| (\\S+)");
+        String hash = null;
+        int[] processOfRank = {0, 1, 2, 4};
+        for (int rank = 0; rank < 4; rank++) {
+            Outcome o = outcomes.get(processOfRank[rank]);
+            assertThat(o.exitCode()).as("process %d:\n%s", o.index(), o.output()).isZero();
+            List<Result> mine = new ArrayList<>();
+            for (String line : o.lines()) {
+                Matcher m = RESULT.matcher(line);
+                if (m.matches()) {
+                    mine.add(new Result(m.group(1), Integer.parseInt(m.group(2)), Integer.parseInt(m.group(3)),
+                            m.group(4) == null ? "" : m.group(4), m.group(5), m.group(6).equals("OK")));
+                }
+            }
+            assertThat(mine).as("result lines of process %d:\n%s", o.index(), o.output()).hasSize(1);
+            Result r = mine.getFirst();
+            assertThat(r.ok()).as(r.detail()).isTrue();
+            assertThat(r.example()).isEqualTo("elastic");
+            assertThat(r.rank()).isEqualTo(rank);
+            assertThat(r.size()).isEqualTo(4);
+            assertThat(r.role()).isEqualTo(rank == 3 ? "replacement" : "");
+            Matcher m = detail.matcher(r.detail());
+            assertThat(m.matches()).as(r.detail()).isTrue();
+            assertThat(Double.parseDouble(m.group(1))).isLessThanOrEqualTo(ElasticTraining.STEP_TOLERANCE);
+            assertThat(Double.parseDouble(m.group(2))).isGreaterThan(0.6);
+            assertThat(Double.parseDouble(m.group(3))).isLessThanOrEqualTo(Double.parseDouble(m.group(4)));
+            assertThat(Double.parseDouble(m.group(6))).isLessThanOrEqualTo(ElasticTraining.REPLAY_TOLERANCE);
+            if (hash == null) hash = m.group(5);
+            assertThat(m.group(5)).as("every rank, the replacement too, ends with the same weights").isEqualTo(hash);
+            if (rank < 3) {
+                assertThat(o.output()).contains("elastic rank " + rank + "/4: step 100: lost rank(s) [3]",
+                        "elastic rank " + rank + "/3: shrunk to 3 ranks in", "going on from step 100",
+                        "elastic rank " + rank + "/4: grown back to 4 ranks in");
+            } else {
+                assertThat(o.output()).contains("elastic rank 3/4: joined the running job as a replacement",
+                        "elastic rank 3/4: going on from step 200 with 4 ranks");
+            }
+        }
     }
 
     @Test

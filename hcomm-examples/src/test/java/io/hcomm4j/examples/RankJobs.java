@@ -80,6 +80,71 @@ final class RankJobs {
         return run(ranks);
     }
 
+    /**
+     * As {@link #torchrun}, playing the orchestrator's part too (what Kubernetes does for a failed pod, or an elastic
+     * agent for a failed worker): when a rank's process is killed (exit code 137, SIGKILL), a replacement is started with
+     * the same environment and {@code args} plus {@code replacementArgs}, once per rank. Returns the outcomes of the
+     * {@code n} ranks, in rank order, then those of the replacements, in the order they were started.
+     */
+    static List<Outcome> elastic(int n, Class<?> main, List<String> replacementArgs, String... args) throws Exception {
+        int port = freePort();
+        Path dir = Files.createTempDirectory("hcomm-examples");
+        List<ProcessBuilder> builders = new ArrayList<>();
+        List<Process> processes = new ArrayList<>();
+        List<Path> logs = new ArrayList<>();
+        try {
+            for (int r = 0; r < n; r++) {
+                ProcessBuilder pb = new ProcessBuilder(javaCommand(main, args));
+                Map<String, String> env = cleanEnvironment(pb);
+                env.put("RANK", Integer.toString(r));
+                env.put("WORLD_SIZE", Integer.toString(n));
+                env.put("MASTER_ADDR", "127.0.0.1");
+                env.put("MASTER_PORT", Integer.toString(port));
+                env.put("HCOMM_SECRET", "examples-test-secret");
+                builders.add(pb);
+                start(pb, dir, processes, logs);
+            }
+            boolean[] replaced = new boolean[n];
+            long deadline = System.nanoTime() + TIMEOUT.toNanos();
+            while (processes.stream().anyMatch(Process::isAlive)) {
+                if (System.nanoTime() > deadline) {
+                    throw new AssertionError("the job did not finish within " + TIMEOUT + "; output:\n" + outputs(logs));
+                }
+                for (int r = 0; r < n; r++) {
+                    Process p = processes.get(r);
+                    if (!replaced[r] && !p.isAlive() && p.exitValue() == 137) {
+                        replaced[r] = true;
+                        List<String> cmd = new ArrayList<>(builders.get(r).command());
+                        cmd.addAll(replacementArgs);
+                        ProcessBuilder pb = new ProcessBuilder(cmd);
+                        pb.environment().clear();
+                        pb.environment().putAll(builders.get(r).environment());
+                        start(pb, dir, processes, logs);
+                    }
+                }
+                Thread.sleep(20);
+            }
+            List<Outcome> out = new ArrayList<>();
+            for (int i = 0; i < processes.size(); i++) out.add(new Outcome(i, processes.get(i).exitValue(), Files.readString(logs.get(i))));
+            return out;
+        } finally {
+            for (Process p : processes) {
+                p.descendants().forEach(ProcessHandle::destroyForcibly);
+                p.destroyForcibly();
+            }
+            for (Process p : processes) p.waitFor(10, TimeUnit.SECONDS);
+            for (Path log : logs) Files.deleteIfExists(log);
+            Files.deleteIfExists(dir);
+        }
+    }
+
+    private static void start(ProcessBuilder pb, Path dir, List<Process> processes, List<Path> logs) throws IOException {
+        Path log = dir.resolve("process" + processes.size() + ".log");
+        pb.redirectErrorStream(true).redirectOutput(log.toFile()).redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")));
+        logs.add(log);
+        processes.add(pb.start());
+    }
+
     /** Removes the variables of {@link #FOREIGN} and {@link #FOREIGN_PREFIXES} and sets a short op timeout. */
     static Map<String, String> cleanEnvironment(ProcessBuilder pb) {
         Map<String, String> env = pb.environment();

@@ -1,0 +1,88 @@
+package io.hcomm4j.cli;
+
+import io.hcomm4j.HcommException;
+import io.hcomm4j.bootstrap.TcpStoreServer;
+import java.net.InetSocketAddress;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParentCommand;
+
+/**
+ * {@code hcomm store}: serves a job's store in a process of its own, until it is stopped. For jobs whose store must not
+ * go away with any rank or launcher (a Kubernetes Service in front of it, say): the ranks run with
+ * {@code HCOMM_STORE_HOSTED=1} and find it at {@code MASTER_ADDR:MASTER_PORT} (or {@code HCOMM_INIT_METHOD=tcp://...}).
+ * Started again on the same port after a crash, it is empty, and the ranks write back what they had written
+ * (HCOMM_STORE_RECONNECT, docs/reliability.md).
+ */
+@Command(name = "store", sortOptions = false, usageHelpAutoWidth = true, mixinStandardHelpOptions = true,
+        versionProvider = HcommCli.Version.class,
+        description = {
+            "Serves a job's store (the rendezvous of Hcomm.init(), shrink and grow) in this process until it is stopped"
+                    + " (SIGTERM, Ctrl-C). Ranks find it with HCOMM_STORE_HOSTED=1 and MASTER_ADDR:MASTER_PORT (or"
+                    + " HCOMM_INIT_METHOD=tcp://host:port); every connection proves HCOMM_SECRET.",
+            "The data lives in this process only. Started again on the same port (after a crash, a rescheduled pod), it"
+                    + " is empty: each rank reconnects within HCOMM_STORE_RECONNECT and writes back what it had written,"
+                    + " so a job whose store restarts, even in the middle of Hcomm.init(), goes on.",
+            "",
+        },
+        footer = {
+            "",
+            "Example:",
+            "  export HCOMM_SECRET=$(openssl rand -hex 24)",
+            "  hcomm store --port 29500 &",
+            "  HCOMM_STORE_HOSTED=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 ./hcomm launch -n 4 ... (or any launcher)",
+        })
+final class StoreCommand implements Callable<Integer> {
+    @ParentCommand
+    HcommCli parent;
+
+    @Option(names = "--bind", paramLabel = "ADDR", defaultValue = "0.0.0.0",
+            description = "Address to listen on (default: ${DEFAULT-VALUE}, every interface).")
+    String bind;
+
+    @Option(names = "--port", paramLabel = "P",
+            description = "Port to listen on (default: MASTER_PORT, else 29500).")
+    Integer port;
+
+    @Override
+    public Integer call() throws InterruptedException {
+        int p = port != null ? port : parsePort(parent.env.get("MASTER_PORT"));
+        if (p < 1 || p > 65535) throw new IllegalArgumentException("--port " + p + " is not in [1, 65535]");
+        String secret = parent.env.get("HCOMM_SECRET");
+        if (secret == null || secret.isEmpty()) {
+            parent.err.println("hcomm store: HCOMM_SECRET is not set: connections are not authenticated, so any process that"
+                    + " can reach the port can read and change the job's store");
+        }
+        TcpStoreServer server;
+        try {
+            server = TcpStoreServer.start(new InetSocketAddress(bind, p), secret);
+        } catch (HcommException e) {
+            parent.err.println("hcomm store: " + e.getMessage());
+            return 1;
+        }
+        CountDownLatch stopped = new CountDownLatch(1);
+        // SIGTERM and Ctrl-C run the hooks: close the server (its connections end, the clients notice) and return
+        Thread hook = new Thread(() -> {
+            server.close();
+            stopped.countDown();
+        }, "hcomm-store-shutdown");
+        Runtime.getRuntime().addShutdownHook(hook);
+        parent.out.println("hcomm store: serving on " + server.address().getHostString() + ":" + server.address().getPort()
+                + " (incarnation " + Long.toHexString(server.incarnation()) + "); ranks: HCOMM_STORE_HOSTED=1 MASTER_ADDR=<this host> MASTER_PORT="
+                + server.address().getPort());
+        parent.out.flush();
+        stopped.await();
+        return 0;
+    }
+
+    private static int parsePort(String masterPort) {
+        if (masterPort == null || masterPort.isBlank()) return 29500;
+        try {
+            return Integer.parseInt(masterPort.trim());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("MASTER_PORT '" + masterPort + "' is not a port number; give --port");
+        }
+    }
+}

@@ -1,0 +1,105 @@
+package io.hcomm4j.cli;
+
+import static java.nio.charset.StandardCharsets.UTF_8;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.hcomm4j.bootstrap.TcpStore;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * {@code hcomm store} as a process of its own: it serves clients that prove the secret; SIGKILLed and started again on
+ * the same port it is empty and a client with a reconnect budget writes its keys back; SIGTERM stops it with the
+ * shutdown hook (the exit code of a JVM ended by SIGTERM, 143).
+ */
+@Timeout(60)
+class StoreCommandTest {
+    private static final String SECRET = "store-command-secret";
+
+    private static Process start(int port) throws IOException {
+        ProcessBuilder pb = new ProcessBuilder(LocalLauncher.javaCommand(HcommCli.class.getName(), List.of("store", "--bind", "127.0.0.1")));
+        Map<String, String> env = pb.environment();
+        env.keySet().removeIf(k -> k.startsWith("HCOMM_"));
+        env.put("HCOMM_SECRET", SECRET);
+        env.put("MASTER_PORT", String.valueOf(port));
+        return pb.redirectErrorStream(true).start();
+    }
+
+    /** The line saying it serves; the rest of its output is drained in the background. */
+    private static String awaitServing(Process p) throws IOException {
+        BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream(), UTF_8));
+        String line;
+        while ((line = out.readLine()) != null) {
+            if (line.startsWith("hcomm store: serving")) {
+                Thread.ofVirtual().start(() -> {
+                    try {
+                        while (out.readLine() != null) {
+                            // drained
+                        }
+                    } catch (IOException ignored) {
+                        // ended
+                    }
+                });
+                return line;
+            }
+        }
+        throw new AssertionError("hcomm store ended without serving");
+    }
+
+    @Test
+    void servesRestartsEmptyAndGetsTheKeysBackThenStopsOnSigterm() throws Exception {
+        int port;
+        try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            port = s.getLocalPort();
+        }
+        Process first = start(port);
+        Process second = null;
+        try (TcpStore client = TcpStore.connect(new InetSocketAddress("127.0.0.1", port), SECRET, Duration.ofSeconds(20), Duration.ofSeconds(20))) {
+            String line = awaitServing(first);
+            assertThat(line).contains("127.0.0.1:" + port, "HCOMM_STORE_HOSTED=1", "MASTER_PORT=" + port);
+            client.set("addr/0", "10.0.0.1 4000".getBytes(UTF_8));
+            assertThat(client.add("joined", 1)).isEqualTo(1);
+
+            first.destroyForcibly(); // SIGKILL
+            assertThat(first.waitFor(10, TimeUnit.SECONDS)).isTrue();
+            second = start(port);
+            String again = awaitServing(second);
+            assertThat(again).isNotEqualTo(line); // another incarnation
+            try (TcpStore viewer = TcpStore.connect(new InetSocketAddress("127.0.0.1", port), SECRET, Duration.ofSeconds(10))) {
+                assertThat(viewer.get("addr/0", Duration.ofSeconds(10))).isEqualTo("10.0.0.1 4000".getBytes(UTF_8));
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+                while (viewer.tryGet("joined") == null && System.nanoTime() < deadline) Thread.sleep(20);
+                assertThat(viewer.tryGet("joined")).isEqualTo("1".getBytes(UTF_8));
+            }
+            assertThat(client.restartsSeen()).isEqualTo(1);
+            assertThat(client.add("joined", 1)).isEqualTo(2);
+
+            second.destroy(); // SIGTERM: the shutdown hook closes the server
+            assertThat(second.waitFor(20, TimeUnit.SECONDS)).isTrue();
+            assertThat(second.exitValue()).isEqualTo(143);
+        } finally {
+            first.destroyForcibly();
+            if (second != null) second.destroyForcibly();
+        }
+    }
+
+    @Test
+    void aPortInUseIsReportedAndExitsNonZero() throws Exception {
+        try (ServerSocket taken = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            Captured io = new Captured();
+            int code = HcommCli.execute(new String[] {"store", "--bind", "127.0.0.1", "--port", String.valueOf(taken.getLocalPort())},
+                    io.out, io.err, Map.of("HCOMM_SECRET", SECRET));
+            assertThat(code).isEqualTo(1);
+            assertThat(io.err()).contains("hcomm store: could not serve the store on 127.0.0.1:" + taken.getLocalPort());
+        }
+    }
+}
