@@ -423,6 +423,13 @@ final class ZeroCopyEngine implements AutoCloseable {
         long totalBytes = total * es;
         int flags = base(want);
         long sf = -1, so = 0;
+        if (capable && want && !where(send, totalBytes)) {
+            MemorySegment staged = staging(totalBytes);
+            if (staged != null) {
+                MemorySegment.copy(send, 0, staged, 0, totalBytes);
+                send = staged;
+            }
+        }
         if (where(send, totalBytes)) {
             flags |= F_SEND;
             sf = loc[0];
@@ -459,6 +466,14 @@ final class ZeroCopyEngine implements AutoCloseable {
         for (int r = 0; r < n; r++) recvBytes = Math.max(recvBytes, off == null ? (r + 1) * blockBytes : off[r] + len[r]);
         int flags = base(want);
         long sf = -1, so = 0;
+        if (capable && want && !where(mine, mineOff, myLen)) {
+            MemorySegment staged = staging(myLen);
+            if (staged != null) {
+                MemorySegment.copy(mine, mineOff, staged, 0, myLen);
+                mine = staged;
+                mineOff = 0;
+            }
+        }
         if (where(mine, mineOff, myLen)) {
             flags |= F_SEND;
             sf = loc[0];
@@ -494,7 +509,15 @@ final class ZeroCopyEngine implements AutoCloseable {
         if (!ready(op)) return false;
         int flags = base(want) | F_SAFE;
         long sf = -1, so = 0;
-        if (where(buf, bytes)) {
+        MemorySegment from = buf;
+        if (rank == root && capable && want && !where(buf, bytes)) {
+            MemorySegment staged = staging(bytes);
+            if (staged != null) {
+                MemorySegment.copy(buf, 0, staged, 0, bytes);
+                from = staged;
+            }
+        }
+        if (where(from, bytes)) {
             flags |= F_SEND;
             sf = loc[0];
             so = loc[1];
@@ -506,7 +529,7 @@ final class ZeroCopyEngine implements AutoCloseable {
         boolean ok = false;
         try {
             if (split) {
-                map(true, buf, bytes);
+                map(true, from, bytes);
                 ZeroCopyCollectives.broadcastSplit(sendSeg, sendOff, rank, n, root, bytes);
             } else if (rank != root && bytes > 0) {
                 peerBuffer(root, true, bytes);
