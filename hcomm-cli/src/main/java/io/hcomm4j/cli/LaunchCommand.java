@@ -80,7 +80,8 @@ final class LaunchCommand implements Callable<Integer> {
 
     @Option(names = "--cpu-bind", paramLabel = "HOW", defaultValue = "auto", converter = CpuBindConverter.class,
             description = "auto (default): when this node's ranks are no more than its CPUs, each rank runs on an equal,"
-                    + " contiguous share of them of its own (taskset); none: no binding.")
+                    + " contiguous share of them of its own (taskset); with more ranks than CPUs, rank i on CPU i mod CPUs;"
+                    + " none: no binding.")
     LocalLauncher.CpuBind cpuBind = LocalLauncher.CpuBind.AUTO;
 
     /** Parses {@code --cpu-bind}. */

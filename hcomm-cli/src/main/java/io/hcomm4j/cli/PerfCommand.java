@@ -67,7 +67,8 @@ import picocli.CommandLine.TypeConversionException;
             "    baseline: a barrier before each call, median of the slowest",
             "    rank's time per call).",
             "  --cpu-bind auto (default): each rank on CPUs of its own when there",
-            "    are enough (as mpirun binds); none: the scheduler places them.",
+            "    are enough (as mpirun binds), else one CPU each, round robin;",
+            "    none: the scheduler places them.",
             "  --mem native (default: Arena.ofShared() memory), pool (registered",
             "    buffers of comm.memory(): on one host the ranks read each other's",
             "    in place) or heap (Java arrays).",
@@ -194,8 +195,9 @@ final class PerfCommand implements Callable<Integer> {
     Integer warmup;
 
     @Option(names = "--cpu-bind", paramLabel = "HOW", defaultValue = "auto", converter = LaunchCommand.CpuBindConverter.class,
-            description = "With -n: auto (default) runs each rank on CPUs of its own when there are enough (as hcomm"
-                    + " launch does; Open MPI's mpirun binds too); none leaves placement to the scheduler.")
+            description = "With -n: auto (default) runs each rank on CPUs of its own when there are enough, else on one CPU"
+                    + " each, round robin (as hcomm launch does; Open MPI's mpirun binds too); none leaves placement to the"
+                    + " scheduler.")
     LocalLauncher.CpuBind cpuBind = LocalLauncher.CpuBind.AUTO;
 
     @Option(names = "--mem", paramLabel = "MEM", defaultValue = "native", converter = MemConverter.class,

@@ -82,7 +82,12 @@ class LocalLauncherTest {
         assertThat(LocalLauncher.cpuShare(cpus, 1, 2)).isEqualTo("4,5,6,7");
         assertThat(LocalLauncher.cpuShare(cpus, 2, 3)).isEqualTo("4,5"); // 8 / 3: two each, CPUs 6 and 7 unused
         assertThat(LocalLauncher.cpuShare(List.of(0, 1), 1, 2)).isEqualTo("1");
-        assertThat(LocalLauncher.cpuShare(List.of(0, 1), 0, 4)).isNull(); // more ranks than CPUs: not bound
+        // more ranks than CPUs: one CPU each, round robin
+        assertThat(LocalLauncher.cpuShare(List.of(0, 1), 0, 4)).isEqualTo("0");
+        assertThat(LocalLauncher.cpuShare(List.of(0, 1), 1, 4)).isEqualTo("1");
+        assertThat(LocalLauncher.cpuShare(List.of(0, 1), 2, 4)).isEqualTo("0");
+        assertThat(LocalLauncher.cpuShare(List.of(4, 6), 3, 4)).isEqualTo("6");
+        assertThat(LocalLauncher.cpuShare(List.of(), 0, 2)).isNull();
     }
 
     @Test
