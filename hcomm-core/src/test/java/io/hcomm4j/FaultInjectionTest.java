@@ -1,24 +1,20 @@
 package io.hcomm4j;
 
+import io.hcomm4j.testing.ShmDir;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.hcomm4j.testing.FaultWorker;
 import io.hcomm4j.testing.Ranks;
-import java.io.IOException;
 import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
@@ -46,19 +42,8 @@ class FaultInjectionTest {
     private static final Pattern HEALTH = Pattern.compile("HEALTH (\\w+) (\\[[^]]*]) at=(\\d+) thread=(\\S+)");
     private static final Pattern CLOSED = Pattern.compile("CLOSED threads=(\\d+) fds=(-?\\d+)");
 
-    private Path shmDir;
-
-    @BeforeEach
-    void privateShmDir() throws IOException {
-        shmDir = Files.createTempDirectory(Path.of("/dev/shm"), "hcomm-fault-test-");
-    }
-
-    @AfterEach
-    void removeShmDir() throws IOException {
-        try (Stream<Path> s = Files.walk(shmDir)) {
-            s.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-        }
-    }
+    @RegisterExtension
+    final ShmDir shm = new ShmDir("hcomm-fault-test-");
 
     private Map<String, String> env(String transport) {
         return env(transport, 5);
@@ -66,7 +51,7 @@ class FaultInjectionTest {
 
     private Map<String, String> env(String transport, int retryMax) {
         return Map.of("HCOMM_TRANSPORT", transport, "HCOMM_HEARTBEAT_TIMEOUT", HEARTBEAT_TIMEOUT, "HCOMM_TIMEOUT", "120s",
-                "HCOMM_SHM_DIR", shmDir.toString(), "HCOMM_RETRY_MAX", String.valueOf(retryMax));
+                "HCOMM_SHM_DIR", shm.path().toString(), "HCOMM_RETRY_MAX", String.valueOf(retryMax));
     }
 
     /**
@@ -84,7 +69,7 @@ class FaultInjectionTest {
             // a dead process closes its connections: noticed at once, well within the heartbeat timeout
             assertThat(times).allSatisfy(ms -> assertThat(ms).isLessThan(HEARTBEAT_TIMEOUT_MS + SLACK_MS));
         }
-        assertNoShmFiles();
+        shm.assertEmpty();
     }
 
     @ParameterizedTest
@@ -114,7 +99,7 @@ class FaultInjectionTest {
             assertThat(out).as(out).containsPattern("FINAL (FAILED|DEGRADED \\[0, 1\\])");
             System.out.printf("FaultInjectionTest SIGSTOP %s: the continued rank: %s%n", transport, line(out, "CAUGHT"));
         }
-        assertNoShmFiles();
+        shm.assertEmpty();
     }
 
     @Test
@@ -198,12 +183,6 @@ class FaultInjectionTest {
         assertThat(c.find()).as("rank %d output:\n%s", rank, out).isTrue();
         assertThat(Integer.parseInt(c.group(1))).as("hcomm threads alive after close, rank %d", rank).isZero();
         assertThat(Integer.parseInt(c.group(2))).as("descriptors left open after close, rank %d", rank).isLessThanOrEqualTo(3);
-    }
-
-    private void assertNoShmFiles() throws IOException {
-        try (Stream<Path> s = Files.list(shmDir)) {
-            assertThat(s.toList()).as("files left in %s", shmDir).isEmpty();
-        }
     }
 
     private static void awaitAll(Ranks.Job job, int n, String word) throws Exception {

@@ -1,23 +1,19 @@
 package io.hcomm4j;
 
+import io.hcomm4j.testing.ShmDir;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.hcomm4j.testing.Ranks;
 import io.hcomm4j.testing.ShrinkWorker;
-import java.io.IOException;
 import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
-import java.util.Comparator;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * {@link Communicator#grow} and {@link Hcomm#join}: real rank processes, one killed (or two), the survivors shrink, new
@@ -30,22 +26,11 @@ class GrowTest {
     private static final Pattern JOINED = Pattern.compile("JOINED rank=(\\d+) size=(\\d+) at=(\\d+) took=(\\d+)");
     private static final Pattern CLOSED = Pattern.compile("CLOSED threads=(\\d+) fds=(-?\\d+)");
 
-    private Path shmDir;
-
-    @BeforeEach
-    void privateShmDir() throws IOException {
-        shmDir = Files.createTempDirectory(Path.of("/dev/shm"), "hcomm-grow-test-");
-    }
-
-    @AfterEach
-    void removeShmDir() throws IOException {
-        try (Stream<Path> s = Files.walk(shmDir)) {
-            s.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-        }
-    }
+    @RegisterExtension
+    final ShmDir shm = new ShmDir("hcomm-grow-test-");
 
     private Map<String, String> env() {
-        return Map.of("HCOMM_HEARTBEAT_TIMEOUT", "5s", "HCOMM_TIMEOUT", "120s", "HCOMM_SHM_DIR", shmDir.toString());
+        return Map.of("HCOMM_HEARTBEAT_TIMEOUT", "5s", "HCOMM_TIMEOUT", "120s", "HCOMM_SHM_DIR", shm.path().toString());
     }
 
     @Test
@@ -76,7 +61,7 @@ class GrowTest {
             System.out.printf("GrowTest training: the joiner joined %d ms after it was started (join call %s ms)%n",
                     Long.parseLong(m.group(3)) - t0, m.group(4));
         }
-        assertNoShmFiles();
+        shm.assertEmpty();
     }
 
     @Test
@@ -110,7 +95,7 @@ class GrowTest {
             }
             assertThat(joinedRanks).containsExactly("3", "4");
         }
-        assertNoShmFiles();
+        shm.assertEmpty();
     }
 
     @Test
@@ -130,12 +115,6 @@ class GrowTest {
         assertThat(c.group(1)).as("hcomm threads left after close").isEqualTo("0");
         assertThat(Integer.parseInt(c.group(2))).as("descriptors left after close: %s", out).isLessThanOrEqualTo(0);
         return out;
-    }
-
-    private void assertNoShmFiles() throws IOException {
-        try (Stream<Path> s = Files.list(shmDir)) {
-            assertThat(s.toList()).as("files left in %s", shmDir).isEmpty();
-        }
     }
 
     private static void awaitOne(Ranks.Job job, int r, String word) throws Exception {

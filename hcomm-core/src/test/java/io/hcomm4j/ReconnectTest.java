@@ -1,21 +1,16 @@
 package io.hcomm4j;
 
+import io.hcomm4j.testing.ShmDir;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.hcomm4j.testing.Ranks;
 import io.hcomm4j.testing.ReconnectWorker;
-import java.io.IOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -33,22 +28,11 @@ class ReconnectTest {
     private static final Pattern CLOSED = Pattern.compile("CLOSED threads=(\\d+) fds=(-?\\d+)");
     private static final Pattern RECOVERED = Pattern.compile("re-established the connection to rank \\d+ after (\\d+) ms \\((\\d+) attempt");
 
-    private Path shmDir;
-
-    @BeforeEach
-    void privateShmDir() throws IOException {
-        shmDir = Files.createTempDirectory(Path.of("/dev/shm"), "hcomm-reconnect-test-");
-    }
-
-    @AfterEach
-    void removeShmDir() throws IOException {
-        try (Stream<Path> s = Files.walk(shmDir)) {
-            s.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-        }
-    }
+    @RegisterExtension
+    final ShmDir shm = new ShmDir("hcomm-reconnect-test-");
 
     private Map<String, String> env(String transport) {
-        return Map.of("HCOMM_TRANSPORT", transport, "HCOMM_SHM_DIR", shmDir.toString(), "HCOMM_TIMEOUT", "120s",
+        return Map.of("HCOMM_TRANSPORT", transport, "HCOMM_SHM_DIR", shm.path().toString(), "HCOMM_TIMEOUT", "120s",
                 "HCOMM_RETRY_MAX", "20", "HCOMM_RETRY_INTERVAL", "50ms");
     }
 
@@ -63,7 +47,7 @@ class ReconnectTest {
                     line(o.output(), "COUNTERS"), recoveries(o.output()));
         }
         assertThat(out.get(1).output()).contains("MESSAGE OK");
-        assertNoShmFiles();
+        shm.assertEmpty();
     }
 
     @ParameterizedTest
@@ -75,7 +59,7 @@ class ReconnectTest {
             System.out.printf("ReconnectTest allreduce n=%d %s rank %d: %s | %s%n", n, transport, o.rank(), line(o.output(), "COUNTERS"),
                     recoveries(o.output()));
         }
-        assertNoShmFiles();
+        shm.assertEmpty();
     }
 
     /** Every rank printed {@code ok}, re-established connections, saw no duplicate, and closed clean. */
@@ -91,12 +75,6 @@ class ReconnectTest {
             assertThat(Integer.parseInt(c.group(1))).as("hcomm threads alive after close, rank %d", o.rank()).isZero();
             assertThat(Integer.parseInt(c.group(2))).as("descriptors left open after close, rank %d:\n%s", o.rank(), o.output())
                     .isLessThanOrEqualTo(3);
-        }
-    }
-
-    private void assertNoShmFiles() throws IOException {
-        try (Stream<Path> s = Files.list(shmDir)) {
-            assertThat(s.toList()).as("files left in %s", shmDir).isEmpty();
         }
     }
 

@@ -1,5 +1,6 @@
 package io.hcomm4j;
 
+import io.hcomm4j.testing.ShmDir;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.hcomm4j.bootstrap.TcpStore;
@@ -11,10 +12,7 @@ import java.io.IOException;
 import java.io.InputStreamReader;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
-import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -23,8 +21,8 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.Timeout;
 
 /**
@@ -43,22 +41,15 @@ class StoreRestartTest {
     private static final Pattern CLOSED = Pattern.compile("CLOSED threads=(\\d+) fds=(-?\\d+)");
     private static final Pattern RECONNECTED = Pattern.compile("reconnected to the store after (\\d+) ms \\((\\d+) attempt");
 
-    private Path shmDir;
+    @RegisterExtension
+    final ShmDir shm = new ShmDir("hcomm-store-restart-test-");
     private Process store;
-
-    @BeforeEach
-    void privateShmDir() throws IOException {
-        shmDir = Files.createTempDirectory(Path.of("/dev/shm"), "hcomm-store-restart-test-");
-    }
 
     @AfterEach
     void cleanUp() throws Exception {
         if (store != null) {
             store.destroyForcibly();
             store.waitFor(10, TimeUnit.SECONDS);
-        }
-        try (Stream<Path> s = Files.walk(shmDir)) {
-            s.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
         }
     }
 
@@ -68,7 +59,7 @@ class StoreRestartTest {
         env.put("HCOMM_STORE_HOSTED", "1");
         env.put("HCOMM_STORE_RECONNECT", reconnect);
         env.put("HCOMM_INIT_TIMEOUT", "45s");
-        env.put("HCOMM_SHM_DIR", shmDir.toString());
+        env.put("HCOMM_SHM_DIR", shm.path().toString());
         return env;
     }
 
@@ -147,7 +138,7 @@ class StoreRestartTest {
             System.out.printf("StoreRestartTest: SIGKILL -> restart %d ms, restart -> store serving %d ms, restart -> init done on all %d ranks %d ms%n",
                     restarted - killed, serving - restarted, n, latest - restarted);
         }
-        assertNoShmFiles();
+        shm.assertEmpty();
     }
 
     @Test
@@ -184,7 +175,7 @@ class StoreRestartTest {
             System.out.printf("StoreRestartTest: killed once rank 0 wrote the token, restarted %d ms later: %d of %d ranks "
                     + "found it restarted, init done on all %d ms after the restart%n", restarted - killed, sawRestart, n, latest - restarted);
         }
-        assertNoShmFiles();
+        shm.assertEmpty();
     }
 
     @Test
@@ -212,7 +203,7 @@ class StoreRestartTest {
                         o.rank(), after, m.group(3));
             }
         }
-        assertNoShmFiles();
+        shm.assertEmpty();
     }
 
     private static void assertClosedClean(String out) {
@@ -220,11 +211,5 @@ class StoreRestartTest {
         assertThat(c.find()).as(out).isTrue();
         assertThat(c.group(1)).as("hcomm threads left after close:\n%s", out).isEqualTo("0");
         assertThat(Integer.parseInt(c.group(2))).as("descriptors left after close:\n%s", out).isLessThanOrEqualTo(0);
-    }
-
-    private void assertNoShmFiles() throws IOException {
-        try (Stream<Path> s = Files.list(shmDir)) {
-            assertThat(s.toList()).as("files left in %s", shmDir).isEmpty();
-        }
     }
 }

@@ -362,16 +362,26 @@ final class CommunicatorImpl implements Communicator {
         }
     }
 
-    /** A peer failed during op {@code seq} under the zero-copy engine: the op fails naming every member known to have failed. */
+    /** A peer failed during op {@code seq} under the zero-copy engine (which names this communicator's ranks). */
     private io.hcomm4j.PeerFailedException zeroCopyFailure(long seq, String op, io.hcomm4j.PeerFailedException e) {
+        return opFailure(seq, op, e, true);
+    }
+
+    /**
+     * Op {@code seq} fails as a whole because a peer failed, naming every member known to have failed, in this
+     * communicator's ranks; {@code e} names them as communicator ranks ({@code commRanks}: the zero-copy engine) or as
+     * world ranks (the transport).
+     */
+    private io.hcomm4j.PeerFailedException opFailure(long seq, String op, io.hcomm4j.PeerFailedException e, boolean commRanks) {
         String which = " (collective #" + seq + ")";
         if (e.getMessage() != null && e.getMessage().contains(which + " on a communicator")) return e;
         java.util.TreeSet<Integer> failed = new java.util.TreeSet<>(health.failedRanks());
         String why = null;
-        for (int r : e.failedRanks()) { // the engine names this communicator's ranks
-            if (r < 0 || r >= size) continue;
+        for (int named : e.failedRanks()) {
+            int r = commRanks ? (named >= 0 && named < size ? named : -1) : commRank(named);
+            if (r < 0) continue;
             failed.add(r);
-            String known = transport.failureReason(world(r));
+            String known = transport.failureReason(commRanks ? world(r) : named);
             if (why == null && known != null) why = "rank " + r + " failed: " + known;
         }
         return peersFailed(op, which, java.util.List.copyOf(failed), why != null ? why : e.getMessage(), e);
@@ -380,6 +390,11 @@ final class CommunicatorImpl implements Communicator {
     /** An op the zero-copy engine ran: counted in the metrics and, while a recording wants it, a JFR event. */
     private void zeroCopyDone(CollectiveEvent event, long seq, String op, long bytes, long t0) {
         metrics.record(metrics.index(op), bytes, System.nanoTime() - t0, false);
+        commitEvent(event, seq, op, bytes, null);
+    }
+
+    /** Ends {@code event} (null: no recording wants it) and commits it with the op's fields; {@code failure} null: ok. */
+    private void commitEvent(CollectiveEvent event, long seq, String op, long bytes, Throwable failure) {
         if (event == null) return;
         event.end();
         if (event.shouldCommit()) {
@@ -389,7 +404,7 @@ final class CommunicatorImpl implements Communicator {
             event.ranks = size;
             event.sequence = seq;
             event.bytes = Math.max(0, bytes);
-            event.outcome = "ok";
+            event.outcome = failure == null ? "ok" : failure.getClass().getSimpleName();
             event.commit();
         }
     }
@@ -415,17 +430,7 @@ final class CommunicatorImpl implements Communicator {
             throw e;
         } finally {
             metrics.record(metrics.index(op), bytes, System.nanoTime() - t0, failure != null);
-            if (event != null) event.end();
-            if (event != null && event.shouldCommit()) {
-                event.op = op;
-                event.communicator = commId;
-                event.rank = rank;
-                event.ranks = size;
-                event.sequence = seq;
-                event.bytes = Math.max(0, bytes);
-                event.outcome = failure == null ? "ok" : failure.getClass().getSimpleName();
-                event.commit();
-            }
+            commitEvent(event, seq, op, bytes, failure);
         }
     }
 
@@ -454,17 +459,7 @@ final class CommunicatorImpl implements Communicator {
      * as a whole, naming every member known to have failed, in this communicator's ranks.
      */
     private io.hcomm4j.PeerFailedException collectiveFailure(TransportLinks links, io.hcomm4j.PeerFailedException e) {
-        String which = " (collective #" + links.seq() + ")";
-        if (e.getMessage() != null && e.getMessage().contains(which + " on a communicator")) return e;
-        java.util.TreeSet<Integer> failed = new java.util.TreeSet<>(health.failedRanks());
-        String why = null;
-        for (int w : e.failedRanks()) {
-            int r = commRank(w);
-            if (r >= 0) failed.add(r);
-            String known = transport.failureReason(w);
-            if (why == null && known != null && r >= 0) why = "rank " + r + " failed: " + known;
-        }
-        return peersFailed(links.op(), which, java.util.List.copyOf(failed), why != null ? why : e.getMessage(), e);
+        return opFailure(links.seq(), links.op(), e, false);
     }
 
     /**
