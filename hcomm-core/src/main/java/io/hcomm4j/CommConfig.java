@@ -242,7 +242,8 @@ public final class CommConfig {
 
     /**
      * {@code HCOMM_RETRY_MAX}: how many times a dropped connection (reset, closed without an orderly BYE, a write error, or
-     * silent for {@link #heartbeatTimeout()}) is re-established before its peer is declared failed. A re-established
+     * silent for half of {@link #heartbeatTimeout()}: such a one must be back before the silence reaches the timeout) is
+     * re-established before its peer is declared failed. A re-established
      * connection resumes after the last frame each side received, so ops in flight complete with nothing lost and nothing
      * delivered twice. A reconnect that is refused (nothing listens at the peer's address: its process is gone) fails at
      * once. Default {@code 5}; {@code 0}: no reconnect, a dropped connection means a failed peer.

@@ -86,10 +86,10 @@ class FaultInjectionTest {
             } finally {
                 signal(victim, "CONT");
             }
-            // nothing closed: only the silence reveals it, after the heartbeat timeout; the silent connection is then
-            // replaced, which a stopped process cannot answer, so it is declared failed once the retries ran out
-            assertThat(times).allSatisfy(ms -> assertThat(ms).isBetween(HEARTBEAT_TIMEOUT_MS / 2,
-                    HEARTBEAT_TIMEOUT_MS + RETRY_BUDGET_MS + SLACK_MS));
+            // nothing closed: only the silence reveals it; over TCP the silent connection is replaced after half the
+            // heartbeat timeout, which a stopped process cannot answer, so it is declared failed when the silence
+            // reaches the timeout: within it either way
+            assertThat(times).allSatisfy(ms -> assertThat(ms).isBetween(HEARTBEAT_TIMEOUT_MS / 2, HEARTBEAT_TIMEOUT_MS + SLACK_MS));
             // continued, the stopped rank finds itself left out: its ops fail, it does not hang
             assertThat(victim.waitFor(30, TimeUnit.SECONDS)).as("the continued rank ends; output:\n%s", job.outputs()).isTrue();
             String out = Files.readString(job.logs.get(n - 1));

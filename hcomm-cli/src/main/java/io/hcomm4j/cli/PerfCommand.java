@@ -57,8 +57,8 @@ import picocli.CommandLine.TypeConversionException;
             "  algbw = size / time; busbw = algbw x factor (nccl-tests'):",
             "    allreduce 2(n-1)/n; allgather, reducescatter, alltoall, gather,",
             "    scatter (n-1)/n; broadcast, reduce, sendrecv 1.",
-            "  Default sizes: 4K to 64M, factor 4. Default iterations: 1 GiB / size",
-            "    within 5..1000; warmup: iterations / 5 within 1..200. Without",
+            "  Default sizes: 4K to 64M, factor 4. Default iterations: 4 GiB / size",
+            "    within 20..1000; warmup: iterations / 5 within 1..200. Without",
             "    --warmup, 19800 calls at 4K (or the smallest size), then rounds of",
             "    300 calls at 1M (or the largest size) for 2 s come first, for the",
             "    JIT to compile the small-message path, the chunked paths and the",
@@ -365,8 +365,9 @@ final class PerfCommand implements Callable<Integer> {
 
     /**
      * What a collective measures: without {@code -b}/{@code -e} 4 KiB to 64 MiB times {@code factor} (default 4),
-     * otherwise the sweep from min to max (factor default 2). Iterations not given: 1 GiB / size within 5..1000;
-     * warmup: iterations / 5 within 1..200.
+     * otherwise the sweep from min to max (factor default 2). Iterations not given: 4 GiB / size within 20..1000
+     * (large sizes get their first calls after a size change slower for a while: 16 calls of 64 MiB on 4 ranks gave half
+     * the busbw of 30); warmup: iterations / 5 within 1..200.
      */
     static List<CollectiveBench.Test> collectivePlan(Coll coll, Long minBytes, Long maxBytes, Integer factor,
                                                      DataType type, ReduceOp op, int root, Integer iters, Integer warmup) {
@@ -376,7 +377,7 @@ final class PerfCommand implements Callable<Integer> {
                 : sweep(minBytes, maxBytes, factor != null ? factor : 2);
         List<CollectiveBench.Test> plan = new ArrayList<>();
         for (long b : sizes) {
-            int n = iters != null ? iters : (int) clamp((1L << 30) / b, 5, 1000);
+            int n = iters != null ? iters : (int) clamp((4L << 30) / b, 20, 1000);
             int w = warmup != null ? warmup : (int) clamp(n / 5, 1, 200);
             plan.add(new CollectiveBench.Test(coll, b, type, op, root, n, w));
         }

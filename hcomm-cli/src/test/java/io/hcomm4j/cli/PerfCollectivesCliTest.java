@@ -173,8 +173,8 @@ class PerfCollectivesCliTest {
 
         assertThat(plan).extracting(CollectiveBench.Test::bytes)
                 .containsExactly(4L << 10, 16L << 10, 64L << 10, 256L << 10, 1L << 20, 4L << 20, 16L << 20, 64L << 20);
-        assertThat(plan).extracting(CollectiveBench.Test::iters).containsExactly(1000, 1000, 1000, 1000, 1000, 256, 64, 16);
-        assertThat(plan).extracting(CollectiveBench.Test::warmup).containsExactly(200, 200, 200, 200, 200, 51, 12, 3);
+        assertThat(plan).extracting(CollectiveBench.Test::iters).containsExactly(1000, 1000, 1000, 1000, 1000, 1000, 256, 64);
+        assertThat(plan).extracting(CollectiveBench.Test::warmup).containsExactly(200, 200, 200, 200, 200, 200, 51, 12);
         // an explicit sweep steps by 2 unless -f says otherwise
         assertThat(PerfCommand.collectivePlan(Coll.ALLREDUCE, 1024L, 8192L, null, DataType.FLOAT32, ReduceOp.SUM, 0, null, null))
                 .extracting(CollectiveBench.Test::bytes).containsExactly(1024L, 2048L, 4096L, 8192L);

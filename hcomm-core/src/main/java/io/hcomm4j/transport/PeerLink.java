@@ -70,6 +70,11 @@ final class PeerLink {
     /** While RECONNECTING: why and when ({@code System.nanoTime()}) the connection was lost. */
     Exception lossCause;
     long lostAt;
+    /**
+     * For a connection lost to silence: when the peer is declared failed if no new connection is installed by then (its
+     * silence reached HCOMM_HEARTBEAT_TIMEOUT). Set before {@link #lost}; read by the reconnect thread.
+     */
+    volatile long giveUpAt;
     /** The socket of a reconnect attempt under way, closed by an orderly close. */
     volatile java.nio.channels.SocketChannel attemptChannel;
     /** Sends whose data the peer reads from our mapping (DATA_REF, shared memory), by msgId, until its DATA_DONE. */

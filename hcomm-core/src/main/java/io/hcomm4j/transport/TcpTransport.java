@@ -1174,8 +1174,11 @@ public final class TcpTransport implements AutoCloseable {
                 + heartbeatTimeoutNanos / 1_000_000 + " ms)";
         PeerLink.ReportedFailure silence = new PeerLink.ReportedFailure(why, Frame.FAIL_SILENT);
         if (l.mayReconnect(silence)) {
-            // maybe only this connection is stuck (a link that went down and up, a lost route): replace it; a peer that
-            // does not answer a new connection within the retry budget is declared failed then
+            // maybe only this connection is stuck (a link that went down and up, a lost route): replace it (the watchdog
+            // suspects a reliable link after half the timeout); a peer that has not answered a new connection by the
+            // time its silence reaches the heartbeat timeout is declared failed then, so detection stays within it
+            // (less one shortest attempt: the attempt running at that moment may take that long to end)
+            l.giveUpAt = System.nanoTime() + Math.max(MIN_ATTEMPT_NANOS, heartbeatTimeoutNanos - silentNanos - MIN_ATTEMPT_NANOS);
             l.lost(silence);
             return;
         }
@@ -1674,6 +1677,10 @@ public final class TcpTransport implements AutoCloseable {
         int attempt = 0;
         long window = retryIntervalNanos;
         Exception last = null;
+        // a link lost to silence must be back before the silence reaches the heartbeat timeout
+        boolean silent = false;
+        long giveUpAt = 0;
+        boolean outOfTime = false;
         while (true) {
             synchronized (l) {
                 if (l.state != PeerLink.State.RECONNECTING || linksClosing) {
@@ -1685,13 +1692,19 @@ public final class TcpTransport implements AutoCloseable {
                     attempt = 0;
                     window = retryIntervalNanos;
                     last = null;
+                    silent = l.lossCause instanceof PeerLink.ReportedFailure rf && rf.kind == Frame.FAIL_SILENT && l.giveUpAt != 0;
+                    giveUpAt = l.giveUpAt;
                 }
                 if (attempt >= retryMax) break;
+                if (silent && attempt > 0 && System.nanoTime() - giveUpAt >= 0) {
+                    outOfTime = true;
+                    break;
+                }
                 attempt++;
                 l.attempting = true;
             }
             long start = System.nanoTime();
-            long end = start + window;
+            long end = silent && giveUpAt - (start + window) < 0 ? giveUpAt : start + window;
             Attempt outcome = Attempt.REJECTED;
             IOException refused = null;
             try {
@@ -1756,7 +1769,8 @@ public final class TcpTransport implements AutoCloseable {
         long ms = (System.nanoTime() - incident) / 1_000_000;
         int kind = l.lossCause instanceof PeerLink.ReportedFailure rf ? rf.kind : Frame.FAIL_LOST;
         String why = describe(l.lossCause) + "; " + attempt + " attempt" + (attempt == 1 ? "" : "s") + " to reconnect in "
-                + ms + " ms failed (HCOMM_RETRY_MAX " + retryMax + ", last: " + describe(last) + ")";
+                + ms + " ms failed (" + (outOfTime ? "no answer before the silence reached HCOMM_HEARTBEAT_TIMEOUT"
+                : "HCOMM_RETRY_MAX " + retryMax) + ", last: " + describe(last) + ")";
         // a silent peer is logged when announced, a lost connection by the link
         l.fail(kind == Frame.FAIL_SILENT ? new PeerLink.ReportedFailure(why, kind) : new IOException(why));
         finishLoop(l);

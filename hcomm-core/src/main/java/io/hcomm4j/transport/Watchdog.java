@@ -17,7 +17,9 @@ import java.util.concurrent.locks.LockSupport;
  * <p><b>Timing.</b> The tick is a quarter of the interval, at most 250 ms. A peer is declared failed once its silence
  * reaches the timeout less two ticks (its last bytes are noticed up to a tick late, and the check runs once a tick), so
  * it is declared within the timeout of its last frame; with the interval at most a third of the timeout, a live peer
- * has sent at least two heartbeats within that silence.
+ * has sent at least two heartbeats within that silence. A reliable link (reconnects on) is suspected after half the
+ * timeout (at least two intervals) and its connection replaced; if the peer has not answered a new one by the time its
+ * silence reaches the timeout, it is declared failed then: within the timeout as well.
  */
 final class Watchdog implements AutoCloseable {
     /** Longest tick. */
@@ -31,6 +33,8 @@ final class Watchdog implements AutoCloseable {
     private final Thread thread;
     private final long tick;
     private final long threshold;
+    /** Silence after which a reliable link is replaced (half the timeout): the new one must be there by the timeout. */
+    private final long suspect;
     private volatile boolean closed;
     /** When the watchdog last ran, and the last time it found it had not run for more than two ticks (and for how long). */
     private volatile long lastTickAt = System.nanoTime();
@@ -50,9 +54,11 @@ final class Watchdog implements AutoCloseable {
         if (t.heartbeats()) {
             this.tick = Math.max(1_000_000L, Math.min(MAX_TICK, t.heartbeatIntervalNanos / 4));
             this.threshold = Math.max(t.heartbeatIntervalNanos * 2, t.heartbeatTimeoutNanos - 2 * tick);
+            this.suspect = Math.min(threshold, Math.max(t.heartbeatIntervalNanos * 2, t.heartbeatTimeoutNanos / 2));
         } else {
             this.tick = IDLE_TICK;
             this.threshold = Long.MAX_VALUE;
+            this.suspect = Long.MAX_VALUE;
         }
         this.thread = Thread.ofPlatform().daemon().name("hcomm-watchdog-" + t.rank).unstarted(this::run);
     }
@@ -119,7 +125,7 @@ final class Watchdog implements AutoCloseable {
             }
             heardAt[p] = Math.min(now, heardAt[p] + credit);
             long silent = now - heardAt[p];
-            if (silent >= threshold) t.onSilent(l, silent);
+            if (silent >= (l.reliable ? suspect : threshold)) t.onSilent(l, silent);
         }
     }
 
