@@ -108,7 +108,7 @@ public class ZeroCopyCollectivesTest {
                     displs[r] = at;
                     at += counts[r];
                 }
-                int kind = rnd.nextInt(5);
+                int kind = rnd.nextInt(8);
                 zc++; // a rank's unregistered (native or heap) buffers are staged through a registered one
                 long rsCount = Math.min(count, 30_011);
                 Mem m = ch.of(me);
@@ -117,7 +117,10 @@ public class ZeroCopyCollectivesTest {
                     case 1 -> reduceScatter(c, stream, arena, t, op, 0, counts, how, m, k);
                     case 2 -> allGather(c, stream, arena, t, count, null, null, inPlace, how, m, k);
                     case 3 -> allGather(c, stream, arena, t, 0, counts, displs, inPlace, how, m, k);
-                    default -> broadcast(c, stream, arena, t, count, root, how, m, k);
+                    case 4 -> broadcast(c, stream, arena, t, count, root, how, m, k);
+                    case 5 -> gather(c, arena, t, Math.min(count, 20_011), root, how, m, k);
+                    case 6 -> scatter(c, arena, t, Math.min(count, 20_011), root, how, m, k);
+                    default -> allToAll(c, arena, t, Math.min(count, 20_011), how, m, k);
                 }
             }
             // a broadcast from every root, small and large (the large ones copy in parallel slices)
@@ -212,6 +215,54 @@ public class ZeroCopyCollectivesTest {
                     throw new AssertionError(what + ": send buffer changed at " + i);
                 }
             }
+        }
+    }
+
+    /** Gather to {@code root}: every rank's block, filled by its rank, lands at its place in the root's buffer. */
+    static void gather(Communicator c, Arena arena, DataType t, long count, int root, int how, Mem mem, int k) {
+        int n = c.size();
+        int me = c.rank();
+        long blk = count * t.byteSize();
+        String what = "gather #" + k + " rank " + me + " root " + root + " " + t + " count " + count + " " + mem;
+        try (Bufs b = new Bufs(c, arena)) {
+            MemorySegment send = b.get(blk, mem);
+            DataMovementCollectivesTest.fill(send, 0, blk, me, k);
+            MemorySegment recv = me == root ? b.get(blk * n, mem) : null;
+            if (recv != null) recv.fill((byte) 0x5A);
+            run(how % 2, () -> c.gather(send, recv, count, t, root), () -> c.gatherAsync(send, recv, count, t, root), null);
+            if (me == root) for (int r = 0; r < n; r++) DataMovementCollectivesTest.check(recv, r * blk, blk, r, k, what);
+        }
+    }
+
+    /** Scatter from {@code root}: rank r gets block r of the root's buffer (filled as if by rank r). */
+    static void scatter(Communicator c, Arena arena, DataType t, long count, int root, int how, Mem mem, int k) {
+        int n = c.size();
+        int me = c.rank();
+        long blk = count * t.byteSize();
+        String what = "scatter #" + k + " rank " + me + " root " + root + " " + t + " count " + count + " " + mem;
+        try (Bufs b = new Bufs(c, arena)) {
+            MemorySegment send = me == root ? b.get(blk * n, mem) : null;
+            if (send != null) for (int r = 0; r < n; r++) DataMovementCollectivesTest.fill(send, r * blk, blk, r, k);
+            MemorySegment recv = b.get(blk, mem);
+            recv.fill((byte) 0x5A);
+            run(how % 2, () -> c.scatter(send, recv, count, t, root), () -> c.scatterAsync(send, recv, count, t, root), null);
+            DataMovementCollectivesTest.check(recv, 0, blk, me, k, what);
+        }
+    }
+
+    /** All-to-all: block r of rank q's buffer goes to block q of rank r's; each block filled by (q, r). */
+    static void allToAll(Communicator c, Arena arena, DataType t, long count, int how, Mem mem, int k) {
+        int n = c.size();
+        int me = c.rank();
+        long blk = count * t.byteSize();
+        String what = "allToAll #" + k + " rank " + me + " " + t + " count " + count + " " + mem;
+        try (Bufs b = new Bufs(c, arena)) {
+            MemorySegment send = b.get(blk * n, mem);
+            for (int r = 0; r < n; r++) DataMovementCollectivesTest.fill(send, r * blk, blk, me, k * 64 + r);
+            MemorySegment recv = b.get(blk * n, mem);
+            recv.fill((byte) 0x5A);
+            run(how % 2, () -> c.allToAll(send, recv, count, t), () -> c.allToAllAsync(send, recv, count, t), null);
+            for (int q = 0; q < n; q++) DataMovementCollectivesTest.check(recv, q * blk, blk, q, k * 64 + me, what);
         }
     }
 

@@ -992,7 +992,9 @@ final class CommunicatorImpl implements Communicator {
         checkRoot("gather", root);
         long blk = bytes("gather", "send", send, count, type);
         if (rank == root) checkBuffer("gather", "recv", recv, Math.multiplyExact(blk, size));
-        return collective("gather", fingerprint("gather", count, type, null, root), blk * size, mode, l -> Rooted.gatherBinomial(l, send, rank == root ? recv : null, root, blk));
+        return zeroCopyOr("gather", fingerprint("gather", count, type, null, root), blk * size, mode, Tuner.Op.GATHER,
+                (z, seq, fp, want) -> z.gather(seq, fp, "gather", send, recv, blk, root, want),
+                l -> Rooted.gatherBinomial(l, send, rank == root ? recv : null, root, blk));
     }
 
     @Override
@@ -1042,7 +1044,9 @@ final class CommunicatorImpl implements Communicator {
         checkRoot("scatter", root);
         long blk = bytes("scatter", "recv", recv, count, type);
         if (rank == root) checkBuffer("scatter", "send", send, Math.multiplyExact(blk, size));
-        return collective("scatter", fingerprint("scatter", count, type, null, root), blk * size, mode, l -> Rooted.scatterBinomial(l, rank == root ? send : null, recv, root, blk));
+        return zeroCopyOr("scatter", fingerprint("scatter", count, type, null, root), blk * size, mode, Tuner.Op.SCATTER,
+                (z, seq, fp, want) -> z.scatter(seq, fp, "scatter", send, recv, blk, root, want),
+                l -> Rooted.scatterBinomial(l, rank == root ? send : null, recv, root, blk));
     }
 
     @Override
@@ -1121,7 +1125,8 @@ final class CommunicatorImpl implements Communicator {
         boolean overlap = send.asSlice(0, sendBytes).asOverlappingSlice(recv).isPresent();
         // Bruck needs equal blocks: allToAllV always exchanges pairwise
         Tuner.Algo algo = op.equals("allToAll") ? tuner().choose(Tuner.Op.ALLTOALL, sendBytes, size) : Tuner.Algo.PAIRWISE;
-        return collective(op, fingerprint(op, op.equals("allToAll") ? sLen[0] : 0, null, null, -1), sendBytes, mode, l -> {
+        int fp = fingerprint(op, op.equals("allToAll") ? sLen[0] : 0, null, null, -1);
+        Consumer<CollectiveLinks> body = l -> {
             if (algo == Tuner.Algo.BRUCK) {
                 AllToAll.bruck(l, send, recv, sLen[0]); // reads all of send before writing recv: in place needs no copy
                 return;
@@ -1133,7 +1138,58 @@ final class CommunicatorImpl implements Communicator {
                 MemorySegment.copy(send, 0, src, 0, sendBytes);
             }
             AllToAll.pairwise(l, src, sOff, sLen, recv, rOff, rLen);
-        });
+        };
+        if (!op.equals("allToAll")) return collective(op, fp, sendBytes, mode, body);
+        long blk = sLen[0];
+        return zeroCopyOr(op, fp, sendBytes, mode, Tuner.Op.ALLTOALL,
+                (z, seq, f, want) -> z.allToAll(seq, f, op, send, recv, blk, want), body);
+    }
+
+    /** One host's part of a collective that may run in shared memory: true if it ran there (every rank decides alike). */
+    private interface ZeroCopyStep {
+        boolean run(ZeroCopyEngine z, long seq, int fingerprint, boolean want);
+    }
+
+    /**
+     * Runs a collective in shared memory ({@code step}) when the communicator has a zero-copy engine and every rank can,
+     * else through the transport ({@code body}), under one sequence number and ticket either way. For the ops whose
+     * zero-copy form is rare enough that a capturing lambda per call is fine (gather, scatter, all-to-all); the hot
+     * ones have allocation-free copies of this frame (allReduceHere and the like).
+     */
+    private CommFuture<Void> zeroCopyOr(String op, int fp, long bytes, Mode mode, Tuner.Op tunerOp, ZeroCopyStep step,
+                                        Consumer<CollectiveLinks> body) {
+        ZeroCopyEngine z = zc;
+        if (z == null) return collective(op, fp, bytes, mode, body);
+        checkOpen();
+        RuntimeException broken = brokenFor(op, "");
+        if (broken != null) throw broken;
+        long seq;
+        long ticket;
+        synchronized (z) {
+            seq = collectiveSeq.incrementAndGet();
+            ticket = z.takeTicket();
+        }
+        Runnable task = () -> {
+            z.enter(ticket, op);
+            try {
+                if (session.config().fullCheck()) fullCheck(seq, op, fp);
+                long t0 = System.nanoTime();
+                CollectiveEvent ev = CollectiveEvent.wanted() ? new CollectiveEvent() : null;
+                if (ev != null) ev.begin();
+                z.opBytes(bytes);
+                if (step.run(z, seq, fp, tuner().forced(tunerOp) == null)) zeroCopyDone(ev, seq, op, bytes, t0);
+                else runCollective(seq, op, fp, bytes, body, true);
+            } catch (io.hcomm4j.PeerFailedException e) {
+                throw zeroCopyFailure(seq, op, e);
+            } finally {
+                z.leave(ticket);
+            }
+        };
+        if (!mode.async) {
+            task.run();
+            return null;
+        }
+        return dispatch(z, ticket, op, mode, task);
     }
 
     @Override

@@ -29,8 +29,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Zero-copy collectives of one communicator whose ranks all live on this host: allReduce, reduceScatter(V),
- * allGather(V) and broadcast read (and write) the other ranks' registered buffers directly, through mappings of their
- * memory-pool files, instead of sending messages ({@link ZeroCopyCollectives} moves the bytes).
+ * allGather(V), broadcast, gather, scatter and allToAll read (and write) the other ranks' registered buffers directly,
+ * through mappings of their memory-pool files, instead of sending messages ({@link ZeroCopyCollectives} moves the bytes;
+ * unregistered memory is staged through a registered buffer of this engine).
  *
  * <p><b>Control mapping.</b> Rank 0 of the communicator creates a small shared file when the communicator is made
  * (pre-faulted, mode 0600, named like the pool's files) and publishes its name in the store; the others map it at
@@ -542,6 +543,126 @@ final class ZeroCopyEngine implements AutoCloseable {
         return true;
     }
 
+    /**
+     * Gather to {@code root}: every rank offers its block ({@code blockBytes} of {@code mine}; unregistered memory is
+     * staged), the root pulls every other rank's block into {@code recv} at {@code q * blockBytes} and copies its own.
+     */
+    boolean gather(long seq, int fp, String op, MemorySegment mine, MemorySegment recv, long blockBytes, int root, boolean want) {
+        if (!ready(op)) return false;
+        int flags = base(want) | F_SAFE;
+        long sf = -1, so = 0;
+        if (rank == root) {
+            flags |= F_SEND; // nobody reads the root's block
+        } else if (where(offer(mine, 0, blockBytes, want), blockBytes)) {
+            flags |= F_SEND;
+            sf = loc[0];
+            so = loc[1];
+        }
+        int all = arrive(seq, fp, op, flags, sf, so, -1, 0);
+        int need = F_CAPABLE | F_WANT | F_SEND;
+        if ((all & need) != need) return fellBack();
+        boolean ok = false;
+        try {
+            if (rank == root) {
+                for (int q = 0; q < n; q++) {
+                    if (q != rank) peerBuffer(q, true, blockBytes);
+                }
+                if (blockBytes > 0) MemorySegment.copy(mine, 0, recv, rank * blockBytes, blockBytes);
+                oneLen[0] = blockBytes;
+                ZeroCopyCollectives.allGather(sendSeg, sendOff, rank, n, recv, 0, null, oneLen);
+            }
+            ok = true;
+        } finally {
+            finish(seq, op, ok);
+        }
+        return true;
+    }
+
+    /**
+     * Scatter from {@code root}: the root offers its send buffer ({@code n * blockBytes}; staged if unregistered), every
+     * rank copies its block {@code rank * blockBytes} of it into {@code recv}.
+     */
+    boolean scatter(long seq, int fp, String op, MemorySegment send, MemorySegment recv, long blockBytes, int root, boolean want) {
+        if (!ready(op)) return false;
+        long total = blockBytes * n;
+        int flags = base(want) | F_SAFE;
+        long sf = -1, so = 0;
+        MemorySegment from = rank == root ? offer(send, 0, total, want) : null;
+        if (rank == root && where(from, total)) {
+            flags |= F_SEND;
+            sf = loc[0];
+            so = loc[1];
+        }
+        int all = arrive(seq, fp, op, flags, sf, so, -1, 0);
+        int need = F_CAPABLE | F_WANT;
+        if ((all & need) != need || (flagsOf(root) & F_SEND) == 0) return fellBack();
+        boolean ok = false;
+        try {
+            if (blockBytes > 0) {
+                if (rank == root) {
+                    MemorySegment.copy(send, rank * blockBytes, recv, 0, blockBytes);
+                } else {
+                    peerBuffer(root, true, total);
+                    MemorySegment.copy(sendSeg[root], sendOff[root] + rank * blockBytes, recv, 0, blockBytes);
+                }
+            }
+            ok = true;
+        } finally {
+            finish(seq, op, ok);
+        }
+        return true;
+    }
+
+    /**
+     * All-to-all of equal blocks: every rank offers its send buffer ({@code n * blockBytes}; staged if unregistered) and
+     * pulls block {@code rank} of every rank's into {@code recv} at {@code q * blockBytes} (starting after itself, so the
+     * ranks read different peers at a time). {@code recv} must not overlap {@code send} (checked by the caller).
+     */
+    boolean allToAll(long seq, int fp, String op, MemorySegment send, MemorySegment recv, long blockBytes, boolean want) {
+        if (!ready(op)) return false;
+        long total = blockBytes * n;
+        int flags = base(want);
+        long sf = -1, so = 0;
+        MemorySegment offered = offer(send, 0, total, want);
+        if (where(offered, total)) {
+            flags |= F_SEND;
+            sf = loc[0];
+            so = loc[1];
+        }
+        // the others read this rank's send buffer while it writes its receive buffer
+        if (disjoint(offered, 0, total, recv, total)) flags |= F_SAFE;
+        int all = arrive(seq, fp, op, flags, sf, so, -1, 0);
+        int need = F_CAPABLE | F_WANT | F_SEND | F_SAFE;
+        if ((all & need) != need) return fellBack();
+        boolean ok = false;
+        try {
+            if (blockBytes > 0) {
+                MemorySegment.copy(offered, rank * blockBytes, recv, rank * blockBytes, blockBytes);
+                for (int i = 1; i < n; i++) {
+                    int q = rank + i < n ? rank + i : rank + i - n;
+                    peerBuffer(q, true, total);
+                    MemorySegment.copy(sendSeg[q], sendOff[q] + rank * blockBytes, recv, q * blockBytes, blockBytes);
+                }
+            }
+            ok = true;
+        } finally {
+            finish(seq, op, ok);
+        }
+        return true;
+    }
+
+    /**
+     * What this rank offers the others to read: {@code bytes} of {@code seg} from {@code off}, as they are if registered,
+     * else a copy in the staging buffer (if the pool gives one; else the segment itself, and the op falls back).
+     */
+    private MemorySegment offer(MemorySegment seg, long off, long bytes, boolean want) {
+        if (!capable || !want || bytes == 0 || where(seg, off, bytes)) return off == 0 ? seg : seg.asSlice(off, bytes);
+        MemorySegment staged = staging(bytes);
+        if (staged == null) return seg;
+        MemorySegment.copy(seg, off, staged, 0, bytes);
+        return staged;
+    }
+
     // ------------------------------------------------------------------------------------------ steps
 
     /** Attaches at the first op; false (nothing published) if the engine is off for this communicator. */
@@ -556,7 +677,7 @@ final class ZeroCopyEngine implements AutoCloseable {
     }
 
     /**
-     * A collective that always runs through the transport (reduce, gather, scatter, all-to-all and their V forms):
+     * A collective that always runs through the transport (reduce, and the V forms of gather, scatter and all-to-all):
      * every rank still publishes its fingerprint and waits for everybody's, so that ranks calling different collectives
      * fail with {@link CollectiveMismatchException} here, before any of them waits for messages that never come.
      */
