@@ -234,7 +234,7 @@ public final class CommConfig {
 
     /**
      * {@code HCOMM_ZERO_COPY}: when every rank of a communicator is on this host with shared memory, allReduce,
-     * reduceScatter(V), allGather(V), broadcast, gather, scatter and allToAll read the other ranks' buffers directly
+     * reduceScatter(V), allGather(V), broadcast, reduce, gather, scatter and allToAll read the other ranks' buffers directly
      * instead of sending messages (registered buffers, {@code comm.memory()}, in place; other memory staged through a
      * registered one). Default on; {@code 0} sends every collective through the transport (must be the same on every
      * rank).

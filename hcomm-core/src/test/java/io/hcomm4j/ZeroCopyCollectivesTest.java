@@ -108,7 +108,7 @@ public class ZeroCopyCollectivesTest {
                     displs[r] = at;
                     at += counts[r];
                 }
-                int kind = rnd.nextInt(8);
+                int kind = rnd.nextInt(9);
                 zc++; // a rank's unregistered (native or heap) buffers are staged through a registered one
                 long rsCount = Math.min(count, 30_011);
                 Mem m = ch.of(me);
@@ -120,7 +120,8 @@ public class ZeroCopyCollectivesTest {
                     case 4 -> broadcast(c, stream, arena, t, count, root, how, m, k);
                     case 5 -> gather(c, arena, t, Math.min(count, 20_011), root, how, m, k);
                     case 6 -> scatter(c, arena, t, Math.min(count, 20_011), root, how, m, k);
-                    default -> allToAll(c, arena, t, Math.min(count, 20_011), how, m, k);
+                    case 7 -> allToAll(c, arena, t, Math.min(count, 20_011), how, m, k);
+                    default -> reduce(c, arena, t, op, count, root, inPlace, how, m, k);
                 }
             }
             // a broadcast from every root, small and large (the large ones copy in parallel slices)
@@ -215,6 +216,22 @@ public class ZeroCopyCollectivesTest {
                     throw new AssertionError(what + ": send buffer changed at " + i);
                 }
             }
+        }
+    }
+
+    /** Reduce to {@code root}: the root's buffer holds the reduction, every element checked; in place at the root too. */
+    static void reduce(Communicator c, Arena arena, DataType t, ReduceOp op, long count, int root, boolean inPlace, int how,
+                       Mem mem, int k) {
+        int me = c.rank();
+        int es = t.byteSize();
+        String what = "reduce #" + k + " rank " + me + " root " + root + " " + t + " " + op + " count " + count + " inPlace "
+                + inPlace + " " + mem;
+        try (Bufs b = new Bufs(c, arena)) {
+            MemorySegment send = b.get(count * es, mem);
+            for (long i = 0; i < count; i++) ReductionCollectivesTest.put(send, t, i, ReductionCollectivesTest.input(t, op, me, k, i));
+            MemorySegment recv = me != root ? null : inPlace ? send : b.get(count * es, mem);
+            run(how % 2, () -> c.reduce(send, recv, count, t, op, root), () -> c.reduceAsync(send, recv, count, t, op, root), null);
+            if (me == root) ReductionCollectivesTest.check(recv, 0, t, op, c.size(), k, 0, count, what);
         }
     }
 

@@ -641,11 +641,12 @@ final class CommunicatorImpl implements Communicator {
             checkWritable("reduce", "recv", recv);
         }
         int avg = op == ReduceOp.AVG ? size : 1;
-        return collective("reduce", fingerprint("reduce", count, type, op, root), n, mode, l -> {
-            MemorySegment work = rank == root ? recv.asSlice(0, n) : l.scratch(n);
-            if (!send.equals(work)) MemorySegment.copy(send, 0, work, 0, n);
-            Reductions.binomialReduce(l, work, count, k, root, avg);
-        });
+        return zeroCopyOr("reduce", fingerprint("reduce", count, type, op, root), n, mode, Tuner.Op.REDUCE,
+                (z, seq, fp, want) -> z.reduce(seq, fp, "reduce", send, recv, count, k, avg, root, want), l -> {
+                    MemorySegment work = rank == root ? recv.asSlice(0, n) : l.scratch(n);
+                    if (!send.equals(work)) MemorySegment.copy(send, 0, work, 0, n);
+                    Reductions.binomialReduce(l, work, count, k, root, avg);
+                });
     }
 
     @Override

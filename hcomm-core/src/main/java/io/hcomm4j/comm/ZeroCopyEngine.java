@@ -29,7 +29,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Zero-copy collectives of one communicator whose ranks all live on this host: allReduce, reduceScatter(V),
- * allGather(V), broadcast, gather, scatter and allToAll read (and write) the other ranks' registered buffers directly,
+ * allGather(V), broadcast, reduce, gather, scatter and allToAll read (and write) the other ranks' registered buffers directly,
  * through mappings of their memory-pool files, instead of sending messages ({@link ZeroCopyCollectives} moves the bytes;
  * unregistered memory is staged through a registered buffer of this engine).
  *
@@ -544,6 +544,75 @@ final class ZeroCopyEngine implements AutoCloseable {
     }
 
     /**
+     * Reduce to {@code root}: like the all-reduce, rank {@code r} reduces slice {@code r} of every rank's send buffer (in
+     * rank order), but writes it into the root's receive buffer only. Unregistered memory is staged: a send buffer in the
+     * first half of this rank's staging buffer, the root's receive buffer in the second (copied out once all are done).
+     */
+    boolean reduce(long seq, int fp, String op, MemorySegment send, MemorySegment recv, long count, ReduceKernel k, int avg,
+                   int root, boolean want) {
+        if (!ready(op)) return false;
+        int es = k.type().byteSize();
+        long bytes = count * es;
+        int flags = base(want);
+        long sf = -1, so = 0, rf = -1, ro = 0;
+        MemorySegment in = send;
+        MemorySegment out = rank == root ? recv : null;
+        long outOff = 0;
+        boolean sendReg = where(send, bytes);
+        boolean recvReg = rank != root || where(recv, bytes);
+        MemorySegment staged = null;
+        if (capable && want && bytes > 0 && !(sendReg && recvReg)) {
+            staged = staging(2 * bytes);
+            if (staged != null) {
+                if (!sendReg) {
+                    MemorySegment.copy(send, 0, staged, 0, bytes);
+                    in = staged;
+                }
+                if (!recvReg) {
+                    out = staged;
+                    outOff = bytes;
+                }
+            }
+        }
+        if (where(in, bytes)) {
+            flags |= F_SEND;
+            sf = loc[0];
+            so = loc[1];
+        }
+        if (rank != root) {
+            flags |= F_RECV;
+        } else if (where(out, outOff, bytes)) {
+            flags |= F_RECV;
+            rf = loc[0];
+            ro = loc[1];
+        }
+        // the root's own slices are read (send) and written (recv) by the same rank; other overlaps would race
+        if (rank != root || sameAddress(in, 0, out, outOff) || disjoint(in, 0, bytes, out.asSlice(outOff), bytes)) flags |= F_SAFE;
+        int all = arrive(seq, fp, op, flags, sf, so, rf, ro);
+        int need = F_CAPABLE | F_WANT | F_SEND | F_RECV | F_SAFE;
+        if ((all & need) != need) return fellBack();
+        boolean ok = false;
+        try {
+            map(true, in, bytes);
+            if (rank == root) {
+                recvSeg[root] = out;
+                recvOff[root] = outOff;
+            } else {
+                peerBuffer(root, false, bytes);
+            }
+            long lo = ZeroCopyCollectives.sliceStart(count, n, rank, es);
+            long hi = ZeroCopyCollectives.sliceStart(count, n, rank + 1, es);
+            ZeroCopyCollectives.reduceScatter(sendSeg, sendOff, n, lo, hi, recvSeg[root], recvOff[root] + lo * es, k, avg,
+                    scratch, bigScratch((hi - lo) * es));
+            ok = true;
+        } finally {
+            finish(seq, op, ok);
+        }
+        if (rank == root && out == staged && staged != null) MemorySegment.copy(staged, bytes, recv, 0, bytes);
+        return true;
+    }
+
+    /**
      * Gather to {@code root}: every rank offers its block ({@code blockBytes} of {@code mine}; unregistered memory is
      * staged), the root pulls every other rank's block into {@code recv} at {@code q * blockBytes} and copies its own.
      */
@@ -677,7 +746,7 @@ final class ZeroCopyEngine implements AutoCloseable {
     }
 
     /**
-     * A collective that always runs through the transport (reduce, and the V forms of gather, scatter and all-to-all):
+     * A collective that always runs through the transport (the V forms of gather, scatter and all-to-all):
      * every rank still publishes its fingerprint and waits for everybody's, so that ranks calling different collectives
      * fail with {@link CollectiveMismatchException} here, before any of them waits for messages that never come.
      */
