@@ -220,9 +220,7 @@ final class CommunicatorImpl implements Communicator {
      * @param bytes the op's size for reports (its largest buffer), or -1 if not known
      */
     private CommFuture<Void> collective(String op, int fingerprint, long bytes, Mode mode, Consumer<CollectiveLinks> body) {
-        checkOpen();
-        RuntimeException broken = brokenFor(op, "");
-        if (broken != null) throw broken;
+        checkUsable(op);
         ZeroCopyEngine z = zc;
         if (z != null) {
             // on a same-host communicator every collective announces itself in shared memory first (mismatch check)
@@ -244,6 +242,13 @@ final class CommunicatorImpl implements Communicator {
             return null;
         }
         return dispatch(op, mode, () -> runCollective(seq, op, fingerprint, bytes, body, false));
+    }
+
+    /** Fails at once if this communicator is closed, aborted or has failed members ({@code op} names the call). */
+    private void checkUsable(String op) {
+        checkOpen();
+        RuntimeException broken = brokenFor(op, "");
+        if (broken != null) throw broken;
     }
 
     /** A transport collective under the zero-copy engine: its turn, the shared-memory fingerprint check, the algorithm. */
@@ -562,9 +567,7 @@ final class CommunicatorImpl implements Communicator {
         int fp = fingerprint("allReduce", count, type, op, -1);
         ZeroCopyEngine z = zc;
         if (z == null) return collective("allReduce", fp, mode, allReduceBody(send, recv, count, type, k, avg));
-        checkOpen();
-        RuntimeException broken = brokenFor("allReduce", "");
-        if (broken != null) throw broken;
+        checkUsable("allReduce");
         long seq;
         long ticket;
         synchronized (z) {
@@ -690,9 +693,7 @@ final class CommunicatorImpl implements Communicator {
 
     private CommFuture<Void> reduceScatterZc(ZeroCopyEngine z, String name, int fp, MemorySegment send, MemorySegment recv, long blockCount,
                                              long[] counts, DataType type, ReduceKernel k, ReduceOp op, Mode mode) {
-        checkOpen();
-        RuntimeException broken = brokenFor(name, "");
-        if (broken != null) throw broken;
+        checkUsable(name);
         int avg = op == ReduceOp.AVG ? size : 1;
         long seq;
         long ticket;
@@ -809,9 +810,7 @@ final class CommunicatorImpl implements Communicator {
         int fp = fingerprint("broadcast", count, type, null, root);
         ZeroCopyEngine z = zc;
         if (z == null) return collective("broadcast", fp, mode, broadcastBody(buf, n, root));
-        checkOpen();
-        RuntimeException broken = brokenFor("broadcast", "");
-        if (broken != null) throw broken;
+        checkUsable("broadcast");
         long seq;
         long ticket;
         synchronized (z) {
@@ -881,9 +880,7 @@ final class CommunicatorImpl implements Communicator {
 
     private CommFuture<Void> allGatherZc(ZeroCopyEngine z, String name, int fp, MemorySegment mine, long mineOff, MemorySegment recv,
                                          long blk, long[] off, long[] len, Mode mode) {
-        checkOpen();
-        RuntimeException broken = brokenFor(name, "");
-        if (broken != null) throw broken;
+        checkUsable(name);
         long seq;
         long ticket;
         synchronized (z) {
@@ -1161,9 +1158,7 @@ final class CommunicatorImpl implements Communicator {
                                         Consumer<CollectiveLinks> body) {
         ZeroCopyEngine z = zc;
         if (z == null) return collective(op, fp, bytes, mode, body);
-        checkOpen();
-        RuntimeException broken = brokenFor(op, "");
-        if (broken != null) throw broken;
+        checkUsable(op);
         long seq;
         long ticket;
         synchronized (z) {
@@ -1202,9 +1197,7 @@ final class CommunicatorImpl implements Communicator {
         int fp = fingerprint("barrier", 0, null, null, -1);
         ZeroCopyEngine z = zc;
         if (z == null) return collective("barrier", fp, mode, AllToAll::barrier);
-        checkOpen();
-        RuntimeException broken = brokenFor("barrier", "");
-        if (broken != null) throw broken;
+        checkUsable("barrier");
         long seq;
         long ticket;
         synchronized (z) {
