@@ -576,16 +576,19 @@ public final class TcpTransport implements AutoCloseable {
             sendToSelf(s);
             return s;
         }
-        PeerLink l;
-        try {
-            l = linkTo(dst, System.nanoTime() + timeoutNanos);
-        } catch (HcommException e) {
-            s.fail(e);
-            return s;
+        PeerLink l = links[dst];
+        if (l.state != PeerLink.State.CONNECTED) {
+            try {
+                l = linkTo(dst, System.nanoTime() + timeoutNanos);
+            } catch (HcommException e) {
+                s.fail(e);
+                return s;
+            }
         }
         boolean ok;
-        if (s.size <= eagerLimit && l.tryTakeCredit(s.size + Frame.EAGER_OVERHEAD)) {
-            ok = l.sendFrame(Frame.EAGER, flags, commId, tag, s.size, 0, buf, s);
+        int eager = s.size <= eagerLimit ? l.sendEager(flags, commId, tag, buf, s) : PeerLink.NO_CREDIT;
+        if (eager != PeerLink.NO_CREDIT) {
+            ok = eager == PeerLink.SENT;
         } else {
             s.msgId = l.nextMsgId();
             l.awaitingCts.put(s.msgId, s);
@@ -1405,8 +1408,17 @@ public final class TcpTransport implements AutoCloseable {
     }
 
     private MatchTable table(long commId) {
-        return tables.computeIfAbsent(commId, id -> new MatchTable());
+        MatchTable last = lastTable;
+        if (last != null && lastCommId == commId) return last; // tables are never removed: no boxing, no hashing
+        MatchTable m = tables.computeIfAbsent(commId, id -> new MatchTable());
+        lastCommId = commId;
+        lastTable = m;
+        return m;
     }
+
+    /** The table {@link #table} returned last, and its communicator (under {@link #matchLock}). */
+    private MatchTable lastTable;
+    private long lastCommId;
 
     // ------------------------------------------------------------------------------------- connections
 
