@@ -185,18 +185,6 @@ final class PeerLink {
         }
     }
 
-    /** Takes {@code cost} of eager credit if there is that much; false means: send it rendezvous. */
-    boolean tryTakeCredit(long cost) {
-        txLock.lock();
-        try {
-            if (sendCredit < cost) return false;
-            sendCredit -= cost;
-            return true;
-        } finally {
-            txLock.unlock();
-        }
-    }
-
     /** An eager message of {@code cost} left the receive side (to a receive, or dropped): credit it back in batches. */
     void consumed(long cost) {
         long pending = consumedUnreturned.addAndGet(cost);
@@ -229,12 +217,38 @@ final class PeerLink {
      */
     boolean sendFrame(byte type, int flags, long commId, int tag, long length, long msgId, MemorySegment payload,
                       SendRequest completes) {
+        return send(type, flags, commId, tag, length, msgId, payload, completes, -1) == SENT;
+    }
+
+    /** {@link #sendEager}: the frame went (or is queued, or kept for a re-established connection). */
+    static final int SENT = 0;
+    /** {@link #sendEager}: not enough eager credit, nothing was sent: send it rendezvous. */
+    static final int NO_CREDIT = 1;
+    /** {@link #sendEager}: the link is not usable (failed or closed). */
+    static final int UNUSABLE = 2;
+
+    /**
+     * Takes the eager credit for {@code payload} and sends it as an EAGER frame completing {@code completes}, under one
+     * hold of the tx lock (the blocking send's path: one lock round instead of two).
+     */
+    int sendEager(int flags, long commId, int tag, MemorySegment payload, SendRequest completes) {
+        long size = payload.byteSize();
+        return send(Frame.EAGER, flags, commId, tag, size, 0, payload, completes, size + Frame.EAGER_OVERHEAD);
+    }
+
+    /** {@link #sendFrame}, first taking {@code credit} of eager credit if it is not negative. */
+    private int send(byte type, int flags, long commId, int tag, long length, long msgId, MemorySegment payload,
+                     SendRequest completes, long credit) {
         boolean written;
         ResendLog lg = null;
         txLock.lock();
         try {
             State st = state;
-            if (st != State.CONNECTED && st != State.RECONNECTING) return false;
+            if (st != State.CONNECTED && st != State.RECONNECTING) return UNUSABLE;
+            if (credit >= 0) {
+                if (sendCredit < credit) return NO_CREDIT;
+                sendCredit -= credit;
+            }
             long seq = ++txSeq;
             long ack = rxDone();
             lg = log;
@@ -249,24 +263,24 @@ final class PeerLink {
             // a frame may be half written: the byte stream is broken, the connection goes (or is re-established)
             txLock.unlock();
             lost(e);
-            if (lg == null) return false;
+            if (lg == null) return UNUSABLE;
             // kept in the resend log, an eager payload as a copy: the send is done
             if (completes != null) completes.succeed(null);
-            return true;
+            return SENT;
         } catch (RuntimeException e) {
             txLock.unlock();
             if (lg != null && lostMeanwhile(e)) {
                 if (completes != null) completes.succeed(null);
-                return true;
+                return SENT;
             }
             fail(new IOException(e));
             if (completes != null) completes.fail(e);
-            return false;
+            return UNUSABLE;
         } finally {
             if (txLock.isHeldByCurrentThread()) txLock.unlock();
         }
         if (written && completes != null) completes.succeed(null);
-        return true;
+        return SENT;
     }
 
     /**

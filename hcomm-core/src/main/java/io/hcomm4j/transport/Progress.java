@@ -139,6 +139,7 @@ final class Progress implements AutoCloseable {
         }
         waiters.incrementAndGet();
         if (blocking) selector.wakeup();
+        long left = 0;
         try {
             // a reply usually comes within microseconds: spin flat out that long, then spin yielding the core
             long waitStart = System.nanoTime();
@@ -159,6 +160,7 @@ final class Progress implements AutoCloseable {
                     try {
                         if (now - spinEnd < 0) {
                             if (pollNow() > 0) {
+                                if (r.finished()) continue; // done: no clock read on the way out of a finished wait
                                 now = System.nanoTime();
                                 spinEnd = now + spinNanos;
                                 busyUntil = now + busy;
@@ -186,10 +188,11 @@ final class Progress implements AutoCloseable {
                     r.waiter = null;
                 }
             }
-            adaptBusyWindow(System.nanoTime() - waitStart);
+            left = System.nanoTime();
+            adaptBusyWindow(left - waitStart);
             return true;
         } finally {
-            lastWaiterLeft = System.nanoTime();
+            lastWaiterLeft = left != 0 ? left : System.nanoTime();
             waiters.decrementAndGet();
             Thread next = parked.peek();
             if (next != null) LockSupport.unpark(next);

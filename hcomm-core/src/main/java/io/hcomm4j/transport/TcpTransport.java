@@ -1408,17 +1408,8 @@ public final class TcpTransport implements AutoCloseable {
     }
 
     private MatchTable table(long commId) {
-        MatchTable last = lastTable;
-        if (last != null && lastCommId == commId) return last; // tables are never removed: no boxing, no hashing
-        MatchTable m = tables.computeIfAbsent(commId, id -> new MatchTable());
-        lastCommId = commId;
-        lastTable = m;
-        return m;
+        return tables.computeIfAbsent(commId, id -> new MatchTable());
     }
-
-    /** The table {@link #table} returned last, and its communicator (under {@link #matchLock}). */
-    private MatchTable lastTable;
-    private long lastCommId;
 
     // ------------------------------------------------------------------------------------- connections
 
