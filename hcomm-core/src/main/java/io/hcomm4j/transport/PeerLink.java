@@ -90,7 +90,11 @@ final class PeerLink {
     /** Whether a thread is handling a batch of received frames and will write {@link #held} at its end (under txLock). */
     private boolean holding;
     /** The held headers followed by the next frame's header: one write for all of them. */
-    private final ByteBuffer txHeader = ByteBuffer.allocateDirect((MAX_HELD + 1) * Frame.HEADER).order(ByteOrder.LITTLE_ENDIAN);
+    private final ByteBuffer txHeader = ByteBuffer.allocateDirect((MAX_HELD + 1) * Frame.HEADER + INLINE_MAX)
+            .order(ByteOrder.LITTLE_ENDIAN);
+    private final MemorySegment txHeaderSeg = MemorySegment.ofBuffer(txHeader);
+    /** Payloads up to this size are copied behind their header in {@link #txHeader} and written with it. */
+    private static final int INLINE_MAX = 256;
     private final ByteBuffer[] gather = new ByteBuffer[2];
     private final ByteBuffer stage = ByteBuffer.allocateDirect(STAGE_CAPACITY);
     private final MemorySegment stageSeg = MemorySegment.ofBuffer(stage);
@@ -307,6 +311,13 @@ final class PeerLink {
                 held.clear();
             }
             Frame.encode(h, type, flags, seq, ack, commId, tag, t.rank, length, msgId);
+            if (payload != null && payload.byteSize() <= INLINE_MAX) {
+                // a small payload follows its header in the same buffer: one contiguous write, no view of the payload
+                int size = (int) payload.byteSize();
+                MemorySegment.copy(payload, 0, txHeaderSeg, h.position(), size);
+                h.position(h.position() + size);
+                payload = null;
+            }
             h.flip();
             long off = writeNow(h, payload, 0);
             if (off < 0) return true;
@@ -543,7 +554,8 @@ final class PeerLink {
             // A DATA frame we gave a CTS for may come next: read just its header, so that its payload goes
             // straight into the receive buffer above instead of half of it through rx (a second copy).
             if (!inPayload && rx.position() < Frame.HEADER && !awaitingData.isEmpty()) rx.limit(Frame.HEADER);
-            int n = ch.read(rx);
+            Conduit c = ch;
+            int n = c.read(rx);
             if (n < 0) throw eof();
             if (n == 0) {
                 // nothing new: what rx holds is at most part of a frame, already looked at
@@ -553,18 +565,23 @@ final class PeerLink {
             rxBytes += n;
             if (rxBytes >= dropAtRx) dropByHook();
             rx.flip();
-            txLock.lock();
-            holding = true;
-            txLock.unlock();
+            // over a socket, control frames made while handling the batch are held and leave in one write after it
+            // (one system call); into rings each is only a copy, so nothing is held (two tx-lock rounds fewer)
+            boolean hold = !(c instanceof ShmConduit);
+            if (hold) {
+                txLock.lock();
+                holding = true;
+                txLock.unlock();
+            }
             boolean handled = false;
             try {
                 consumeBuffered();
                 handled = true;
             } finally {
                 rx.compact();
-                if (!handled) dropHeld();
+                if (!handled && hold) dropHeld();
             }
-            writeHeld();
+            if (hold) writeHeld();
         }
     }
 
