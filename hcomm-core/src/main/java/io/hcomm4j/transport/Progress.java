@@ -32,7 +32,8 @@ final class Progress implements AutoCloseable {
     private static final long BUSY_MIN_NANOS = 20_000;
     private static final long BUSY_MAX_NANOS = 35_000;
     /** How long a waiter spins without yielding before each empty poll yields the core. */
-    private volatile long busyWindow = BUSY_MIN_NANOS;
+    // not volatile: a hint each wait reads once; a volatile store would fence on the way out of every wait
+    private long busyWindow = BUSY_MIN_NANOS;
     /** More ranks on this host than CPUs: no flat-out spinning at all, every empty poll yields. */
     volatile boolean oversubscribed;
     private long recentWait = BUSY_MIN_NANOS;
@@ -62,8 +63,11 @@ final class Progress implements AutoCloseable {
     private final Consumer<SelectionKey> onKey;
     private final Thread background;
     private volatile boolean blocking;
-    /** When the last waiting thread left: the background thread stays away while waiters come and go. */
-    private volatile long lastWaiterLeft;
+    /**
+     * When the last waiting thread left: the background thread stays away while waiters come and go. Not volatile: written before {@link #waiters} is decremented and read after it is read, so the background thread
+     * that sees the decrement sees this too, without a fence on the way out of every wait.
+     */
+    private long lastWaiterLeft;
     private volatile boolean closed;
     private int handled;
     /** Same-host links: polled directly while spinning, armed before blocking (copy-on-write, under {@link #ringLock}). */
