@@ -132,8 +132,9 @@ final class CommunicatorImpl implements Communicator {
         }
         if (tag < 0) throw new IllegalArgumentException("rank " + rank + ": send: tag " + tag + " must be >= 0");
         checkShared(buf, "send");
-        metrics.count(SEND_METRIC, buf.byteSize());
-        return transport.send(commId, world(peer), tag, buf, 0, worldToComm);
+        CommFuture<Void> f = transport.send(commId, world(peer), tag, buf, 0, worldToComm);
+        metrics.count(SEND_METRIC, buf.byteSize()); // after: an eager message is on its way before the counting
+        return f;
     }
 
     @Override

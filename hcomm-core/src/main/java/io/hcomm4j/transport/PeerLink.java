@@ -90,7 +90,11 @@ final class PeerLink {
     /** Whether a thread is handling a batch of received frames and will write {@link #held} at its end (under txLock). */
     private boolean holding;
     /** The held headers followed by the next frame's header: one write for all of them. */
-    private final ByteBuffer txHeader = ByteBuffer.allocateDirect((MAX_HELD + 1) * Frame.HEADER).order(ByteOrder.LITTLE_ENDIAN);
+    private final ByteBuffer txHeader = ByteBuffer.allocateDirect((MAX_HELD + 1) * Frame.HEADER + INLINE_MAX)
+            .order(ByteOrder.LITTLE_ENDIAN);
+    private final MemorySegment txHeaderSeg = MemorySegment.ofBuffer(txHeader);
+    /** Payloads up to this size are copied behind their header in {@link #txHeader} and written with it. */
+    private static final int INLINE_MAX = 256;
     private final ByteBuffer[] gather = new ByteBuffer[2];
     private final ByteBuffer stage = ByteBuffer.allocateDirect(STAGE_CAPACITY);
     private final MemorySegment stageSeg = MemorySegment.ofBuffer(stage);
@@ -185,18 +189,6 @@ final class PeerLink {
         }
     }
 
-    /** Takes {@code cost} of eager credit if there is that much; false means: send it rendezvous. */
-    boolean tryTakeCredit(long cost) {
-        txLock.lock();
-        try {
-            if (sendCredit < cost) return false;
-            sendCredit -= cost;
-            return true;
-        } finally {
-            txLock.unlock();
-        }
-    }
-
     /** An eager message of {@code cost} left the receive side (to a receive, or dropped): credit it back in batches. */
     void consumed(long cost) {
         long pending = consumedUnreturned.addAndGet(cost);
@@ -229,12 +221,38 @@ final class PeerLink {
      */
     boolean sendFrame(byte type, int flags, long commId, int tag, long length, long msgId, MemorySegment payload,
                       SendRequest completes) {
+        return send(type, flags, commId, tag, length, msgId, payload, completes, -1) == SENT;
+    }
+
+    /** {@link #sendEager}: the frame went (or is queued, or kept for a re-established connection). */
+    static final int SENT = 0;
+    /** {@link #sendEager}: not enough eager credit, nothing was sent: send it rendezvous. */
+    static final int NO_CREDIT = 1;
+    /** {@link #sendEager}: the link is not usable (failed or closed). */
+    static final int UNUSABLE = 2;
+
+    /**
+     * Takes the eager credit for {@code payload} and sends it as an EAGER frame completing {@code completes}, under one
+     * hold of the tx lock (the blocking send's path: one lock round instead of two).
+     */
+    int sendEager(int flags, long commId, int tag, MemorySegment payload, SendRequest completes) {
+        long size = payload.byteSize();
+        return send(Frame.EAGER, flags, commId, tag, size, 0, payload, completes, size + Frame.EAGER_OVERHEAD);
+    }
+
+    /** {@link #sendFrame}, first taking {@code credit} of eager credit if it is not negative. */
+    private int send(byte type, int flags, long commId, int tag, long length, long msgId, MemorySegment payload,
+                     SendRequest completes, long credit) {
         boolean written;
         ResendLog lg = null;
         txLock.lock();
         try {
             State st = state;
-            if (st != State.CONNECTED && st != State.RECONNECTING) return false;
+            if (st != State.CONNECTED && st != State.RECONNECTING) return UNUSABLE;
+            if (credit >= 0) {
+                if (sendCredit < credit) return NO_CREDIT;
+                sendCredit -= credit;
+            }
             long seq = ++txSeq;
             long ack = rxDone();
             lg = log;
@@ -249,24 +267,24 @@ final class PeerLink {
             // a frame may be half written: the byte stream is broken, the connection goes (or is re-established)
             txLock.unlock();
             lost(e);
-            if (lg == null) return false;
+            if (lg == null) return UNUSABLE;
             // kept in the resend log, an eager payload as a copy: the send is done
             if (completes != null) completes.succeed(null);
-            return true;
+            return SENT;
         } catch (RuntimeException e) {
             txLock.unlock();
             if (lg != null && lostMeanwhile(e)) {
                 if (completes != null) completes.succeed(null);
-                return true;
+                return SENT;
             }
             fail(new IOException(e));
             if (completes != null) completes.fail(e);
-            return false;
+            return UNUSABLE;
         } finally {
             if (txLock.isHeldByCurrentThread()) txLock.unlock();
         }
         if (written && completes != null) completes.succeed(null);
-        return true;
+        return SENT;
     }
 
     /**
@@ -293,6 +311,13 @@ final class PeerLink {
                 held.clear();
             }
             Frame.encode(h, type, flags, seq, ack, commId, tag, t.rank, length, msgId);
+            if (payload != null && payload.byteSize() <= INLINE_MAX) {
+                // a small payload follows its header in the same buffer: one contiguous write, no view of the payload
+                int size = (int) payload.byteSize();
+                MemorySegment.copy(payload, 0, txHeaderSeg, h.position(), size);
+                h.position(h.position() + size);
+                payload = null;
+            }
             h.flip();
             long off = writeNow(h, payload, 0);
             if (off < 0) return true;
@@ -529,7 +554,8 @@ final class PeerLink {
             // A DATA frame we gave a CTS for may come next: read just its header, so that its payload goes
             // straight into the receive buffer above instead of half of it through rx (a second copy).
             if (!inPayload && rx.position() < Frame.HEADER && !awaitingData.isEmpty()) rx.limit(Frame.HEADER);
-            int n = ch.read(rx);
+            Conduit c = ch;
+            int n = c.read(rx);
             if (n < 0) throw eof();
             if (n == 0) {
                 // nothing new: what rx holds is at most part of a frame, already looked at
@@ -539,18 +565,23 @@ final class PeerLink {
             rxBytes += n;
             if (rxBytes >= dropAtRx) dropByHook();
             rx.flip();
-            txLock.lock();
-            holding = true;
-            txLock.unlock();
+            // over a socket, control frames made while handling the batch are held and leave in one write after it
+            // (one system call); into rings each is only a copy, so nothing is held (two tx-lock rounds fewer)
+            boolean hold = !(c instanceof ShmConduit);
+            if (hold) {
+                txLock.lock();
+                holding = true;
+                txLock.unlock();
+            }
             boolean handled = false;
             try {
                 consumeBuffered();
                 handled = true;
             } finally {
                 rx.compact();
-                if (!handled) dropHeld();
+                if (!handled && hold) dropHeld();
             }
-            writeHeld();
+            if (hold) writeHeld();
         }
     }
 

@@ -32,7 +32,8 @@ final class Progress implements AutoCloseable {
     private static final long BUSY_MIN_NANOS = 20_000;
     private static final long BUSY_MAX_NANOS = 35_000;
     /** How long a waiter spins without yielding before each empty poll yields the core. */
-    private volatile long busyWindow = BUSY_MIN_NANOS;
+    // not volatile: a hint each wait reads once; a volatile store would fence on the way out of every wait
+    private long busyWindow = BUSY_MIN_NANOS;
     /** More ranks on this host than CPUs: no flat-out spinning at all, every empty poll yields. */
     volatile boolean oversubscribed;
     private long recentWait = BUSY_MIN_NANOS;
@@ -62,8 +63,11 @@ final class Progress implements AutoCloseable {
     private final Consumer<SelectionKey> onKey;
     private final Thread background;
     private volatile boolean blocking;
-    /** When the last waiting thread left: the background thread stays away while waiters come and go. */
-    private volatile long lastWaiterLeft;
+    /**
+     * When the last waiting thread left: the background thread stays away while waiters come and go. Not volatile: written before {@link #waiters} is decremented and read after it is read, so the background thread
+     * that sees the decrement sees this too, without a fence on the way out of every wait.
+     */
+    private long lastWaiterLeft;
     private volatile boolean closed;
     private int handled;
     /** Same-host links: polled directly while spinning, armed before blocking (copy-on-write, under {@link #ringLock}). */
@@ -71,6 +75,12 @@ final class Progress implements AutoCloseable {
     private final Object ringLock = new Object();
     /** While there are rings, the selector (TCP peers, doorbells, deaths) is asked only every few µs of spinning. */
     private static final long RING_SELECT_EVERY_NANOS = 5_000;
+    /**
+     * While every registered channel is a ring's doorbell socket (no TCP peer) and no thread is parked on a shared
+     * condition, only peer deaths (and doorbells nobody needs while we spin) come through the selector: asked this
+     * rarely, a death is still noticed within 100 µs, and the spin no longer pays an epoll call per few round trips.
+     */
+    private static final long RINGS_ONLY_SELECT_EVERY_NANOS = 100_000;
     private long lastSelectNow;
     private int ringPolls;
     /** Polls so far (poller only; the watchdog reads it opaquely to tell whether anyone reads the connections). */
@@ -133,6 +143,7 @@ final class Progress implements AutoCloseable {
         }
         waiters.incrementAndGet();
         if (blocking) selector.wakeup();
+        long left = 0;
         try {
             // a reply usually comes within microseconds: spin flat out that long, then spin yielding the core
             long waitStart = System.nanoTime();
@@ -153,6 +164,7 @@ final class Progress implements AutoCloseable {
                     try {
                         if (now - spinEnd < 0) {
                             if (pollNow() > 0) {
+                                if (r.finished()) continue; // done: no clock read on the way out of a finished wait
                                 now = System.nanoTime();
                                 spinEnd = now + spinNanos;
                                 busyUntil = now + busy;
@@ -180,10 +192,11 @@ final class Progress implements AutoCloseable {
                     r.waiter = null;
                 }
             }
-            adaptBusyWindow(System.nanoTime() - waitStart);
+            left = System.nanoTime();
+            adaptBusyWindow(left - waitStart);
             return true;
         } finally {
-            lastWaiterLeft = System.nanoTime();
+            lastWaiterLeft = left != 0 ? left : System.nanoTime();
             waiters.decrementAndGet();
             Thread next = parked.peek();
             if (next != null) LockSupport.unpark(next);
@@ -291,7 +304,11 @@ final class Progress implements AutoCloseable {
             handled += pollRings(rs);
             if ((++ringPolls & 7) != 0) return handled; // the clock every 8th poll only (it costs as much as a ring poll)
             long now = System.nanoTime();
-            if (now - lastSelectNow < RING_SELECT_EVERY_NANOS) return handled;
+            long since = now - lastSelectNow;
+            if (since < RING_SELECT_EVERY_NANOS) return handled;
+            if (since < RINGS_ONLY_SELECT_EVERY_NANOS && parked.isEmpty() && selector.keys().size() <= rs.length) {
+                return handled;
+            }
             lastSelectNow = now;
         }
         try {

@@ -17,6 +17,15 @@ public abstract sealed class Request<T> extends CommFuture<T> permits SendReques
     /** Rendezvous message id once assigned (send) or matched (recv); 0 before. */
     long msgId;
     private volatile boolean finished;
+    private static final java.lang.invoke.VarHandle FINISHED;
+
+    static {
+        try {
+            FINISHED = java.lang.invoke.MethodHandles.lookup().findVarHandle(Request.class, "finished", boolean.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
     volatile Thread waiter;
     /** When the watchdog first saw this op pending (0: not yet), and whether it reported it stuck (watchdog only). */
     long seenAt;
@@ -47,10 +56,7 @@ public abstract sealed class Request<T> extends CommFuture<T> permits SendReques
     }
 
     private boolean markFinished() {
-        synchronized (this) {
-            if (finished) return false;
-            finished = true;
-        }
+        if (finished || !FINISHED.compareAndSet(this, false, true)) return false; // one CAS, not a monitor round
         Thread w = waiter;
         if (w != null) LockSupport.unpark(w);
         transport.onFinished(this);

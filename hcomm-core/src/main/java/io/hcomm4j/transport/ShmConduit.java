@@ -168,7 +168,9 @@ final class ShmConduit implements Conduit {
         if (!dst.hasRemaining()) return 0;
         int n = rx.read(dst);
         if (n > 0) {
-            if (rx.writerToWake()) ring(bellFromReader);
+            // a writer that sleeps waiting for room is woken at the next poll (ready, arm): the fence that looks for
+            // it is then off the path from these bytes to the op they complete
+            readSinceWake = true;
             return n;
         }
         if (eof) {
@@ -249,10 +251,20 @@ final class ShmConduit implements Conduit {
     boolean ready() {
         if (closed) return false;
         try {
+            if (readSinceWake) wakeWriter();
             return rx.readable() || (writeWanted && tx.hasRoom(roomMin));
         } catch (IllegalStateException e) {
             return false; // unmapped by a concurrent close
         }
+    }
+
+    /** Bytes were read since the writer's waiting flag was last looked at (poller only). */
+    private boolean readSinceWake;
+
+    /** Wakes the writer if it sleeps waiting for room (poller, after reading). */
+    private void wakeWriter() {
+        readSinceWake = false;
+        if (rx.writerToWake()) ring(bellFromReader);
     }
 
     boolean writeWanted() {
@@ -263,6 +275,7 @@ final class ShmConduit implements Conduit {
     boolean arm() {
         if (closed) return false;
         try {
+            if (readSinceWake) wakeWriter();
             boolean ready = rx.armReader();
             if (writeWanted) ready |= tx.armWriter(roomMin);
             return ready;

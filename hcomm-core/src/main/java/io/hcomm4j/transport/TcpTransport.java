@@ -576,16 +576,19 @@ public final class TcpTransport implements AutoCloseable {
             sendToSelf(s);
             return s;
         }
-        PeerLink l;
-        try {
-            l = linkTo(dst, System.nanoTime() + timeoutNanos);
-        } catch (HcommException e) {
-            s.fail(e);
-            return s;
+        PeerLink l = links[dst];
+        if (l.state != PeerLink.State.CONNECTED) {
+            try {
+                l = linkTo(dst, System.nanoTime() + timeoutNanos);
+            } catch (HcommException e) {
+                s.fail(e);
+                return s;
+            }
         }
         boolean ok;
-        if (s.size <= eagerLimit && l.tryTakeCredit(s.size + Frame.EAGER_OVERHEAD)) {
-            ok = l.sendFrame(Frame.EAGER, flags, commId, tag, s.size, 0, buf, s);
+        int eager = s.size <= eagerLimit ? l.sendEager(flags, commId, tag, buf, s) : PeerLink.NO_CREDIT;
+        if (eager != PeerLink.NO_CREDIT) {
+            ok = eager == PeerLink.SENT;
         } else {
             s.msgId = l.nextMsgId();
             l.awaitingCts.put(s.msgId, s);
