@@ -225,17 +225,12 @@ final class CommunicatorImpl implements Communicator {
         ZeroCopyEngine z = zc;
         if (z != null) {
             // on a same-host communicator every collective announces itself in shared memory first (mismatch check)
-            long seq;
-            long ticket;
-            synchronized (z) {
-                seq = collectiveSeq.incrementAndGet();
-                ticket = z.takeTicket();
-            }
+            long seq = collectiveSeq.incrementAndGet(); // also the op's zero-copy ticket
             if (!mode.async) {
-                announced(z, seq, ticket, op, fingerprint, bytes, body);
+                announced(z, seq, op, fingerprint, bytes, body);
                 return null;
             }
-            return dispatch(z, ticket, op, mode, () -> announced(z, seq, ticket, op, fingerprint, bytes, body));
+            return dispatch(z, seq, op, mode, () -> announced(z, seq, op, fingerprint, bytes, body));
         }
         long seq = collectiveSeq.incrementAndGet();
         if (!mode.async) {
@@ -253,9 +248,9 @@ final class CommunicatorImpl implements Communicator {
     }
 
     /** A transport collective under the zero-copy engine: its turn, the shared-memory fingerprint check, the algorithm. */
-    private void announced(ZeroCopyEngine z, long seq, long ticket, String op, int fingerprint, long bytes,
+    private void announced(ZeroCopyEngine z, long seq, String op, int fingerprint, long bytes,
                            Consumer<CollectiveLinks> body) {
-        z.enter(ticket, op);
+        z.enter(seq, op);
         try {
             if (session.config().fullCheck()) fullCheck(seq, op, fingerprint);
             z.opBytes(bytes);
@@ -264,7 +259,7 @@ final class CommunicatorImpl implements Communicator {
         } catch (io.hcomm4j.PeerFailedException e) {
             throw zeroCopyFailure(seq, op, e);
         } finally {
-            z.leave(ticket);
+            z.leave(seq);
         }
     }
 
@@ -274,8 +269,9 @@ final class CommunicatorImpl implements Communicator {
     }
 
     /**
-     * Runs {@code task}, an op holding zero-copy ticket {@code ticket} of {@code z}, where {@code mode} says; if it will
-     * never run (the queue refuses it, or a stream skips it after an earlier failure) its ticket is given up, so the
+     * Runs {@code task}, an op holding zero-copy ticket {@code ticket} of {@code z} (its sequence number: on a
+     * communicator with an engine every collective is numbered in call order, which is its turn), where {@code mode}
+     * says; if it will never run (the queue refuses it, or a stream skips it after an earlier failure) its ticket is given up, so the
      * ops after it are not held up.
      */
     private CommFuture<Void> dispatch(ZeroCopyEngine z, long ticket, String op, Mode mode, Runnable task) {
@@ -569,23 +565,18 @@ final class CommunicatorImpl implements Communicator {
         ZeroCopyEngine z = zc;
         if (z == null) return collective("allReduce", fp, mode, allReduceBody(send, recv, count, type, k, avg));
         checkUsable("allReduce");
-        long seq;
-        long ticket;
-        synchronized (z) {
-            seq = collectiveSeq.incrementAndGet();
-            ticket = z.takeTicket();
-        }
+        long seq = collectiveSeq.incrementAndGet(); // also the op's zero-copy ticket
         if (!mode.async) {
-            allReduceHere(z, seq, ticket, fp, send, recv, count, type, k, avg);
+            allReduceHere(z, seq, fp, send, recv, count, type, k, avg);
             return null;
         }
-        return dispatch(z, ticket, "allReduce", mode, () -> allReduceHere(z, seq, ticket, fp, send, recv, count, type, k, avg));
+        return dispatch(z, seq, "allReduce", mode, () -> allReduceHere(z, seq, fp, send, recv, count, type, k, avg));
     }
 
     /** An all-reduce under the zero-copy engine: in shared memory if every rank can, else through the transport. */
-    private void allReduceHere(ZeroCopyEngine z, long seq, long ticket, int fp, MemorySegment send, MemorySegment recv, long count,
+    private void allReduceHere(ZeroCopyEngine z, long seq, int fp, MemorySegment send, MemorySegment recv, long count,
                                DataType type, ReduceKernel k, int avg) {
-        z.enter(ticket, "allReduce");
+        z.enter(seq, "allReduce");
         try {
             if (session.config().fullCheck()) fullCheck(seq, "allReduce", fp);
             long t0 = System.nanoTime();
@@ -601,7 +592,7 @@ final class CommunicatorImpl implements Communicator {
         } catch (io.hcomm4j.PeerFailedException e) {
             throw zeroCopyFailure(seq, "allReduce", e);
         } finally {
-            z.leave(ticket);
+            z.leave(seq);
         }
     }
 
@@ -696,22 +687,17 @@ final class CommunicatorImpl implements Communicator {
                                              long[] counts, DataType type, ReduceKernel k, ReduceOp op, Mode mode) {
         checkUsable(name);
         int avg = op == ReduceOp.AVG ? size : 1;
-        long seq;
-        long ticket;
-        synchronized (z) {
-            seq = collectiveSeq.incrementAndGet();
-            ticket = z.takeTicket();
-        }
+        long seq = collectiveSeq.incrementAndGet(); // also the op's zero-copy ticket
         if (!mode.async) {
-            reduceScatterHere(z, seq, ticket, name, fp, send, recv, blockCount, counts, type, k, avg);
+            reduceScatterHere(z, seq, name, fp, send, recv, blockCount, counts, type, k, avg);
             return null;
         }
-        return dispatch(z, ticket, name, mode, () -> reduceScatterHere(z, seq, ticket, name, fp, send, recv, blockCount, counts, type, k, avg));
+        return dispatch(z, seq, name, mode, () -> reduceScatterHere(z, seq, name, fp, send, recv, blockCount, counts, type, k, avg));
     }
 
-    private void reduceScatterHere(ZeroCopyEngine z, long seq, long ticket, String name, int fp, MemorySegment send, MemorySegment recv,
+    private void reduceScatterHere(ZeroCopyEngine z, long seq, String name, int fp, MemorySegment send, MemorySegment recv,
                                    long blockCount, long[] counts, DataType type, ReduceKernel k, int avg) {
-        z.enter(ticket, name);
+        z.enter(seq, name);
         try {
             if (session.config().fullCheck()) fullCheck(seq, name, fp);
             long t0 = System.nanoTime();
@@ -734,7 +720,7 @@ final class CommunicatorImpl implements Communicator {
         } catch (io.hcomm4j.PeerFailedException e) {
             throw zeroCopyFailure(seq, name, e);
         } finally {
-            z.leave(ticket);
+            z.leave(seq);
         }
     }
 
@@ -812,21 +798,16 @@ final class CommunicatorImpl implements Communicator {
         ZeroCopyEngine z = zc;
         if (z == null) return collective("broadcast", fp, mode, broadcastBody(buf, n, root));
         checkUsable("broadcast");
-        long seq;
-        long ticket;
-        synchronized (z) {
-            seq = collectiveSeq.incrementAndGet();
-            ticket = z.takeTicket();
-        }
+        long seq = collectiveSeq.incrementAndGet(); // also the op's zero-copy ticket
         if (!mode.async) {
-            broadcastHere(z, seq, ticket, fp, buf, n, root);
+            broadcastHere(z, seq, fp, buf, n, root);
             return null;
         }
-        return dispatch(z, ticket, "broadcast", mode, () -> broadcastHere(z, seq, ticket, fp, buf, n, root));
+        return dispatch(z, seq, "broadcast", mode, () -> broadcastHere(z, seq, fp, buf, n, root));
     }
 
-    private void broadcastHere(ZeroCopyEngine z, long seq, long ticket, int fp, MemorySegment buf, long n, int root) {
-        z.enter(ticket, "broadcast");
+    private void broadcastHere(ZeroCopyEngine z, long seq, int fp, MemorySegment buf, long n, int root) {
+        z.enter(seq, "broadcast");
         try {
             if (session.config().fullCheck()) fullCheck(seq, "broadcast", fp);
             long t0 = System.nanoTime();
@@ -841,7 +822,7 @@ final class CommunicatorImpl implements Communicator {
         } catch (io.hcomm4j.PeerFailedException e) {
             throw zeroCopyFailure(seq, "broadcast", e);
         } finally {
-            z.leave(ticket);
+            z.leave(seq);
         }
     }
 
@@ -882,22 +863,17 @@ final class CommunicatorImpl implements Communicator {
     private CommFuture<Void> allGatherZc(ZeroCopyEngine z, String name, int fp, MemorySegment mine, long mineOff, MemorySegment recv,
                                          long blk, long[] off, long[] len, Mode mode) {
         checkUsable(name);
-        long seq;
-        long ticket;
-        synchronized (z) {
-            seq = collectiveSeq.incrementAndGet();
-            ticket = z.takeTicket();
-        }
+        long seq = collectiveSeq.incrementAndGet(); // also the op's zero-copy ticket
         if (!mode.async) {
-            allGatherHere(z, seq, ticket, name, fp, mine, mineOff, recv, blk, off, len);
+            allGatherHere(z, seq, name, fp, mine, mineOff, recv, blk, off, len);
             return null;
         }
-        return dispatch(z, ticket, name, mode, () -> allGatherHere(z, seq, ticket, name, fp, mine, mineOff, recv, blk, off, len));
+        return dispatch(z, seq, name, mode, () -> allGatherHere(z, seq, name, fp, mine, mineOff, recv, blk, off, len));
     }
 
-    private void allGatherHere(ZeroCopyEngine z, long seq, long ticket, String name, int fp, MemorySegment mine, long mineOff,
+    private void allGatherHere(ZeroCopyEngine z, long seq, String name, int fp, MemorySegment mine, long mineOff,
                                MemorySegment recv, long blk, long[] off, long[] len) {
-        z.enter(ticket, name);
+        z.enter(seq, name);
         try {
             if (session.config().fullCheck()) fullCheck(seq, name, fp);
             long t0 = System.nanoTime();
@@ -916,7 +892,7 @@ final class CommunicatorImpl implements Communicator {
         } catch (io.hcomm4j.PeerFailedException e) {
             throw zeroCopyFailure(seq, name, e);
         } finally {
-            z.leave(ticket);
+            z.leave(seq);
         }
     }
 
@@ -1151,7 +1127,7 @@ final class CommunicatorImpl implements Communicator {
 
     /**
      * Runs a collective in shared memory ({@code step}) when the communicator has a zero-copy engine and every rank can,
-     * else through the transport ({@code body}), under one sequence number and ticket either way. For the ops whose
+     * else through the transport ({@code body}), under one sequence number (its ticket) either way. For the ops whose
      * zero-copy form is rare enough that a capturing lambda per call is fine (gather, scatter, all-to-all); the hot
      * ones have allocation-free copies of this frame (allReduceHere and the like).
      */
@@ -1160,14 +1136,9 @@ final class CommunicatorImpl implements Communicator {
         ZeroCopyEngine z = zc;
         if (z == null) return collective(op, fp, bytes, mode, body);
         checkUsable(op);
-        long seq;
-        long ticket;
-        synchronized (z) {
-            seq = collectiveSeq.incrementAndGet();
-            ticket = z.takeTicket();
-        }
+        long seq = collectiveSeq.incrementAndGet(); // also the op's zero-copy ticket
         Runnable task = () -> {
-            z.enter(ticket, op);
+            z.enter(seq, op);
             try {
                 if (session.config().fullCheck()) fullCheck(seq, op, fp);
                 long t0 = System.nanoTime();
@@ -1179,14 +1150,14 @@ final class CommunicatorImpl implements Communicator {
             } catch (io.hcomm4j.PeerFailedException e) {
                 throw zeroCopyFailure(seq, op, e);
             } finally {
-                z.leave(ticket);
+                z.leave(seq);
             }
         };
         if (!mode.async) {
             task.run();
             return null;
         }
-        return dispatch(z, ticket, op, mode, task);
+        return dispatch(z, seq, op, mode, task);
     }
 
     @Override
@@ -1199,22 +1170,17 @@ final class CommunicatorImpl implements Communicator {
         ZeroCopyEngine z = zc;
         if (z == null) return collective("barrier", fp, mode, AllToAll::barrier);
         checkUsable("barrier");
-        long seq;
-        long ticket;
-        synchronized (z) {
-            seq = collectiveSeq.incrementAndGet();
-            ticket = z.takeTicket();
-        }
+        long seq = collectiveSeq.incrementAndGet(); // also the op's zero-copy ticket
         if (!mode.async) {
-            barrierHere(z, seq, ticket, fp);
+            barrierHere(z, seq, fp);
             return null;
         }
-        return dispatch(z, ticket, "barrier", mode, () -> barrierHere(z, seq, ticket, fp));
+        return dispatch(z, seq, "barrier", mode, () -> barrierHere(z, seq, fp));
     }
 
     /** A barrier under the zero-copy engine: every rank's descriptor visible is the barrier. */
-    private void barrierHere(ZeroCopyEngine z, long seq, long ticket, int fp) {
-        z.enter(ticket, "barrier");
+    private void barrierHere(ZeroCopyEngine z, long seq, int fp) {
+        z.enter(seq, "barrier");
         try {
             if (session.config().fullCheck()) fullCheck(seq, "barrier", fp);
             long t0 = System.nanoTime();
@@ -1226,7 +1192,7 @@ final class CommunicatorImpl implements Communicator {
         } catch (io.hcomm4j.PeerFailedException e) {
             throw zeroCopyFailure(seq, "barrier", e);
         } finally {
-            z.leave(ticket);
+            z.leave(seq);
         }
     }
 

@@ -47,8 +47,8 @@ import org.slf4j.LoggerFactory;
  *   384  i32 sleeping (1: the rank blocks; whoever changes a word it waits for clears it and rings its doorbell)
  * </pre>
  *
- * <p><b>One op.</b> Ops that may run here take a ticket when they are called (with their sequence number, in call
- * order) and run one at a time in ticket order ({@link #enter}/{@link #leave}), so one slot per rank suffices. A rank
+ * <p><b>One op.</b> Ops that may run here are numbered when they are called (in call order; the number is their
+ * ticket) and run one at a time in ticket order ({@link #enter}/{@link #leave}), so one slot per rank suffices. A rank
  * publishes its descriptor (the op's sequence number and fingerprint, whether its buffers lie in the memory pool and
  * where: file and offset) with a release store of the sequence number, then waits until every rank's descriptor of
  * that sequence number is visible. Every rank then decides the same thing from the same descriptors: a different
@@ -195,8 +195,7 @@ final class ZeroCopyEngine implements AutoCloseable {
     private final long[] oneLen = new long[1];
     private final Waiter waiter = new Waiter();
 
-    // turn: tickets in call order
-    private long tickets;
+    // turn: tickets are the communicator's collective sequence numbers (1, 2, ... in call order)
     private long passed;
     private final Object turn = new Object();
 
@@ -273,11 +272,6 @@ final class ZeroCopyEngine implements AutoCloseable {
     }
 
     // ------------------------------------------------------------------------------------------ turn
-
-    /** A ticket for an op being called now (the caller holds this engine's monitor while it also takes the op's seq). */
-    long takeTicket() {
-        return ++tickets;
-    }
 
     /** Waits until the op of {@code ticket} may run (every earlier ticket has left). */
     void enter(long ticket, String op) {
