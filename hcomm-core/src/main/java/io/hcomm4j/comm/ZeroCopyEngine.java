@@ -418,13 +418,7 @@ final class ZeroCopyEngine implements AutoCloseable {
         long totalBytes = total * es;
         int flags = base(want);
         long sf = -1, so = 0;
-        if (capable && want && !where(send, totalBytes)) {
-            MemorySegment staged = staging(totalBytes);
-            if (staged != null) {
-                MemorySegment.copy(send, 0, staged, 0, totalBytes);
-                send = staged;
-            }
-        }
+        send = offer(send, 0, totalBytes, want);
         if (where(send, totalBytes)) {
             flags |= F_SEND;
             sf = loc[0];
@@ -461,13 +455,10 @@ final class ZeroCopyEngine implements AutoCloseable {
         for (int r = 0; r < n; r++) recvBytes = Math.max(recvBytes, off == null ? (r + 1) * blockBytes : off[r] + len[r]);
         int flags = base(want);
         long sf = -1, so = 0;
-        if (capable && want && !where(mine, mineOff, myLen)) {
-            MemorySegment staged = staging(myLen);
-            if (staged != null) {
-                MemorySegment.copy(mine, mineOff, staged, 0, myLen);
-                mine = staged;
-                mineOff = 0;
-            }
+        MemorySegment offered = offer(mine, mineOff, myLen, want);
+        if (offered != mine) {
+            mine = offered;
+            mineOff = 0;
         }
         if (where(mine, mineOff, myLen)) {
             flags |= F_SEND;
@@ -504,14 +495,7 @@ final class ZeroCopyEngine implements AutoCloseable {
         if (!ready(op)) return false;
         int flags = base(want) | F_SAFE;
         long sf = -1, so = 0;
-        MemorySegment from = buf;
-        if (rank == root && capable && want && !where(buf, bytes)) {
-            MemorySegment staged = staging(bytes);
-            if (staged != null) {
-                MemorySegment.copy(buf, 0, staged, 0, bytes);
-                from = staged;
-            }
-        }
+        MemorySegment from = rank == root ? offer(buf, 0, bytes, want) : buf;
         if (where(from, bytes)) {
             flags |= F_SEND;
             sf = loc[0];
@@ -715,11 +699,12 @@ final class ZeroCopyEngine implements AutoCloseable {
     }
 
     /**
-     * What this rank offers the others to read: {@code bytes} of {@code seg} from {@code off}, as they are if registered,
-     * else a copy in the staging buffer (if the pool gives one; else the segment itself, and the op falls back).
+     * What this rank offers the others to read: {@code bytes} of {@code seg} from {@code off}: {@code seg} itself if they
+     * are registered (or nothing will run here, or the pool gives no staging buffer: the op then falls back), else a copy
+     * at the start of the staging buffer.
      */
     private MemorySegment offer(MemorySegment seg, long off, long bytes, boolean want) {
-        if (!capable || !want || bytes == 0 || where(seg, off, bytes)) return off == 0 ? seg : seg.asSlice(off, bytes);
+        if (!capable || !want || bytes == 0 || where(seg, off, bytes)) return seg;
         MemorySegment staged = staging(bytes);
         if (staged == null) return seg;
         MemorySegment.copy(seg, off, staged, 0, bytes);
