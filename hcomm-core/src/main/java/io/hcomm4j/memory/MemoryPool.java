@@ -226,22 +226,8 @@ public final class MemoryPool implements AutoCloseable {
         if (!segment.isNative() || closed) return Optional.empty();
         long address = segment.address();
         long length = segment.byteSize();
-        Mapping[] ms = mappings;
-        int lo = 0;
-        int hi = ms.length - 1;
-        int found = -1;
-        while (lo <= hi) {
-            int mid = (lo + hi) >>> 1;
-            if (ms[mid].address <= address) {
-                found = mid;
-                lo = mid + 1;
-            } else {
-                hi = mid - 1;
-            }
-        }
-        if (found < 0 || !ms[found].contains(address, length)) return Optional.empty();
-        Mapping m = ms[found];
-        return Optional.of(new Registration(m.file, address - m.address, length));
+        Mapping m = mappingHolding(address, length);
+        return m == null ? Optional.empty() : Optional.of(new Registration(m.file, address - m.address, length));
     }
 
     /**
@@ -261,6 +247,15 @@ public final class MemoryPool implements AutoCloseable {
         }
         if (!segment.isNative() || closed) return false;
         long address = segment.address();
+        Mapping m = mappingHolding(address, length);
+        if (m == null || m.sequence < 0) return false;
+        out[0] = m.sequence;
+        out[1] = address - m.address;
+        return true;
+    }
+
+    /** The mapping that holds {@code [address, address + length)}, or null (binary search of the sorted mappings). */
+    private Mapping mappingHolding(long address, long length) {
         Mapping[] ms = mappings;
         int lo = 0;
         int hi = ms.length - 1;
@@ -274,10 +269,7 @@ public final class MemoryPool implements AutoCloseable {
                 hi = mid - 1;
             }
         }
-        if (found < 0 || !ms[found].contains(address, length) || ms[found].sequence < 0) return false;
-        out[0] = ms[found].sequence;
-        out[1] = address - ms[found].address;
-        return true;
+        return found >= 0 && ms[found].contains(address, length) ? ms[found] : null;
     }
 
     /** True once {@link #close()} was called. */
