@@ -187,6 +187,17 @@ public final class Session implements AutoCloseable {
         }
     }
 
+    /** The transport's settings from {@code config}: the same for a rank at init and for a replacement joining. */
+    private static TcpTransport.Options transportOptions(CommConfig config) {
+        return new TcpTransport.Options(config.timeout(), config.initTimeout(), config.spinTime(), config.eagerLimit(),
+                config.unexpectedLimit(), config.heartbeatTimeout(), config.heartbeatInterval(), config.retryMax(),
+                config.retryInterval());
+    }
+
+    private static MemoryPool openPool(CommConfig config, Path shmDir) {
+        return MemoryPool.open(new MemoryPool.Options(shmDir, config.memPoolMax(), config.memDebug()));
+    }
+
     /** Runs init: rendezvous through the store, data listener, world communicator. */
     public static Session open(CommConfig config) {
         long start = System.nanoTime();
@@ -196,7 +207,7 @@ public final class Session implements AutoCloseable {
         try {
             // first, so that files a killed job left in the directory are gone before this session creates any
             Path shmDir = Path.of(config.shmDir());
-            pool = MemoryPool.open(new MemoryPool.Options(shmDir, config.memPoolMax(), config.memDebug()));
+            pool = openPool(config, shmDir);
             Store store = j.store();
             int rank = j.rank();
             int size = j.worldSize();
@@ -209,9 +220,7 @@ public final class Session implements AutoCloseable {
                 store.set(ns + "token", ByteBuffer.allocate(8).putLong(RANDOM.nextLong()).array());
             }
             long token = ByteBuffer.wrap(store.get(ns + "token", initTimeout)).getLong();
-            TcpTransport.Options options = new TcpTransport.Options(config.timeout(), initTimeout, config.spinTime(),
-                    config.eagerLimit(), config.unexpectedLimit(), config.heartbeatTimeout(), config.heartbeatInterval(),
-                    config.retryMax(), config.retryInterval());
+            TcpTransport.Options options = transportOptions(config);
             t = TcpTransport.open(rank, size, j.dataAddress(), Auth.of(config.secret().orElse(null)), token, options);
             InetSocketAddress me = t.listenAddress();
             String host = config.hostId().orElseGet(() -> HostIdentity.of(shmDir));
@@ -291,7 +300,7 @@ public final class Session implements AutoCloseable {
         MemoryPool pool = null;
         try {
             Path shmDir = Path.of(config.shmDir());
-            pool = MemoryPool.open(new MemoryPool.Options(shmDir, config.memPoolMax(), config.memDebug()));
+            pool = openPool(config, shmDir);
             Store store = j.store();
             Duration initTimeout = config.initTimeout();
             String ns = "hcomm/" + text(store.get("hcomm/generation/0", initTimeout)) + "/";
@@ -311,9 +320,7 @@ public final class Session implements AutoCloseable {
             int me = plan.joinerIndex(ticket);
             int slot = plan.slots()[me];
             // the replacement's links are reliable like everyone's (a link is only if both sides say so in the hello)
-            TcpTransport.Options options = new TcpTransport.Options(config.timeout(), initTimeout, config.spinTime(),
-                    config.eagerLimit(), config.unexpectedLimit(), config.heartbeatTimeout(), config.heartbeatInterval(),
-                    config.retryMax(), config.retryInterval());
+            TcpTransport.Options options = transportOptions(config);
             t = TcpTransport.open(slot, size, j.dataAddress(), Auth.of(config.secret().orElse(null)), token, options);
             t.incarnation(slot, plan.incarnations()[me]);
             for (int p = 0; p < size; p++) {
