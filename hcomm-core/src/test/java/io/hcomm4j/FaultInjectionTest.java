@@ -1,5 +1,6 @@
 package io.hcomm4j;
 
+import io.hcomm4j.testing.ClosedClean;
 import io.hcomm4j.testing.ShmDir;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -40,7 +41,6 @@ class FaultInjectionTest {
     private static final long RETRY_BUDGET_MS = 100 + 200 + 400 + 800 + 800;
     private static final Pattern CAUGHT = Pattern.compile("CAUGHT (\\w+) at=(\\d+) ranks=(\\S+) msg=(.*)");
     private static final Pattern HEALTH = Pattern.compile("HEALTH (\\w+) (\\[[^]]*]) at=(\\d+) thread=(\\S+)");
-    private static final Pattern CLOSED = Pattern.compile("CLOSED threads=(\\d+) fds=(-?\\d+)");
 
     @RegisterExtension
     final ShmDir shm = new ShmDir("hcomm-fault-test-");
@@ -129,7 +129,7 @@ class FaultInjectionTest {
             for (int r = 0; r < n - 1; r++) {
                 String o = Files.readString(job.logs.get(r));
                 assertThat(o).as(o).contains("SURVIVORS OK");
-                assertClosedClean(r, o);
+                ClosedClean.assertIn(o, "rank " + r, 3);
             }
         }
     }
@@ -141,7 +141,7 @@ class FaultInjectionTest {
         for (Ranks.Outcome o : out) {
             assertThat(o.output()).as(o.output()).contains("BUSY DONE").doesNotContain("CAUGHT").doesNotContain("HEALTH ");
             System.out.printf("FaultInjectionTest busy: rank %d %s%n", o.rank(), line(o.output(), "BUSY DONE"));
-            assertClosedClean(o.rank(), o.output());
+            ClosedClean.assertIn(o.output(), "rank " + o.rank(), 3);
         }
     }
 
@@ -173,17 +173,11 @@ class FaultInjectionTest {
             assertThat(out).contains("FINAL DEGRADED [" + victim + "]").contains("LATER COLLECTIVE [" + victim + "]").contains("SURVIVORS OK");
             System.out.printf("FaultInjectionTest %s n=%d: rank %d: %s after %d ms (health listener after %d ms): %s%n", what, n, r,
                     m.group(1), ms, heard, m.group(4));
-            assertClosedClean(r, out);
+            ClosedClean.assertIn(out, "rank " + r, 3);
         }
         return times;
     }
 
-    private static void assertClosedClean(int rank, String out) {
-        Matcher c = CLOSED.matcher(out);
-        assertThat(c.find()).as("rank %d output:\n%s", rank, out).isTrue();
-        assertThat(Integer.parseInt(c.group(1))).as("hcomm threads alive after close, rank %d", rank).isZero();
-        assertThat(Integer.parseInt(c.group(2))).as("descriptors left open after close, rank %d", rank).isLessThanOrEqualTo(3);
-    }
 
     private static void awaitAll(Ranks.Job job, int n, String word) throws Exception {
         long deadline = System.nanoTime() + Duration.ofSeconds(90).toNanos();

@@ -1,5 +1,6 @@
 package io.hcomm4j;
 
+import io.hcomm4j.testing.ClosedClean;
 import io.hcomm4j.testing.ShmDir;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -24,7 +25,6 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 class GrowTest {
     private static final Pattern GROWN = Pattern.compile("GROWN rank=(\\d+) size=(\\d+) at=(\\d+) took=(\\d+)");
     private static final Pattern JOINED = Pattern.compile("JOINED rank=(\\d+) size=(\\d+) at=(\\d+) took=(\\d+)");
-    private static final Pattern CLOSED = Pattern.compile("CLOSED threads=(\\d+) fds=(-?\\d+)");
 
     @RegisterExtension
     final ShmDir shm = new ShmDir("hcomm-grow-test-");
@@ -110,10 +110,7 @@ class GrowTest {
         assertThat(p.waitFor(180, TimeUnit.SECONDS)).as("process %d ends; output:\n%s", i, job.outputs()).isTrue();
         String out = Files.readString(job.logs.get(i));
         assertThat(p.exitValue()).as("process %d exit; output:\n%s", i, job.outputs()).isZero();
-        Matcher c = CLOSED.matcher(out);
-        assertThat(c.find()).as(out).isTrue();
-        assertThat(c.group(1)).as("hcomm threads left after close").isEqualTo("0");
-        assertThat(Integer.parseInt(c.group(2))).as("descriptors left after close: %s", out).isLessThanOrEqualTo(0);
+        ClosedClean.assertIn(out, "process " + i, 0);
         return out;
     }
 

@@ -1,5 +1,6 @@
 package io.hcomm4j;
 
+import io.hcomm4j.testing.ClosedClean;
 import io.hcomm4j.testing.ShmDir;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -24,7 +25,6 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  */
 class ShrinkTest {
     private static final Pattern SHRUNK = Pattern.compile("SHRUNK rank=(\\d+) size=(\\d+) at=(\\d+) took=(\\d+)");
-    private static final Pattern CLOSED = Pattern.compile("CLOSED threads=(\\d+) fds=(-?\\d+)");
 
     @RegisterExtension
     final ShmDir shm = new ShmDir("hcomm-shrink-test-");
@@ -135,10 +135,7 @@ class ShrinkTest {
         assertThat(p.waitFor(120, TimeUnit.SECONDS)).as("rank %d ends; output:\n%s", r, job.outputs()).isTrue();
         String out = Files.readString(job.logs.get(r));
         assertThat(p.exitValue()).as("rank %d exit; output:\n%s", r, job.outputs()).isZero();
-        Matcher c = CLOSED.matcher(out);
-        assertThat(c.find()).as(out).isTrue();
-        assertThat(c.group(1)).as("hcomm threads left after close").isEqualTo("0");
-        assertThat(Integer.parseInt(c.group(2))).as("descriptors left after close: %s", out).isLessThanOrEqualTo(0);
+        ClosedClean.assertIn(out, "rank " + r, 0);
         return out;
     }
 

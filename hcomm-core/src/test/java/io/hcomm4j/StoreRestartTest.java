@@ -1,5 +1,6 @@
 package io.hcomm4j;
 
+import io.hcomm4j.testing.ClosedClean;
 import io.hcomm4j.testing.ShmDir;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -38,7 +39,6 @@ import org.junit.jupiter.api.Timeout;
 class StoreRestartTest {
     private static final Pattern INIT = Pattern.compile("INIT rank=(\\d+) at=(\\d+) took=(\\d+)");
     private static final Pattern FAILED = Pattern.compile("INIT FAILED at=(\\d+) type=(\\S+) msg=(.*)");
-    private static final Pattern CLOSED = Pattern.compile("CLOSED threads=(\\d+) fds=(-?\\d+)");
     private static final Pattern RECONNECTED = Pattern.compile("reconnected to the store after (\\d+) ms \\((\\d+) attempt");
 
     @RegisterExtension
@@ -123,7 +123,7 @@ class StoreRestartTest {
                 long initAt = Long.parseLong(m.group(2));
                 latest = Math.max(latest, initAt);
                 assertThat(out).contains("ALLREDUCE OK 65536", "CHECKED allReduce", "CHECKED all");
-                assertClosedClean(out);
+                ClosedClean.assertIn(out, "rank", 0);
                 if (o.rank() < n - 1) {
                     Matcher r = RECONNECTED.matcher(out);
                     assertThat(r.find()).as("rank %d reconnected:\n%s", o.rank(), out).isTrue();
@@ -167,7 +167,7 @@ class StoreRestartTest {
                 assertThat(m.find()).as(out).isTrue();
                 latest = Math.max(latest, Long.parseLong(m.group(2)));
                 assertThat(out).contains("ALLREDUCE OK 65536", "CHECKED all");
-                assertClosedClean(out);
+                ClosedClean.assertIn(out, "rank", 0);
                 if (out.contains("the store restarted")) sawRestart++;
             }
             // a rank still connecting when the store died never knew the old one; the others all did
@@ -198,18 +198,11 @@ class StoreRestartTest {
                         "could not reconnect within 2000 ms (HCOMM_STORE_RECONNECT)", "Connection refused");
                 long after = Long.parseLong(m.group(1)) - killed;
                 assertThat(after).as("rank %d failed %d ms after the SIGKILL", o.rank(), after).isBetween(1_500L, 10_000L);
-                assertClosedClean(out);
+                ClosedClean.assertIn(out, "rank", 0);
                 System.out.printf("StoreRestartTest: store gone for good: rank %d's init failed %d ms after the SIGKILL: %s%n",
                         o.rank(), after, m.group(3));
             }
         }
         shm.assertEmpty();
-    }
-
-    private static void assertClosedClean(String out) {
-        Matcher c = CLOSED.matcher(out);
-        assertThat(c.find()).as(out).isTrue();
-        assertThat(c.group(1)).as("hcomm threads left after close:\n%s", out).isEqualTo("0");
-        assertThat(Integer.parseInt(c.group(2))).as("descriptors left after close:\n%s", out).isLessThanOrEqualTo(0);
     }
 }
