@@ -26,19 +26,25 @@ class ExamplesTest {
     record Result(String example, int rank, int size, String role, String detail, boolean ok) {
     }
 
+    /** The result lines in one process's output. */
+    static List<Result> resultLines(Outcome o) {
+        List<Result> mine = new ArrayList<>();
+        for (String line : o.lines()) {
+            Matcher m = RESULT.matcher(line);
+            if (m.matches()) {
+                mine.add(new Result(m.group(1), Integer.parseInt(m.group(2)), Integer.parseInt(m.group(3)),
+                        m.group(4) == null ? "" : m.group(4), m.group(5), m.group(6).equals("OK")));
+            }
+        }
+        return mine;
+    }
+
     /** The result line of every rank, in rank order; asserts there is exactly one per rank. */
     static List<Result> results(String example, int n, List<Outcome> outcomes) {
         assertThat(outcomes).hasSize(n);
         List<Result> results = new ArrayList<>();
         for (Outcome o : outcomes) {
-            List<Result> mine = new ArrayList<>();
-            for (String line : o.lines()) {
-                Matcher m = RESULT.matcher(line);
-                if (m.matches()) {
-                    mine.add(new Result(m.group(1), Integer.parseInt(m.group(2)), Integer.parseInt(m.group(3)),
-                            m.group(4) == null ? "" : m.group(4), m.group(5), m.group(6).equals("OK")));
-                }
-            }
+            List<Result> mine = resultLines(o);
             assertThat(mine).as("result lines of rank %d:\n%s", o.index(), o.output()).hasSize(1);
             Result r = mine.getFirst();
             assertThat(r.example()).isEqualTo(example);
@@ -151,14 +157,7 @@ class ExamplesTest {
         for (int rank = 0; rank < 4; rank++) {
             Outcome o = outcomes.get(processOfRank[rank]);
             assertThat(o.exitCode()).as("process %d:\n%s", o.index(), o.output()).isZero();
-            List<Result> mine = new ArrayList<>();
-            for (String line : o.lines()) {
-                Matcher m = RESULT.matcher(line);
-                if (m.matches()) {
-                    mine.add(new Result(m.group(1), Integer.parseInt(m.group(2)), Integer.parseInt(m.group(3)),
-                            m.group(4) == null ? "" : m.group(4), m.group(5), m.group(6).equals("OK")));
-                }
-            }
+            List<Result> mine = resultLines(o);
             assertThat(mine).as("result lines of process %d:\n%s", o.index(), o.output()).hasSize(1);
             Result r = mine.getFirst();
             assertThat(r.ok()).as(r.detail()).isTrue();

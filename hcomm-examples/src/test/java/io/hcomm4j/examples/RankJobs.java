@@ -63,20 +63,23 @@ final class RankJobs {
         return cmd;
     }
 
+    /** Rank {@code r} of {@code n} of {@code main}, with torchrun's variables for a store on this host at {@code port}. */
+    private static ProcessBuilder torchrunRank(int r, int n, int port, Class<?> main, String... args) {
+        ProcessBuilder pb = new ProcessBuilder(javaCommand(main, args));
+        Map<String, String> env = cleanEnvironment(pb);
+        env.put("RANK", Integer.toString(r));
+        env.put("WORLD_SIZE", Integer.toString(n));
+        env.put("MASTER_ADDR", "127.0.0.1");
+        env.put("MASTER_PORT", Integer.toString(port));
+        env.put("HCOMM_SECRET", "examples-test-secret");
+        return pb;
+    }
+
     /** Runs {@code n} ranks of {@code main} with torchrun's variables; returns each rank's outcome, in rank order. */
     static List<Outcome> torchrun(int n, Class<?> main, String... args) throws Exception {
         int port = freePort();
         List<ProcessBuilder> ranks = new ArrayList<>();
-        for (int r = 0; r < n; r++) {
-            ProcessBuilder pb = new ProcessBuilder(javaCommand(main, args));
-            Map<String, String> env = cleanEnvironment(pb);
-            env.put("RANK", Integer.toString(r));
-            env.put("WORLD_SIZE", Integer.toString(n));
-            env.put("MASTER_ADDR", "127.0.0.1");
-            env.put("MASTER_PORT", Integer.toString(port));
-            env.put("HCOMM_SECRET", "examples-test-secret");
-            ranks.add(pb);
-        }
+        for (int r = 0; r < n; r++) ranks.add(torchrunRank(r, n, port, main, args));
         return run(ranks);
     }
 
@@ -94,13 +97,7 @@ final class RankJobs {
         List<Path> logs = new ArrayList<>();
         try {
             for (int r = 0; r < n; r++) {
-                ProcessBuilder pb = new ProcessBuilder(javaCommand(main, args));
-                Map<String, String> env = cleanEnvironment(pb);
-                env.put("RANK", Integer.toString(r));
-                env.put("WORLD_SIZE", Integer.toString(n));
-                env.put("MASTER_ADDR", "127.0.0.1");
-                env.put("MASTER_PORT", Integer.toString(port));
-                env.put("HCOMM_SECRET", "examples-test-secret");
+                ProcessBuilder pb = torchrunRank(r, n, port, main, args);
                 builders.add(pb);
                 start(pb, dir, processes, logs);
             }
