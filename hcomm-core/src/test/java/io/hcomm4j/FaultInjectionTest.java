@@ -62,7 +62,7 @@ class FaultInjectionTest {
     @CsvSource({"2, tcp, 5", "4, tcp, 5", "2, shm, 5", "4, shm, 5", "2, tcp, 0", "2, shm, 0"})
     void sigkillDuringAllReduce(int n, String transport, int retryMax) throws Exception {
         try (Ranks.Job job = Ranks.start(n, FaultWorker.class, env(transport, retryMax), "allreduce")) {
-            awaitAll(job, n, "RUNNING");
+            job.awaitAll(n, "RUNNING");
             long t0 = System.currentTimeMillis();
             job.processes.get(n - 1).destroyForcibly();
             List<Long> times = survivorsReport(job, n, n - 1, t0, "SIGKILL " + transport + " HCOMM_RETRY_MAX=" + retryMax);
@@ -76,7 +76,7 @@ class FaultInjectionTest {
     @CsvSource({"3, tcp", "3, shm"})
     void sigstopIsDetectedByHeartbeats(int n, String transport) throws Exception {
         try (Ranks.Job job = Ranks.start(n, FaultWorker.class, env(transport), "allreduce")) {
-            awaitAll(job, n, "RUNNING");
+            job.awaitAll(n, "RUNNING");
             Process victim = job.processes.get(n - 1);
             long t0 = System.currentTimeMillis();
             signal(victim, "STOP");
@@ -106,7 +106,7 @@ class FaultInjectionTest {
     void aRankThatNeverTalkedToTheDeadOneLearnsOfIt() throws Exception {
         int n = 4;
         try (Ranks.Job job = Ranks.start(n, FaultWorker.class, env("tcp"), "isolated")) {
-            awaitAll(job, n, "READY");
+            job.awaitAll(n, "READY");
             Thread.sleep(300);
             long t0 = System.currentTimeMillis();
             job.processes.get(n - 1).destroyForcibly();
@@ -178,18 +178,6 @@ class FaultInjectionTest {
         return times;
     }
 
-
-    private static void awaitAll(Ranks.Job job, int n, String word) throws Exception {
-        long deadline = System.nanoTime() + Duration.ofSeconds(90).toNanos();
-        while (true) {
-            boolean all = true;
-            for (int r = 0; r < n; r++) all &= Files.readString(job.logs.get(r)).contains(word);
-            if (all) return;
-            if (System.nanoTime() > deadline) throw new AssertionError("not all ranks said " + word + ":\n" + job.outputs());
-            for (Process p : job.processes) if (!p.isAlive()) throw new AssertionError("a rank exited early:\n" + job.outputs());
-            Thread.sleep(20);
-        }
-    }
 
     static void signal(Process p, String sig) throws Exception {
         Process k = new ProcessBuilder("kill", "-" + sig, String.valueOf(p.pid())).inheritIO().start();

@@ -37,7 +37,7 @@ class ShrinkTest {
     void twoOfFiveKilledTheThreeSurvivorsShrink() throws Exception {
         int n = 5;
         try (Ranks.Job job = Ranks.start(n, ShrinkWorker.class, env(), "kill", "1,3")) {
-            awaitAll(job, n, "RUNNING");
+            job.awaitAll(n, "RUNNING");
             job.processes.get(1).destroyForcibly();
             job.processes.get(3).destroyForcibly();
             int[] survivors = {0, 2, 4};
@@ -58,7 +58,7 @@ class ShrinkTest {
     void trainingLoopLosesOneOfFourShrinksToThreeAndGoesOn() throws Exception {
         int n = 4;
         try (Ranks.Job job = Ranks.start(n, ShrinkWorker.class, env(), "train")) {
-            awaitAll(job, n, "RUNNING");
+            job.awaitAll(n, "RUNNING");
             long t0 = System.currentTimeMillis();
             job.processes.get(n - 1).destroyForcibly();
             for (int r = 0; r < n - 1; r++) {
@@ -137,18 +137,6 @@ class ShrinkTest {
         assertThat(p.exitValue()).as("rank %d exit; output:\n%s", r, job.outputs()).isZero();
         ClosedClean.assertIn(out, "rank " + r, 0);
         return out;
-    }
-
-    private static void awaitAll(Ranks.Job job, int n, String word) throws Exception {
-        long deadline = System.nanoTime() + Duration.ofSeconds(90).toNanos();
-        while (true) {
-            boolean all = true;
-            for (int r = 0; r < n; r++) all &= Files.readString(job.logs.get(r)).contains(word);
-            if (all) return;
-            if (System.nanoTime() > deadline) throw new AssertionError("not all ranks said " + word + ":\n" + job.outputs());
-            for (Process p : job.processes) if (!p.isAlive()) throw new AssertionError("a rank exited early:\n" + job.outputs());
-            Thread.sleep(20);
-        }
     }
 
 }

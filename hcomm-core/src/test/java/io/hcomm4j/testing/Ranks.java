@@ -133,6 +133,19 @@ public final class Ranks {
         }
 
         /** All ranks' output, for failure messages. */
+        /** Waits (90 s at most) until the logs of ranks {@code 0..n-1} all contain {@code word}; fails if a rank exits first. */
+        public void awaitAll(int n, String word) throws Exception {
+            long deadline = System.nanoTime() + Duration.ofSeconds(90).toNanos();
+            while (true) {
+                boolean all = true;
+                for (int r = 0; r < n; r++) all &= Files.readString(logs.get(r)).contains(word);
+                if (all) return;
+                if (System.nanoTime() > deadline) throw new AssertionError("not all ranks said " + word + ":\n" + outputs());
+                for (Process p : processes) if (!p.isAlive()) throw new AssertionError("a rank exited early:\n" + outputs());
+                Thread.sleep(20);
+            }
+        }
+
         public String outputs() throws IOException {
             StringBuilder sb = new StringBuilder();
             for (int r = 0; r < logs.size(); r++) sb.append("--- rank ").append(r).append('\n').append(Files.readString(logs.get(r)));
