@@ -496,6 +496,38 @@ public class ZeroCopyCollectivesTest {
     }
 
     /**
+     * Slices large enough for streaming copies (several MB per rank): out of place (through the large scratch, odd ranks
+     * starting with half a chunk), in place on every rank (small chunks written back where they were read) and in
+     * place on one rank only; pooled buffers, every element checked on every rank, every op in shared memory.
+     */
+    @Test
+    void largeSlicesInAndOutOfPlace() throws Exception {
+        int n = 3;
+        long count = 4_200_007; // float32, 16.8 MB: slices of 5.6 MB, over the streaming threshold of two 2.5 MB chunks
+        Ranks.runThreads(n, Duration.ofMinutes(3), h -> {
+            Communicator c = h.world();
+            int me = c.rank();
+            try (Buffer in = c.memory().allocate(DataType.FLOAT32, count); Buffer out = c.memory().allocate(DataType.FLOAT32, count)) {
+                for (int mode = 0; mode < 3; mode++) {
+                    boolean inPlace = mode == 1 || mode == 2 && me == 1;
+                    MemorySegment send = in.segment();
+                    MemorySegment recv = inPlace ? send : out.segment();
+                    for (long i = 0; i < count; i++) send.setAtIndex(ValueLayout.JAVA_FLOAT, i, (i % 4093) * (me + 1) + mode);
+                    if (!inPlace) recv.fill((byte) 0x7f);
+                    long zc0 = ZeroCopyProbe.zeroCopyOps(c);
+                    c.allReduce(send, recv, count, DataType.FLOAT32, ReduceOp.SUM);
+                    for (long i = 0; i < count; i++) {
+                        float want = (i % 4093) * 6f + 3 * mode;
+                        float got = recv.getAtIndex(ValueLayout.JAVA_FLOAT, i);
+                        if (got != want) throw new AssertionError("mode " + mode + " rank " + me + " element " + i + ": " + got + ", want " + want);
+                    }
+                    assertThat(ZeroCopyProbe.zeroCopyOps(c) - zc0).as("mode %d ran in shared memory", mode).isEqualTo(1);
+                }
+            }
+        });
+    }
+
+    /**
      * Ranks on two "hosts" (HCOMM_HOST_ID): the world has no zero-copy engine (its collectives take the transport),
      * the per-host communicators of a split have one each.
      */

@@ -28,7 +28,8 @@ import java.util.Optional;
  * the data has arrived), so one rank's calls alternate between waiting and finding the data already there, and
  * the median of such calls misses the waits; the loop time counts them all. Buffers are off-heap
  * ({@link Arena#ofShared()}), registered ({@code comm.memory()}) or Java arrays as {@link Test#mem()} says,
- * allocated and filled once per size, outside the timed loop; ops run out of place.
+ * allocated and filled once per size, outside the timed loop; ops run out of place unless the test is in place
+ * (all-reduce only: each call's output is the next one's input, as in nccl-tests).
  *
  * <p>Sizes follow nccl-tests: {@link Shape#bytes()} is the size of the largest buffer. For allgather,
  * reducescatter, alltoall, gather and scatter that is the buffer of all ranks' blocks, and the count is elements
@@ -123,10 +124,23 @@ final class CollectiveBench {
      * @param iters  timed calls
      * @param warmup untimed calls before them
      */
-    record Test(Coll coll, long bytes, DataType type, ReduceOp op, int root, int iters, int warmup, Mem mem) {
+    record Test(Coll coll, long bytes, DataType type, ReduceOp op, int root, int iters, int warmup, Mem mem, boolean inPlace) {
         /** A test on {@link Mem#NATIVE} buffers. */
         Test(Coll coll, long bytes, DataType type, ReduceOp op, int root, int iters, int warmup) {
             this(coll, bytes, type, op, root, iters, warmup, Mem.NATIVE);
+        }
+
+        /** An out-of-place test. */
+        Test(Coll coll, long bytes, DataType type, ReduceOp op, int root, int iters, int warmup, Mem mem) {
+            this(coll, bytes, type, op, root, iters, warmup, mem, false);
+        }
+
+        /** Checks that {@code inPlace} is asked of all-reduce only (broadcast is in place anyway). */
+        Test {
+            if (inPlace && coll != Coll.ALLREDUCE) {
+                throw new IllegalArgumentException("--in-place applies to allreduce only (its receive buffer is then its send"
+                        + " buffer), not to " + coll.cliName());
+            }
         }
     }
 
@@ -301,7 +315,7 @@ final class CollectiveBench {
             long sendBytes = t.coll() == Coll.SCATTER && !root ? es : shape.sendBytes();
             long recvBytes = (t.coll() == Coll.REDUCE || t.coll() == Coll.GATHER) && !root ? es : shape.recvBytes();
             this.send = buffer(sendBytes, arena);
-            this.recv = t.coll() == Coll.BROADCAST ? send : buffer(recvBytes, arena);
+            this.recv = t.coll() == Coll.BROADCAST || t.inPlace() ? send : buffer(recvBytes, arena);
             this.op = op();
         }
 
@@ -413,8 +427,8 @@ final class CollectiveBench {
 
         /** Fills what will be checked with the complement of the expected bits (broadcast's root: its data again). */
         void prepareCheck() {
-            if (t.coll() == Coll.BROADCAST && rank == t.root()) {
-                fillInputs();
+            if (t.coll() == Coll.BROADCAST && rank == t.root() || t.inPlace()) {
+                fillInputs(); // in place, the timed calls' outputs were the next calls' inputs
                 return;
             }
             long mask = mask(es);

@@ -72,6 +72,8 @@ import picocli.CommandLine.TypeConversionException;
             "  --mem native (default: Arena.ofShared() memory), pool (registered",
             "    buffers of comm.memory(): on one host the ranks read each other's",
             "    in place) or heap (Java arrays).",
+            "  --in-place (allreduce): receive into the send buffer; each call's",
+            "    output is the next one's input (nccl-tests' in-place column).",
             "  --check: one more call on inputs with an exactly known result (small",
             "    integers: float sums are exact); #wrong = wrong elements received,",
             "    summed over ranks.",
@@ -205,6 +207,10 @@ final class PerfCommand implements Callable<Integer> {
                     + " buffers of comm.memory(): same-host ranks read them in place) or heap (Java arrays).")
     CollectiveBench.Mem mem = CollectiveBench.Mem.NATIVE;
 
+    @Option(names = "--in-place", description = "allreduce: the receive buffer is the send buffer (each call's output is"
+            + " the next one's input, as nccl-tests' in-place column); the default is out of place.")
+    boolean inPlace;
+
     @Option(names = "--timing", paramLabel = "HOW", defaultValue = "mean",
             converter = TimingConverter.class,
             description = "Collectives: mean (default; nccl-tests: calls back to back, loop time / iters, slowest rank)"
@@ -231,6 +237,7 @@ final class PerfCommand implements Callable<Integer> {
         List<CollectiveBench.Test> plan = null;
         try {
             if (coll == null) {
+                if (inPlace) throw new IllegalArgumentException("--in-place applies to allreduce only, not to p2p");
                 p2p = p2pTests();
             } else {
                 plan = collectiveTests();
@@ -283,7 +290,8 @@ final class PerfCommand implements Callable<Integer> {
         }
         if (root < 0) throw new IllegalArgumentException("--root must be >= 0, was " + root);
         return collectivePlan(coll, minBytes, maxBytes, factor, dtype, redop, root, iters, warmup).stream()
-                .map(t -> new CollectiveBench.Test(t.coll(), t.bytes(), t.type(), t.op(), t.root(), t.iters(), t.warmup(), mem))
+                .map(t -> new CollectiveBench.Test(t.coll(), t.bytes(), t.type(), t.op(), t.root(), t.iters(), t.warmup(), mem,
+                        inPlace))
                 .toList();
     }
 
@@ -297,6 +305,7 @@ final class PerfCommand implements Callable<Integer> {
         if (iters != null) args.addAll(List.of("--iters", Integer.toString(iters)));
         if (warmup != null) args.addAll(List.of("--warmup", Integer.toString(warmup)));
         if (check) args.add("--check");
+        if (inPlace) args.add("--in-place");
         if (timing != CollectiveBench.Timing.MEAN) args.addAll(List.of("--timing", timing.name().toLowerCase(Locale.ROOT)));
         if (mem != CollectiveBench.Mem.NATIVE) args.addAll(List.of("--mem", mem.name().toLowerCase(Locale.ROOT)));
         if (!op.equals("p2p")) {
@@ -490,9 +499,9 @@ final class PerfCommand implements Callable<Integer> {
                             + ", mem " + first.mem().name().toLowerCase(Locale.ROOT),
                     timing == CollectiveBench.Timing.MEAN
                             ? "time = max over ranks of each rank's mean time per blocking call: warmup untimed, a barrier, then"
-                            + " the time of iters calls back to back / iters; out of place"
+                            + " the time of iters calls back to back / iters; " + placement(first)
                             : "time = median over calls of the slowest rank's time per blocking call: warmup untimed, then"
-                            + " iters calls each after a barrier and timed alone; out of place",
+                            + " iters calls each after a barrier and timed alone; " + placement(first),
                     coll.blocked
                             ? "size = bytes of all " + n + " ranks' blocks; count = elements per block" + (coll == Coll.ALLTOALL ? " (per peer)" : "")
                             : "size = bytes of the buffer; count = elements",
@@ -503,7 +512,7 @@ final class PerfCommand implements Callable<Integer> {
             long smallest = plan.stream().mapToLong(CollectiveBench.Test::bytes).min().orElseThrow();
             int smallCalls = jitWarmupCalls * JIT_WARMUP_SMALL_FACTOR;
             CollectiveBench.Test small = new CollectiveBench.Test(coll, Math.min(JIT_WARMUP_SMALL_BYTES, smallest), first.type(),
-                    first.op(), first.root(), smallCalls, 0, first.mem());
+                    first.op(), first.root(), smallCalls, 0, first.mem(), first.inPlace());
             if (rank == 0) {
                 progress.println(String.format(Locale.ROOT, "# JIT warm-up: %d calls of %s %s", smallCalls,
                         coll.cliName(), P2pBench.human(CollectiveBench.shape(coll, small.bytes(), n, small.type()).bytes())));
@@ -511,7 +520,7 @@ final class PerfCommand implements Callable<Integer> {
             CollectiveBench.run(comm, small, false);
             long largest = plan.stream().mapToLong(CollectiveBench.Test::bytes).max().orElseThrow();
             CollectiveBench.Test jit = new CollectiveBench.Test(coll, Math.min(JIT_WARMUP_BYTES, largest), first.type(),
-                    first.op(), first.root(), jitWarmupCalls, 0, first.mem());
+                    first.op(), first.root(), jitWarmupCalls, 0, first.mem(), first.inPlace());
             // rounds until the budget is spent (rank 0's clock decides for all): the multi-chunk paths of the
             // algorithms need thousands of calls before C2 has compiled them
             int calls = 0;
@@ -605,6 +614,10 @@ final class PerfCommand implements Callable<Integer> {
                         "'" + value + "' is not a timing; choose mean or median");
             };
         }
+    }
+
+    private static String placement(CollectiveBench.Test t) {
+        return t.inPlace() ? "in place (each call's output is the next one's input)" : "out of place";
     }
 
     /** Reads {@code --mem}: native, pool or heap. */

@@ -90,6 +90,30 @@ class PerfCollectivesCliTest {
         assertThat(bad.err()).contains("'gpu' is not a memory kind; choose native, pool or heap");
     }
 
+    /** --in-place: all-reduce into the send buffer, checked on pooled, heap and plain native buffers; other ops refuse it. */
+    @Test
+    @Timeout(180)
+    void inPlaceAllReduceIsChecked() {
+        for (String mem : new String[] {"pool", "heap", "native"}) {
+            Captured c = new Captured();
+            int code = HcommCli.execute(new String[] {"perf", "allreduce", "-n", "2", "--mem", mem, "--in-place", "--check",
+                    "--format", "csv", "-b", "4K", "-e", "256K", "-f", "64", "--iters", "3", "--warmup", "1"}, c.out, c.err, Map.of());
+            assertThat(code).as(c.toString()).isZero();
+            assertThat(c.outLines()).as(c.toString()).hasSize(3).allSatisfy(l -> {
+                if (!l.startsWith("op,")) assertThat(l).startsWith("allreduce,auto,2,").endsWith(",0");
+            });
+        }
+        Captured table = new Captured();
+        assertThat(HcommCli.execute(new String[] {"perf", "allreduce", "-n", "2", "--in-place", "-b", "4K", "-e", "4K",
+                "--iters", "2", "--warmup", "0"}, table.out, table.err, Map.of())).as(table.toString()).isZero();
+        assertThat(table.out()).contains("; in place (each call's output is the next one's input)");
+        for (String op : new String[] {"allgather", "p2p"}) {
+            Captured bad = new Captured();
+            assertThat(HcommCli.execute(new String[] {"perf", op, "--in-place"}, bad.out, bad.err, Map.of())).isEqualTo(2);
+            assertThat(bad.err()).contains("--in-place applies to allreduce only");
+        }
+    }
+
     @Test
     void tableSaysNotCheckedWithoutCheck() {
         int code = run("perf", "broadcast", "-n", "2", "--root", "1", "-b", "4K", "--iters", "2", "--warmup", "0",

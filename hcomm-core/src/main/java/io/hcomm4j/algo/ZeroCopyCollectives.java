@@ -84,8 +84,11 @@ public final class ZeroCopyCollectives {
         long hi = sliceStart(count, n, rank + 1, es);
         MemorySegment through = streams(hi - lo, es, big) ? big : scratch;
         long chunk = chunk(hi - lo, es, through == big, scratch);
-        for (long e = lo; e < hi; e += chunk) {
-            long c = Math.min(chunk, hi - e);
+        // streaming, odd ranks begin with half a chunk: a rank's reduction (reading memory) then runs while its
+        // neighbour's copies (writing memory) do, instead of both ranks reading, then both writing
+        long first = through == big && (rank & 1) == 1 ? Math.max(1, chunk / 2) : chunk;
+        for (long e = lo, c; e < hi; e += c) {
+            c = Math.min(e == lo ? first : chunk, hi - e);
             long b = e * es;
             reduce(send, sendOff, n, b, c, k, avg, through);
             long bytes = c * es;

@@ -100,6 +100,8 @@ final class ZeroCopyEngine implements AutoCloseable {
     static final int F_RECV = 8;
     /** The op's buffers of this rank are the same memory or do not overlap in a way that would race. */
     static final int F_SAFE = 16;
+    /** The op's send and receive buffer of this rank are the same memory (in place). */
+    static final int F_IN_PLACE = 32;
 
     /** Broadcasts from this size on, with every rank's buffer registered, are copied in parallel slices. */
     static final long BCAST_SPLIT_MIN = 64 * 1024;
@@ -353,6 +355,7 @@ final class ZeroCopyEngine implements AutoCloseable {
             ro = loc[1];
         }
         if (sameOrDisjoint(send, recv, bytes)) flags |= F_SAFE;
+        if (sameAddress(send, 0, recv, 0)) flags |= F_IN_PLACE;
         int all = arrive(seq, fp, op, flags, sf, so, rf, ro);
         int need = F_CAPABLE | F_WANT | F_SEND | F_RECV | F_SAFE;
         if ((all & need) != need) return fellBack();
@@ -360,7 +363,11 @@ final class ZeroCopyEngine implements AutoCloseable {
         try {
             map(true, send, bytes);
             map(false, recv, bytes);
-            ZeroCopyCollectives.allReduce(sendSeg, sendOff, recvSeg, recvOff, rank, n, count, k, avg, scratch, bigScratch(bytes / n));
+            // in place on every rank, each output line was just read as an input and is still in the cache, so small
+            // chunks write it there (no extra read) and reading and writing back overlap in one pass; out of place,
+            // outputs are written with streaming copies of large chunks instead
+            MemorySegment big = (all & F_IN_PLACE) != 0 ? null : bigScratch(bytes / n);
+            ZeroCopyCollectives.allReduce(sendSeg, sendOff, recvSeg, recvOff, rank, n, count, k, avg, scratch, big);
             ok = true;
         } finally {
             finish(seq, op, ok);
