@@ -28,6 +28,8 @@ final class Progress implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Progress.class);
     private static final long MAX_BLOCK_MS = 100;
     private static final long BACKGROUND_QUIET_NANOS = 1_000_000;
+    /** Polls of a wait before its first clock read (about a microsecond). */
+    private static final int QUICK_POLLS = 32;
     /** Bounds of the flat-out part of a spin (see {@link #adaptBusyWindow}). */
     private static final long BUSY_MIN_NANOS = 20_000;
     private static final long BUSY_MAX_NANOS = 35_000;
@@ -64,10 +66,14 @@ final class Progress implements AutoCloseable {
     private final Thread background;
     private volatile boolean blocking;
     /**
-     * When the last waiting thread left: the background thread stays away while waiters come and go. Not volatile: written before {@link #waiters} is decremented and read after it is read, so the background thread
-     * that sees the decrement sees this too, without a fence on the way out of every wait.
+     * Waits ended so far: the background thread stays away while waiters come and go. Not volatile: written before
+     * {@link #waiters} is decremented and read after it is read, so the background thread that sees the decrement sees
+     * this too, without a fence or a clock read on the way out of every wait. Racy increments may lose a count, never
+     * all of those of a busy millisecond.
      */
-    private long lastWaiterLeft;
+    private long waitsEnded;
+    /** {@link #waitsEnded} at the background thread's last look (background thread only). */
+    private long waitsSeen;
     private volatile boolean closed;
     private int handled;
     /** Same-host links: polled directly while spinning, armed before blocking (copy-on-write, under {@link #ringLock}). */
@@ -143,9 +149,24 @@ final class Progress implements AutoCloseable {
         }
         waiters.incrementAndGet();
         if (blocking) selector.wakeup();
-        long left = 0;
+        boolean quick = false;
         try {
-            // a reply usually comes within microseconds: spin flat out that long, then spin yielding the core
+            // a small message's reply usually comes within a few polls: those read no clock (a clock read costs as much
+            // as a poll, more in a virtual machine), do not pause, and do not adapt the busy window
+            if (!oversubscribed) {
+                for (int i = 0; i < QUICK_POLLS && urgent == 0 && token.tryLock(); i++) {
+                    try {
+                        pollNow();
+                    } finally {
+                        token.unlock();
+                    }
+                    if (r.finished()) {
+                        quick = true;
+                        return true;
+                    }
+                }
+            }
+            // it usually comes within microseconds: spin flat out that long, then spin yielding the core
             long waitStart = System.nanoTime();
             long spinEnd = waitStart + spinNanos;
             long busy = oversubscribed ? 0 : busyWindow;
@@ -192,11 +213,11 @@ final class Progress implements AutoCloseable {
                     r.waiter = null;
                 }
             }
-            left = System.nanoTime();
-            adaptBusyWindow(left - waitStart);
+            adaptBusyWindow(System.nanoTime() - waitStart);
             return true;
         } finally {
-            lastWaiterLeft = left != 0 ? left : System.nanoTime();
+            if (quick) adaptBusyWindow(0);
+            waitsEnded++;
             waiters.decrementAndGet();
             Thread next = parked.peek();
             if (next != null) LockSupport.unpark(next);
@@ -262,7 +283,7 @@ final class Progress implements AutoCloseable {
             }
             return true;
         } finally {
-            lastWaiterLeft = System.nanoTime();
+            waitsEnded++;
             waiters.decrementAndGet();
             Thread next = parked.peek();
             if (next != null) LockSupport.unpark(next);
@@ -302,7 +323,7 @@ final class Progress implements AutoCloseable {
         ShmConduit[] rs = rings;
         if (rs.length > 0) {
             handled += pollRings(rs);
-            if ((++ringPolls & 7) != 0) return handled; // the clock every 8th poll only (it costs as much as a ring poll)
+            if ((++ringPolls & 31) != 0) return handled; // the clock every 32nd poll only (it costs as much as a ring poll)
             long now = System.nanoTime();
             long since = now - lastSelectNow;
             if (since < RING_SELECT_EVERY_NANOS) return handled;
@@ -357,7 +378,8 @@ final class Progress implements AutoCloseable {
         while (!closed) {
             // a thread that waits polls for itself; the background thread only polls when none has for a while,
             // so it never holds the token (in a blocking select) just when a waiter comes back
-            if (waiters.get() > 0 || System.nanoTime() - lastWaiterLeft < BACKGROUND_QUIET_NANOS) {
+            if (waiters.get() > 0 || waitsEnded != waitsSeen) {
+                waitsSeen = waitsEnded; // a waiter left since the last look: quiet for another while
                 if (!closed) LockSupport.parkNanos(BACKGROUND_QUIET_NANOS);
                 continue;
             }
@@ -389,7 +411,7 @@ final class Progress implements AutoCloseable {
             task.run();
         } finally {
             token.unlock();
-            lastWaiterLeft = System.nanoTime();
+            waitsEnded++;
             waiters.decrementAndGet();
         }
     }
@@ -413,7 +435,7 @@ final class Progress implements AutoCloseable {
             }
             return true;
         } finally {
-            lastWaiterLeft = System.nanoTime();
+            waitsEnded++;
             waiters.decrementAndGet();
         }
     }
