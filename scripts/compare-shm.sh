@@ -6,7 +6,7 @@
 # Alternates, ROUNDS times:
 #   ../shared/peers/run-mpi.sh sm 2 4      (Open MPI's default shared memory; ping-pong and all-reduce)
 #   HCOMM_TRANSPORT=shm ./hcomm perf allreduce -n N --mem M -b 4K -e 256M -f 4 --timing median --check
-#       for N in 2 4 and M in pool (registered buffers: zero copy) and heap (Java arrays: staged)
+#       for N in 2 4 and M in pool (registered buffers: zero copy), pool with --in-place, and heap (Java arrays: staged)
 #   HCOMM_TRANSPORT=shm ./hcomm perf p2p --algo pingpong -b 8 -e 4K -f 512 --iters 200000 --check
 # then prints the medians over the rounds and the ratios: all-reduce busbw HComm4J / Open MPI (higher is better),
 # all-reduce time and ping-pong latency HComm4J / Open MPI (lower is better), and memcpy_bench's 2-thread rate M,
@@ -21,9 +21,10 @@ for r in $(seq 1 "$ROUNDS"); do
   echo "round $r/$ROUNDS: Open MPI" >&2
   "$PEERS/run-mpi.sh" sm 2 4 > "$OUT/mpi$r.txt" 2>&1
   for np in 2 4; do
-    for mem in pool heap; do
+    for mem in pool inplace heap; do
       echo "round $r/$ROUNDS: HComm4J $np ranks, $mem" >&2
-      HCOMM_TRANSPORT=shm "$ROOT/hcomm" perf allreduce -n "$np" --mem "$mem" -b 4K -e 256M -f 4 --timing median \
+      if [ "$mem" = inplace ]; then args=(--mem pool --in-place); else args=(--mem "$mem"); fi
+      HCOMM_TRANSPORT=shm "$ROOT/hcomm" perf allreduce -n "$np" "${args[@]}" -b 4K -e 256M -f 4 --timing median \
         --format csv --check > "$OUT/hcomm$r-$np-$mem.txt" 2>/dev/null
     done
   done
@@ -55,15 +56,16 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a=="-"||b=="-"||b==0) print "-"; e
 m2=$(med mpi memcpy2 0 0)
 echo "memcpy, 2 threads (median of $ROUNDS): $m2 GB/s; limit of a 2-rank all-reduce: $(awk -v m="$m2" 'BEGIN{printf "%.1f", m/2}') GB/s busbw"
 echo
-echo "| ranks | size | Open MPI time (us) | Open MPI busbw | pool time (us) | pool busbw | pool/MPI busbw | pool/MPI time | heap time (us) | heap busbw | heap/MPI busbw |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| ranks | size | Open MPI time (us) | Open MPI busbw | pool time (us) | pool busbw | pool/MPI busbw | pool/MPI time | pool in place busbw | in place/MPI busbw | heap time (us) | heap busbw | heap/MPI busbw |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for np in 2 4; do
   for b in 4096 1048576 16777216 67108864 268435456; do
     mt=$(med mpi t $np $b); mb=$(med mpi bw $np $b)
     pt=$(med hcomm-pool t $np $b); pb=$(med hcomm-pool bw $np $b)
     ht=$(med hcomm-heap t $np $b); hb=$(med hcomm-heap bw $np $b)
+    ib=$(med hcomm-inplace bw $np $b)
     size=$(awk -v b=$b 'BEGIN{ if (b>=1048576) printf "%d MiB", b/1048576; else printf "%d KiB", b/1024 }')
-    echo "| $np | $size | $mt | $mb | $pt | $pb | $(ratio "$pb" "$mb")x | $(ratio "$pt" "$mt") | $ht | $hb | $(ratio "$hb" "$mb")x |"
+    echo "| $np | $size | $mt | $mb | $pt | $pb | $(ratio "$pb" "$mb")x | $(ratio "$pt" "$mt") | $ib | $(ratio "$ib" "$mb")x | $ht | $hb | $(ratio "$hb" "$mb")x |"
   done
 done
 echo
@@ -72,6 +74,19 @@ echo "|---|---|---|---|"
 for b in 8 4096; do
   m=$(med mpi lat 2 $b); h=$(med hcomm-pool lat 2 $b)
   echo "| $b B | $m | $h | $(ratio "$h" "$m") |"
+done
+echo
+echo "Per round (memory bandwidth moves between rounds on a shared machine): memcpy on 2 threads M, the 2-rank limit M / 2,"
+echo "and the 2-rank busbw as a share of that round's limit"
+echo
+echo "| round | memcpy 2 threads (GB/s) | limit (GB/s) | pool 64 MiB | pool 256 MiB | in place 64 MiB | in place 256 MiB |"
+echo "|---|---|---|---|---|---|---|"
+for r in $(seq 1 "$ROUNDS"); do
+  m=$(awk '/^memcpy +threads=2/ {for(i=1;i<=NF;i++) if($i=="median") print $(i+1)}' "$OUT/mpi$r.txt")
+  share() { awk -F, -v b="$2" -v m="$m" '$1=="allreduce" && $4==b && m>0 {printf "%.1f (%.0f %%)", $11, 100*$11/(m/2)}' "$1"; }
+  echo "| $r | $m | $(awk -v m="$m" 'BEGIN{printf "%.1f", m/2}') | $(share "$OUT/hcomm$r-2-pool.txt" 67108864) |" \
+    "$(share "$OUT/hcomm$r-2-pool.txt" 268435456) | $(share "$OUT/hcomm$r-2-inplace.txt" 67108864) |" \
+    "$(share "$OUT/hcomm$r-2-inplace.txt" 268435456) |"
 done
 echo
 echo "raw output: $OUT" >&2
