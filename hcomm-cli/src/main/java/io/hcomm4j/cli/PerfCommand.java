@@ -85,6 +85,8 @@ import picocli.CommandLine.TypeConversionException;
             "            acknowledges the window; time = window time / messages",
             "            (median): unidirectional bandwidth.",
             "  Default sizes: pingpong 8 B and 4 KiB, stream 4 MiB and 64 MiB.",
+            "  Streams below 64 KiB go in windows of 64 (OSU), at least 100",
+            "  windows of warmup.",
             "  busbw = algbw for p2p; --check counts wrong bytes.",
             "GB/s = 1e9 bytes/s.",
             "",
@@ -399,11 +401,22 @@ final class PerfCommand implements Callable<Integer> {
             int w = warmup != null ? warmup : (int) clamp(n / 10, 2, 1_000);
             return new P2pTest(algo, bytes, n, w, 1);
         }
+        if (bytes < SMALL_STREAM) {
+            // small messages: a window as OSU's, and enough windows for the JIT to compile the path first (two warmup
+            // windows of 16 left 8 B at 70 µs per message, interpreted; 0.3 µs once compiled)
+            int n = iters != null ? iters : (int) clamp((256L << 20) / (bytes * SMALL_WINDOW), 100, 2_000);
+            int w = warmup != null ? warmup : (int) clamp(n / 4, 100, 500);
+            return new P2pTest(algo, bytes, n, w, SMALL_WINDOW);
+        }
         int window = (int) clamp((256L << 20) / bytes, 1, 16);
         int n = iters != null ? iters : (int) clamp((1L << 30) / (bytes * window), 5, 100);
         int w = warmup != null ? warmup : bytes * window >= (256L << 20) ? 1 : 2;
         return new P2pTest(algo, bytes, n, w, window);
     }
+
+    /** Streams of messages below this size go in windows of {@link #SMALL_WINDOW}. */
+    static final long SMALL_STREAM = 64 << 10;
+    static final int SMALL_WINDOW = 64;
 
     private static long clamp(long v, long lo, long hi) {
         return Math.max(lo, Math.min(hi, v));

@@ -30,6 +30,22 @@ class PerfPlanTest {
         }
     }
 
+    /** Small streamed messages: windows of 64, and warmup windows enough for the JIT (thousands of messages). */
+    @Test
+    void smallStreamsWarmUpLongEnough() {
+        List<P2pTest> plan = PerfCommand.p2pPlan(8L, 262144L, 8, STREAM, null, null);
+        assertThat(plan).extracting(P2pTest::bytes).containsExactly(8L, 64L, 512L, 4096L, 32768L, 262144L);
+        for (P2pTest t : plan.subList(0, 5)) {
+            assertThat(t.window()).as("%d B", t.bytes()).isEqualTo(64);
+            assertThat(t.warmup() * t.window()).as("%d B warmup messages", t.bytes()).isGreaterThanOrEqualTo(6_400);
+            assertThat(t.bytes() * t.window() * (t.iters() + t.warmup())).isLessThanOrEqualTo(3L << 29);
+        }
+        assertThat(plan.get(0).iters()).isEqualTo(2_000);
+        assertThat(plan.get(0).warmup()).isEqualTo(500);
+        assertThat(plan.get(5).window()).isEqualTo(16); // from 64 KiB on as before
+        assertThat(plan.get(5).warmup()).isEqualTo(2);
+    }
+
     @Test
     void algoSelectsHalfOfTheDefault() {
         assertThat(PerfCommand.p2pPlan(null, null, 2, STREAM, null, null))
