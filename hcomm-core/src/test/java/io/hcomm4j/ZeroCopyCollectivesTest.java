@@ -108,7 +108,7 @@ public class ZeroCopyCollectivesTest {
                     displs[r] = at;
                     at += counts[r];
                 }
-                int kind = rnd.nextInt(9);
+                int kind = rnd.nextInt(10);
                 zc++; // a rank's unregistered (native or heap) buffers are staged through a registered one
                 long rsCount = Math.min(count, 30_011);
                 Mem m = ch.of(me);
@@ -121,6 +121,7 @@ public class ZeroCopyCollectivesTest {
                     case 5 -> gather(c, arena, t, Math.min(count, 20_011), root, how, m, k);
                     case 6 -> scatter(c, arena, t, Math.min(count, 20_011), root, how, m, k);
                     case 7 -> allToAll(c, arena, t, Math.min(count, 20_011), how, m, k);
+                    case 8 -> gatherV(c, arena, t, counts, displs, root, how, m, k);
                     default -> reduce(c, arena, t, op, count, root, inPlace, how, m, k);
                 }
             }
@@ -248,6 +249,38 @@ public class ZeroCopyCollectivesTest {
             if (recv != null) recv.fill((byte) 0x5A);
             run(how % 2, () -> c.gather(send, recv, count, t, root), () -> c.gatherAsync(send, recv, count, t, root), null);
             if (me == root) for (int r = 0; r < n; r++) DataMovementCollectivesTest.check(recv, r * blk, blk, r, k, what);
+        }
+    }
+
+    /**
+     * Gather of blocks of different sizes (some empty) to {@code root} at displacements with gaps: every block lands at
+     * its place, and the gaps keep what the root had there.
+     */
+    static void gatherV(Communicator c, Arena arena, DataType t, long[] counts, long[] displs, int root, int how, Mem mem, int k) {
+        int n = c.size();
+        int me = c.rank();
+        int es = t.byteSize();
+        long end = 0;
+        for (int r = 0; r < n; r++) end = Math.max(end, (displs[r] + counts[r]) * es);
+        String what = "gatherV #" + k + " rank " + me + " root " + root + " " + t + " counts " + java.util.Arrays.toString(counts) + " " + mem;
+        try (Bufs b = new Bufs(c, arena)) {
+            long blk = counts[me] * es;
+            MemorySegment send = b.get(blk, mem);
+            DataMovementCollectivesTest.fill(send, 0, blk, me, k);
+            MemorySegment recv = me == root ? b.get(Math.max(end, 1), mem) : null;
+            if (recv != null) recv.fill((byte) 0x5A);
+            run(how % 2, () -> c.gatherV(send, recv, counts, displs, t, root),
+                    () -> c.gatherVAsync(send, recv, counts, displs, t, root), null);
+            if (me == root) {
+                boolean[] covered = new boolean[(int) end];
+                for (int r = 0; r < n; r++) {
+                    DataMovementCollectivesTest.check(recv, displs[r] * es, counts[r] * es, r, k, what);
+                    for (long i = displs[r] * es; i < (displs[r] + counts[r]) * es; i++) covered[(int) i] = true;
+                }
+                for (int i = 0; i < end; i++) {
+                    if (!covered[i] && recv.get(ValueLayout.JAVA_BYTE, i) != 0x5A) throw new AssertionError(what + ": gap byte " + i + " written");
+                }
+            }
         }
     }
 

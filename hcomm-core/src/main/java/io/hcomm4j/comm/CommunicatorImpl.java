@@ -990,7 +990,11 @@ final class CommunicatorImpl implements Communicator {
         long[][] b = rank == root ? blocks("gatherV", "recv", recv, recvCounts, displs, type)
                 : new long[][] {new long[size], sizesOf("gatherV", recvCounts, type)};
         checkBuffer("gatherV", "send", send, b[1][rank]);
-        return collective("gatherV", fingerprint("gatherV", 0, type, null, root), mode, l -> Rooted.gatherLinear(l, send, recv, root, b[0], b[1]));
+        long total = 0;
+        for (long l : b[1]) total += l;
+        return zeroCopyOr("gatherV", fingerprint("gatherV", 0, type, null, root), total, mode, Tuner.Op.GATHER,
+                (z, seq, fp, want) -> z.gatherV(seq, fp, "gatherV", send, recv, b[0], b[1], root, want),
+                l -> Rooted.gatherLinear(l, send, recv, root, b[0], b[1]));
     }
 
     private long[] sizesOf(String op, long[] counts, DataType type) {

@@ -633,6 +633,42 @@ final class ZeroCopyEngine implements AutoCloseable {
     }
 
     /**
+     * Gather of blocks of different sizes to {@code root}: rank q offers its block ({@code len[q]} bytes of its
+     * {@code mine}; staged if unregistered), the root pulls every other rank's into {@code recv} at {@code off[q]} and
+     * copies its own. Every rank knows every length; only the root's offsets are used.
+     */
+    boolean gatherV(long seq, int fp, String op, MemorySegment mine, MemorySegment recv, long[] off, long[] len, int root,
+                    boolean want) {
+        if (!ready(op)) return false;
+        int flags = base(want) | F_SAFE;
+        long sf = -1, so = 0;
+        if (rank == root) {
+            flags |= F_SEND; // nobody reads the root's block
+        } else if (where(offer(mine, 0, len[rank], want), len[rank])) {
+            flags |= F_SEND;
+            sf = loc[0];
+            so = loc[1];
+        }
+        int all = arrive(seq, fp, op, flags, sf, so, -1, 0);
+        int need = F_CAPABLE | F_WANT | F_SEND;
+        if ((all & need) != need) return fellBack();
+        boolean ok = false;
+        try {
+            if (rank == root) {
+                for (int q = 0; q < n; q++) {
+                    if (q != rank) peerBuffer(q, true, len[q]);
+                }
+                if (len[rank] > 0) MemorySegment.copy(mine, 0, recv, off[rank], len[rank]);
+                ZeroCopyCollectives.allGather(sendSeg, sendOff, rank, n, recv, 0, off, len);
+            }
+            ok = true;
+        } finally {
+            finish(seq, op, ok);
+        }
+        return true;
+    }
+
+    /**
      * Scatter from {@code root}: the root offers its send buffer ({@code n * blockBytes}; staged if unregistered), every
      * rank copies its block {@code rank * blockBytes} of it into {@code recv}.
      */
