@@ -1,6 +1,7 @@
 package io.hcomm4j;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.hcomm4j.comm.ZeroCopyProbe;
 import io.hcomm4j.kernel.ReduceKernel;
@@ -108,7 +109,7 @@ public class ZeroCopyCollectivesTest {
                     displs[r] = at;
                     at += counts[r];
                 }
-                int kind = rnd.nextInt(10);
+                int kind = rnd.nextInt(12);
                 zc++; // a rank's unregistered (native or heap) buffers are staged through a registered one
                 long rsCount = Math.min(count, 30_011);
                 Mem m = ch.of(me);
@@ -122,6 +123,8 @@ public class ZeroCopyCollectivesTest {
                     case 6 -> scatter(c, arena, t, Math.min(count, 20_011), root, how, m, k);
                     case 7 -> allToAll(c, arena, t, Math.min(count, 20_011), how, m, k);
                     case 8 -> gatherV(c, arena, t, counts, displs, root, how, m, k);
+                    case 9 -> scatterV(c, arena, t, counts, displs, root, how, m, k);
+                    case 10 -> allToAllV(c, arena, t, how, m, k);
                     default -> reduce(c, arena, t, op, count, root, inPlace, how, m, k);
                 }
             }
@@ -280,6 +283,79 @@ public class ZeroCopyCollectivesTest {
                 for (int i = 0; i < end; i++) {
                     if (!covered[i] && recv.get(ValueLayout.JAVA_BYTE, i) != 0x5A) throw new AssertionError(what + ": gap byte " + i + " written");
                 }
+            }
+        }
+    }
+
+    /** Scatter of blocks of different sizes (some empty) from displacements with gaps: each rank gets exactly its block. */
+    static void scatterV(Communicator c, Arena arena, DataType t, long[] counts, long[] displs, int root, int how, Mem mem, int k) {
+        int n = c.size();
+        int me = c.rank();
+        int es = t.byteSize();
+        long end = 0;
+        for (int r = 0; r < n; r++) end = Math.max(end, (displs[r] + counts[r]) * es);
+        String what = "scatterV #" + k + " rank " + me + " root " + root + " " + t + " counts " + java.util.Arrays.toString(counts) + " " + mem;
+        try (Bufs b = new Bufs(c, arena)) {
+            MemorySegment send = me == root ? b.get(Math.max(end, 1), mem) : null;
+            if (send != null) for (int r = 0; r < n; r++) DataMovementCollectivesTest.fill(send, displs[r] * es, counts[r] * es, r, k);
+            long blk = counts[me] * es;
+            MemorySegment recv = b.get(blk + 8, mem); // 8 bytes past the block must stay as they are
+            recv.fill((byte) 0x5A);
+            MemorySegment into = recv.asSlice(0, blk);
+            run(how % 2, () -> c.scatterV(send, counts, displs, into, t, root),
+                    () -> c.scatterVAsync(send, counts, displs, into, t, root), null);
+            DataMovementCollectivesTest.check(recv, 0, blk, me, k, what);
+            for (long i = blk; i < blk + 8; i++) {
+                if (recv.get(ValueLayout.JAVA_BYTE, i) != 0x5A) throw new AssertionError(what + ": byte " + i + " past the block written");
+            }
+        }
+    }
+
+    /**
+     * All-to-all of blocks of different sizes (some empty), at displacements with gaps on both sides (the same random
+     * layout on every rank: drawn from the op's number): block q of rank p holds what p filled for q, gaps stay.
+     */
+    static void allToAllV(Communicator c, Arena arena, DataType t, int how, Mem mem, int k) {
+        int n = c.size();
+        int me = c.rank();
+        int es = t.byteSize();
+        Random lay = new Random(7919L * k + 13);
+        long[][] cnt = new long[n][n]; // cnt[p][q]: elements rank p sends to rank q
+        for (int p = 0; p < n; p++) for (int q = 0; q < n; q++) cnt[p][q] = COUNTS[lay.nextInt(COUNTS.length - 2)];
+        long[][] sDispl = new long[n][n];
+        long[][] rDispl = new long[n][n];
+        long[] sEnd = new long[n];
+        long[] rEnd = new long[n];
+        for (int p = 0; p < n; p++) {
+            for (int q = n - 1; q >= 0; q--) { // send blocks in reverse order, with gaps
+                sEnd[p] += lay.nextInt(3);
+                sDispl[p][q] = sEnd[p];
+                sEnd[p] += cnt[p][q];
+            }
+            for (int q = 0; q < n; q++) {
+                rEnd[p] += lay.nextInt(3);
+                rDispl[p][q] = rEnd[p];
+                rEnd[p] += cnt[q][p];
+            }
+        }
+        long[] sendCounts = cnt[me].clone();
+        long[] recvCounts = new long[n];
+        for (int q = 0; q < n; q++) recvCounts[q] = cnt[q][me];
+        String what = "allToAllV #" + k + " rank " + me + " " + t + " " + mem;
+        try (Bufs b = new Bufs(c, arena)) {
+            MemorySegment send = b.get(Math.max(1, sEnd[me] * es), mem);
+            for (int q = 0; q < n; q++) DataMovementCollectivesTest.fill(send, sDispl[me][q] * es, cnt[me][q] * es, me, k * 64 + q);
+            MemorySegment recv = b.get(Math.max(1, rEnd[me] * es), mem);
+            recv.fill((byte) 0x5A);
+            run(how % 2, () -> c.allToAllV(send, sendCounts, sDispl[me], recv, recvCounts, rDispl[me], t),
+                    () -> c.allToAllVAsync(send, sendCounts, sDispl[me], recv, recvCounts, rDispl[me], t), null);
+            boolean[] covered = new boolean[(int) (rEnd[me] * es)];
+            for (int q = 0; q < n; q++) {
+                DataMovementCollectivesTest.check(recv, rDispl[me][q] * es, cnt[q][me] * es, q, k * 64 + me, what);
+                for (long i = rDispl[me][q] * es; i < (rDispl[me][q] + cnt[q][me]) * es; i++) covered[(int) i] = true;
+            }
+            for (int i = 0; i < covered.length; i++) {
+                if (!covered[i] && recv.get(ValueLayout.JAVA_BYTE, i) != 0x5A) throw new AssertionError(what + ": gap byte " + i + " written");
             }
         }
     }
@@ -524,6 +600,39 @@ public class ZeroCopyCollectivesTest {
                     }
                     assertThat(ZeroCopyProbe.zeroCopyOps(c) - zc0).as("k %d ran in shared memory", k).isEqualTo(k == 0 ? 1 : 0);
                 }
+            }
+        });
+    }
+
+    /**
+     * allToAllV whose counts disagree (rank 0 sends 4 elements to rank 1, which expects 3), buffers registered so it runs
+     * in shared memory: the rank that finds it names the counts, the other learns that its peer failed; nobody hangs,
+     * and the next op still works.
+     */
+    @Test
+    void allToAllVWithDisagreeingCountsFailsOnEveryRank() throws Exception {
+        Ranks.runThreads(2, Duration.ofMinutes(1), h -> {
+            Communicator c = h.world();
+            int me = c.rank();
+            try (Buffer send = c.memory().allocate(DataType.INT32, 8); Buffer recv = c.memory().allocate(DataType.INT32, 8)) {
+                // rank 0 sends 1 to itself, 4 to rank 1; rank 1 sends 2 to rank 0, 1 to itself; rank 1 expects 3 from rank 0
+                long[] sc = me == 0 ? new long[] {1, 4} : new long[] {2, 1};
+                long[] recvCounts = me == 0 ? new long[] {1, 2} : new long[] {3, 1};
+                long[] sd = me == 0 ? new long[] {0, 1} : new long[] {0, 2};
+                long[] rd = me == 0 ? new long[] {0, 1} : new long[] {0, 3};
+                if (me == 0) {
+                    assertThatThrownBy(() -> c.allToAllV(send.segment(), sc, sd, recv.segment(), recvCounts, rd, DataType.INT32))
+                            .hasMessageContaining("rank 0").hasMessageContaining("rank 1 failed in its part");
+                } else {
+                    assertThatThrownBy(() -> c.allToAllV(send.segment(), sc, sd, recv.segment(), recvCounts, rd, DataType.INT32))
+                            .isInstanceOf(IllegalArgumentException.class)
+                            .hasMessageContaining("rank 1: allToAllV: rank 0 sends 16 bytes to this rank, whose recvCounts[0] says 12");
+                }
+                // the communicator is still usable
+                MemorySegment one = send.segment().asSlice(0, 4);
+                one.set(ValueLayout.JAVA_INT, 0, me + 1);
+                c.allReduce(one, one, 1, DataType.INT32, ReduceOp.SUM);
+                assertThat(one.get(ValueLayout.JAVA_INT, 0)).isEqualTo(3);
             }
         });
     }

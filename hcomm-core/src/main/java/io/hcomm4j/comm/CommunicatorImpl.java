@@ -1046,7 +1046,11 @@ final class CommunicatorImpl implements Communicator {
         long[][] b = rank == root ? blocks("scatterV", "send", send, sendCounts, displs, type)
                 : new long[][] {new long[size], sizesOf("scatterV", sendCounts, type)};
         checkBuffer("scatterV", "recv", recv, b[1][rank]);
-        return collective("scatterV", fingerprint("scatterV", 0, type, null, root), mode, l -> Rooted.scatterLinear(l, send, recv, root, b[0], b[1]));
+        long total = 0;
+        for (long l : b[1]) total += l;
+        return zeroCopyOr("scatterV", fingerprint("scatterV", 0, type, null, root), total, mode, Tuner.Op.SCATTER,
+                (z, seq, fp, want) -> z.scatterV(seq, fp, "scatterV", send, b[0], b[1], recv, root, want),
+                l -> Rooted.scatterLinear(l, send, recv, root, b[0], b[1]));
     }
 
     @Override
@@ -1118,7 +1122,13 @@ final class CommunicatorImpl implements Communicator {
             }
             AllToAll.pairwise(l, src, sOff, sLen, recv, rOff, rLen);
         };
-        if (!op.equals("allToAll")) return collective(op, fp, sendBytes, mode, body);
+        if (!op.equals("allToAll")) {
+            long recvBytes = 0;
+            for (int i = 0; i < size; i++) recvBytes = Math.max(recvBytes, rOff[i] + rLen[i]);
+            long rb = recvBytes;
+            return zeroCopyOr(op, fp, sendBytes, mode, Tuner.Op.ALLTOALL,
+                    (z, seq, f, want) -> z.allToAllV(seq, f, op, send, sOff, sLen, sendBytes, recv, rOff, rLen, rb, want), body);
+        }
         long blk = sLen[0];
         return zeroCopyOr(op, fp, sendBytes, mode, Tuner.Op.ALLTOALL,
                 (z, seq, f, want) -> z.allToAll(seq, f, op, send, recv, blk, want), body);

@@ -29,7 +29,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Zero-copy collectives of one communicator whose ranks all live on this host: allReduce, reduceScatter(V),
- * allGather(V), broadcast, reduce, gather, scatter and allToAll read (and write) the other ranks' registered buffers directly,
+ * allGather(V), broadcast, reduce, gather(V), scatter(V) and allToAll(V) read (and write) the other ranks' registered buffers directly,
  * through mappings of their memory-pool files, instead of sending messages ({@link ZeroCopyCollectives} moves the bytes;
  * unregistered memory is staged through a registered buffer of this engine).
  *
@@ -45,6 +45,8 @@ import org.slf4j.LoggerFactory;
  *        each: 0 i64 seq  8 i32 fingerprint  12 i32 flags  16 i64 send file  24 i64 send offset  32 i64 recv file  40 i64 recv offset
  *   256  i64 done (seq of the last op this rank finished)   264 i64 error (seq of an op this rank failed in)
  *   384  i32 sleeping (1: the rank blocks; whoever changes a word it waits for clears it and rings its doorbell)
+ * block table of rank r and ticket parity p at 256 + 512 n + (2 r + p) 16 n: n i64 offsets, then n i64 lengths
+ *     (the V forms: where a rank's block for each rank lies in its buffer, which the others cannot know)
  * </pre>
  *
  * <p><b>One op.</b> Ops that may run here are numbered when they are called (in call order; the number is their
@@ -75,7 +77,7 @@ final class ZeroCopyEngine implements AutoCloseable {
     private static final VarHandle INT = ValueLayout.JAVA_INT.varHandle();
 
     static final long MAGIC = 0x59504F4352455A48L; // "HZEROCPY" little-endian
-    static final int VERSION = 1;
+    static final int VERSION = 2;
     static final long HEADER = 256;
     static final long SLOT = 512;
     static final long DESC = 128;
@@ -246,7 +248,7 @@ final class ZeroCopyEngine implements AutoCloseable {
 
     private void createControl() {
         String name = SharedFiles.newName();
-        long bytes = (HEADER + n * SLOT + 4095) / 4096 * 4096;
+        long bytes = (controlBytes(n) + 4095) / 4096 * 4096;
         Arena arena = Arena.ofShared();
         try {
             MemorySegment seg = SharedFiles.create(dir, name, bytes, arena);
@@ -704,6 +706,100 @@ final class ZeroCopyEngine implements AutoCloseable {
     }
 
     /**
+     * Scatter of blocks of different sizes from {@code root}: the root offers its send buffer (up to its largest
+     * {@code off + len}; staged if unregistered) and publishes where each block lies; rank q copies its {@code len[q]}
+     * bytes from there into {@code recv}. {@code off} is the root's (others pass anything), {@code len} everybody's.
+     */
+    boolean scatterV(long seq, int fp, String op, MemorySegment send, long[] off, long[] len, MemorySegment recv, int root,
+                     boolean want) {
+        if (!ready(op)) return false;
+        int flags = base(want) | F_SAFE;
+        long sf = -1, so = 0;
+        if (rank == root) {
+            long total = 0;
+            for (int q = 0; q < n; q++) total = Math.max(total, off[q] + len[q]);
+            MemorySegment from = offer(send, 0, total, want);
+            if (where(from, total)) {
+                flags |= F_SEND;
+                sf = loc[0];
+                so = loc[1];
+            }
+            publishTable(off, len);
+        }
+        int all = arrive(seq, fp, op, flags, sf, so, -1, 0);
+        int need = F_CAPABLE | F_WANT;
+        if ((all & need) != need || (flagsOf(root) & F_SEND) == 0) return fellBack();
+        boolean ok = false;
+        try {
+            long at = tableEntry(root, rank, false);
+            long bytes = tableEntry(root, rank, true);
+            if (bytes != len[rank]) {
+                throw new IllegalArgumentException("rank " + rank + ": " + op + ": the root (rank " + root + ") sends " + bytes
+                        + " bytes to this rank, whose count says " + len[rank]);
+            }
+            if (bytes > 0) {
+                if (rank == root) {
+                    MemorySegment.copy(send, off[rank], recv, 0, bytes);
+                } else {
+                    peerBuffer(root, true, at + bytes);
+                    MemorySegment.copy(sendSeg[root], sendOff[root] + at, recv, 0, bytes);
+                }
+            }
+            ok = true;
+        } finally {
+            finish(seq, op, ok);
+        }
+        return true;
+    }
+
+    /**
+     * All-to-all of blocks of different sizes: every rank offers its send buffer ({@code sendBytes}; staged if
+     * unregistered) and publishes where its block for each rank lies; each rank pulls its block of every rank's into
+     * {@code recv} at {@code rOff[q]}, checking that the sender's length is the one it expects. {@code recv} must not
+     * overlap {@code send} on any rank (else every rank takes the transport).
+     */
+    boolean allToAllV(long seq, int fp, String op, MemorySegment send, long[] sOff, long[] sLen, long sendBytes,
+                      MemorySegment recv, long[] rOff, long[] rLen, long recvBytes, boolean want) {
+        if (!ready(op)) return false;
+        int flags = base(want);
+        long sf = -1, so = 0;
+        MemorySegment offered = offer(send, 0, sendBytes, want);
+        if (where(offered, sendBytes)) {
+            flags |= F_SEND;
+            sf = loc[0];
+            so = loc[1];
+        }
+        if (disjoint(offered, 0, sendBytes, recv, recvBytes)) flags |= F_SAFE;
+        publishTable(sOff, sLen);
+        int all = arrive(seq, fp, op, flags, sf, so, -1, 0);
+        int need = F_CAPABLE | F_WANT | F_SEND | F_SAFE;
+        if ((all & need) != need) return fellBack();
+        boolean ok = false;
+        try {
+            for (int i = 0; i < n; i++) {
+                int q = rank + i < n ? rank + i : rank + i - n; // own block first, then the next ranks
+                long at = tableEntry(q, rank, false);
+                long bytes = tableEntry(q, rank, true);
+                if (bytes != rLen[q]) {
+                    throw new IllegalArgumentException("rank " + rank + ": " + op + ": rank " + q + " sends " + bytes
+                            + " bytes to this rank, whose recvCounts[" + q + "] says " + rLen[q]);
+                }
+                if (bytes == 0) continue;
+                if (q == rank) {
+                    MemorySegment.copy(offered, at, recv, rOff[q], bytes);
+                } else {
+                    peerBuffer(q, true, at + bytes);
+                    MemorySegment.copy(sendSeg[q], sendOff[q] + at, recv, rOff[q], bytes);
+                }
+            }
+            ok = true;
+        } finally {
+            finish(seq, op, ok);
+        }
+        return true;
+    }
+
+    /**
      * All-to-all of equal blocks: every rank offers its send buffer ({@code n * blockBytes}; staged if unregistered) and
      * pulls block {@code rank} of every rank's into {@code recv} at {@code q * blockBytes} (starting after itself, so the
      * ranks read different peers at a time). {@code recv} must not overlap {@code send} (checked by the caller).
@@ -995,6 +1091,30 @@ final class ZeroCopyEngine implements AutoCloseable {
 
     // ------------------------------------------------------------------------------------------ waiting
 
+    /** Bytes of the control mapping of {@code n} ranks: header, slots, block tables. */
+    static long controlBytes(int n) {
+        return HEADER + n * SLOT + 2L * n * 16 * n;
+    }
+
+    /** Where rank {@code r}'s block table of the op with {@code ticket} begins. */
+    private long table(int r, long ticket) {
+        return HEADER + n * SLOT + (2L * r + (ticket & 1)) * 16 * n;
+    }
+
+    /** Publishes this rank's block table (before {@link #arrive}, whose release store makes it visible). */
+    private void publishTable(long[] off, long[] len) {
+        long t = table(rank, opTicket());
+        for (int q = 0; q < n; q++) {
+            ctrl.set(ValueLayout.JAVA_LONG, t + 8L * q, off[q]);
+            ctrl.set(ValueLayout.JAVA_LONG, t + 8L * (n + q), len[q]);
+        }
+    }
+
+    /** Offset ({@code length} false) or length of rank {@code p}'s block for rank {@code q}, from its published table. */
+    private long tableEntry(int p, int q, boolean length) {
+        return ctrl.get(ValueLayout.JAVA_LONG, table(p, opTicket()) + 8L * (length ? n + q : q));
+    }
+
     private long slot(int r) {
         return HEADER + r * SLOT;
     }
@@ -1177,7 +1297,7 @@ final class ZeroCopyEngine implements AutoCloseable {
                 Arena a = Arena.ofShared();
                 try {
                     MemorySegment seg = SharedFiles.mapPeerFile(dir, name, a);
-                    if (seg.byteSize() < HEADER + n * SLOT || (long) LONG.getAcquire(seg, 0L) != MAGIC
+                    if (seg.byteSize() < controlBytes(n) || (long) LONG.getAcquire(seg, 0L) != MAGIC
                             || seg.get(ValueLayout.JAVA_INT, 8) != VERSION || seg.get(ValueLayout.JAVA_INT, 12) != n
                             || seg.get(ValueLayout.JAVA_LONG, 16) != commId) {
                         throw new IOException(name + " is not the control file of this communicator");
