@@ -275,15 +275,20 @@ public class ZeroCopyCollectivesTest {
             run(how % 2, () -> c.gatherV(send, recv, counts, displs, t, root),
                     () -> c.gatherVAsync(send, recv, counts, displs, t, root), null);
             if (me == root) {
-                boolean[] covered = new boolean[(int) end];
-                for (int r = 0; r < n; r++) {
-                    DataMovementCollectivesTest.check(recv, displs[r] * es, counts[r] * es, r, k, what);
-                    for (long i = displs[r] * es; i < (displs[r] + counts[r]) * es; i++) covered[(int) i] = true;
-                }
-                for (int i = 0; i < end; i++) {
-                    if (!covered[i] && recv.get(ValueLayout.JAVA_BYTE, i) != 0x5A) throw new AssertionError(what + ": gap byte " + i + " written");
-                }
+                for (int r = 0; r < n; r++) DataMovementCollectivesTest.check(recv, displs[r] * es, counts[r] * es, r, k, what);
+                checkGaps(recv, end, displs, counts, es, what);
             }
+        }
+    }
+
+    /** The bytes of {@code seg} below {@code end} outside every block (elements {@code displs[r]}, {@code counts[r]}) are still 0x5A. */
+    private static void checkGaps(MemorySegment seg, long end, long[] displs, long[] counts, int es, String what) {
+        boolean[] covered = new boolean[(int) end];
+        for (int r = 0; r < displs.length; r++) {
+            for (long i = displs[r] * es; i < (displs[r] + counts[r]) * es; i++) covered[(int) i] = true;
+        }
+        for (int i = 0; i < end; i++) {
+            if (!covered[i] && seg.get(ValueLayout.JAVA_BYTE, i) != 0x5A) throw new AssertionError(what + ": gap byte " + i + " written");
         }
     }
 
@@ -349,14 +354,8 @@ public class ZeroCopyCollectivesTest {
             recv.fill((byte) 0x5A);
             run(how % 2, () -> c.allToAllV(send, sendCounts, sDispl[me], recv, recvCounts, rDispl[me], t),
                     () -> c.allToAllVAsync(send, sendCounts, sDispl[me], recv, recvCounts, rDispl[me], t), null);
-            boolean[] covered = new boolean[(int) (rEnd[me] * es)];
-            for (int q = 0; q < n; q++) {
-                DataMovementCollectivesTest.check(recv, rDispl[me][q] * es, cnt[q][me] * es, q, k * 64 + me, what);
-                for (long i = rDispl[me][q] * es; i < (rDispl[me][q] + cnt[q][me]) * es; i++) covered[(int) i] = true;
-            }
-            for (int i = 0; i < covered.length; i++) {
-                if (!covered[i] && recv.get(ValueLayout.JAVA_BYTE, i) != 0x5A) throw new AssertionError(what + ": gap byte " + i + " written");
-            }
+            for (int q = 0; q < n; q++) DataMovementCollectivesTest.check(recv, rDispl[me][q] * es, cnt[q][me] * es, q, k * 64 + me, what);
+            checkGaps(recv, rEnd[me] * es, rDispl[me], recvCounts, es, what);
         }
     }
 

@@ -599,54 +599,27 @@ final class ZeroCopyEngine implements AutoCloseable {
         return true;
     }
 
-    /**
-     * Gather to {@code root}: every rank offers its block ({@code blockBytes} of {@code mine}; unregistered memory is
-     * staged), the root pulls every other rank's block into {@code recv} at {@code q * blockBytes} and copies its own.
-     */
+    /** Gather of equal blocks ({@code blockBytes} each) to {@code root}: {@link #gatherV} with block q at q * blockBytes. */
     boolean gather(long seq, int fp, String op, MemorySegment mine, MemorySegment recv, long blockBytes, int root, boolean want) {
-        if (!ready(op)) return false;
-        int flags = base(want) | F_SAFE;
-        long sf = -1, so = 0;
-        if (rank == root) {
-            flags |= F_SEND; // nobody reads the root's block
-        } else if (where(offer(mine, 0, blockBytes, want), blockBytes)) {
-            flags |= F_SEND;
-            sf = loc[0];
-            so = loc[1];
-        }
-        int all = arrive(seq, fp, op, flags, sf, so, -1, 0);
-        int need = F_CAPABLE | F_WANT | F_SEND;
-        if ((all & need) != need) return fellBack();
-        boolean ok = false;
-        try {
-            if (rank == root) {
-                for (int q = 0; q < n; q++) {
-                    if (q != rank) peerBuffer(q, true, blockBytes);
-                }
-                if (blockBytes > 0) MemorySegment.copy(mine, 0, recv, rank * blockBytes, blockBytes);
-                oneLen[0] = blockBytes;
-                ZeroCopyCollectives.allGather(sendSeg, sendOff, rank, n, recv, 0, null, oneLen);
-            }
-            ok = true;
-        } finally {
-            finish(seq, op, ok);
-        }
-        return true;
+        oneLen[0] = blockBytes;
+        return gatherV(seq, fp, op, mine, recv, null, oneLen, root, want);
     }
 
     /**
-     * Gather of blocks of different sizes to {@code root}: rank q offers its block ({@code len[q]} bytes of its
-     * {@code mine}; staged if unregistered), the root pulls every other rank's into {@code recv} at {@code off[q]} and
-     * copies its own. Every rank knows every length; only the root's offsets are used.
+     * Gather to {@code root}: rank q offers its block ({@code len[q]} bytes of its {@code mine}; staged if
+     * unregistered), the root pulls every other rank's into {@code recv} at {@code off[q]} and copies its own. Every rank
+     * knows every length; only the root's offsets are used. With {@code off == null} the blocks are equal, {@code len[0]}
+     * bytes each, block q at {@code q * len[0]}.
      */
     boolean gatherV(long seq, int fp, String op, MemorySegment mine, MemorySegment recv, long[] off, long[] len, int root,
                     boolean want) {
         if (!ready(op)) return false;
+        long myLen = off == null ? len[0] : len[rank];
         int flags = base(want) | F_SAFE;
         long sf = -1, so = 0;
         if (rank == root) {
             flags |= F_SEND; // nobody reads the root's block
-        } else if (where(offer(mine, 0, len[rank], want), len[rank])) {
+        } else if (where(offer(mine, 0, myLen, want), myLen)) {
             flags |= F_SEND;
             sf = loc[0];
             so = loc[1];
@@ -658,9 +631,9 @@ final class ZeroCopyEngine implements AutoCloseable {
         try {
             if (rank == root) {
                 for (int q = 0; q < n; q++) {
-                    if (q != rank) peerBuffer(q, true, len[q]);
+                    if (q != rank) peerBuffer(q, true, off == null ? len[0] : len[q]);
                 }
-                if (len[rank] > 0) MemorySegment.copy(mine, 0, recv, off[rank], len[rank]);
+                if (myLen > 0) MemorySegment.copy(mine, 0, recv, off == null ? rank * myLen : off[rank], myLen);
                 ZeroCopyCollectives.allGather(sendSeg, sendOff, rank, n, recv, 0, off, len);
             }
             ok = true;
