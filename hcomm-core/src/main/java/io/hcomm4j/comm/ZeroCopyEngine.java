@@ -643,45 +643,17 @@ final class ZeroCopyEngine implements AutoCloseable {
         return true;
     }
 
-    /**
-     * Scatter from {@code root}: the root offers its send buffer ({@code n * blockBytes}; staged if unregistered), every
-     * rank copies its block {@code rank * blockBytes} of it into {@code recv}.
-     */
+    /** Scatter of equal blocks ({@code blockBytes} each) from {@code root}: {@link #scatterV} with block q at q * blockBytes. */
     boolean scatter(long seq, int fp, String op, MemorySegment send, MemorySegment recv, long blockBytes, int root, boolean want) {
-        if (!ready(op)) return false;
-        long total = blockBytes * n;
-        int flags = base(want) | F_SAFE;
-        long sf = -1, so = 0;
-        MemorySegment from = rank == root ? offer(send, 0, total, want) : null;
-        if (rank == root && where(from, total)) {
-            flags |= F_SEND;
-            sf = loc[0];
-            so = loc[1];
-        }
-        int all = arrive(seq, fp, op, flags, sf, so, -1, 0);
-        int need = F_CAPABLE | F_WANT;
-        if ((all & need) != need || (flagsOf(root) & F_SEND) == 0) return fellBack();
-        boolean ok = false;
-        try {
-            if (blockBytes > 0) {
-                if (rank == root) {
-                    MemorySegment.copy(send, rank * blockBytes, recv, 0, blockBytes);
-                } else {
-                    peerBuffer(root, true, total);
-                    MemorySegment.copy(sendSeg[root], sendOff[root] + rank * blockBytes, recv, 0, blockBytes);
-                }
-            }
-            ok = true;
-        } finally {
-            finish(seq, op, ok);
-        }
-        return true;
+        oneLen[0] = blockBytes;
+        return scatterV(seq, fp, op, send, null, oneLen, recv, root, want);
     }
 
     /**
-     * Scatter of blocks of different sizes from {@code root}: the root offers its send buffer (up to its largest
-     * {@code off + len}; staged if unregistered) and publishes where each block lies; rank q copies its {@code len[q]}
-     * bytes from there into {@code recv}. {@code off} is the root's (others pass anything), {@code len} everybody's.
+     * Scatter from {@code root}: the root offers its send buffer (up to its largest {@code off + len}; staged if
+     * unregistered) and publishes where each block lies; rank q copies its {@code len[q]} bytes from there into
+     * {@code recv}. {@code off} is the root's (others pass anything), {@code len} everybody's. With {@code off == null}
+     * the blocks are equal, {@code len[0]} bytes each, block q at {@code q * len[0]} (nothing to publish).
      */
     boolean scatterV(long seq, int fp, String op, MemorySegment send, long[] off, long[] len, MemorySegment recv, int root,
                      boolean want) {
@@ -689,30 +661,30 @@ final class ZeroCopyEngine implements AutoCloseable {
         int flags = base(want) | F_SAFE;
         long sf = -1, so = 0;
         if (rank == root) {
-            long total = 0;
-            for (int q = 0; q < n; q++) total = Math.max(total, off[q] + len[q]);
+            long total = off == null ? n * len[0] : 0;
+            for (int q = 0; off != null && q < n; q++) total = Math.max(total, off[q] + len[q]);
             MemorySegment from = offer(send, 0, total, want);
             if (where(from, total)) {
                 flags |= F_SEND;
                 sf = loc[0];
                 so = loc[1];
             }
-            publishTable(off, len);
+            if (off != null) publishTable(off, len);
         }
         int all = arrive(seq, fp, op, flags, sf, so, -1, 0);
         int need = F_CAPABLE | F_WANT;
         if ((all & need) != need || (flagsOf(root) & F_SEND) == 0) return fellBack();
         boolean ok = false;
         try {
-            long at = tableEntry(root, rank, false);
-            long bytes = tableEntry(root, rank, true);
-            if (bytes != len[rank]) {
+            long at = blockAt(root, rank, off, len);
+            long bytes = blockLen(root, rank, off, len);
+            if (off != null && bytes != len[rank]) {
                 throw new IllegalArgumentException("rank " + rank + ": " + op + ": the root (rank " + root + ") sends " + bytes
                         + " bytes to this rank, whose count says " + len[rank]);
             }
             if (bytes > 0) {
                 if (rank == root) {
-                    MemorySegment.copy(send, off[rank], recv, 0, bytes);
+                    MemorySegment.copy(send, at, recv, 0, bytes);
                 } else {
                     peerBuffer(root, true, at + bytes);
                     MemorySegment.copy(sendSeg[root], sendOff[root] + at, recv, 0, bytes);
@@ -726,10 +698,12 @@ final class ZeroCopyEngine implements AutoCloseable {
     }
 
     /**
-     * All-to-all of blocks of different sizes: every rank offers its send buffer ({@code sendBytes}; staged if
-     * unregistered) and publishes where its block for each rank lies; each rank pulls its block of every rank's into
-     * {@code recv} at {@code rOff[q]}, checking that the sender's length is the one it expects. {@code recv} must not
-     * overlap {@code send} on any rank (else every rank takes the transport).
+     * All-to-all: every rank offers its send buffer ({@code sendBytes}; staged if unregistered) and publishes where its
+     * block for each rank lies; each rank pulls its block of every rank's into {@code recv} at {@code rOff[q]} (own block
+     * first, then the ranks after itself, so the ranks read different peers at a time), checking that the sender's
+     * length is the one it expects. {@code recv} must not overlap {@code send} on any rank (else every rank takes the
+     * transport). With {@code sOff == null} and {@code rOff == null} the blocks are equal, {@code sLen[0]} bytes each,
+     * block q at {@code q * sLen[0]} on both sides (nothing to publish or check).
      */
     boolean allToAllV(long seq, int fp, String op, MemorySegment send, long[] sOff, long[] sLen, long sendBytes,
                       MemorySegment recv, long[] rOff, long[] rLen, long recvBytes, boolean want) {
@@ -742,8 +716,9 @@ final class ZeroCopyEngine implements AutoCloseable {
             sf = loc[0];
             so = loc[1];
         }
+        // the others read this rank's send buffer while it writes its receive buffer
         if (disjoint(offered, 0, sendBytes, recv, recvBytes)) flags |= F_SAFE;
-        publishTable(sOff, sLen);
+        if (sOff != null) publishTable(sOff, sLen);
         int all = arrive(seq, fp, op, flags, sf, so, -1, 0);
         int need = F_CAPABLE | F_WANT | F_SEND | F_SAFE;
         if ((all & need) != need) return fellBack();
@@ -751,18 +726,19 @@ final class ZeroCopyEngine implements AutoCloseable {
         try {
             for (int i = 0; i < n; i++) {
                 int q = rank + i < n ? rank + i : rank + i - n; // own block first, then the next ranks
-                long at = tableEntry(q, rank, false);
-                long bytes = tableEntry(q, rank, true);
-                if (bytes != rLen[q]) {
+                long at = blockAt(q, rank, sOff, sLen);
+                long bytes = blockLen(q, rank, sOff, sLen);
+                if (sOff != null && bytes != rLen[q]) {
                     throw new IllegalArgumentException("rank " + rank + ": " + op + ": rank " + q + " sends " + bytes
                             + " bytes to this rank, whose recvCounts[" + q + "] says " + rLen[q]);
                 }
                 if (bytes == 0) continue;
+                long to = rOff == null ? q * bytes : rOff[q];
                 if (q == rank) {
-                    MemorySegment.copy(offered, at, recv, rOff[q], bytes);
+                    MemorySegment.copy(offered, at, recv, to, bytes);
                 } else {
                     peerBuffer(q, true, at + bytes);
-                    MemorySegment.copy(sendSeg[q], sendOff[q] + at, recv, rOff[q], bytes);
+                    MemorySegment.copy(sendSeg[q], sendOff[q] + at, recv, to, bytes);
                 }
             }
             ok = true;
@@ -773,41 +749,12 @@ final class ZeroCopyEngine implements AutoCloseable {
     }
 
     /**
-     * All-to-all of equal blocks: every rank offers its send buffer ({@code n * blockBytes}; staged if unregistered) and
-     * pulls block {@code rank} of every rank's into {@code recv} at {@code q * blockBytes} (starting after itself, so the
-     * ranks read different peers at a time). {@code recv} must not overlap {@code send} (checked by the caller).
+     * All-to-all of equal blocks ({@code blockBytes} each): {@link #allToAllV} with block q at q * blockBytes on both
+     * sides. {@code recv} must not overlap {@code send} (checked by the caller).
      */
     boolean allToAll(long seq, int fp, String op, MemorySegment send, MemorySegment recv, long blockBytes, boolean want) {
-        if (!ready(op)) return false;
-        long total = blockBytes * n;
-        int flags = base(want);
-        long sf = -1, so = 0;
-        MemorySegment offered = offer(send, 0, total, want);
-        if (where(offered, total)) {
-            flags |= F_SEND;
-            sf = loc[0];
-            so = loc[1];
-        }
-        // the others read this rank's send buffer while it writes its receive buffer
-        if (disjoint(offered, 0, total, recv, total)) flags |= F_SAFE;
-        int all = arrive(seq, fp, op, flags, sf, so, -1, 0);
-        int need = F_CAPABLE | F_WANT | F_SEND | F_SAFE;
-        if ((all & need) != need) return fellBack();
-        boolean ok = false;
-        try {
-            if (blockBytes > 0) {
-                MemorySegment.copy(offered, rank * blockBytes, recv, rank * blockBytes, blockBytes);
-                for (int i = 1; i < n; i++) {
-                    int q = rank + i < n ? rank + i : rank + i - n;
-                    peerBuffer(q, true, total);
-                    MemorySegment.copy(sendSeg[q], sendOff[q] + rank * blockBytes, recv, q * blockBytes, blockBytes);
-                }
-            }
-            ok = true;
-        } finally {
-            finish(seq, op, ok);
-        }
-        return true;
+        oneLen[0] = blockBytes;
+        return allToAllV(seq, fp, op, send, null, oneLen, n * blockBytes, recv, null, oneLen, n * blockBytes, want);
     }
 
     /**
@@ -1081,6 +1028,16 @@ final class ZeroCopyEngine implements AutoCloseable {
             ctrl.set(ValueLayout.JAVA_LONG, t + 8L * q, off[q]);
             ctrl.set(ValueLayout.JAVA_LONG, t + 8L * (n + q), len[q]);
         }
+    }
+
+    /** Where rank {@code p}'s block for rank {@code q} lies in its buffer: q * len[0] for equal blocks, else its table's. */
+    private long blockAt(int p, int q, long[] off, long[] len) {
+        return off == null ? q * len[0] : tableEntry(p, q, false);
+    }
+
+    /** The length of rank {@code p}'s block for rank {@code q}: len[0] for equal blocks, else its table's. */
+    private long blockLen(int p, int q, long[] off, long[] len) {
+        return off == null ? len[0] : tableEntry(p, q, true);
     }
 
     /** Offset ({@code length} false) or length of rank {@code p}'s block for rank {@code q}, from its published table. */
