@@ -63,7 +63,12 @@ final class CollectiveBench {
         GATHER(false, true, true),
         SCATTER(false, true, true),
         ALLTOALL(false, false, true),
-        SENDRECV(false, false, false);
+        SENDRECV(false, false, false),
+        /** The V forms, measured with equal counts and displacements at the blocks (as OSU's *v tests). */
+        ALLGATHERV(ALLGATHER),
+        GATHERV(GATHER),
+        SCATTERV(SCATTER),
+        ALLTOALLV(ALLTOALL);
 
         /** Reduces with a {@link ReduceOp}. */
         final boolean reduces;
@@ -71,11 +76,30 @@ final class CollectiveBench {
         final boolean rooted;
         /** The size is the buffer of all ranks' blocks; the count is per block. */
         final boolean blocked;
+        private final Coll base;
 
         Coll(boolean reduces, boolean rooted, boolean blocked) {
             this.reduces = reduces;
             this.rooted = rooted;
             this.blocked = blocked;
+            this.base = null;
+        }
+
+        Coll(Coll base) {
+            this.reduces = base.reduces;
+            this.rooted = base.rooted;
+            this.blocked = base.blocked;
+            this.base = base;
+        }
+
+        /** The collective whose buffers, inputs and results this one has (itself, or the plain form of a V form). */
+        Coll base() {
+            return base == null ? this : base;
+        }
+
+        /** A V form (counts and displacements per rank). */
+        boolean isV() {
+            return base != null;
         }
 
         /** The command-line name: {@code allreduce}, {@code reducescatter} ... */
@@ -96,19 +120,21 @@ final class CollectiveBench {
          * allgather, reducescatter, alltoall, gather, scatter (n−1)/n; broadcast, reduce, sendrecv 1.
          */
         double busFactor(int n) {
-            return switch (this) {
+            return switch (base()) {
                 case ALLREDUCE -> 2.0 * (n - 1) / n;
                 case ALLGATHER, REDUCESCATTER, ALLTOALL, GATHER, SCATTER -> (double) (n - 1) / n;
                 case BROADCAST, REDUCE, SENDRECV -> 1.0;
+                default -> throw new AssertionError(this);
             };
         }
 
         /** The factor as a formula, for headers. */
         String busFactorFormula() {
-            return switch (this) {
+            return switch (base()) {
                 case ALLREDUCE -> "2(n-1)/n";
                 case ALLGATHER, REDUCESCATTER, ALLTOALL, GATHER, SCATTER -> "(n-1)/n";
                 case BROADCAST, REDUCE, SENDRECV -> "1";
+                default -> throw new AssertionError(this);
             };
         }
     }
@@ -175,7 +201,7 @@ final class CollectiveBench {
         long count = Math.max(1, requestedBytes / (es * n));
         long block = count * es;
         long all = Math.multiplyExact(block, n);
-        return switch (coll) {
+        return switch (coll.base()) {
             case ALLGATHER, GATHER -> new Shape(count, all, block, all);
             case REDUCESCATTER, SCATTER -> new Shape(count, all, all, block);
             case ALLTOALL -> new Shape(count, all, all, all);
@@ -312,8 +338,9 @@ final class CollectiveBench {
             }
             boolean root = rank == t.root();
             // buffers a rank does not use (non-root receive of reduce and gather, send of scatter) are one element
-            long sendBytes = t.coll() == Coll.SCATTER && !root ? es : shape.sendBytes();
-            long recvBytes = (t.coll() == Coll.REDUCE || t.coll() == Coll.GATHER) && !root ? es : shape.recvBytes();
+            Coll base = t.coll().base();
+            long sendBytes = base == Coll.SCATTER && !root ? es : shape.sendBytes();
+            long recvBytes = (base == Coll.REDUCE || base == Coll.GATHER) && !root ? es : shape.recvBytes();
             this.send = buffer(sendBytes, arena);
             this.recv = t.coll() == Coll.BROADCAST || t.inPlace() ? send : buffer(recvBytes, arena);
             this.op = op();
@@ -355,7 +382,17 @@ final class CollectiveBench {
             int root = t.root();
             int next = (rank + 1) % n;
             int prev = (rank + n - 1) % n;
+            long[] counts = new long[n];
+            long[] displs = new long[n];
+            for (int r = 0; r < n; r++) {
+                counts[r] = c;
+                displs[r] = r * c;
+            }
             return switch (t.coll()) {
+                case ALLGATHERV -> () -> comm.allGatherV(send, recv, counts, displs, ty);
+                case GATHERV -> () -> comm.gatherV(send, recv, counts, displs, ty, root);
+                case SCATTERV -> () -> comm.scatterV(send, counts, displs, recv, ty, root);
+                case ALLTOALLV -> () -> comm.allToAllV(send, counts, displs, recv, counts, displs, ty);
                 case ALLREDUCE -> () -> comm.allReduce(send, recv, c, ty, ro);
                 case BROADCAST -> () -> comm.broadcast(send, c, ty, root);
                 case REDUCE -> () -> comm.reduce(send, recv, c, ty, ro, root);
@@ -377,7 +414,7 @@ final class CollectiveBench {
         void fillInputs() {
             long c = shape.count();
             int root = t.root();
-            switch (t.coll()) {
+            switch (t.coll().base()) {
                 case ALLREDUCE, REDUCE, REDUCESCATTER -> {
                     long elems = shape.sendBytes() / es;
                     for (long i = 0; i < elems; i++) setBits(send, es, i, encode(t.type(), input(t.op(), t.type(), n, rank, i)));
@@ -405,7 +442,7 @@ final class CollectiveBench {
         /** Elements this rank checks after the check call (0: it receives nothing, like a non-root of reduce). */
         private long checkedElements() {
             boolean root = rank == t.root();
-            return switch (t.coll()) {
+            return switch (t.coll().base()) {
                 case REDUCE, GATHER -> root ? shape.recvBytes() / es : 0;
                 default -> shape.recvBytes() / es;
             };
@@ -414,7 +451,7 @@ final class CollectiveBench {
         /** The bits element {@code i} of {@code recv} must hold after the call. */
         private long expected(long i) {
             long c = shape.count();
-            return switch (t.coll()) {
+            return switch (t.coll().base()) {
                 case ALLREDUCE, REDUCE -> reference(t.op(), t.type(), n, i);
                 case REDUCESCATTER -> reference(t.op(), t.type(), n, rank * c + i);
                 case BROADCAST -> pattern(t.root(), i, es);
@@ -422,6 +459,7 @@ final class CollectiveBench {
                 case SCATTER -> pattern(scatterSalt(t.root(), rank), i, es);
                 case ALLTOALL -> pattern((i / c) * n + rank, i % c, es);
                 case SENDRECV -> pattern((rank + n - 1) % n, i, es);
+                default -> throw new AssertionError(t.coll()); // V forms have their base's results
             };
         }
 

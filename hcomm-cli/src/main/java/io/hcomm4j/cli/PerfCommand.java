@@ -42,7 +42,9 @@ import picocli.CommandLine.TypeConversionException;
                     + " mpirun, srun: RANK and WORLD_SIZE set), it runs as that one rank and rank 0 prints the results.",
             "",
             "Collectives: allreduce broadcast reduce allgather reducescatter gather",
-            "  scatter alltoall sendrecv.",
+            "  scatter alltoall sendrecv; V forms allgatherv gatherv scatterv",
+            "  alltoallv (equal counts, displacements at the blocks: as their plain",
+            "  forms' sizes, factors and checks; OSU's *v tests measure them so).",
             "  Per size: --warmup untimed calls of the blocking op, a barrier, then",
             "  --iters timed calls back to back. time = the maximum over ranks of",
             "  each rank's mean time per call (its loop time / iters).",
@@ -94,7 +96,7 @@ import picocli.CommandLine.TypeConversionException;
 final class PerfCommand implements Callable<Integer> {
     /** Every op {@code hcomm perf} measures. */
     static final List<String> OPS = List.of("p2p", "allreduce", "broadcast", "reduce", "allgather", "reducescatter",
-            "gather", "scatter", "alltoall", "sendrecv");
+            "gather", "scatter", "alltoall", "sendrecv", "allgatherv", "gatherv", "scatterv", "alltoallv");
 
     /** The variable that forces a collective's algorithm: {@code HCOMM_ALGO=allreduce=ring}. */
     static final String ALGO_ENV = "HCOMM_ALGO";
@@ -152,7 +154,8 @@ final class PerfCommand implements Callable<Integer> {
     CommandSpec spec;
 
     @Parameters(index = "0", paramLabel = "OP", description = "The op: p2p, allreduce, broadcast, reduce, allgather,"
-            + " reducescatter, gather, scatter, alltoall or sendrecv.")
+            + " reducescatter, gather, scatter, alltoall, sendrecv, or a V form: allgatherv, gatherv, scatterv, alltoallv"
+            + " (equal counts, displacements at the blocks, as OSU's).")
     String op;
 
     @Option(names = "-n", paramLabel = "N", defaultValue = "2",
@@ -285,6 +288,10 @@ final class PerfCommand implements Callable<Integer> {
         if (algo != null) {
             if (coll == Coll.SENDRECV) {
                 throw new IllegalArgumentException("--algo does not apply to sendrecv (point-to-point, no algorithm to choose)");
+            }
+            if (coll.isV()) {
+                throw new IllegalArgumentException("--algo does not apply to " + coll.cliName() + " (HCOMM_ALGO names the plain"
+                        + " collectives; the V forms take the zero-copy path on one host, else their one algorithm)");
             }
             if (!ALGO_NAME.matcher(algo).matches()) {
                 throw new IllegalArgumentException("--algo '" + algo + "' is not an algorithm name (letters, digits, _ . -)");
@@ -516,7 +523,7 @@ final class PerfCommand implements Callable<Integer> {
                             : "time = median over calls of the slowest rank's time per blocking call: warmup untimed, then"
                             + " iters calls each after a barrier and timed alone; " + placement(first),
                     coll.blocked
-                            ? "size = bytes of all " + n + " ranks' blocks; count = elements per block" + (coll == Coll.ALLTOALL ? " (per peer)" : "")
+                            ? "size = bytes of all " + n + " ranks' blocks; count = elements per block" + (coll.base() == Coll.ALLTOALL ? " (per peer)" : "")
                             : "size = bytes of the buffer; count = elements",
                     String.format(Locale.ROOT, "algbw = size / time, busbw = algbw * %s = algbw * %.4f, GB/s = 1e9 B/s%s",
                             coll.busFactorFormula(), coll.busFactor(n), check ? "; #wrong = wrong elements on all ranks" : ""));

@@ -114,6 +114,26 @@ class PerfCollectivesCliTest {
         }
     }
 
+    /** The V forms (equal counts): checked on 3 ranks, pooled (zero copy) and plain native buffers, root 2 for the rooted. */
+    @Test
+    @Timeout(180)
+    void vFormsAreChecked() {
+        for (String mem : new String[] {"pool", "native"}) {
+            for (String op : new String[] {"allgatherv", "gatherv", "scatterv", "alltoallv"}) {
+                Captured c = new Captured();
+                int code = HcommCli.execute(new String[] {"perf", op, "-n", "3", "--root", "2", "--mem", mem, "--check", "--format",
+                        "csv", "-b", "3K", "-e", "192K", "-f", "64", "--iters", "3", "--warmup", "1"}, c.out, c.err, Map.of());
+                assertThat(code).as(c.toString()).isZero();
+                assertThat(c.outLines()).as(c.toString()).hasSize(3).allSatisfy(l -> {
+                    if (!l.startsWith("op,")) assertThat(l).startsWith(op + ",auto,3,").endsWith(",0");
+                });
+            }
+        }
+        Captured bad = new Captured();
+        assertThat(HcommCli.execute(new String[] {"perf", "alltoallv", "--algo", "pairwise"}, bad.out, bad.err, Map.of())).isEqualTo(2);
+        assertThat(bad.err()).contains("--algo does not apply to alltoallv");
+    }
+
     @Test
     void tableSaysNotCheckedWithoutCheck() {
         int code = run("perf", "broadcast", "-n", "2", "--root", "1", "-b", "4K", "--iters", "2", "--warmup", "0",
@@ -146,7 +166,7 @@ class PerfCollectivesCliTest {
         Captured name = new Captured();
         assertThat(HcommCli.execute(new String[] {"perf", "allreduce_ring"}, name.out, name.err, Map.of())).isEqualTo(2);
         assertThat(name.err()).contains("Unknown op 'allreduce_ring': one of p2p, allreduce, broadcast, reduce, allgather,"
-                + " reducescatter, gather, scatter, alltoall, sendrecv");
+                + " reducescatter, gather, scatter, alltoall, sendrecv, allgatherv, gatherv, scatterv, alltoallv");
     }
 
     @Test
