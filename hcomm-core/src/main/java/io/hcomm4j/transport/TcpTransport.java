@@ -1049,8 +1049,10 @@ public final class TcpTransport implements AutoCloseable {
                 : cause instanceof PeerLink.ReportedFailure rf ? rf.kind : Frame.FAIL_LOST;
         String why = (kind == Frame.FAIL_PROTOCOL ? "protocol error: " : "") + cause.getMessage();
         boolean fresh = evidence && markDead(l.peer, why);
+        // the layer above first: a thread whose op fails below then finds its communicators DEGRADED already
+        if (fresh) tellAbove(l.peer, why, kind);
         onPeerFailed(l, cause);
-        if (fresh) announceDead(l.peer, why, kind);
+        if (fresh) tellPeers(l.peer, kind);
     }
 
     /** A peer's connection broke: fail every op that depended on it. */
@@ -1133,10 +1135,25 @@ public final class TcpTransport implements AutoCloseable {
         }
     }
 
-    /** Tells the connected peers and the layer above that {@code p} failed (once, after {@link #markDead}). */
+    /** Tells the layer above and the connected peers that {@code p} failed (once, after {@link #markDead}). */
     private void announceDead(int p, String why, int kind) {
+        tellAbove(p, why, kind);
+        tellPeers(p, kind);
+    }
+
+    /** Tells the layer above that {@code p} failed (its communicators turn DEGRADED, their running collectives fail). */
+    private void tellAbove(int p, String why, int kind) {
         // a broken connection or a protocol error was logged by the link already
         if (kind == Frame.FAIL_SILENT || kind == Frame.FAIL_REPORTED) LOG.warn("rank {}: rank {} failed: {}", rank, p, why);
+        try {
+            events.peerFailed(p, why);
+        } catch (RuntimeException e) {
+            LOG.warn("rank {}: failure listener threw", rank, e);
+        }
+    }
+
+    /** Tells every connected peer that {@code p} failed (they forward it), and re-opens the neighbour ring past it. */
+    private void tellPeers(int p, int kind) {
         if (!declaredFailed) {
             int forward = kind == Frame.FAIL_REPORTED ? Frame.FAIL_REPORTED : kind;
             for (PeerLink q : links) {
@@ -1147,11 +1164,6 @@ public final class TcpTransport implements AutoCloseable {
                 }
             }
             connectNeighbour();
-        }
-        try {
-            events.peerFailed(p, why);
-        } catch (RuntimeException e) {
-            LOG.warn("rank {}: failure listener threw", rank, e);
         }
     }
 
