@@ -60,7 +60,9 @@ class CollectiveBenchTest {
     @Test
     void namesAreTheCommandLines() {
         assertThat(Coll.of("reducescatter")).contains(Coll.REDUCESCATTER);
-        assertThat(Coll.of("allgatherv")).isEmpty();
+        assertThat(Coll.of("allgatherv")).contains(Coll.ALLGATHERV);
+        assertThat(Coll.ALLGATHERV.base()).isEqualTo(Coll.ALLGATHER);
+        assertThat(Coll.of("allreducev")).isEmpty();
         for (Coll c : Coll.values()) assertThat(PerfCommand.OPS).contains(c.cliName());
     }
 

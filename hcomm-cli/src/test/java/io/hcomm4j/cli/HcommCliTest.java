@@ -111,8 +111,8 @@ class HcommCliTest {
 
     @Test
     void perfOfAnUnknownOpIsAUsageError() {
-        assertThat(run("perf", "allgatherv")).isEqualTo(2);
-        assertThat(io.err()).contains("Unknown op 'allgatherv'");
+        assertThat(run("perf", "allreducev")).isEqualTo(2);
+        assertThat(io.err()).contains("Unknown op 'allreducev'");
     }
 
     @Test
