@@ -34,6 +34,8 @@ final class P2pBench {
     static final int TAG_CHECK = 104;
     static final int TAG_RESULT = 105;
     static final int TAG_RING = 106;
+    /** The JIT warm-up's "another round" flag from rank 0 to rank 1. */
+    static final int TAG_WARMUP = 107;
 
     private static final long ALIGN = 4096;
 

@@ -21,6 +21,20 @@ class HcommCliTest {
         return run(Map.of(), args);
     }
 
+    /** Without --warmup, a p2p run first warms the JIT up with rounds of 8 B round trips until neither rank compiles. */
+    @Test
+    void p2pWarmsTheJitUpUntilCompilationSettles() {
+        int code = run("perf", "p2p", "--algo", "pingpong", "-b", "8", "-e", "8", "--iters", "50", "--check", "--format", "csv");
+        assertThat(code).as(io.toString()).isZero();
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("# JIT warm-up: (\\d+) round trips of 8 B in ([0-9.]+) s \\((.*)\\)")
+                .matcher(io.err());
+        assertThat(m.find()).as(io.err()).isTrue();
+        assertThat(Long.parseLong(m.group(1))).isPositive().isEqualTo(Long.parseLong(m.group(1)) / 20_000 * 20_000);
+        assertThat(Double.parseDouble(m.group(2))).isBetween(0.5, 11.0);
+        assertThat(m.group(3)).isIn("no compilation in the last round on either rank", "time limit");
+        assertThat(io.out()).contains("p2p,pingpong,2,8,8,int8,none,-1,").doesNotContain(",-1\n");
+    }
+
     @Test
     void versionNamesHcommAndJava() {
         assertThat(run("--version")).isZero();
