@@ -214,24 +214,15 @@ final class CommunicatorImpl implements Communicator {
     }
 
     /**
-     * Runs a collective where {@code mode} says; returns its future (null when it ran on the caller's thread). The one
-     * place every collective starts: the communicator's health is checked here (an aborted one, or one with failed
-     * members, fails at once), and again when it starts running.
+     * Runs a collective through the transport where {@code mode} says; returns its future (null when it ran on the
+     * caller's thread). For a communicator without a zero-copy engine (with one, every collective takes its shared-memory
+     * frame, which falls back to the transport under its ticket). The communicator's health is checked here (an aborted
+     * one, or one with failed members, fails at once), and again when it starts running.
      *
      * @param bytes the op's size for reports (its largest buffer), or -1 if not known
      */
     private CommFuture<Void> collective(String op, int fingerprint, long bytes, Mode mode, Consumer<CollectiveLinks> body) {
         checkUsable(op);
-        ZeroCopyEngine z = zc;
-        if (z != null) {
-            // on a same-host communicator every collective announces itself in shared memory first (mismatch check)
-            long seq = collectiveSeq.incrementAndGet(); // also the op's zero-copy ticket
-            if (!mode.async) {
-                announced(z, seq, op, fingerprint, bytes, body);
-                return null;
-            }
-            return dispatch(z, seq, op, mode, () -> announced(z, seq, op, fingerprint, bytes, body));
-        }
         long seq = collectiveSeq.incrementAndGet();
         if (!mode.async) {
             runCollective(seq, op, fingerprint, bytes, body, false);
@@ -245,22 +236,6 @@ final class CommunicatorImpl implements Communicator {
         checkOpen();
         RuntimeException broken = brokenFor(op, "");
         if (broken != null) throw broken;
-    }
-
-    /** A transport collective under the zero-copy engine: its turn, the shared-memory fingerprint check, the algorithm. */
-    private void announced(ZeroCopyEngine z, long seq, String op, int fingerprint, long bytes,
-                           Consumer<CollectiveLinks> body) {
-        z.enter(seq, op);
-        try {
-            if (session.config().fullCheck()) fullCheck(seq, op, fingerprint);
-            z.opBytes(bytes);
-            z.announce(seq, fingerprint, op);
-            runCollective(seq, op, fingerprint, bytes, body, true);
-        } catch (io.hcomm4j.PeerFailedException e) {
-            throw zeroCopyFailure(seq, op, e);
-        } finally {
-            z.leave(seq);
-        }
     }
 
     /** Runs {@code task} (an op already numbered) on the stream or the collective thread that {@code mode} names. */

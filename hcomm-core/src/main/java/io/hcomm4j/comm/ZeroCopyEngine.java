@@ -65,8 +65,8 @@ import org.slf4j.LoggerFactory;
  * spin, then block in the selector with the sleeping flag set; a rank that changes a word others wait for fences
  * and rings the doorbell of every peer whose flag it finds set. The wait ends early when a peer's connection fails
  * ({@link PeerFailedException}), when the session closes, or at {@code HCOMM_TIMEOUT}. Every collective of the
- * communicator publishes a descriptor ({@link #announce} for those that always use the transport), so a rank in
- * another collective shows here as a different fingerprint, never as a silent wait.
+ * communicator publishes a descriptor (also those that then fall back to the transport), so a rank in another
+ * collective shows here as a different fingerprint, never as a silent wait.
  *
  * <p>Steady state allocates nothing: peers' files are mapped once (and pre-faulted) and kept (up to
  * {@value #FILES_PER_PEER} per peer), arrays and scratch are per communicator.
@@ -781,19 +781,6 @@ final class ZeroCopyEngine implements AutoCloseable {
         }
         opStamp++;
         return true;
-    }
-
-    /**
-     * A collective that always runs through the transport (the V forms of gather, scatter and all-to-all):
-     * every rank still publishes its fingerprint and waits for everybody's, so that ranks calling different collectives
-     * fail with {@link CollectiveMismatchException} here, before any of them waits for messages that never come.
-     */
-    void announce(long seq, int fp, String op) {
-        if (disabled) return;
-        if (!attached) attach(op);
-        if (disabled) return;
-        opStamp++;
-        arrive(seq, fp, op, base(true), -1, 0, -1, 0);
     }
 
     /** A barrier: every rank's descriptor of it is visible, so every rank has called it. False: use the transport's. */
