@@ -612,10 +612,9 @@ final class PerfCommand implements Callable<Integer> {
     /**
      * Without {@code --warmup}: rounds of {@link #P2P_JIT_ROUND} ping-pong round trips of 8 B for at least
      * {@link #P2P_JIT_MIN}, and on while either rank's JIT compiled something during the last round (at most
-     * {@link #P2P_JIT_MAX}). A rank bound to one CPU shares it with the JIT compiler threads, and runs profiled
-     * code meanwhile: with a fixed warm-up (1000 round trips, or a second of them) a third to a half of the runs measured
-     * 8 B at 0.36-0.55 µs instead of 0.19-0.23, C2 still compiling seconds into the run. Rank 1 tells rank 0 whether it
-     * compiled; rank 0 decides and tells rank 1.
+     * {@link #P2P_JIT_MAX}). A rank bound to one CPU shares it with the JIT compiler threads and runs profiled code
+     * meanwhile: after 1000 warmup round trips the first size of a sweep measured 0.28-0.40 µs at 8 B and the next sizes
+     * 0.19-0.21. After each round rank 1 tells rank 0 whether it compiled; rank 0 decides for both and tells rank 1.
      */
     private void p2pJitWarmUp(Communicator comm, int rank) {
         java.lang.management.CompilationMXBean jit = java.lang.management.ManagementFactory.getCompilationMXBean();
@@ -623,10 +622,10 @@ final class PerfCommand implements Callable<Integer> {
         long trips = 0;
         long start = System.nanoTime();
         long compiled = canTell ? jit.getTotalCompilationTime() : 0;
-        boolean settled;
+        boolean settled = false;
         try (Arena arena = Arena.ofShared()) {
             MemorySegment flag = arena.allocate(4);
-            while (true) {
+            do {
                 P2pBench.pingpong(comm, 8, P2P_JIT_ROUND, 0, false);
                 trips += P2P_JIT_ROUND;
                 long now = canTell ? jit.getTotalCompilationTime() : compiled;
@@ -635,23 +634,20 @@ final class PerfCommand implements Callable<Integer> {
                 if (rank == 1) {
                     flag.set(ValueLayout.JAVA_INT, 0, compiling ? 1 : 0);
                     comm.send(flag, 0, P2pBench.TAG_WARMUP);
-                    comm.recv(flag, 0, P2pBench.TAG_WARMUP);
-                    if (flag.get(ValueLayout.JAVA_INT, 0) == 0) break;
-                    continue;
+                    comm.recv(flag, 0, P2pBench.TAG_WARMUP); // 1: another round
+                } else {
+                    comm.recv(flag, 1, P2pBench.TAG_WARMUP); // 1: rank 1 compiled during the round
+                    settled = !compiling && flag.get(ValueLayout.JAVA_INT, 0) == 0;
+                    long elapsed = System.nanoTime() - start;
+                    boolean more = elapsed < P2P_JIT_MIN.toNanos() || !settled && elapsed < P2P_JIT_MAX.toNanos();
+                    flag.set(ValueLayout.JAVA_INT, 0, more ? 1 : 0);
+                    comm.send(flag, 1, P2pBench.TAG_WARMUP);
                 }
-                comm.recv(flag, 1, P2pBench.TAG_WARMUP);
-                boolean peerCompiling = flag.get(ValueLayout.JAVA_INT, 0) == 1;
-                long elapsed = System.nanoTime() - start;
-                settled = !compiling && !peerCompiling;
-                boolean more = elapsed < P2P_JIT_MIN.toNanos() || !settled && elapsed < P2P_JIT_MAX.toNanos();
-                flag.set(ValueLayout.JAVA_INT, 0, more ? 1 : 0);
-                comm.send(flag, 1, P2pBench.TAG_WARMUP);
-                if (!more) {
-                    parent.err.println(String.format(Locale.ROOT, "# JIT warm-up: %d round trips of 8 B in %.1f s (%s)", trips,
-                            elapsed / 1e9, settled ? "no compilation in the last round on either rank" : "time limit"));
-                    break;
-                }
-            }
+            } while (flag.get(ValueLayout.JAVA_INT, 0) == 1);
+        }
+        if (rank == 0) {
+            parent.err.println(String.format(Locale.ROOT, "# JIT warm-up: %d round trips of 8 B in %.1f s (%s)", trips,
+                    (System.nanoTime() - start) / 1e9, settled ? "no compilation in the last round on either rank" : "time limit"));
         }
     }
 

@@ -246,8 +246,8 @@ final class CommunicatorImpl implements Communicator {
     /**
      * Runs {@code task}, an op holding zero-copy ticket {@code ticket} of {@code z} (its sequence number: on a
      * communicator with an engine every collective is numbered in call order, which is its turn), where {@code mode}
-     * says; if it will never run (the queue refuses it, or a stream skips it after an earlier failure) its ticket is given up, so the
-     * ops after it are not held up.
+     * says; if it will never run (the queue refuses it, or a stream skips it after an earlier failure) its ticket is
+     * given up, so the ops after it are not held up.
      */
     private CommFuture<Void> dispatch(ZeroCopyEngine z, long ticket, String op, Mode mode, Runnable task) {
         try {
