@@ -2,6 +2,8 @@ package io.hcomm4j.memory;
 
 import io.hcomm4j.DataType;
 import io.hcomm4j.HcommException;
+import io.hcomm4j.Memory;
+import io.hcomm4j.MemoryLimitException;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -52,7 +54,7 @@ import org.slf4j.LoggerFactory;
  * <p>Thread-safe. Allocating from a free list and closing take one lock per size class and allocate only the buffer,
  * its lease and its segment view (plus, by default, the automatic scope that tracks the view's reachability).
  */
-public final class MemoryPool implements AutoCloseable {
+public final class MemoryPool implements Memory, AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(MemoryPool.class);
 
     /**

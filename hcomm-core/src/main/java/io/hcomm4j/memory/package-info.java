@@ -3,7 +3,7 @@
  * memory that lives in shared-memory files, so that same-host peers can map it and move data without copies.
  *
  * <p>The public contract is {@code MemoryPool}, {@code Buffer}, {@code MemoryPool.Stats} and
- * {@link io.hcomm4j.memory.MemoryLimitException}; {@link io.hcomm4j.memory.Registration} and
+ * {@link io.hcomm4j.MemoryLimitException}; {@link io.hcomm4j.memory.Registration} and
  * {@code MemoryPool.lookup} are the internal contract with same-host transports. Everything else is package-private:
  * the size classes, the files (naming, pre-faulting, removing those of dead processes), mappings, slots and leases.
  * docs/architecture.md ("Registered memory") describes the design.

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
+import io.hcomm4j.MemoryLimitException;
 import io.hcomm4j.DataType;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
