@@ -24,6 +24,9 @@ public interface Memory {
      */
     RegisteredBuffer allocate(DataType type, long count);
 
+    /** The pool's accounting now. */
+    MemoryStats stats();
+
     /** True once the pool is closed (with its session). */
     boolean isClosed();
 }

@@ -1,8 +1,9 @@
 package io.hcomm4j.testing;
 
-import io.hcomm4j.RegisteredBuffer;
 import io.hcomm4j.Communicator;
 import io.hcomm4j.Hcomm;
+import io.hcomm4j.MemoryStats;
+import io.hcomm4j.RegisteredBuffer;
 import io.hcomm4j.Status;
 import io.hcomm4j.memory.MemoryPool;
 import io.hcomm4j.memory.Registration;
@@ -70,7 +71,7 @@ public final class MemoryWorker {
                     check(in.segment(), 22, "rank 1's pooled receive buffer");
                 }
             }
-            MemoryPool.Stats s = pool.stats();
+            MemoryStats s = pool.stats();
             if (s.buffersInUse() != 0 || s.allocations() != 1 || s.mappings() != 1 || s.leaks() != 0) {
                 throw new AssertionError("stats " + s);
             }
