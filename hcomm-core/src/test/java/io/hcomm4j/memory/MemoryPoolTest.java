@@ -1,10 +1,10 @@
 package io.hcomm4j.memory;
 
-import io.hcomm4j.DataType;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
+import io.hcomm4j.DataType;
 import io.hcomm4j.MemoryLimitException;
 import io.hcomm4j.MemoryStats;
 import java.lang.foreign.Arena;
