@@ -185,7 +185,7 @@ public final class CommConfig {
 
     /**
      * {@code HCOMM_MEM_POOL_MAX}: most bytes of shared memory the registered-memory pool ({@code comm.memory()}) maps;
-     * an allocation that would need more throws {@link io.hcomm4j.memory.MemoryLimitException}. Default {@code 4G}.
+     * an allocation that would need more throws {@link MemoryLimitException}. Default {@code 4G}.
      */
     public long memPoolMax() { return memPoolMax; }
 
@@ -443,7 +443,7 @@ public final class CommConfig {
                 throw new IllegalArgumentException("storeReconnect (HCOMM_STORE_RECONNECT) must be in [0, 10m], was " + storeReconnect);
             }
             try {
-                io.hcomm4j.algo.Tuner.parse(algo);
+                Providers.session().checkAlgorithms(algo);
             } catch (IllegalArgumentException e) {
                 throw new IllegalArgumentException("algo (HCOMM_ALGO) '" + algo + "': " + e.getMessage(), e);
             }

@@ -455,10 +455,10 @@ public interface Communicator extends AutoCloseable {
     /**
      * The session's pool of registered memory, shared by every communicator of the {@link Hcomm} session: off-heap
      * buffers in shared-memory files that same-host peers can map (the fast path for same-host transports).
-     * {@code try (Buffer b = comm.memory().allocate(bytes)) { ... b.segment() ... }}; closing a buffer returns it to
-     * the pool; closing the session closes the pool. See {@link io.hcomm4j.memory.MemoryPool}.
+     * {@code try (RegisteredBuffer b = comm.memory().allocate(bytes)) { ... b.segment() ... }}; closing a buffer returns it to
+     * the pool; closing the session closes the pool. See {@link Memory}.
      */
-    io.hcomm4j.memory.MemoryPool memory();
+    Memory memory();
 
     /** True once {@link #close()} was called. */
     boolean isClosed();

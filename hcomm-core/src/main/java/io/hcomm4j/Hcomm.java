@@ -1,7 +1,5 @@
 package io.hcomm4j;
 
-import io.hcomm4j.comm.Session;
-
 /**
  * An HComm4J session in this process: init → execute → cleanup.
  *
@@ -16,9 +14,9 @@ import io.hcomm4j.comm.Session;
  * that {@code hcomm launch}, torchrun, Slurm or mpirun set).
  */
 public final class Hcomm implements AutoCloseable {
-    private final Session session;
+    private final SessionProvider.SessionHandle session;
 
-    private Hcomm(Session session) {
+    private Hcomm(SessionProvider.SessionHandle session) {
         this.session = session;
     }
 
@@ -32,7 +30,7 @@ public final class Hcomm implements AutoCloseable {
      * Blocks until all {@code worldSize} ranks have joined or {@link CommConfig#initTimeout()} passes.
      */
     public static Hcomm init(CommConfig config) {
-        return new Hcomm(Session.open(config));
+        return new Hcomm(Providers.session().open(config));
     }
 
     /**
@@ -43,7 +41,7 @@ public final class Hcomm implements AutoCloseable {
      * (this process's rank in it is one of the last); its world rank is the failed rank whose place it took.
      */
     public static Hcomm join(CommConfig config) {
-        return new Hcomm(Session.join(config));
+        return new Hcomm(Providers.session().join(config));
     }
 
     /** As {@link #join(CommConfig)}, configured from the environment. */
@@ -60,7 +58,7 @@ public final class Hcomm implements AutoCloseable {
     }
 
     /** The session's pool of registered memory, the same as every communicator's {@link Communicator#memory()}. */
-    public io.hcomm4j.memory.MemoryPool memory() {
+    public Memory memory() {
         return session.memory();
     }
 

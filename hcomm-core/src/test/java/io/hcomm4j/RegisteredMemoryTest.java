@@ -3,7 +3,6 @@ package io.hcomm4j;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.hcomm4j.memory.Buffer;
 import io.hcomm4j.memory.MemoryPool;
 import io.hcomm4j.testing.MemoryWorker;
 import io.hcomm4j.testing.Ranks;
@@ -33,7 +32,7 @@ class RegisteredMemoryTest {
             MemoryPool pool;
             try (hcomm) {
                 Communicator world = hcomm.world();
-                pool = world.memory();
+                pool = (MemoryPool) world.memory();
                 assertThat(pool).isSameAs(hcomm.memory());
                 assertThat(pool.options().directory()).isEqualTo(dir);
                 assertThat(pool.options().maxBytes()).isEqualTo(64L << 20);
@@ -41,8 +40,8 @@ class RegisteredMemoryTest {
                     assertThat(half.memory()).isSameAs(pool);
                     assertThat(copy.memory()).isSameAs(pool);
                 }
-                Buffer send = pool.allocate(DataType.FLOAT32, 1000);
-                Buffer recv = world.memory().allocate(DataType.FLOAT32, 1000);
+                RegisteredBuffer send = pool.allocate(DataType.FLOAT32, 1000);
+                RegisteredBuffer recv = world.memory().allocate(DataType.FLOAT32, 1000);
                 for (int i = 0; i < 1000; i++) send.segment().setAtIndex(ValueLayout.JAVA_FLOAT, i, i * 0.5f);
                 // pooled segments go through the communicator like any other off-heap segment
                 world.allReduce(send.segment(), recv.segment(), 1000, DataType.FLOAT32, ReduceOp.SUM);

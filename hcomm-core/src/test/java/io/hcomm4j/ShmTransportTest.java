@@ -3,7 +3,6 @@ package io.hcomm4j;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.hcomm4j.memory.Buffer;
 import io.hcomm4j.testing.Ranks;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -119,7 +118,7 @@ class ShmTransportTest {
             Communicator c = h.world();
             int me = c.rank(), peer = 1 - me;
             for (long size : sizes) {
-                try (Buffer out = c.memory().allocate(size); Buffer in = c.memory().allocate(size)) {
+                try (RegisteredBuffer out = c.memory().allocate(size); RegisteredBuffer in = c.memory().allocate(size)) {
                     fill(out.segment(), size + me);
                     byte[] heapIn = new byte[(int) size];
                     // registered → registered, then registered → heap

@@ -5,7 +5,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.hcomm4j.comm.ZeroCopyProbe;
 import io.hcomm4j.kernel.ReduceKernel;
-import io.hcomm4j.memory.Buffer;
 import io.hcomm4j.testing.Ranks;
 import io.hcomm4j.testing.ZeroCopyWorker;
 import java.lang.foreign.Arena;
@@ -37,7 +36,7 @@ public class ZeroCopyCollectivesTest {
     static final class Bufs implements AutoCloseable {
         final Communicator c;
         final Arena arena;
-        final List<Buffer> open = new ArrayList<>();
+        final List<RegisteredBuffer> open = new ArrayList<>();
 
         Bufs(Communicator c, Arena arena) {
             this.c = c;
@@ -48,7 +47,7 @@ public class ZeroCopyCollectivesTest {
             long b = Math.max(1, bytes);
             return switch (mem) {
                 case POOL -> {
-                    Buffer buf = c.memory().allocate(b);
+                    RegisteredBuffer buf = c.memory().allocate(b);
                     open.add(buf);
                     yield buf.segment();
                 }
@@ -59,7 +58,7 @@ public class ZeroCopyCollectivesTest {
 
         @Override
         public void close() {
-            for (Buffer b : open) b.close();
+            for (RegisteredBuffer b : open) b.close();
             open.clear();
         }
     }
@@ -467,8 +466,8 @@ public class ZeroCopyCollectivesTest {
                 for (ReduceOp op : new ReduceOp[] {ReduceOp.SUM, ReduceOp.AVG, ReduceOp.PROD}) {
                     long count = 50_021;
                     int es = t.byteSize();
-                    try (Arena arena = Arena.ofConfined(); Buffer send = c.memory().allocate(count * es);
-                         Buffer recv = c.memory().allocate(count * es)) {
+                    try (Arena arena = Arena.ofConfined(); RegisteredBuffer send = c.memory().allocate(count * es);
+                         RegisteredBuffer recv = c.memory().allocate(count * es)) {
                         MemorySegment[] in = new MemorySegment[n];
                         for (int r = 0; r < n; r++) {
                             in[r] = arena.allocate(count * es);
@@ -508,7 +507,7 @@ public class ZeroCopyCollectivesTest {
             int n = c.size();
             var mx = (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
             long count = 4096;
-            try (Buffer s = c.memory().allocate(DataType.FLOAT32, count * n); Buffer r = c.memory().allocate(DataType.FLOAT32, count * n)) {
+            try (RegisteredBuffer s = c.memory().allocate(DataType.FLOAT32, count * n); RegisteredBuffer r = c.memory().allocate(DataType.FLOAT32, count * n)) {
                 MemorySegment send = s.segment();
                 MemorySegment recv = r.segment();
                 MemorySegment heap = MemorySegment.ofArray(new float[(int) count]); // staged through a registered buffer
@@ -554,7 +553,7 @@ public class ZeroCopyCollectivesTest {
         Ranks.runThreads(2, Duration.ofMinutes(2), b -> b.timeout(Duration.ofSeconds(60)), h -> {
             Communicator c = h.world();
             int peer = 1 - c.rank();
-            try (Buffer buf = c.memory().allocate(DataType.INT32, 100); Stream s = c.newStream()) {
+            try (RegisteredBuffer buf = c.memory().allocate(DataType.INT32, 100); Stream s = c.newStream()) {
                 MemorySegment seg = buf.segment();
                 CommFuture<Status> tooSmall = s.recv(MemorySegment.ofArray(new byte[4]), peer, 5);
                 c.send(new byte[16], peer, 5); // the stream's receive fails: its buffer is too small
@@ -582,7 +581,7 @@ public class ZeroCopyCollectivesTest {
             Communicator c = h.world();
             int me = c.rank();
             long per = 4099;
-            try (Buffer b = c.memory().allocate(DataType.INT64, per * n)) {
+            try (RegisteredBuffer b = c.memory().allocate(DataType.INT64, per * n)) {
                 MemorySegment send = b.segment();
                 for (int k = 0; k < 2; k++) {
                     for (long i = 0; i < per * n; i++) send.setAtIndex(ValueLayout.JAVA_LONG, i, i * 1000 + me + k);
@@ -613,7 +612,7 @@ public class ZeroCopyCollectivesTest {
         Ranks.runThreads(2, Duration.ofMinutes(1), h -> {
             Communicator c = h.world();
             int me = c.rank();
-            try (Buffer send = c.memory().allocate(DataType.INT32, 8); Buffer recv = c.memory().allocate(DataType.INT32, 8)) {
+            try (RegisteredBuffer send = c.memory().allocate(DataType.INT32, 8); RegisteredBuffer recv = c.memory().allocate(DataType.INT32, 8)) {
                 // rank 0 sends 1 to itself, 4 to rank 1; rank 1 sends 2 to rank 0, 1 to itself; rank 1 expects 3 from rank 0
                 long[] sc = me == 0 ? new long[] {1, 4} : new long[] {2, 1};
                 long[] recvCounts = me == 0 ? new long[] {1, 2} : new long[] {3, 1};
@@ -648,7 +647,7 @@ public class ZeroCopyCollectivesTest {
         Ranks.runThreads(n, Duration.ofMinutes(3), h -> {
             Communicator c = h.world();
             int me = c.rank();
-            try (Buffer in = c.memory().allocate(DataType.FLOAT32, count); Buffer out = c.memory().allocate(DataType.FLOAT32, count)) {
+            try (RegisteredBuffer in = c.memory().allocate(DataType.FLOAT32, count); RegisteredBuffer out = c.memory().allocate(DataType.FLOAT32, count)) {
                 for (int mode = 0; mode < 3; mode++) {
                     boolean inPlace = mode == 1 || mode == 2 && me == 1;
                     MemorySegment send = in.segment();

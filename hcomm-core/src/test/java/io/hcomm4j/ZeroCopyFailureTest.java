@@ -3,7 +3,6 @@ package io.hcomm4j;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.hcomm4j.comm.ZeroCopyProbe;
-import io.hcomm4j.memory.Buffer;
 import io.hcomm4j.testing.Ranks;
 import io.hcomm4j.testing.ZeroCopyWorker;
 import java.lang.foreign.MemorySegment;
@@ -37,7 +36,7 @@ class ZeroCopyFailureTest {
             int me = c.rank();
             boolean differ = me == odd;
             int count = 2000;
-            try (Buffer a = c.memory().allocate(DataType.FLOAT32, count * n); Buffer b = c.memory().allocate(DataType.FLOAT32, count * n)) {
+            try (RegisteredBuffer a = c.memory().allocate(DataType.FLOAT32, count * n); RegisteredBuffer b = c.memory().allocate(DataType.FLOAT32, count * n)) {
                 MemorySegment x = a.segment();
                 MemorySegment y = b.segment();
                 long t0 = System.nanoTime();

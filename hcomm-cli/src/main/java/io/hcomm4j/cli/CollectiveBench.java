@@ -315,7 +315,7 @@ final class CollectiveBench {
 
     /** The buffers of one test on this rank, the blocking call and its check. */
     private static final class Call implements AutoCloseable {
-        final java.util.List<io.hcomm4j.memory.Buffer> pooled = new java.util.ArrayList<>();
+        final java.util.List<io.hcomm4j.RegisteredBuffer> pooled = new java.util.ArrayList<>();
         final Communicator comm;
         final Test t;
         final Shape shape;
@@ -350,7 +350,7 @@ final class CollectiveBench {
             return switch (t.mem()) {
                 case NATIVE -> arena.allocate(bytes, ALIGN);
                 case POOL -> {
-                    io.hcomm4j.memory.Buffer b = comm.memory().allocate(bytes);
+                    io.hcomm4j.RegisteredBuffer b = comm.memory().allocate(bytes);
                     pooled.add(b);
                     yield b.segment();
                 }
@@ -368,7 +368,7 @@ final class CollectiveBench {
 
         @Override
         public void close() {
-            for (io.hcomm4j.memory.Buffer b : pooled) b.close();
+            for (io.hcomm4j.RegisteredBuffer b : pooled) b.close();
         }
 
         void run() {

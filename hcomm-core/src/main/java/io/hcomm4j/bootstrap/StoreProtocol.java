@@ -6,6 +6,7 @@ import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Arrays;
 
 /**
  * Wire format of the TCP store, shared by {@link TcpStoreServer} and {@link TcpStore}, plus the key and value
@@ -139,20 +140,17 @@ final class StoreProtocol {
     }
 
     static byte[] readKeyBytes(DataInput in) throws IOException {
-        int n = in.readInt();
-        if (n < 1 || n > MAX_KEY_BYTES) {
-            throw new ProtocolException("key length " + n + " outside [1, " + MAX_KEY_BYTES + "]");
-        }
-        byte[] b = new byte[n];
-        in.readFully(b);
-        return b;
+        return readSized(in, "key", 1, MAX_KEY_BYTES);
     }
 
     static byte[] readValue(DataInput in) throws IOException {
+        return readSized(in, "value", 0, MAX_VALUE_BYTES);
+    }
+
+    /** Reads {@code len(4) bytes[len]}, checking the length against [min, max] before allocating. */
+    private static byte[] readSized(DataInput in, String what, int min, int max) throws IOException {
         int n = in.readInt();
-        if (n < 0 || n > MAX_VALUE_BYTES) {
-            throw new ProtocolException("value length " + n + " outside [0, " + MAX_VALUE_BYTES + "]");
-        }
+        if (n < min || n > max) throw new ProtocolException(what + " length " + n + " outside [" + min + ", " + max + "]");
         byte[] b = new byte[n];
         in.readFully(b);
         return b;
@@ -185,6 +183,14 @@ final class StoreProtocol {
             throw new IllegalArgumentException("value of store key '" + key + "' is not a number, so add() cannot "
                     + "count on it: '" + (s.length() > 64 ? s.substring(0, 64) + "…" : s) + "'");
         }
+    }
+
+    /** Writes an ERROR reply; a message longer than a key is cut to that length. */
+    static void writeError(DataOutput out, String message) throws IOException {
+        byte[] m = (message == null ? "error" : message).getBytes(StandardCharsets.UTF_8);
+        if (m.length > MAX_KEY_BYTES) m = Arrays.copyOf(m, MAX_KEY_BYTES);
+        out.writeByte(ERROR);
+        writeBytes(out, m);
     }
 
     /** Closes {@code c} (if not null) on a path that is already failing or ending; a failure to close changes nothing. */

@@ -1,5 +1,6 @@
 package io.hcomm4j.memory;
 
+import io.hcomm4j.RegisteredBuffer;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.ref.Reference;
@@ -15,7 +16,7 @@ import java.lang.ref.Reference;
  * use after {@code free}); with {@code HCOMM_MEM_DEBUG=1} it throws {@link IllegalStateException}. A buffer that
  * becomes unreachable without close is reported as a leak (see {@link MemoryPool}). Thread-safe.
  */
-public final class Buffer implements AutoCloseable {
+public final class Buffer implements RegisteredBuffer {
     private final Lease lease;
     private final MemorySegment segment;
     /** Debug mode: an automatic arena only this buffer references, whose cleanup reports a leak; else null. */

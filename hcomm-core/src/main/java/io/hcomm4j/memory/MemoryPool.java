@@ -2,6 +2,9 @@ package io.hcomm4j.memory;
 
 import io.hcomm4j.DataType;
 import io.hcomm4j.HcommException;
+import io.hcomm4j.Memory;
+import io.hcomm4j.MemoryLimitException;
+import io.hcomm4j.MemoryStats;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -39,7 +42,7 @@ import org.slf4j.LoggerFactory;
  * enough it throws {@link MemoryLimitException} naming the request, the bytes in use and the limit.
  *
  * <p><b>Leaks.</b> A buffer that becomes unreachable without {@link Buffer#close()} is logged (WARN) and counted in
- * {@link Stats#leaks()}, and its memory is reclaimed. By default that happens once neither the buffer nor its
+ * {@link MemoryStats#leaks()}, and its memory is reclaimed. By default that happens once neither the buffer nor its
  * segment (nor a slice of it) is reachable, so reclaiming is safe. With {@code HCOMM_MEM_DEBUG=1} the report names
  * the allocating thread and stack, a closed buffer's segment throws on use, and a leak is reported as soon as the
  * {@code Buffer} object is unreachable (its segment is invalidated, then reclaimed).
@@ -52,7 +55,7 @@ import org.slf4j.LoggerFactory;
  * <p>Thread-safe. Allocating from a free list and closing take one lock per size class and allocate only the buffer,
  * its lease and its segment view (plus, by default, the automatic scope that tracks the view's reachability).
  */
-public final class MemoryPool implements AutoCloseable {
+public final class MemoryPool implements Memory, AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(MemoryPool.class);
 
     /**
@@ -71,24 +74,6 @@ public final class MemoryPool implements AutoCloseable {
                 throw new IllegalArgumentException("maxBytes must be in [4096, 2^50], was " + maxBytes);
             }
         }
-    }
-
-    /**
-     * A snapshot of a pool's accounting.
-     *
-     * @param bytesInUse     bytes held by open buffers, each counted as its whole size class
-     * @param buffersInUse   open buffers
-     * @param highWaterBytes the most {@code bytesInUse} ever was
-     * @param mappedBytes    bytes of shared memory mapped (in use, free for reuse, or kept for buffers still open
-     *                       after close)
-     * @param mappings       shared-memory files mapped
-     * @param allocations    successful allocations so far
-     * @param reuses         allocations served with memory that an earlier buffer had used (no new mapping)
-     * @param leaks          buffers that became unreachable without {@code close()}
-     * @param limitBytes     the limit on {@code mappedBytes}
-     */
-    public record Stats(long bytesInUse, long buffersInUse, long highWaterBytes, long mappedBytes, int mappings,
-                        long allocations, long reuses, long leaks, long limitBytes) {
     }
 
     /** Free slots of one size class: a stack (most recently freed on top). Guarded by its own monitor. */
@@ -210,8 +195,9 @@ public final class MemoryPool implements AutoCloseable {
     }
 
     /** The pool's accounting now. */
-    public Stats stats() {
-        return new Stats(inUse.get(), buffersInUse.get(), highWater.get(), mappedBytes, mappings.length, allocations.get(),
+    @Override
+    public MemoryStats stats() {
+        return new MemoryStats(inUse.get(), buffersInUse.get(), highWater.get(), mappedBytes, mappings.length, allocations.get(),
                 reuses.get(), leaks.get(), options.maxBytes());
     }
 

@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import io.hcomm4j.DataType;
+import io.hcomm4j.MemoryLimitException;
+import io.hcomm4j.MemoryStats;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -94,7 +96,7 @@ class MemoryPoolTest {
         open(GIB, false);
         Buffer a = pool.allocate(10_000);
         long address = a.segment().address();
-        MemoryPool.Stats before = pool.stats();
+        MemoryStats before = pool.stats();
         assertThat(before.allocations()).isEqualTo(1);
         assertThat(before.reuses()).isZero();
         assertThat(before.mappings()).isEqualTo(1);
@@ -107,7 +109,7 @@ class MemoryPoolTest {
         Buffer b = pool.allocate(9_000); // same class (16 KiB)
         assertThat(b.segment().address()).isEqualTo(address);
         assertThat(b.byteSize()).isEqualTo(9_000);
-        MemoryPool.Stats after = pool.stats();
+        MemoryStats after = pool.stats();
         assertThat(after.mappings()).isEqualTo(1);
         assertThat(after.mappedBytes()).isEqualTo(2L << 20);
         assertThat(after.allocations()).isEqualTo(2);
@@ -165,7 +167,7 @@ class MemoryPoolTest {
         Buffer a = pool.allocate(5000);    // 8 KiB class
         Buffer b = pool.allocate(100);     // 4 KiB class
         Buffer c = pool.allocate(1 << 20); // 1 MiB class
-        MemoryPool.Stats s = pool.stats();
+        MemoryStats s = pool.stats();
         assertThat(s.bytesInUse()).isEqualTo(8192 + 4096 + (1 << 20));
         assertThat(s.buffersInUse()).isEqualTo(3);
         assertThat(s.highWaterBytes()).isEqualTo(8192 + 4096 + (1 << 20));
@@ -213,7 +215,7 @@ class MemoryPoolTest {
         // a free buffer of another class is unmapped to make room; the new chunk is cut to what fits
         b.close();
         Buffer small = pool.allocate(4096);
-        MemoryPool.Stats s = pool.stats();
+        MemoryStats s = pool.stats();
         assertThat(s.mappedBytes()).isEqualTo(1 << 20);
         assertThat(s.mappings()).isEqualTo(2);
         assertThat(s.bytesInUse()).isEqualTo(512 * 1024 + 4096);
@@ -288,7 +290,7 @@ class MemoryPoolTest {
         } finally {
             exec.shutdownNow();
         }
-        MemoryPool.Stats s = pool.stats();
+        MemoryStats s = pool.stats();
         assertThat(s.bytesInUse()).isZero();
         assertThat(s.buffersInUse()).isZero();
         assertThat(s.allocations()).isEqualTo((long) threads * rounds);
@@ -319,7 +321,7 @@ class MemoryPoolTest {
         allocateAndDrop(1000);
         assertThat(pool.stats().buffersInUse()).isEqualTo(2);
         awaitLeaks(pool, 1);
-        MemoryPool.Stats s = pool.stats();
+        MemoryStats s = pool.stats();
         assertThat(s.leaks()).isEqualTo(1);
         assertThat(s.buffersInUse()).isEqualTo(1); // reclaimed
         assertThat(s.bytesInUse()).isEqualTo(4096);
@@ -420,7 +422,7 @@ class MemoryPoolTest {
                 + ProcessHandle.current().pid() + "-" + ShmFiles.SELF.startTime() + "-"));
         pool.close();
         assertThat(dir.list()).isEmpty();
-        MemoryPool.Stats s = pool.stats();
+        MemoryStats s = pool.stats();
         assertThat(s.mappings()).isZero();
         assertThat(s.mappedBytes()).isZero();
         assertThat(pool.isClosed()).isTrue();

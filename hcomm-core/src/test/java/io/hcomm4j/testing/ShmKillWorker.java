@@ -1,9 +1,10 @@
 package io.hcomm4j.testing;
 
+import io.hcomm4j.RegisteredBuffer;
+import io.hcomm4j.memory.MemoryPool;
 import io.hcomm4j.Communicator;
 import io.hcomm4j.Hcomm;
 import io.hcomm4j.PeerFailedException;
-import io.hcomm4j.memory.Buffer;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
@@ -28,9 +29,9 @@ public final class ShmKillWorker {
             int rank = comm.rank(), n = comm.size(), victim = n - 1;
             byte[] b = new byte[8];
             if (rank == victim) {
-                Buffer buf = comm.memory().allocate(SIZE);
+                RegisteredBuffer buf = comm.memory().allocate(SIZE);
                 for (long i = 0; i < SIZE; i++) buf.segment().set(ValueLayout.JAVA_BYTE, i, pattern(i));
-                System.out.println("REGISTERED " + comm.memory().lookup(buf.segment()).orElseThrow().fileName());
+                System.out.println("REGISTERED " + ((MemoryPool) comm.memory()).lookup(buf.segment()).orElseThrow().fileName());
                 for (int p = 0; p < n - 1; p++) comm.send(buf.segment(), p, 1);
                 for (int p = 0; p < n - 1; p++) comm.recv(b, p, 2);
                 System.out.println("READY");
@@ -38,7 +39,7 @@ public final class ShmKillWorker {
                 Thread.sleep(600_000);
                 return;
             }
-            try (Buffer in = comm.memory().allocate(SIZE)) {
+            try (RegisteredBuffer in = comm.memory().allocate(SIZE)) {
                 MemorySegment s = in.segment();
                 if (comm.recv(s, victim, 1).bytes() != SIZE) throw new AssertionError("wrong size");
                 for (long i = 0; i < SIZE; i++) {

@@ -1,5 +1,6 @@
 package io.hcomm4j.testing;
 
+import io.hcomm4j.RegisteredBuffer;
 import io.hcomm4j.Communicator;
 import io.hcomm4j.DataType;
 import io.hcomm4j.Hcomm;
@@ -7,7 +8,6 @@ import io.hcomm4j.PeerFailedException;
 import io.hcomm4j.ReduceOp;
 import io.hcomm4j.ZeroCopyCollectivesTest;
 import io.hcomm4j.comm.ZeroCopyProbe;
-import io.hcomm4j.memory.Buffer;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
@@ -39,7 +39,7 @@ public final class ZeroCopyWorker {
                 }
                 case "kill" -> {
                     long count = Long.parseLong(args[1]) / 4;
-                    try (Buffer s = c.memory().allocate(DataType.FLOAT32, count); Buffer r = c.memory().allocate(DataType.FLOAT32, count)) {
+                    try (RegisteredBuffer s = c.memory().allocate(DataType.FLOAT32, count); RegisteredBuffer r = c.memory().allocate(DataType.FLOAT32, count)) {
                         MemorySegment send = s.segment();
                         for (long i = 0; i < count; i++) send.setAtIndex(ValueLayout.JAVA_FLOAT, i, me + 1);
                         c.allReduce(send, r.segment(), count, DataType.FLOAT32, ReduceOp.SUM);
@@ -58,7 +58,7 @@ public final class ZeroCopyWorker {
                     }
                 }
                 case "absent" -> {
-                    try (Buffer s = c.memory().allocate(DataType.INT32, 1000)) {
+                    try (RegisteredBuffer s = c.memory().allocate(DataType.INT32, 1000)) {
                         c.allReduce(s.segment(), s.segment(), 1000, DataType.INT32, ReduceOp.SUM);
                         if (me == n - 1) {
                             System.out.println("READY");

@@ -6,8 +6,8 @@ import io.hcomm4j.CommFuture;
 import io.hcomm4j.Communicator;
 import io.hcomm4j.DataType;
 import io.hcomm4j.Hcomm;
-import io.hcomm4j.memory.Buffer;
-import io.hcomm4j.memory.MemoryPool;
+import io.hcomm4j.Memory;
+import io.hcomm4j.RegisteredBuffer;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
@@ -117,12 +117,12 @@ public final class InferenceFanOut {
 
     /** One batch in flight: its buffers, header and pending collectives. */
     private static final class Slot implements AutoCloseable {
-        final Buffer requests;
-        final Buffer results;
+        final RegisteredBuffer requests;
+        final RegisteredBuffer results;
         final int[] header = new int[2];                     // {size, first request id}
         final List<CommFuture<Void>> pending = new ArrayList<>();
 
-        Slot(MemoryPool pool) {
+        Slot(Memory pool) {
             requests = pool.allocate(DataType.FLOAT32, (long) MAX_BATCH * REQUEST);
             results = pool.allocate(DataType.FLOAT32, (long) MAX_BATCH * RESULT);
         }
@@ -136,7 +136,7 @@ public final class InferenceFanOut {
 
     private static boolean frontEnd(Communicator comm, float[] model, int batches) {
         int size = comm.size();
-        MemoryPool pool = comm.memory();
+        Memory pool = comm.memory();
         long served = 0;
         int wrong = 0;
         long start = System.nanoTime();
@@ -225,8 +225,8 @@ public final class InferenceFanOut {
         long served = 0;
         int batches = 0;
         int misplaced = 0;
-        try (Buffer requests = comm.memory().allocate(DataType.FLOAT32, (long) maxShare * REQUEST);
-             Buffer results = comm.memory().allocate(DataType.FLOAT32, (long) maxShare * RESULT)) {
+        try (RegisteredBuffer requests = comm.memory().allocate(DataType.FLOAT32, (long) maxShare * REQUEST);
+             RegisteredBuffer results = comm.memory().allocate(DataType.FLOAT32, (long) maxShare * RESULT)) {
             int[] header = new int[2];
             while (true) {
                 comm.broadcast(header, 0);                   // what comes next: {size, first id}, or size 0 to stop

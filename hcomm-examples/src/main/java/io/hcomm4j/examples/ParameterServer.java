@@ -6,9 +6,9 @@ import io.hcomm4j.CommFuture;
 import io.hcomm4j.Communicator;
 import io.hcomm4j.DataType;
 import io.hcomm4j.Hcomm;
+import io.hcomm4j.Memory;
+import io.hcomm4j.RegisteredBuffer;
 import io.hcomm4j.Status;
-import io.hcomm4j.memory.Buffer;
-import io.hcomm4j.memory.MemoryPool;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
@@ -119,9 +119,9 @@ public final class ParameterServer {
     private static boolean serve(Communicator world, Communicator group, Layout layout, int s, int rounds, float lr,
                                  float[] reference) {
         long n = layout.length(s);
-        MemoryPool pool = world.memory();
-        try (Buffer shardBuf = pool.allocate(DataType.FLOAT32, n);
-             Buffer updateBuf = pool.allocate(DataType.FLOAT32, n * layout.workers())) {
+        Memory pool = world.memory();
+        try (RegisteredBuffer shardBuf = pool.allocate(DataType.FLOAT32, n);
+             RegisteredBuffer updateBuf = pool.allocate(DataType.FLOAT32, n * layout.workers())) {
             MemorySegment shard = shardBuf.segment();
             shard.fill((byte) 0);                              // the parameters start at zero (a pooled buffer may hold old bytes)
             float scale = lr / layout.workers();
@@ -164,9 +164,9 @@ public final class ParameterServer {
     private static boolean work(Communicator world, Communicator[] groups, Layout layout, int k, int rounds,
                                 float[] reference) {
         Rows data = Rows.of(k);
-        MemoryPool pool = world.memory();
-        try (Buffer paramsBuf = pool.allocate(DataType.FLOAT32, PARAMS);
-             Buffer gradBuf = pool.allocate(DataType.FLOAT32, PARAMS)) {
+        Memory pool = world.memory();
+        try (RegisteredBuffer paramsBuf = pool.allocate(DataType.FLOAT32, PARAMS);
+             RegisteredBuffer gradBuf = pool.allocate(DataType.FLOAT32, PARAMS)) {
             MemorySegment params = paramsBuf.segment();
             MemorySegment grad = gradBuf.segment();
             double firstLoss = 0;

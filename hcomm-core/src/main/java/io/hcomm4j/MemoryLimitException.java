@@ -1,9 +1,7 @@
-package io.hcomm4j.memory;
-
-import io.hcomm4j.HcommException;
+package io.hcomm4j;
 
 /**
- * An allocation from a {@link MemoryPool} would take the pool's shared memory past its limit
+ * An allocation from a session's {@link Memory} would take the pool's shared memory past its limit
  * ({@code HCOMM_MEM_POOL_MAX}). The message names the requested bytes, the bytes in use, the bytes mapped and the
  * limit. Close buffers that are no longer needed, or raise the limit.
  */

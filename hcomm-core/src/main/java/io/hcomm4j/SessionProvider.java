@@ -1,0 +1,35 @@
+package io.hcomm4j;
+
+/**
+ * Service-provider interface between the API and the layer that implements it: {@link Hcomm} finds its one
+ * implementation (in this library's {@code io.hcomm4j.comm} package) with {@link java.util.ServiceLoader}, so that the API
+ * package depends on no package below it at compile time. Applications neither implement nor call it.
+ */
+public interface SessionProvider {
+    /** Rendezvous with every rank (see {@link Hcomm#init(CommConfig)}). */
+    SessionHandle open(CommConfig config);
+
+    /** A replacement process joins a running job (see {@link Hcomm#join(CommConfig)}). */
+    SessionHandle join(CommConfig config);
+
+    /**
+     * Throws {@link IllegalArgumentException} if {@code spec} (HCOMM_ALGO) is not a valid algorithm choice; the
+     * grammar belongs to the tuner, below the API, so {@link CommConfig} asks here.
+     */
+    void checkAlgorithms(String spec);
+
+    /** One session, as {@link Hcomm} uses it. */
+    interface SessionHandle extends AutoCloseable {
+        Communicator world();
+
+        Memory memory();
+
+        /** What carries messages to world rank {@code rank}: shm, tcp, self or none (see {@link Hcomm#transportTo}). */
+        String transportTo(int rank);
+
+        CommConfig config();
+
+        @Override
+        void close();
+    }
+}

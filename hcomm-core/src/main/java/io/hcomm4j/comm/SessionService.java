@@ -1,0 +1,59 @@
+package io.hcomm4j.comm;
+
+import io.hcomm4j.CommConfig;
+import io.hcomm4j.Communicator;
+import io.hcomm4j.Memory;
+import io.hcomm4j.SessionProvider;
+import io.hcomm4j.algo.Tuner;
+
+/**
+ * The {@link SessionProvider} that {@link io.hcomm4j.Hcomm} loads (META-INF/services and module-info register it):
+ * sessions are {@link Session}s.
+ */
+public final class SessionService implements SessionProvider {
+    /** For {@link java.util.ServiceLoader}. */
+    public SessionService() {
+    }
+
+    @Override
+    public SessionProvider.SessionHandle open(CommConfig config) {
+        return new Adapter(Session.open(config));
+    }
+
+    @Override
+    public SessionProvider.SessionHandle join(CommConfig config) {
+        return new Adapter(Session.join(config));
+    }
+
+    @Override
+    public void checkAlgorithms(String spec) {
+        Tuner.parse(spec);
+    }
+
+    private record Adapter(Session session) implements SessionProvider.SessionHandle {
+        @Override
+        public Communicator world() {
+            return session.world();
+        }
+
+        @Override
+        public Memory memory() {
+            return session.memory();
+        }
+
+        @Override
+        public String transportTo(int rank) {
+            return session.transportTo(rank);
+        }
+
+        @Override
+        public CommConfig config() {
+            return session.config();
+        }
+
+        @Override
+        public void close() {
+            session.close();
+        }
+    }
+}
