@@ -8,6 +8,7 @@ import io.hcomm4j.bootstrap.Store;
 import io.hcomm4j.memory.MemoryPool;
 import io.hcomm4j.security.Auth;
 import io.hcomm4j.HcommException;
+import io.hcomm4j.SessionProvider;
 import io.hcomm4j.algo.Tuner;
 import io.hcomm4j.transport.HostIdentity;
 import io.hcomm4j.transport.TcpTransport;
@@ -27,7 +28,7 @@ import org.slf4j.LoggerFactory;
  * the world communicator. Init is a rendezvous: every rank publishes its data address under a per-init
  * namespace of the store and waits until all have, so a session is usable once {@link #open} returns.
  */
-public final class Session implements AutoCloseable {
+public final class Session implements SessionProvider.SessionHandle {
     private static final Logger LOG = LoggerFactory.getLogger(Session.class);
     private static final SecureRandom RANDOM = new SecureRandom();
 

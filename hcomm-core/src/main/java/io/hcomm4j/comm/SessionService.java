@@ -1,8 +1,6 @@
 package io.hcomm4j.comm;
 
 import io.hcomm4j.CommConfig;
-import io.hcomm4j.Communicator;
-import io.hcomm4j.Memory;
 import io.hcomm4j.SessionProvider;
 import io.hcomm4j.algo.Tuner;
 
@@ -17,43 +15,16 @@ public final class SessionService implements SessionProvider {
 
     @Override
     public SessionProvider.SessionHandle open(CommConfig config) {
-        return new Adapter(Session.open(config));
+        return Session.open(config);
     }
 
     @Override
     public SessionProvider.SessionHandle join(CommConfig config) {
-        return new Adapter(Session.join(config));
+        return Session.join(config);
     }
 
     @Override
     public void checkAlgorithms(String spec) {
         Tuner.parse(spec);
-    }
-
-    private record Adapter(Session session) implements SessionProvider.SessionHandle {
-        @Override
-        public Communicator world() {
-            return session.world();
-        }
-
-        @Override
-        public Memory memory() {
-            return session.memory();
-        }
-
-        @Override
-        public String transportTo(int rank) {
-            return session.transportTo(rank);
-        }
-
-        @Override
-        public CommConfig config() {
-            return session.config();
-        }
-
-        @Override
-        public void close() {
-            session.close();
-        }
     }
 }
