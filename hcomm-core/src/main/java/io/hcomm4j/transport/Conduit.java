@@ -33,7 +33,7 @@ interface Conduit {
      * peer; {@code CLOSE}: a plain close, the peer reads the end of the stream; {@code SHUTDOWN}: both directions shut
      * down, the socket stays open). For shared memory this is done to the pair's doorbell socket.
      */
-    void abort(TcpTransport.Drop how) throws IOException;
+    void abort(PeerTransport.Drop how) throws IOException;
 
     /** Closes the pipe; later reads and writes fail. Idempotent. */
     void close() throws IOException;

@@ -23,7 +23,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * connection breaks without a BYE (end of stream, reset, a write error) or stays silent for the heartbeat timeout, the
  * link goes {@link State#RECONNECTING}: ops keep waiting and new frames go only to the log; the receive side forgets a
  * frame it had read only in part (a payload being read is read again from its start, into the same place, when that
- * frame comes again); a new connection is made (by either side: {@link TcpTransport}), each side tells the other the
+ * frame comes again); a new connection is made (by either side: {@link PeerTransport}), each side tells the other the
  * last frame it received completely, and sends again everything after the other's. So each frame is delivered once and
  * in order. Locks, always in this order: the progress token, this link's monitor, {@code txLock}.
  */
@@ -51,7 +51,7 @@ final class PeerLink {
         }
     }
 
-    final TcpTransport t;
+    final PeerTransport t;
     final int peer;
 
     // connection (guarded by this)
@@ -146,9 +146,9 @@ final class PeerLink {
     /** Sends completed by an acknowledgement (poller only; completed outside txLock). */
     private final java.util.ArrayList<SendRequest> completedByAck = new java.util.ArrayList<>();
 
-    // test hook: drop the connection abruptly once this many bytes were read (poller), see TcpTransport#dropAfter
+    // test hook: drop the connection abruptly once this many bytes were read (poller), see PeerTransport#dropAfter
     volatile long dropAtRx = Long.MAX_VALUE;
-    volatile TcpTransport.Drop dropHow = TcpTransport.Drop.RESET;
+    volatile PeerTransport.Drop dropHow = PeerTransport.Drop.RESET;
 
     /** Rendezvous sends whose RTS went out, by msgId, until their CTS comes. */
     final ConcurrentHashMap<Long, SendRequest> awaitingCts = new ConcurrentHashMap<>();
@@ -168,7 +168,7 @@ final class PeerLink {
     /** Eager bytes handed to receives (or dropped) and not yet credited back. */
     private final java.util.concurrent.atomic.AtomicLong consumedUnreturned = new java.util.concurrent.atomic.AtomicLong();
 
-    PeerLink(TcpTransport t, int peer) {
+    PeerLink(PeerTransport t, int peer) {
         this.t = t;
         this.peer = peer;
         stage.limit(0);
@@ -663,7 +663,7 @@ final class PeerLink {
         }
         switch (type) {
             case Frame.EAGER -> {
-                if (length > TcpTransport.MAX_EAGER) throw new ProtocolException("eager frame of " + length + " bytes");
+                if (length > PeerTransport.MAX_EAGER) throw new ProtocolException("eager frame of " + length + " bytes");
                 if (eagerHeld.addAndGet(length + Frame.EAGER_OVERHEAD) > t.unexpectedLimit) {
                     throw new ProtocolException("eager bytes beyond the credit given (limit " + t.unexpectedLimit + ")");
                 }

@@ -29,7 +29,7 @@ final class Watchdog implements AutoCloseable {
     /** Polls that did not advance for this long mean nobody reads the connections: not the peers' fault. */
     private static final long POLLER_STALL = 500_000_000L;
 
-    private final TcpTransport t;
+    private final PeerTransport t;
     private final Thread thread;
     private final long tick;
     private final long threshold;
@@ -45,7 +45,7 @@ final class Watchdog implements AutoCloseable {
     private final long[] rxSeen;
     private final long[] heardAt;
 
-    Watchdog(TcpTransport t) {
+    Watchdog(PeerTransport t) {
         this.t = t;
         int n = t.size;
         this.watched = new boolean[n];

@@ -13,21 +13,21 @@ public final class FaultHooks {
     }
 
     /** The transport of {@code h} (through the session's private fields: tests only). */
-    public static TcpTransport transport(Hcomm h) {
+    public static PeerTransport transport(Hcomm h) {
         try {
             Field sf = Hcomm.class.getDeclaredField("session");
             sf.setAccessible(true);
             Object session = sf.get(h);
             Field tf = session.getClass().getDeclaredField("transport");
             tf.setAccessible(true);
-            return (TcpTransport) tf.get(session);
+            return (PeerTransport) tf.get(session);
         } catch (ReflectiveOperationException e) {
             throw new IllegalStateException("cannot reach the transport of a session", e);
         }
     }
 
-    private static TcpTransport.Drop how(String how) {
-        return TcpTransport.Drop.valueOf(how.toUpperCase(Locale.ROOT));
+    private static PeerTransport.Drop how(String how) {
+        return PeerTransport.Drop.valueOf(how.toUpperCase(Locale.ROOT));
     }
 
     /** Breaks the connection to {@code peer} now ({@code reset}, {@code close} or {@code shutdown}); false if not connected. */
@@ -52,7 +52,7 @@ public final class FaultHooks {
 
     /** "reconnects=R resent=F duplicates=D": this rank's recovery counters. */
     public static String counters(Hcomm h) {
-        TcpTransport t = transport(h);
+        PeerTransport t = transport(h);
         return "reconnects=" + t.reconnects() + " resent=" + t.framesResent.get() + " resentBytes=" + t.bytesResent.get()
                 + " duplicates=" + t.duplicatesDropped.get();
     }

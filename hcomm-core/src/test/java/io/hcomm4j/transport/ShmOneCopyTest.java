@@ -28,29 +28,29 @@ import org.junit.jupiter.api.Test;
 class ShmOneCopyTest {
     private Path dir;
     private MemoryPool[] pools;
-    private TcpTransport[] ts;
+    private PeerTransport[] ts;
 
     @BeforeEach
     void start() throws Exception {
         dir = Files.createDirectory(Path.of("/dev/shm", "hcomm-onecopy-test-" + ProcessHandle.current().pid() + "-" + System.nanoTime()));
         pools = new MemoryPool[2];
-        ts = new TcpTransport[2];
+        ts = new PeerTransport[2];
         InetSocketAddress[] book = new InetSocketAddress[2];
-        var opts = new TcpTransport.Options(Duration.ofSeconds(20), Duration.ofSeconds(10), Duration.ofNanos(50_000), 64 * 1024, 64 << 20);
+        var opts = new PeerTransport.Options(Duration.ofSeconds(20), Duration.ofSeconds(10), Duration.ofNanos(50_000), 64 * 1024, 64 << 20);
         for (int i = 0; i < 2; i++) {
             pools[i] = MemoryPool.open(new MemoryPool.Options(dir, 1L << 30, false));
-            ts[i] = TcpTransport.open(i, 2, InetAddress.getLoopbackAddress(), Auth.of("s"), 42, opts);
+            ts[i] = PeerTransport.open(i, 2, InetAddress.getLoopbackAddress(), Auth.of("s"), 42, opts);
             book[i] = ts[i].listenAddress();
         }
         for (int i = 0; i < 2; i++) {
-            ts[i].enableShm(new TcpTransport.ShmOptions(dir, 64 * 1024, p -> true, pools[i]));
+            ts[i].enableShm(new PeerTransport.ShmOptions(dir, 64 * 1024, p -> true, pools[i]));
             ts[i].start(p -> book[p]);
         }
     }
 
     @AfterEach
     void stop() throws Exception {
-        for (TcpTransport t : ts) t.close();
+        for (PeerTransport t : ts) t.close();
         for (MemoryPool p : pools) p.close();
         try (Stream<Path> s = Files.list(dir)) {
             assertThat(s.toList()).as("files left in the shm dir").isEmpty();

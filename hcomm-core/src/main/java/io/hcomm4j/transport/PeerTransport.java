@@ -30,7 +30,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Tagged, ordered, reliable messages between the ranks of one job over TCP: one authenticated connection
+ * Tagged, ordered, reliable messages between the ranks of one job, over TCP or same-host shared memory: one authenticated connection
  * per pair of ranks, opened on first use (the lower rank's attempt wins if both connect at once).
  * Messages up to the eager limit travel with their header; larger ones go as ready-to-send, and their
  * bytes only after the receiver matched them (so an unexpected large message costs no buffer). Matching
@@ -40,8 +40,7 @@ import org.slf4j.LoggerFactory;
  * of shared-memory rings instead of the socket ({@link ShmConduit}); the socket stays as doorbell and death detector.
  * Everything above the byte pipe (matching, eager/rendezvous, credit, fingerprints, failures) is the same, except
  * that a rendezvous message from a registered buffer ({@link MemoryPool}) is read by the receiver straight out of the
- * sender's mapping ({@link Frame#DATA_REF}: one copy). The class keeps its name: it is the message transport, TCP
- * being what every connection starts with.
+ * sender's mapping ({@link Frame#DATA_REF}: one copy).
  *
  * <p><b>Failures.</b> A peer has failed when its connection breaks without a BYE, when it breaks the frame protocol,
  * when nothing came from it for the heartbeat timeout (a {@link Watchdog} sends heartbeats on idle connections and
@@ -62,13 +61,13 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Ranks here are world ranks; communicators above translate.
  */
-public final class TcpTransport implements AutoCloseable {
+public final class PeerTransport implements AutoCloseable {
     /** Wildcard for source or tag in {@link #recv}. */
     public static final int ANY = -1;
     /** Largest eager frame a receiver accepts from anyone (the configured limit is at most this). */
     static final long MAX_EAGER = 64L << 20;
 
-    private static final Logger LOG = LoggerFactory.getLogger(TcpTransport.class);
+    private static final Logger LOG = LoggerFactory.getLogger(PeerTransport.class);
     private static final int HELLO_MAGIC = 0x4843484C; // "HCHL"
     private static final int HELLO_BYTES = 32;
     /** After the 32-byte hello: i32 shared-memory offer (0 or {@link #SHM_OFFER}), u16 length of the ring file name, the name. */
@@ -218,7 +217,7 @@ public final class TcpTransport implements AutoCloseable {
     }
 
 
-    private TcpTransport(int rank, int size, InetAddress bind, Auth auth, long jobToken, Options o) throws IOException {
+    private PeerTransport(int rank, int size, InetAddress bind, Auth auth, long jobToken, Options o) throws IOException {
         this.rank = rank;
         this.size = size;
         this.auth = auth;
@@ -252,9 +251,9 @@ public final class TcpTransport implements AutoCloseable {
      * @param jobToken a number every rank of this job shares (from the store), so connections from another
      *                 job that happens to use the same secret are refused
      */
-    public static TcpTransport open(int rank, int size, InetAddress bind, Auth auth, long jobToken, Options options) {
+    public static PeerTransport open(int rank, int size, InetAddress bind, Auth auth, long jobToken, Options options) {
         try {
-            return new TcpTransport(rank, size, bind, auth, jobToken, options);
+            return new PeerTransport(rank, size, bind, auth, jobToken, options);
         } catch (IOException e) {
             throw new HcommException("rank " + rank + ": cannot listen on " + bind.getHostAddress() + ": " + e.getMessage(), e);
         }
