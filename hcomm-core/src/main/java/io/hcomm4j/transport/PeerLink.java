@@ -23,7 +23,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * connection breaks without a BYE (end of stream, reset, a write error) or stays silent for the heartbeat timeout, the
  * link goes {@link State#RECONNECTING}: ops keep waiting and new frames go only to the log; the receive side forgets a
  * frame it had read only in part (a payload being read is read again from its start, into the same place, when that
- * frame comes again); a new connection is made (by either side: {@link PeerTransport}), each side tells the other the
+ * frame comes again); a new connection is made (by either side: {@link Reconnector}), each side tells the other the
  * last frame it received completely, and sends again everything after the other's. So each frame is delivered once and
  * in order. Locks, always in this order: the progress token, this link's monitor, {@code txLock}.
  */
@@ -51,8 +51,15 @@ final class PeerLink {
         }
     }
 
-    final PeerTransport t;
+    private static final org.slf4j.Logger LOG = PeerTransport.LOG;
+
+    private final LinkHost host;
     final int peer;
+    /** This rank, the world size, this rank's per-peer eager buffer and the progress engine: fixed for the link's life. */
+    private final int rank;
+    private final int size;
+    private final long unexpectedLimit;
+    private final Progress progress;
 
     // connection (guarded by this)
     volatile State state = State.IDLE;
@@ -168,9 +175,13 @@ final class PeerLink {
     /** Eager bytes handed to receives (or dropped) and not yet credited back. */
     private final java.util.concurrent.atomic.AtomicLong consumedUnreturned = new java.util.concurrent.atomic.AtomicLong();
 
-    PeerLink(PeerTransport t, int peer) {
-        this.t = t;
+    PeerLink(LinkHost host, int peer) {
+        this.host = host;
         this.peer = peer;
+        this.rank = host.rank();
+        this.size = host.worldSize();
+        this.unexpectedLimit = host.unexpectedLimit();
+        this.progress = host.progress();
         stage.limit(0);
     }
 
@@ -192,7 +203,7 @@ final class PeerLink {
     /** An eager message of {@code cost} left the receive side (to a receive, or dropped): credit it back in batches. */
     void consumed(long cost) {
         long pending = consumedUnreturned.addAndGet(cost);
-        if (pending >= t.unexpectedLimit / 4) {
+        if (pending >= unexpectedLimit / 4) {
             long n = consumedUnreturned.getAndSet(0);
             if (n > 0) {
                 eagerHeld.addAndGet(-n);
@@ -258,7 +269,7 @@ final class PeerLink {
             lg = log;
             if (lg != null) {
                 boolean eager = type == Frame.EAGER;
-                lg.append(type, flags, seq, ack, commId, tag, t.rank, length, msgId, payload, eager, eager ? null : completes);
+                lg.append(type, flags, seq, ack, commId, tag, rank, length, msgId, payload, eager, eager ? null : completes);
                 if (!eager) completes = null; // a DATA send completes when the peer acknowledges the frame
                 else if (payload != null && payload.byteSize() > 0) payload = lg.copiedPayload(seq);
             }
@@ -301,7 +312,7 @@ final class PeerLink {
         if (txQueue.isEmpty() && holding && payload == null && completes == null && held.remaining() >= Frame.HEADER) {
             // replies (CTS, ACK, CREDIT) made while handling received frames leave in one write after the batch:
             // one system call and one TCP segment for all of them instead of one each
-            Frame.encode(held, type, flags, seq, ack, commId, tag, t.rank, length, msgId);
+            Frame.encode(held, type, flags, seq, ack, commId, tag, rank, length, msgId);
             return false;
         }
         if (txQueue.isEmpty()) {
@@ -310,7 +321,7 @@ final class PeerLink {
                 h.put(held.flip());
                 held.clear();
             }
-            Frame.encode(h, type, flags, seq, ack, commId, tag, t.rank, length, msgId);
+            Frame.encode(h, type, flags, seq, ack, commId, tag, rank, length, msgId);
             if (payload != null && payload.byteSize() <= INLINE_MAX) {
                 // a small payload follows its header in the same buffer: one contiguous write, no view of the payload
                 int size = (int) payload.byteSize();
@@ -324,11 +335,11 @@ final class PeerLink {
             ByteBuffer rest = ByteBuffer.allocate(h.remaining()).order(ByteOrder.LITTLE_ENDIAN).put(h).flip();
             txQueue.add(new OutFrame(rest, payload, off, completes));
             ch.wantWrite();
-            t.progress.wakeup();
+            progress.wakeup();
             return false;
         }
         ByteBuffer h = ByteBuffer.allocate(Frame.HEADER).order(ByteOrder.LITTLE_ENDIAN);
-        Frame.encode(h, type, flags, seq, ack, commId, tag, t.rank, length, msgId);
+        Frame.encode(h, type, flags, seq, ack, commId, tag, rank, length, msgId);
         txQueue.add(new OutFrame(h.flip(), payload, 0, completes));
         return false;
     }
@@ -401,7 +412,7 @@ final class PeerLink {
                 ByteBuffer rest = ByteBuffer.allocate(h.remaining()).order(ByteOrder.LITTLE_ENDIAN).put(h).flip();
                 txQueue.add(new OutFrame(rest, null, 0, null));
                 ch.wantWrite();
-                t.progress.wakeup();
+                progress.wakeup();
             }
             held.clear();
         } finally {
@@ -525,14 +536,14 @@ final class PeerLink {
             if (writable) flushQueue();
             if (readable) onReadable();
         } catch (ProtocolException e) {
-            t.log().warn("rank {}: protocol error from rank {}: {}; closing the connection", t.rank, peer, e.getMessage());
+            LOG.warn("rank {}: protocol error from rank {}: {}; closing the connection", rank, peer, e.getMessage());
             fail(e);
         } catch (IOException e) {
             lost(e);
         } catch (RuntimeException e) {
             // e.g. a receive buffer whose arena was closed while its op was in flight: the byte stream can
             // no longer be followed, so the connection goes
-            t.log().warn("rank {}: failure while receiving from rank {}: {}; closing the connection", t.rank, peer, e.toString());
+            LOG.warn("rank {}: failure while receiving from rank {}: {}; closing the connection", rank, peer, e.toString());
             fail(new IOException(e));
         }
     }
@@ -664,14 +675,14 @@ final class PeerLink {
         switch (type) {
             case Frame.EAGER -> {
                 if (length > PeerTransport.MAX_EAGER) throw new ProtocolException("eager frame of " + length + " bytes");
-                if (eagerHeld.addAndGet(length + Frame.EAGER_OVERHEAD) > t.unexpectedLimit) {
-                    throw new ProtocolException("eager bytes beyond the credit given (limit " + t.unexpectedLimit + ")");
+                if (eagerHeld.addAndGet(length + Frame.EAGER_OVERHEAD) > unexpectedLimit) {
+                    throw new ProtocolException("eager bytes beyond the credit given (limit " + unexpectedLimit + ")");
                 }
                 rxSeq = seq;
-                t.onEager(this, commId, tag, length, flags);
+                host.onEager(this, commId, tag, length, flags);
                 return;
             }
-            case Frame.RTS -> t.onRts(this, commId, tag, length, msgId, flags);
+            case Frame.RTS -> host.onRts(this, commId, tag, length, msgId, flags);
             case Frame.CTS -> {
                 SendRequest s = awaitingCts.remove(msgId);
                 if (s == null) throw new ProtocolException("CTS for unknown message " + msgId);
@@ -680,7 +691,7 @@ final class PeerLink {
                     if (s.isDone()) sendFrame(Frame.DATA, Frame.CTS_DISCARD, s.commId, s.tag, 0, msgId, null, null);
                     else s.succeed(null);
                 } else {
-                    t.sendData(this, s, msgId);
+                    host.sendData(this, s, msgId);
                 }
             }
             case Frame.DATA -> {
@@ -688,7 +699,7 @@ final class PeerLink {
                 if (r == null) throw new ProtocolException("DATA for unknown message " + msgId);
                 if ((flags & Frame.CTS_DISCARD) != 0) {
                     if (length != 0) throw new ProtocolException("cancelled DATA with " + length + " bytes");
-                    r.fail(new io.hcomm4j.CommAbortedException("rank " + t.rank + ": " + r.describe()
+                    r.fail(new io.hcomm4j.CommAbortedException("rank " + rank + ": " + r.describe()
                             + ": the sender (rank " + peer + ") gave up on the message"));
                 } else {
                     if (length != r.matchedSize) {
@@ -699,27 +710,27 @@ final class PeerLink {
                     else expectPayload(r.buf, length, r, null, commId, tag, 0);
                 }
             }
-            case Frame.DATA_REF -> t.onDataRef(this, msgId, commId, ((long) tag << 32) | (flags & 0xFFFFFFFFL), length);
-            case Frame.DATA_DONE -> t.onDataDone(this, msgId, flags);
+            case Frame.DATA_REF -> host.onDataRef(this, msgId, commId, ((long) tag << 32) | (flags & 0xFFFFFFFFL), length);
+            case Frame.DATA_DONE -> host.onDataDone(this, msgId, flags);
             case Frame.ACK, Frame.HEARTBEAT -> { }
             case Frame.BYE -> {
                 peerSaidBye = true;
                 ackSoon = reliable; // the closing peer waits for everything it sent to be acknowledged
             }
             case Frame.FAILED -> {
-                if (tag < 0 || tag >= t.size) throw new ProtocolException("FAILED notice for rank " + tag);
+                if (tag < 0 || tag >= size) throw new ProtocolException("FAILED notice for rank " + tag);
                 rxSeq = seq;
-                t.onFailedNotice(this, tag, flags);
+                host.onFailedNotice(this, tag, flags);
                 return;
             }
             case Frame.ABORT -> {
                 rxSeq = seq;
-                t.onAbortNotice(this, commId);
+                host.onAbortNotice(this, commId);
                 return;
             }
             case Frame.STATUS_REQUEST -> {
                 rxSeq = seq;
-                t.onStatusRequest(this);
+                host.onStatusRequest(this);
                 return;
             }
             case Frame.CREDIT -> {
@@ -773,7 +784,7 @@ final class PeerLink {
         if (r != null) {
             if (!r.isDone()) r.succeedMatched();
         } else if (u != null) {
-            t.onUnexpectedComplete(this, payloadCommId, payloadTag, u, payloadFlags);
+            host.onUnexpectedComplete(this, payloadCommId, payloadTag, u, payloadFlags);
         }
     }
 
@@ -800,8 +811,8 @@ final class PeerLink {
 
     /** A frame received before came again (reliable links; not expected: a new connection resumes right after the last one). */
     private void dropDuplicate(byte type, long seq, long length) {
-        t.duplicatesDropped.incrementAndGet();
-        t.log().warn("rank {}: frame {} ({}) from rank {} came a second time (last received {}); dropped", t.rank, seq,
+        host.countDuplicate();
+        LOG.warn("rank {}: frame {} ({}) from rank {} came a second time (last received {}); dropped", rank, seq,
                 Frame.typeName(type), peer, rxSeq);
         if (type == Frame.EAGER || type == Frame.DATA) {
             hdrType = type;
@@ -842,11 +853,11 @@ final class PeerLink {
         this.ch = channel;
         channel.start();
         state = State.CONNECTED;
-        t.progress.wakeup();
-        t.progress.selector.wakeup();
+        progress.wakeup();
+        progress.selector.wakeup();
         notifyAll();
         // a connection that completes while the session closes was missed by close's BYE round: its end is orderly too
-        if (t.closing) sendFrame(Frame.BYE, 0, 0, 0, 0, 0, null, null);
+        if (host.closing()) sendFrame(Frame.BYE, 0, 0, 0, 0, 0, null, null);
     }
 
     /**
@@ -867,17 +878,17 @@ final class PeerLink {
             old = ch;
             notifyAll();
         }
-        t.retire(old);
-        t.log().warn("rank {}: lost the connection to rank {}: {}; re-establishing it (HCOMM_RETRY_MAX {})", t.rank, peer,
-                cause.toString(), t.retryMax);
-        t.reconnect(this);
+        host.retire(old);
+        LOG.warn("rank {}: lost the connection to rank {}: {}; re-establishing it (HCOMM_RETRY_MAX {})", rank, peer,
+                cause.toString(), host.retryMax());
+        host.reconnect(this);
     }
 
     /** Whether a lost connection may be re-established rather than its peer declared failed. */
     boolean mayReconnect(Exception cause) {
-        return reliable && !t.linksClosing && !peerSaidBye && !(cause instanceof ProtocolException)
-                && !(cause instanceof ReportedFailure rf && rf.kind != Frame.FAIL_SILENT) && !t.isDeclaredFailed()
-                && !t.isDead(peer);
+        return reliable && !host.linksClosing() && !peerSaidBye && !(cause instanceof ProtocolException)
+                && !(cause instanceof ReportedFailure rf && rf.kind != Frame.FAIL_SILENT) && !host.isDeclaredFailed()
+                && !host.isDead(peer);
     }
 
     /**
@@ -889,7 +900,7 @@ final class PeerLink {
         lossCause = cause;
         lostAt = System.nanoTime();
         Conduit old = ch;
-        t.retire(old);
+        host.retire(old);
     }
 
     /**
@@ -950,7 +961,7 @@ final class PeerLink {
                 bytes += log.wireBytes(s);
             }
             ch = channel;
-            t.releaseRetired(this); // the old rings: nobody can touch them now (token and tx lock held)
+            host.releaseRetired(this); // the old rings: nobody can touch them now (token and tx lock held)
             rxDetached = false;
             epoch = newEpoch;
             state = State.CONNECTED;
@@ -961,14 +972,12 @@ final class PeerLink {
         }
         if (peerResume > peerAcked) peerAcked = peerResume;
         reconnects++;
-        t.reconnects.incrementAndGet();
-        t.framesResent.addAndGet(frames);
-        t.bytesResent.addAndGet(bytes);
+        host.countResumed(frames, bytes);
         lastResent = frames;
         lastResentBytes = bytes;
         notifyAll();
-        t.progress.wakeup();
-        t.progress.selector.wakeup();
+        progress.wakeup();
+        progress.selector.wakeup();
         return done;
     }
 
@@ -990,23 +999,55 @@ final class PeerLink {
     long lastResent;
     long lastResentBytes;
 
-    /** The connection broke for good: close it and fail everything that depended on this peer. */
+    /**
+     * The connection broke for good: the transport records the peer's failure and tells the layer above, then this link
+     * closes ({@link #markFailed}) and everything that depended on the peer fails.
+     */
     void fail(Exception cause) {
-        boolean wasConnected;
+        host.linkFailed(this, cause);
+    }
+
+    /**
+     * Takes the link to FAILED, closes its connection and logs the loss; says whether it had a connection.
+     */
+    int markFailed(Exception cause) {
+        int was;
         synchronized (this) {
-            if (state == State.FAILED || state == State.CLOSED) return;
-            wasConnected = state == State.CONNECTED || state == State.RECONNECTING;
+            if (state == State.FAILED || state == State.CLOSED) return ALREADY_FAILED;
+            was = state == State.CONNECTED || state == State.RECONNECTING ? WAS_CONNECTED : WAS_NOT_CONNECTED;
             state = State.FAILED;
             notifyAll();
         }
         closeAttempt();
         closeChannel();
         if (peerSaidBye) {
-            t.log().debug("rank {}: rank {} closed its session", t.rank, peer);
-        } else if (!t.closing && !(cause instanceof ReportedFailure) && !(cause instanceof ProtocolException)) { // those were logged
-            t.log().warn("rank {}: lost the connection to rank {}: {}", t.rank, peer, cause.toString());
+            LOG.debug("rank {}: rank {} closed its session", rank, peer);
+        } else if (!host.closing() && !(cause instanceof ReportedFailure) && !(cause instanceof ProtocolException)) { // those were logged
+            LOG.warn("rank {}: lost the connection to rank {}: {}", rank, peer, cause.toString());
         }
-        t.onPeerFailed(this, cause, wasConnected);
+        return was;
+    }
+
+    /** {@link #markFailed}: the link was failed or closed already. */
+    static final int ALREADY_FAILED = -1;
+    /** {@link #markFailed}: the link had no connection (it was being opened, or idle). */
+    static final int WAS_NOT_CONNECTED = 0;
+    /** {@link #markFailed}: the link had a connection (without a BYE, evidence that the peer failed). */
+    static final int WAS_CONNECTED = 1;
+
+    /**
+     * Adds every request waiting on this link to {@code out} and forgets them (the link failed or closed): queued frames,
+     * sends waiting for an acknowledgement, CTS, DATA or DATA_DONE, and the receive whose payload was being read.
+     */
+    void drainRequests(java.util.List<Request<?>> out) {
+        out.addAll(drainQueued());
+        if (payloadRecv != null) out.add(payloadRecv);
+        out.addAll(awaitingCts.values());
+        awaitingCts.clear();
+        out.addAll(awaitingData.values());
+        awaitingData.clear();
+        out.addAll(awaitingDone.values());
+        awaitingDone.clear();
     }
 
     /** Drains queued frames that will never be written, and sends waiting for an acknowledgement (the state left CONNECTED for good). */
@@ -1023,10 +1064,6 @@ final class PeerLink {
         return out;
     }
 
-    RecvRequest payloadRecv() {
-        return payloadRecv;
-    }
-
     /** Closes the socket of a reconnect attempt under way, if any. */
     void closeAttempt() {
         java.nio.channels.SocketChannel a = attemptChannel;
@@ -1040,7 +1077,7 @@ final class PeerLink {
     }
 
     void closeChannel() {
-        t.retire(ch);
+        host.retire(ch);
     }
 
     /** Orderly close: BYE, then the socket (the caller drained the queue first). */

@@ -20,7 +20,7 @@ public final class ProbeRequest extends Request<Status> {
     }
 
     boolean matches(int msgSrc, int msgTag) {
-        return PeerTransport.matches(src, tag, msgSrc, msgTag);
+        return Matching.matches(src, tag, msgSrc, msgTag);
     }
 
     @Override

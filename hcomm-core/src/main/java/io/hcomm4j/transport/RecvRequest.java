@@ -33,7 +33,7 @@ public final class RecvRequest extends Request<Status> {
     }
 
     boolean matches(int msgSrc, int msgTag) {
-        return PeerTransport.matches(src, tag, msgSrc, msgTag);
+        return Matching.matches(src, tag, msgSrc, msgTag);
     }
 
     void succeedMatched() {

@@ -104,7 +104,7 @@ final class Watchdog implements AutoCloseable {
                 }
                 t.events().tick(now);
             } catch (RuntimeException e) {
-                t.log().warn("rank {}: watchdog: unexpected failure", t.rank, e);
+                PeerTransport.LOG.warn("rank {}: watchdog: unexpected failure", t.rank, e);
             }
         }
     }
@@ -125,7 +125,7 @@ final class Watchdog implements AutoCloseable {
             }
             heardAt[p] = Math.min(now, heardAt[p] + credit);
             long silent = now - heardAt[p];
-            if (silent >= (l.reliable ? suspect : threshold)) t.onSilent(l, silent);
+            if (silent >= (l.reliable ? suspect : threshold)) t.failures.onSilent(l, silent);
         }
     }
 
