@@ -30,6 +30,8 @@ final class Connections {
     private final Auth auth;
     private final long jobToken;
     private final Duration connectTimeout;
+    /** This rank's per-peer eager buffer, told to each peer in the hello. */
+    private final long unexpectedLimit;
     private final ServerSocketChannel listener;
     /** Incarnation of each world rank's process (the transport's): a hello carries the sender's, added to the job token. */
     private final long[] incarnations;
@@ -38,7 +40,8 @@ final class Connections {
     final List<ShmConduit> retired = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     Connections(PeerTransport t, int rank, PeerLink[] links, Auth auth, long jobToken, Duration connectTimeout,
-                ServerSocketChannel listener, long[] incarnations) {
+                long unexpectedLimit, ServerSocketChannel listener, long[] incarnations) {
+        this.unexpectedLimit = unexpectedLimit;
         this.t = t;
         this.rank = rank;
         this.size = links.length;
@@ -68,14 +71,14 @@ final class Connections {
 
     /** Writes our hello (blocking channel): the connection it replaces ({@code epoch}, 0: none) and the last frame received. */
     void writeHello(SocketChannel ch, int peer, byte[] offerName, long epoch, long resume) throws IOException {
-        HelloDescriptor.writeHello(ch, rank, peer, size, jobToken + incarnations[rank], t.unexpectedLimit(), offerName,
+        HelloDescriptor.writeHello(ch, rank, peer, size, jobToken + incarnations[rank], unexpectedLimit, offerName,
                 t.retryMax > 0, epoch, resume);
     }
 
     /** Accepts a hello: our file-name prefix if we mapped the offered rings, the connection's number, where we resume. */
     void writeAccept(SocketChannel ch, boolean mapped, long epoch, long resume) throws IOException {
         byte[] me = mapped ? SharedFiles.ownPrefix().getBytes(StandardCharsets.US_ASCII) : new byte[0];
-        HelloDescriptor.writeAccept(ch, t.unexpectedLimit(), me, t.retryMax > 0, epoch, resume);
+        HelloDescriptor.writeAccept(ch, unexpectedLimit, me, t.retryMax > 0, epoch, resume);
     }
 
     PeerLink linkTo(int peer, long deadline) {
@@ -253,7 +256,7 @@ final class Connections {
         try {
             old.close();
         } catch (IOException ignored) {
-            // t.isClosing() anyway
+            // closing anyway
         }
         if (old instanceof ShmConduit c && !c.released() && !retired.contains(c)) retired.add(c);
     }
@@ -271,6 +274,35 @@ final class Connections {
             c.release();
             if (c.released()) retired.remove(c);
         }
+    }
+
+    /**
+     * Close: says BYE on every connection, then waits (until {@code deadline}) for everything to be written and, on
+     * reliable links, acknowledged (the peer answers a BYE with an ACK); a connection that drops meanwhile is still
+     * re-established (the listener is open until then).
+     */
+    void sayBye(long deadline) {
+        for (PeerLink l : links) l.closeOrderly();
+        t.progress.pollUntil(() -> {
+            for (PeerLink l : links) {
+                PeerLink.State st = l.state;
+                if (st == PeerLink.State.RECONNECTING || (st == PeerLink.State.CONNECTED && !l.delivered())) return false;
+            }
+            return true;
+        }, deadline);
+    }
+
+    /** Unmaps every retired ring at close (progress token held), each under its link's tx lock: no sender copies into it. */
+    void releaseAllRetired() {
+        for (ShmConduit c : retired) {
+            c.link.txLock.lock();
+            try {
+                c.release();
+            } finally {
+                c.link.txLock.unlock();
+            }
+        }
+        retired.clear();
     }
 
     void acceptLoop() {

@@ -19,6 +19,9 @@ import java.util.concurrent.locks.ReentrantLock;
  * the failures known so far, so a failure found while it was being opened is not lost to its peer.
  */
 final class Failures {
+    /** An abort notice to a peer not connected yet waits at most this long for the connection (it is sent in the background). */
+    private static final long ABORT_CONNECT_MAX_NANOS = 10_000_000_000L;
+
     private final PeerTransport t;
     private final int rank;
     private final int size;
@@ -52,19 +55,40 @@ final class Failures {
         return events;
     }
 
-    /** Treats {@code p} as failed from the start without telling anybody (lock held). */
+    /** See {@link PeerTransport#assumeFailed}: {@code p} is failed from the start, nobody is told. */
     void assumeDead(int p, String why) {
-        dead[p] = true;
-        deadWhy[p] = why;
+        lock.lock();
+        try {
+            dead[p] = true;
+            deadWhy[p] = why;
+            t.matching.assumeFailed(p);
+        } finally {
+            lock.unlock();
+        }
+        synchronized (links[p]) {
+            links[p].state = PeerLink.State.FAILED;
+        }
     }
 
-    /** Whether {@code p} is known to have failed (lock held). */
-    boolean deadLocked(int p) {
-        return dead[p];
-    }
-
-    /** A replacement took {@code p}'s slot: it is live again (lock held). */
+    /**
+     * A replacement process takes {@code p}'s slot (lock held): {@code p} must be known to have failed; a link to it that
+     * never connected is left FAILED, and {@code p} is live again.
+     *
+     * @throws IllegalStateException if {@code p} is not known to have failed
+     */
     void revive(int p) {
+        PeerLink old = links[p];
+        if (p == rank || !dead[p] || (old.state != PeerLink.State.FAILED && old.state != PeerLink.State.CLOSED
+                && old.state != PeerLink.State.IDLE)) {
+            throw new IllegalStateException("rank " + rank + ": rank " + p + " is not known to have failed (state "
+                    + old.state + "); only a failed rank's slot can be taken over");
+        }
+        if (old.state == PeerLink.State.IDLE) {
+            synchronized (old) {
+                old.state = PeerLink.State.FAILED;
+                old.notifyAll();
+            }
+        }
         dead[p] = false;
         deadWhy[p] = null;
         deadKind[p] = 0;
@@ -295,6 +319,31 @@ final class Failures {
         } finally {
             lock.unlock();
         }
+    }
+
+    /** See {@link PeerTransport#sendAbort}: connected peers are told at once, the others through a new connection. */
+    void sendAbort(long commId, int[] worldRanks) {
+        for (int p : worldRanks) {
+            if (p == rank) continue;
+            PeerLink l = links[p];
+            if (l.state == PeerLink.State.CONNECTED && l.sendFrame(Frame.ABORT, 0, commId, rank, 0, 0, null, null)) continue;
+            if (l.state == PeerLink.State.FAILED || l.state == PeerLink.State.CLOSED || t.isClosing()) continue;
+            Thread.ofVirtual().name("hcomm-connect-" + rank).start(() -> {
+                try {
+                    long wait = Math.min(t.connections.connectTimeout().toNanos(), ABORT_CONNECT_MAX_NANOS);
+                    t.connections.linkTo(p, System.nanoTime() + wait).sendFrame(Frame.ABORT, 0, commId, rank, 0, 0, null, null);
+                } catch (io.hcomm4j.HcommException e) {
+                    PeerTransport.LOG.debug("rank {}: could not tell rank {} of the abort: {}", rank, p, e.getMessage());
+                }
+            });
+        }
+    }
+
+    /** See {@link PeerTransport#requestStatus}. */
+    void requestStatus(int p) {
+        if (p == rank || p < 0 || p >= size) return;
+        PeerLink l = links[p];
+        if (l.state == PeerLink.State.CONNECTED) l.sendFrame(Frame.STATUS_REQUEST, 0, 0, 0, 0, 0, null, null);
     }
 
     void onAbortNotice(PeerLink from, long commId) {

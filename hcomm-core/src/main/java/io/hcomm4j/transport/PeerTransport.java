@@ -55,19 +55,20 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Ranks here are world ranks; communicators above translate.
  */
-public final class PeerTransport implements AutoCloseable, LinkHost {
+public final class PeerTransport implements AutoCloseable {
     /** Wildcard for source or tag in {@link #recv}. */
     public static final int ANY = -1;
     /** Largest eager frame a receiver accepts from anyone (the configured limit is at most this). */
     static final long MAX_EAGER = 64L << 20;
 
     static final Logger LOG = LoggerFactory.getLogger(PeerTransport.class);
+    /** How long close waits for what was sent to be written and, on reliable links, acknowledged. */
+    private static final long BYE_DRAIN_NANOS = 2_000_000_000L;
 
     final int rank;
     final int size;
     final long timeoutNanos;
     final Progress progress;
-    private final long unexpectedLimit;
     private final ServerSocketChannel listener;
     private final Thread acceptor;
     private final PeerLink[] links;
@@ -98,20 +99,8 @@ public final class PeerTransport implements AutoCloseable, LinkHost {
     final Failures failures;
     final Connections connections;
     final Reconnector reconnector;
-    /** Connections re-established, frames and bytes sent again for them, duplicate frames dropped (diagnostics, tests). */
-    final java.util.concurrent.atomic.AtomicLong reconnects = new java.util.concurrent.atomic.AtomicLong();
-    final java.util.concurrent.atomic.AtomicLong framesResent = new java.util.concurrent.atomic.AtomicLong();
-    final java.util.concurrent.atomic.AtomicLong bytesResent = new java.util.concurrent.atomic.AtomicLong();
-    final java.util.concurrent.atomic.AtomicLong duplicatesDropped = new java.util.concurrent.atomic.AtomicLong();
-    /** Rendezvous sends whose data went as DATA_REF (the peer read it in place), for diagnostics and tests. */
-    final java.util.concurrent.atomic.AtomicLong oneCopySends = new java.util.concurrent.atomic.AtomicLong();
-
-    /**
-     * How a test breaks a connection ({@link #drop}, {@link #dropAfter}): {@code RESET} closes with an RST (SO_LINGER 0),
-     * {@code CLOSE} closes (the peer reads the end of the stream without a BYE, as when a process dies), {@code SHUTDOWN}
-     * shuts both directions down.
-     */
-    enum Drop { RESET, CLOSE, SHUTDOWN }
+    /** What the links ask of the transport; counts reconnects (diagnostics, tests). */
+    final TransportLinkHost host;
 
     /**
      * Shared memory between ranks of one host.
@@ -155,9 +144,6 @@ public final class PeerTransport implements AutoCloseable, LinkHost {
         }
     }
 
-        /** Nothing to tell anybody. */
-        Events NONE = new Events() { };
-
     /**
      * What the transport tells the layer above. Every method is called without any transport lock held, on a transport
      * thread (the poller, the watchdog, or a connecting thread): it must not block for long.
@@ -186,7 +172,6 @@ public final class PeerTransport implements AutoCloseable, LinkHost {
         this.rank = rank;
         this.size = size;
         this.timeoutNanos = o.timeout().toNanos();
-        this.unexpectedLimit = o.unexpectedLimit();
         this.progress = new Progress("hcomm-progress-" + rank, o.spinTime().toNanos());
         this.links = new PeerLink[size];
         this.incarnations = new long[size];
@@ -194,15 +179,18 @@ public final class PeerTransport implements AutoCloseable, LinkHost {
         this.heartbeatIntervalNanos = o.heartbeatInterval().toNanos();
         this.retryMax = o.retryMax();
         this.retryIntervalNanos = o.retryInterval().toNanos();
-        for (int i = 0; i < size; i++) links[i] = new PeerLink(this, i);
         this.listener = ServerSocketChannel.open();
         listener.setOption(StandardSocketOptions.SO_REUSEADDR, true);
         listener.bind(new InetSocketAddress(bind, 0), Math.max(64, size));
         this.matching = new Matching(this, rank, o.eagerLimit(), links, matchLock);
         this.rendezvous = new Rendezvous(this, rank, o.eagerLimit(), links);
         this.failures = new Failures(this, rank, links, matchLock);
-        this.connections = new Connections(this, rank, links, auth, jobToken, o.connectTimeout(), listener, incarnations);
+        this.connections = new Connections(this, rank, links, auth, jobToken, o.connectTimeout(), o.unexpectedLimit(),
+                listener, incarnations);
         this.reconnector = new Reconnector(this, rank);
+        this.host = new TransportLinkHost(this, o.unexpectedLimit(), retryMax, matching, rendezvous, failures, connections,
+                reconnector);
+        for (int i = 0; i < size; i++) links[i] = new PeerLink(host, i);
         this.acceptor = Thread.ofPlatform().daemon().name("hcomm-accept-" + rank).unstarted(connections::acceptLoop);
         this.watchdog = new Watchdog(this);
     }
@@ -236,7 +224,6 @@ public final class PeerTransport implements AutoCloseable, LinkHost {
         }
     }
 
-    /** Talk to the peers {@code options.sameHost()} names through shared-memory rings (call before {@link #start}). */
     /**
      * Tells the progress engine that this host runs more ranks than this process has CPUs: waiters then yield
      * the core from their first empty poll instead of spinning flat out for a while (the rank they wait for may
@@ -246,6 +233,7 @@ public final class PeerTransport implements AutoCloseable, LinkHost {
         progress.oversubscribed = yes;
     }
 
+    /** Talk to the peers {@code options.sameHost()} names through shared-memory rings (call before {@link #start}). */
     public void enableShm(ShmOptions options) {
         this.shm = options;
     }
@@ -265,25 +253,12 @@ public final class PeerTransport implements AutoCloseable, LinkHost {
      * Connections re-established so far after a loss (each side of a pair counts its own), for diagnostics and tests.
      */
     public long reconnects() {
-        return reconnects.get();
+        return host.reconnects.get();
     }
 
     /** Test hook: breaks the connection to {@code peer} now, as {@code how} says, without a BYE; false if it is not connected. */
-    boolean drop(int peer, Drop how) {
-        PeerLink l = links[peer];
-        boolean[] dropped = new boolean[1];
-        progress.withToken(() -> {
-            Conduit c = l.ch;
-            if (l.state != PeerLink.State.CONNECTED || c == null) return;
-            try {
-                c.abort(how);
-            } catch (IOException ignored) {
-                // broken either way
-            }
-            l.lost(new IOException("connection dropped by a test hook (" + how + ")"));
-            dropped[0] = true;
-        });
-        return dropped[0];
+    boolean drop(int peer, Conduit.Drop how) {
+        return links[peer].drop(how);
     }
 
     /**
@@ -293,12 +268,8 @@ public final class PeerTransport implements AutoCloseable, LinkHost {
     volatile boolean unreachable;
 
     /** Test hook: the poller breaks the connection to {@code peer} as {@code how} says once it has read {@code bytes} more from it. */
-
-    /** Test hook: the poller breaks the connection to {@code peer} as {@code how} says once it has read {@code bytes} more from it. */
-    void dropAfter(int peer, long bytes, Drop how) {
-        PeerLink l = links[peer];
-        l.dropHow = how;
-        l.dropAtRx = l.rxProgress() + bytes;
+    void dropAfter(int peer, long bytes, Conduit.Drop how) {
+        links[peer].reader.dropAfter(bytes, how);
     }
 
     /** Where failures, abort notices and status requests go (call before {@link #start}). */
@@ -342,22 +313,10 @@ public final class PeerTransport implements AutoCloseable, LinkHost {
     public void revive(int p, long incarnation) {
         matchLock.lock();
         try {
-            PeerLink old = links[p];
-            if (p == rank || !failures.deadLocked(p) || (old.state != PeerLink.State.FAILED && old.state != PeerLink.State.CLOSED
-                    && old.state != PeerLink.State.IDLE)) {
-                throw new IllegalStateException("rank " + rank + ": rank " + p + " is not known to have failed (state "
-                        + old.state + "); only a failed rank's slot can be taken over");
-            }
-            if (old.state == PeerLink.State.IDLE) {
-                synchronized (old) {
-                    old.state = PeerLink.State.FAILED;
-                    old.notifyAll();
-                }
-            }
-            incarnations[p] = incarnation;
-            matching.revive(p);
-            links[p] = new PeerLink(this, p);
             failures.revive(p);
+            matching.revive(p);
+            incarnations[p] = incarnation;
+            links[p] = new PeerLink(host, p);
         } finally {
             matchLock.unlock();
         }
@@ -374,16 +333,7 @@ public final class PeerTransport implements AutoCloseable, LinkHost {
      * of failed ranks not taken over); call before {@link #start}.
      */
     public void assumeFailed(int p, String why) {
-        matchLock.lock();
-        try {
-            failures.assumeDead(p, why);
-            matching.assumeFailed(p);
-        } finally {
-            matchLock.unlock();
-        }
-        synchronized (links[p]) {
-            links[p].state = PeerLink.State.FAILED;
-        }
+        failures.assumeDead(p, why);
     }
 
     /** Whether heartbeats run (HCOMM_HEARTBEAT_TIMEOUT > 0). */
@@ -417,15 +367,15 @@ public final class PeerTransport implements AutoCloseable, LinkHost {
         return progress.awaitShared(w, deadline);
     }
 
-    /**
-     * Rings the doorbell of world rank {@code peer}: its progress engine wakes if it blocks, so a thread of it that
-     * sleeps on a {@link SharedWait} looks again. Does nothing unless the pair is connected through shared memory.
-     */
     /** Wakes this process's own progress engine, so a waiter blocked in it looks again at what it waits for. */
     public void wakeLocal() {
         progress.wakeup();
     }
 
+    /**
+     * Rings the doorbell of world rank {@code peer}: its progress engine wakes if it blocks, so a thread of it that
+     * sleeps on a {@link SharedWait} looks again. Does nothing unless the pair is connected through shared memory.
+     */
     public void wake(int peer) {
         if (links[peer].ch instanceof ShmConduit c) c.ringShared();
     }
@@ -588,27 +538,12 @@ public final class PeerTransport implements AutoCloseable, LinkHost {
      * at once to connected peers, through a new connection (opened in the background) to the others. Returns at once.
      */
     public void sendAbort(long commId, int[] worldRanks) {
-        for (int p : worldRanks) {
-            if (p == rank) continue;
-            PeerLink l = links[p];
-            if (l.state == PeerLink.State.CONNECTED && l.sendFrame(Frame.ABORT, 0, commId, rank, 0, 0, null, null)) continue;
-            if (l.state == PeerLink.State.FAILED || l.state == PeerLink.State.CLOSED || closing) continue;
-            Thread.ofVirtual().name("hcomm-connect-" + rank).start(() -> {
-                try {
-                    PeerLink c = connections.linkTo(p, System.nanoTime() + Math.min(connections.connectTimeout().toNanos(), 10_000_000_000L));
-                    c.sendFrame(Frame.ABORT, 0, commId, rank, 0, 0, null, null);
-                } catch (HcommException e) {
-                    LOG.debug("rank {}: could not tell rank {} of the abort: {}", rank, p, e.getMessage());
-                }
-            });
-        }
+        failures.sendAbort(commId, worldRanks);
     }
 
     /** Asks the connected peer {@code p} to publish its state (an op of ours is stuck waiting for it). */
     public void requestStatus(int p) {
-        if (p == rank || p < 0 || p >= size) return;
-        PeerLink l = links[p];
-        if (l.state == PeerLink.State.CONNECTED) l.sendFrame(Frame.STATUS_REQUEST, 0, 0, 0, 0, 0, null, null);
+        failures.requestStatus(p);
     }
 
     /**
@@ -644,17 +579,7 @@ public final class PeerTransport implements AutoCloseable, LinkHost {
         reconnector.awaitReconnecting(System.nanoTime() + Math.min(reconnector.retryBudgetNanos() + 1_000_000_000L, 10_000_000_000L));
         closing = true;
         watchdog.close();
-        for (PeerLink l : links) l.closeOrderly();
-        // BYE said: wait (bounded) until everything is written and, on reliable links, acknowledged (the peer answers a BYE
-        // with an ACK); a connection that drops meanwhile is still re-established (the listener is open until then)
-        long deadline = System.nanoTime() + 2_000_000_000L;
-        progress.pollUntil(() -> {
-            for (PeerLink l : links) {
-                PeerLink.State st = l.state;
-                if (st == PeerLink.State.RECONNECTING || (st == PeerLink.State.CONNECTED && !l.delivered())) return false;
-            }
-            return true;
-        }, deadline);
+        connections.sayBye(System.nanoTime() + BYE_DRAIN_NANOS);
         linksClosing = true;
         try {
             listener.close();
@@ -666,16 +591,7 @@ public final class PeerTransport implements AutoCloseable, LinkHost {
                 l.markClosed();
                 failures.failOps(l, new ClosedChannelException());
             }
-            // unmapped holding each link's tx lock too, so that no sender is copying into a ring
-            for (ShmConduit c : connections.retired) {
-                c.link.txLock.lock();
-                try {
-                    c.release();
-                } finally {
-                    c.link.txLock.unlock();
-                }
-            }
-            connections.retired.clear();
+            connections.releaseAllRetired();
         });
         List<Request<?>> doomed = new ArrayList<>();
         matching.clear(doomed);
@@ -689,123 +605,9 @@ public final class PeerTransport implements AutoCloseable, LinkHost {
         progress.close();
     }
 
-    // ------------------------------------------------------------------------ what the links ask (LinkHost)
-
-    @Override
-    public int rank() {
-        return rank;
-    }
-
-    @Override
-    public long unexpectedLimit() {
-        return unexpectedLimit;
-    }
-
-    @Override
-    public Progress progress() {
-        return progress;
-    }
-
-    @Override
-    public boolean closing() {
-        return closing;
-    }
-
-    @Override
-    public boolean linksClosing() {
+    /** Links are no longer kept alive: nothing is re-established. */
+    boolean linksClosing() {
         return linksClosing;
-    }
-
-    @Override
-    public int retryMax() {
-        return retryMax;
-    }
-
-    @Override
-    public boolean isDeclaredFailed() {
-        return failures.isDeclaredFailed();
-    }
-
-    @Override
-    public boolean isDead(int p) {
-        return failures.isDead(p);
-    }
-
-    @Override
-    public void onEager(PeerLink l, long commId, int tag, long length, int flags) {
-        matching.onEager(l, commId, tag, length, flags);
-    }
-
-    @Override
-    public void onUnexpectedComplete(PeerLink l, long commId, int tag, byte[] data, int flags) {
-        matching.onUnexpectedComplete(l, commId, tag, data, flags);
-    }
-
-    @Override
-    public void onRts(PeerLink l, long commId, int tag, long length, long msgId, int flags) {
-        matching.onRts(l, commId, tag, length, msgId, flags);
-    }
-
-    @Override
-    public void sendData(PeerLink l, SendRequest s, long msgId) {
-        rendezvous.sendData(l, s, msgId);
-    }
-
-    @Override
-    public void onDataRef(PeerLink l, long msgId, long fileSeq, long offset, long length) throws PeerLink.ProtocolException {
-        rendezvous.onDataRef(l, msgId, fileSeq, offset, length);
-    }
-
-    @Override
-    public void onDataDone(PeerLink l, long msgId, int flags) throws PeerLink.ProtocolException {
-        rendezvous.onDataDone(l, msgId, flags);
-    }
-
-    @Override
-    public void onFailedNotice(PeerLink from, int p, int flags) {
-        failures.onFailedNotice(from, p, flags);
-    }
-
-    @Override
-    public void onAbortNotice(PeerLink from, long commId) {
-        failures.onAbortNotice(from, commId);
-    }
-
-    @Override
-    public void onStatusRequest(PeerLink from) {
-        failures.onStatusRequest(from);
-    }
-
-    @Override
-    public void linkFailed(PeerLink l, Exception cause) {
-        failures.linkFailed(l, cause);
-    }
-
-    @Override
-    public void reconnect(PeerLink l) {
-        reconnector.reconnect(l);
-    }
-
-    @Override
-    public void retire(Conduit old) {
-        connections.retire(old);
-    }
-
-    @Override
-    public void releaseRetired(PeerLink l) {
-        connections.releaseRetired(l);
-    }
-
-    @Override
-    public void countDuplicate() {
-        duplicatesDropped.incrementAndGet();
-    }
-
-    @Override
-    public void countResumed(long frames, long bytes) {
-        reconnects.incrementAndGet();
-        framesResent.addAndGet(frames);
-        bytesResent.addAndGet(bytes);
     }
 
     /** The shared-memory settings, or null: TCP to every peer. */

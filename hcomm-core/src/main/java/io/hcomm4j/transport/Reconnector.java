@@ -295,7 +295,7 @@ final class Reconnector {
     private byte reconnectVerdict(PeerLink l, int src, long helloEpoch, boolean peerReliable) {
         if (t.linksClosing() || t.unreachable) return HelloDescriptor.REJECT;
         return switch (l.state) {
-            case FAILED -> t.isDead(src) ? HelloDescriptor.GONE : HelloDescriptor.REJECT;
+            case FAILED -> t.failures.isDead(src) ? HelloDescriptor.GONE : HelloDescriptor.REJECT;
             case CONNECTED -> l.reliable && peerReliable && helloEpoch >= l.epoch ? HelloDescriptor.ACCEPT : HelloDescriptor.REJECT;
             case RECONNECTING -> peerReliable && !(l.attempting && rank < src) ? HelloDescriptor.ACCEPT : HelloDescriptor.REJECT;
             default -> HelloDescriptor.REJECT;
@@ -340,7 +340,7 @@ final class Reconnector {
                     result[0] = l.installResumed(conduit, newEpoch, peerResume);
                 } catch (IOException e) {
                     result[0] = e;
-                    if (conduit != null) t.retire(conduit);
+                    if (conduit != null) t.connections.retire(conduit);
                 }
             }
         });

@@ -19,6 +19,8 @@ final class Rendezvous {
     private final long eagerLimit;
     private final PeerLink[] links;
     private final String ownFilePrefix = SharedFiles.ownPrefix();
+    /** Rendezvous sends whose data went as DATA_REF (the peer read it in place), for diagnostics and tests. */
+    final java.util.concurrent.atomic.AtomicLong oneCopySends = new java.util.concurrent.atomic.AtomicLong();
     /** The last registered file a send came from and its sequence number (poller only: a one-entry cache). */
     private Path lastRefFile;
     private long lastRefSeq;
@@ -54,9 +56,9 @@ final class Rendezvous {
             }
         }
         boolean ok;
-        int eager = s.size <= eagerLimit ? l.sendEager(flags, commId, tag, buf, s) : PeerLink.NO_CREDIT;
-        if (eager != PeerLink.NO_CREDIT) {
-            ok = eager == PeerLink.SENT;
+        int eager = s.size <= eagerLimit ? l.sendEager(flags, commId, tag, buf, s) : FrameWriter.NO_CREDIT;
+        if (eager != FrameWriter.NO_CREDIT) {
+            ok = eager == FrameWriter.SENT;
         } else {
             s.msgId = l.nextMsgId();
             l.awaitingCts.put(s.msgId, s);
@@ -80,7 +82,7 @@ final class Rendezvous {
             if (seq >= 0) {
                 long offset = reg.get().offset();
                 l.awaitingDone.put(msgId, s);
-                t.oneCopySends.incrementAndGet();
+                oneCopySends.incrementAndGet();
                 if (!l.sendFrame(Frame.DATA_REF, (int) offset, seq, (int) (offset >>> 32), s.size, msgId, null, null)
                         && l.awaitingDone.remove(msgId) != null) {
                     s.fail(t.failures.peerFailed(l.peer, s.describe(), null));

@@ -26,8 +26,8 @@ public final class FaultHooks {
         }
     }
 
-    private static PeerTransport.Drop how(String how) {
-        return PeerTransport.Drop.valueOf(how.toUpperCase(Locale.ROOT));
+    private static Conduit.Drop how(String how) {
+        return Conduit.Drop.valueOf(how.toUpperCase(Locale.ROOT));
     }
 
     /** Breaks the connection to {@code peer} now ({@code reset}, {@code close} or {@code shutdown}); false if not connected. */
@@ -42,7 +42,7 @@ public final class FaultHooks {
 
     /** Disarms every {@link #dropAfter} not triggered yet. */
     public static void disarm(Hcomm h) {
-        for (PeerLink l : transport(h).links()) l.dropAtRx = Long.MAX_VALUE;
+        for (PeerLink l : transport(h).links()) l.reader.disarmDrop();
     }
 
     /** Test hook: cuts (or restores) this rank's network for reconnects (attempts find no route, incoming ones are turned down). */
@@ -53,7 +53,7 @@ public final class FaultHooks {
     /** "reconnects=R resent=F duplicates=D": this rank's recovery counters. */
     public static String counters(Hcomm h) {
         PeerTransport t = transport(h);
-        return "reconnects=" + t.reconnects() + " resent=" + t.framesResent.get() + " resentBytes=" + t.bytesResent.get()
-                + " duplicates=" + t.duplicatesDropped.get();
+        return "reconnects=" + t.reconnects() + " resent=" + t.host.framesResent.get() + " resentBytes=" + t.host.bytesResent.get()
+                + " duplicates=" + t.host.duplicatesDropped.get();
     }
 }

@@ -70,7 +70,7 @@ class ReconnectTransportTest {
             long size = 64L << 20;
             MemorySegment src = arena.allocate(size), dst = arena.allocate(size);
             int round = 0;
-            for (PeerTransport.Drop how : PeerTransport.Drop.values()) {
+            for (Conduit.Drop how : Conduit.Drop.values()) {
                 for (int receiverDrops = 0; receiverDrops < 2; receiverDrops++) {
                     round++;
                     fill(src, round);
@@ -94,11 +94,11 @@ class ReconnectTransportTest {
                 }
             }
             assertThat(ts[1].reconnects()).as("reconnects").isGreaterThanOrEqualTo(3);
-            assertThat(ts[0].duplicatesDropped.get() + ts[1].duplicatesDropped.get()).isZero();
+            assertThat(ts[0].host.duplicatesDropped.get() + ts[1].host.duplicatesDropped.get()).isZero();
             assertThat(ts[0].transportTo(1)).isEqualTo(kind);
             System.out.printf("ReconnectTransportTest %s 64 MiB: reconnects %d/%d, frames sent again %d/%d (%d/%d bytes)%n", kind,
-                    ts[0].reconnects(), ts[1].reconnects(), ts[0].framesResent.get(), ts[1].framesResent.get(),
-                    ts[0].bytesResent.get(), ts[1].bytesResent.get());
+                    ts[0].reconnects(), ts[1].reconnects(), ts[0].host.framesResent.get(), ts[1].host.framesResent.get(),
+                    ts[0].host.bytesResent.get(), ts[1].host.bytesResent.get());
         } finally {
             for (PeerTransport t : ts) t.close();
         }
@@ -121,7 +121,7 @@ class ReconnectTransportTest {
             // connect first
             exchange(ts, 0, 1, 0, 16);
             Thread dropper = Thread.ofPlatform().name("dropper").start(() -> {
-                PeerTransport.Drop[] hows = PeerTransport.Drop.values();
+                Conduit.Drop[] hows = Conduit.Drop.values();
                 while (!done.get()) {
                     try {
                         Thread.sleep(5);
@@ -149,11 +149,11 @@ class ReconnectTransportTest {
             assertThat(ts[1].iprobe(0, PeerTransport.ANY, PeerTransport.ANY, null)).isNull();
             assertThat(drops.get()).as("drops").isGreaterThanOrEqualTo(10);
             assertThat(ts[0].reconnects() + ts[1].reconnects()).isGreaterThanOrEqualTo(drops.get());
-            assertThat(ts[0].duplicatesDropped.get() + ts[1].duplicatesDropped.get()).isZero();
+            assertThat(ts[0].host.duplicatesDropped.get() + ts[1].host.duplicatesDropped.get()).isZero();
             assertThat(ts[0].failedRanks()).isEmpty();
             assertThat(ts[1].failedRanks()).isEmpty();
             System.out.printf("ReconnectTransportTest %s streams: %d drops, reconnects %d/%d, frames sent again %d/%d%n", kind, drops.get(),
-                    ts[0].reconnects(), ts[1].reconnects(), ts[0].framesResent.get(), ts[1].framesResent.get());
+                    ts[0].reconnects(), ts[1].reconnects(), ts[0].host.framesResent.get(), ts[1].host.framesResent.get());
         } finally {
             done.set(true);
             for (PeerTransport t : ts) t.close();
@@ -233,7 +233,7 @@ class ReconnectTransportTest {
             ts[1].unreachable = true;
             var r = ts[0].recv(0, 1, 5, arena.allocate(8));
             long t0 = System.nanoTime();
-            assertThat(ts[0].drop(1, PeerTransport.Drop.RESET)).isTrue();
+            assertThat(ts[0].drop(1, Conduit.Drop.RESET)).isTrue();
             assertThatThrownBy(() -> r.await(Duration.ofSeconds(30))).isInstanceOf(PeerFailedException.class)
                     .hasMessageContaining("3 attempts to reconnect");
             long ms = (System.nanoTime() - t0) / 1_000_000;
@@ -257,7 +257,7 @@ class ReconnectTransportTest {
             assertThat(ts[0].transportTo(1)).isEqualTo("shm");
             var r = ts[0].recv(0, 1, 5, arena.allocate(8));
             var r1 = ts[1].recv(0, 0, 5, arena.allocate(8));
-            assertThat(ts[0].drop(1, PeerTransport.Drop.RESET)).isTrue();
+            assertThat(ts[0].drop(1, Conduit.Drop.RESET)).isTrue();
             assertThatThrownBy(() -> r.await(Duration.ofSeconds(30))).isInstanceOf(PeerFailedException.class);
             assertThatThrownBy(() -> r1.await(Duration.ofSeconds(30))).isInstanceOf(PeerFailedException.class);
             assertThat(ts[0].reconnects() + ts[1].reconnects()).isZero();
@@ -272,7 +272,7 @@ class ReconnectTransportTest {
         try (Arena arena = Arena.ofShared()) {
             exchange(ts, 0, 1, 0, 16);
             var r = ts[0].recv(0, 1, 5, arena.allocate(8));
-            assertThat(ts[0].drop(1, PeerTransport.Drop.RESET)).isTrue();
+            assertThat(ts[0].drop(1, Conduit.Drop.RESET)).isTrue();
             assertThatThrownBy(() -> r.await(Duration.ofSeconds(30))).isInstanceOf(PeerFailedException.class);
             assertThat(ts[0].reconnects()).isZero();
         } finally {

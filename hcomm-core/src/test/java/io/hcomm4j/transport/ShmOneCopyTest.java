@@ -80,13 +80,13 @@ class ShmOneCopyTest {
                         MemorySegment src = buf.segment().asSlice(3, size);
                         fill(src, size);
                         MemorySegment dst = heapDest ? MemorySegment.ofArray(new byte[(int) size + 5]) : arena.allocate(size + 5);
-                        long before = ts[0].oneCopySends.get();
+                        long before = ts[0].rendezvous.oneCopySends.get();
                         var r = ts[1].recv(0, 0, 7, dst);
                         ts[0].send(0, 1, 7, src).await();
                         Status st = r.await();
                         assertThat(st.bytes()).isEqualTo(size);
                         check(dst, size, size);
-                        assertThat(ts[0].oneCopySends.get()).as("sent in place").isEqualTo(before + 1);
+                        assertThat(ts[0].rendezvous.oneCopySends.get()).as("sent in place").isEqualTo(before + 1);
                     }
                 }
             }
@@ -94,12 +94,12 @@ class ShmOneCopyTest {
             for (MemorySegment src : new MemorySegment[] {arena.allocate((3 << 20) + 11), MemorySegment.ofArray(new byte[(3 << 20) + 13])}) {
                 fill(src, 5);
                 MemorySegment dst = arena.allocate(src.byteSize());
-                long before = ts[0].oneCopySends.get();
+                long before = ts[0].rendezvous.oneCopySends.get();
                 var r = ts[1].recv(0, 0, 8, dst);
                 ts[0].send(0, 1, 8, src).await();
                 assertThat(r.await().bytes()).isEqualTo(src.byteSize());
                 check(dst, src.byteSize(), 5);
-                assertThat(ts[0].oneCopySends.get()).isEqualTo(before);
+                assertThat(ts[0].rendezvous.oneCopySends.get()).isEqualTo(before);
             }
         }
         assertThat(ts[0].transportTo(1)).isEqualTo("shm");
