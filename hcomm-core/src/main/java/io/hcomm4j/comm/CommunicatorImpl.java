@@ -21,14 +21,14 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import io.hcomm4j.Status;
 import io.hcomm4j.Stream;
-import io.hcomm4j.transport.TcpTransport;
+import io.hcomm4j.transport.PeerTransport;
 import java.lang.foreign.MemorySegment;
 import java.util.Objects;
 
 /** A communicator: argument checks, then the transport. Ranks equal world ranks (sub-communicators come later). */
 final class CommunicatorImpl implements Communicator {
     private final Session session;
-    private final TcpTransport transport;
+    private final PeerTransport transport;
     private final long commId;
     private final int rank;
     private final int size;
@@ -73,14 +73,14 @@ final class CommunicatorImpl implements Communicator {
     private final Tuner.Shape shape;
 
     /** The world communicator; {@code hostIds[r]} is world rank r's host identity. */
-    CommunicatorImpl(Session session, TcpTransport transport, long commId, int rank, int size, String[] hostIds) {
+    CommunicatorImpl(Session session, PeerTransport transport, long commId, int rank, int size, String[] hostIds) {
         this(session, transport, commId, rank, null, size, Topology.of(rank, hostIds));
     }
 
     /** Zero-copy collectives among this communicator's ranks, or null (not all on this host, shared memory off, one rank). */
     private final ZeroCopyEngine zc;
 
-    private CommunicatorImpl(Session session, TcpTransport transport, long commId, int rank, int[] group, int size,
+    private CommunicatorImpl(Session session, PeerTransport transport, long commId, int rank, int[] group, int size,
                              Topology topology) {
         this.session = session;
         this.topology = topology;
@@ -146,7 +146,7 @@ final class CommunicatorImpl implements Communicator {
         if (buf.isReadOnly()) throw new IllegalArgumentException("rank " + rank + ": recv: buf is read-only");
         checkShared(buf, "recv");
         metrics.count(RECV_METRIC, buf.byteSize());
-        return transport.recv(commId, peer == ANY_SOURCE ? TcpTransport.ANY : world(peer), tag == ANY_TAG ? TcpTransport.ANY : tag,
+        return transport.recv(commId, peer == ANY_SOURCE ? PeerTransport.ANY : world(peer), tag == ANY_TAG ? PeerTransport.ANY : tag,
                 buf, worldToComm);
     }
 
@@ -155,7 +155,7 @@ final class CommunicatorImpl implements Communicator {
         checkOpen();
         checkNotAborted("probe");
         checkSource(peer, tag, "probe");
-        return transport.probe(commId, peer == ANY_SOURCE ? TcpTransport.ANY : world(peer), tag == ANY_TAG ? TcpTransport.ANY : tag,
+        return transport.probe(commId, peer == ANY_SOURCE ? PeerTransport.ANY : world(peer), tag == ANY_TAG ? PeerTransport.ANY : tag,
                 worldToComm);
     }
 
@@ -164,7 +164,7 @@ final class CommunicatorImpl implements Communicator {
         checkOpen();
         checkSource(peer, tag, "iprobe");
         return java.util.Optional.ofNullable(
-                transport.iprobe(commId, peer == ANY_SOURCE ? TcpTransport.ANY : world(peer), tag == ANY_TAG ? TcpTransport.ANY : tag,
+                transport.iprobe(commId, peer == ANY_SOURCE ? PeerTransport.ANY : world(peer), tag == ANY_TAG ? PeerTransport.ANY : tag,
                         worldToComm));
     }
 
@@ -1400,7 +1400,7 @@ final class CommunicatorImpl implements Communicator {
     }
 
     /** A communicator of world ranks {@code group} (in rank order), seen from world rank {@code me}. */
-    static CommunicatorImpl ofGroup(Session session, TcpTransport transport, long id, int me, int[] group, String[] hostIds) {
+    static CommunicatorImpl ofGroup(Session session, PeerTransport transport, long id, int me, int[] group, String[] hostIds) {
         int myRank = -1;
         String[] labels = new String[group.length];
         for (int i = 0; i < group.length; i++) {

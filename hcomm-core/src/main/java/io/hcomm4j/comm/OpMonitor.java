@@ -3,7 +3,7 @@ package io.hcomm4j.comm;
 import io.hcomm4j.Health;
 import io.hcomm4j.bootstrap.Store;
 import io.hcomm4j.monitor.RankStatus;
-import io.hcomm4j.transport.TcpTransport;
+import io.hcomm4j.transport.PeerTransport;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -27,7 +27,7 @@ final class OpMonitor {
     private static final Logger LOG = LoggerFactory.getLogger(OpMonitor.class);
 
     private final Session session;
-    private final TcpTransport transport;
+    private final PeerTransport transport;
     private final Store store;
     private final String key;
     private final int rank;
@@ -44,7 +44,7 @@ final class OpMonitor {
     private final long pid = ProcessHandle.current().pid();
     private final String host = hostName();
 
-    OpMonitor(Session session, TcpTransport transport, Store store, String namespace, int rank, int worldSize, long stuckNanos) {
+    OpMonitor(Session session, PeerTransport transport, Store store, String namespace, int rank, int worldSize, long stuckNanos) {
         this.session = session;
         this.transport = transport;
         this.store = store;
@@ -125,7 +125,7 @@ final class OpMonitor {
                 }
             }
         }
-        for (TcpTransport.PendingOp op : transport.pendingOps(now, stuckNanos)) {
+        for (PeerTransport.PendingOp op : transport.pendingOps(now, stuckNanos)) {
             any = true;
             if (!op.firstTime()) continue;
             fresh = true;
@@ -180,7 +180,7 @@ final class OpMonitor {
                 ops.add(new RankStatus.Op(c.id(), zw.op(), true, zw.seq(), zw.bytes(), waited / 1_000_000, peers, waited >= stuckNanos));
             }
         }
-        for (TcpTransport.PendingOp op : transport.pendingOps(now, stuckNanos)) {
+        for (PeerTransport.PendingOp op : transport.pendingOps(now, stuckNanos)) {
             ops.add(new RankStatus.Op(op.commId(), op.kind(), false, op.tag(), op.bytes(), op.waited() / 1_000_000,
                     op.peer() >= 0 ? List.of(op.peer()) : List.of(), true));
         }

@@ -11,7 +11,7 @@ import io.hcomm4j.HcommException;
 import io.hcomm4j.SessionProvider;
 import io.hcomm4j.algo.Tuner;
 import io.hcomm4j.transport.HostIdentity;
-import io.hcomm4j.transport.TcpTransport;
+import io.hcomm4j.transport.PeerTransport;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -35,7 +35,7 @@ public final class Session implements SessionProvider.SessionHandle {
     private final CommConfig config;
     private final Bootstrap.Joined joined;
     private final String namespace;
-    private final TcpTransport transport;
+    private final PeerTransport transport;
     private final CommunicatorImpl world;
     private final List<AutoCloseable> children = new CopyOnWriteArrayList<>();
     private final ScratchPool scratch = new ScratchPool();
@@ -63,7 +63,7 @@ public final class Session implements SessionProvider.SessionHandle {
     /** Whether each world rank takes part in zero-copy collectives (shared memory and HCOMM_ZERO_COPY on). */
     private final boolean[] zeroCopyRanks;
 
-    private Session(CommConfig config, Bootstrap.Joined joined, String namespace, TcpTransport transport, MemoryPool memory,
+    private Session(CommConfig config, Bootstrap.Joined joined, String namespace, PeerTransport transport, MemoryPool memory,
                     Events events, InetSocketAddress[] book, boolean[] sameHost, String[] hostIds, String hostId,
                     long worldId, int[] worldGroup, boolean[] zeroCopyRanks) {
         this.book = book;
@@ -94,7 +94,7 @@ public final class Session implements SessionProvider.SessionHandle {
      * The transport's events, forwarded to the session once it exists: failures go to every communicator the failed rank
      * belongs to, abort notices to their communicator, status requests and ticks to the {@link OpMonitor}.
      */
-    private static final class Events implements TcpTransport.Events {
+    private static final class Events implements PeerTransport.Events {
         volatile Session session;
 
         @Override
@@ -189,8 +189,8 @@ public final class Session implements SessionProvider.SessionHandle {
     }
 
     /** The transport's settings from {@code config}: the same for a rank at init and for a replacement joining. */
-    private static TcpTransport.Options transportOptions(CommConfig config) {
-        return new TcpTransport.Options(config.timeout(), config.initTimeout(), config.spinTime(), config.eagerLimit(),
+    private static PeerTransport.Options transportOptions(CommConfig config) {
+        return new PeerTransport.Options(config.timeout(), config.initTimeout(), config.spinTime(), config.eagerLimit(),
                 config.unexpectedLimit(), config.heartbeatTimeout(), config.heartbeatInterval(), config.retryMax(),
                 config.retryInterval());
     }
@@ -203,7 +203,7 @@ public final class Session implements SessionProvider.SessionHandle {
     public static Session open(CommConfig config) {
         long start = System.nanoTime();
         Bootstrap.Joined j = Bootstrap.join(config);
-        TcpTransport t = null;
+        PeerTransport t = null;
         MemoryPool pool = null;
         try {
             // first, so that files a killed job left in the directory are gone before this session creates any
@@ -221,8 +221,8 @@ public final class Session implements SessionProvider.SessionHandle {
                 store.set(ns + "token", ByteBuffer.allocate(8).putLong(RANDOM.nextLong()).array());
             }
             long token = ByteBuffer.wrap(store.get(ns + "token", initTimeout)).getLong();
-            TcpTransport.Options options = transportOptions(config);
-            t = TcpTransport.open(rank, size, j.dataAddress(), Auth.of(config.secret().orElse(null)), token, options);
+            PeerTransport.Options options = transportOptions(config);
+            t = PeerTransport.open(rank, size, j.dataAddress(), Auth.of(config.secret().orElse(null)), token, options);
             InetSocketAddress me = t.listenAddress();
             String host = config.hostId().orElseGet(() -> HostIdentity.of(shmDir));
             // the fourth field says whether this rank takes part in zero-copy collectives: every rank must agree on it
@@ -270,7 +270,7 @@ public final class Session implements SessionProvider.SessionHandle {
                         + "(host id here " + host + "; see HCOMM_HOST_ID); use HCOMM_TRANSPORT=auto or tcp");
             }
             if (config.transport() != CommConfig.Transport.TCP) {
-                t.enableShm(new TcpTransport.ShmOptions(shmDir, (int) config.shmRingSize(), p -> sameHost[p], pool));
+                t.enableShm(new PeerTransport.ShmOptions(shmDir, (int) config.shmRingSize(), p -> sameHost[p], pool));
             }
             Events events = new Events();
             t.setEvents(events);
@@ -297,7 +297,7 @@ public final class Session implements SessionProvider.SessionHandle {
     public static Session join(CommConfig config) {
         long start = System.nanoTime();
         Bootstrap.Joined j = Bootstrap.joinAsReplacement(config);
-        TcpTransport t = null;
+        PeerTransport t = null;
         MemoryPool pool = null;
         try {
             Path shmDir = Path.of(config.shmDir());
@@ -321,8 +321,8 @@ public final class Session implements SessionProvider.SessionHandle {
             int me = plan.joinerIndex(ticket);
             int slot = plan.slots()[me];
             // the replacement's links are reliable like everyone's (a link is only if both sides say so in the hello)
-            TcpTransport.Options options = transportOptions(config);
-            t = TcpTransport.open(slot, size, j.dataAddress(), Auth.of(config.secret().orElse(null)), token, options);
+            PeerTransport.Options options = transportOptions(config);
+            t = PeerTransport.open(slot, size, j.dataAddress(), Auth.of(config.secret().orElse(null)), token, options);
             t.incarnation(slot, plan.incarnations()[me]);
             for (int p = 0; p < size; p++) {
                 if (p == slot) continue;
@@ -344,7 +344,7 @@ public final class Session implements SessionProvider.SessionHandle {
             Events events = new Events();
             t.setEvents(events);
             if (config.transport() != CommConfig.Transport.TCP) {
-                t.enableShm(new TcpTransport.ShmOptions(shmDir, (int) config.shmRingSize(), p -> sameHost[p], pool));
+                t.enableShm(new PeerTransport.ShmOptions(shmDir, (int) config.shmRingSize(), p -> sameHost[p], pool));
             }
             for (int p : plan.members()) {
                 // the other joiners' addresses are new: read them once they are published

@@ -6,7 +6,7 @@ import io.hcomm4j.Status;
 import io.hcomm4j.algo.CollectiveLinks;
 import io.hcomm4j.transport.FingerprintMismatchException;
 import io.hcomm4j.transport.Request;
-import io.hcomm4j.transport.TcpTransport;
+import io.hcomm4j.transport.PeerTransport;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -30,7 +30,7 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
     /** Ends the notice receive of an op that finished; made once: an exception per op would cost its stack trace. */
     private static final io.hcomm4j.CommAbortedException OP_DONE = new io.hcomm4j.CommAbortedException("collective done");
 
-    private final TcpTransport transport;
+    private final PeerTransport transport;
     private final long channel;
     private final long noticeChannel;
     private final int tag;
@@ -56,12 +56,12 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
     private volatile RuntimeException aborted;
     private List<MemorySegment> scratch;
 
-    TransportLinks(TcpTransport transport, long channel, long noticeChannel, long seq, int rank, int size, int[] group,
+    TransportLinks(PeerTransport transport, long channel, long noticeChannel, long seq, int rank, int size, int[] group,
                    String op, int fingerprint, ScratchPool pool) {
         this(transport, channel, noticeChannel, seq, rank, size, group, op, fingerprint, pool, -1);
     }
 
-    TransportLinks(TcpTransport transport, long channel, long noticeChannel, long seq, int rank, int size, int[] group,
+    TransportLinks(PeerTransport transport, long channel, long noticeChannel, long seq, int rank, int size, int[] group,
                    String op, int fingerprint, ScratchPool pool, long bytes) {
         this.transport = transport;
         this.commId = channel & ~(3L << 62);
@@ -82,7 +82,7 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
                 abort(m);
                 tellOthersOf(m);
             });
-            this.notice = transport.recv(noticeChannel, TcpTransport.ANY, tag, MemorySegment.ofArray(noticeBytes));
+            this.notice = transport.recv(noticeChannel, PeerTransport.ANY, tag, MemorySegment.ofArray(noticeBytes));
             notice.whenComplete((st, err) -> {
                 if (err == null) abort(new CollectiveMismatchException(new String(noticeBytes, 0, (int) st.bytes(), StandardCharsets.UTF_8)));
             });

@@ -12,7 +12,7 @@ import io.hcomm4j.memory.Buffer;
 import io.hcomm4j.memory.MemoryPool;
 import io.hcomm4j.memory.SharedFiles;
 import io.hcomm4j.transport.SharedWait;
-import io.hcomm4j.transport.TcpTransport;
+import io.hcomm4j.transport.PeerTransport;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -61,7 +61,7 @@ import org.slf4j.LoggerFactory;
  * reading this rank's last descriptor never sees it overwritten: the one after next can only be written once every
  * rank has published the next one, which it does after reading.
  *
- * <p><b>Waiting</b> goes through the transport's progress engine ({@link TcpTransport#await(SharedWait, long)}):
+ * <p><b>Waiting</b> goes through the transport's progress engine ({@link PeerTransport#await(SharedWait, long)}):
  * spin, then block in the selector with the sleeping flag set; a rank that changes a word others wait for fences
  * and rings the doorbell of every peer whose flag it finds set. The wait ends early when a peer's connection fails
  * ({@link PeerFailedException}), when the session closes, or at {@code HCOMM_TIMEOUT}. Every collective of the
@@ -114,7 +114,7 @@ final class ZeroCopyEngine implements AutoCloseable {
     private static final int ARRIVE = 1;
     private static final int DONE_PHASE = 2;
 
-    private final TcpTransport transport;
+    private final PeerTransport transport;
     private final MemoryPool pool;
     private final Store store;
     private final String storeKey;
@@ -207,7 +207,7 @@ final class ZeroCopyEngine implements AutoCloseable {
     volatile long zeroCopyOps;
     volatile long fallbackOps;
 
-    private ZeroCopyEngine(TcpTransport transport, MemoryPool pool, Store store, String storeKey,
+    private ZeroCopyEngine(PeerTransport transport, MemoryPool pool, Store store, String storeKey,
                            Path dir, Duration timeout, Duration attachTimeout, int rank, int n, int[] world, long commId) {
         this.transport = transport;
         this.pool = pool;
@@ -237,7 +237,7 @@ final class ZeroCopyEngine implements AutoCloseable {
      * The engine of a communicator, or null if it cannot have one. Rank 0 creates the control mapping now and
      * publishes its name under {@code storeKey}; if it cannot, it publishes that, and every rank's engine stays off.
      */
-    static ZeroCopyEngine create(TcpTransport transport, MemoryPool pool, Store store, String storeKey,
+    static ZeroCopyEngine create(PeerTransport transport, MemoryPool pool, Store store, String storeKey,
                                  Duration timeout, Duration attachTimeout, int rank, int n, int[] world, long commId) {
         Path dir = transport.shmDir();
         if (dir == null || n < 2) return null;

@@ -33,11 +33,18 @@ interface Conduit {
      * peer; {@code CLOSE}: a plain close, the peer reads the end of the stream; {@code SHUTDOWN}: both directions shut
      * down, the socket stays open). For shared memory this is done to the pair's doorbell socket.
      */
-    void abort(TcpTransport.Drop how) throws IOException;
+    void abort(Conduit.Drop how) throws IOException;
 
     /** Closes the pipe; later reads and writes fail. Idempotent. */
     void close() throws IOException;
 
     /** {@code "tcp"} or {@code "shm"}: what carries the bytes (diagnostics, tests). */
     String kind();
+
+    /**
+     * How a test breaks a connection ({@link PeerTransport#drop}, {@link PeerTransport#dropAfter}): {@code RESET} closes with an RST (SO_LINGER 0),
+     * {@code CLOSE} closes (the peer reads the end of the stream without a BYE, as when a process dies), {@code SHUTDOWN}
+     * shuts both directions down.
+     */
+    enum Drop { RESET, CLOSE, SHUTDOWN }
 }

@@ -4,12 +4,12 @@ import io.hcomm4j.Status;
 
 /** A blocking probe: completes with the status of the first matching message that can be received, without receiving it. */
 public final class ProbeRequest extends Request<Status> {
-    /** Source world rank, or {@link TcpTransport#ANY}. */
+    /** Source world rank, or {@link PeerTransport#ANY}. */
     final int src;
     /** World rank → communicator rank for the Status, or null when they are the same. */
     final int[] sourceMap;
 
-    ProbeRequest(TcpTransport transport, long commId, int src, int tag, int[] sourceMap) {
+    ProbeRequest(PeerTransport transport, long commId, int src, int tag, int[] sourceMap) {
         super(transport, commId, tag, null);
         this.src = src;
         this.sourceMap = sourceMap;
@@ -20,7 +20,7 @@ public final class ProbeRequest extends Request<Status> {
     }
 
     boolean matches(int msgSrc, int msgTag) {
-        return TcpTransport.matches(src, tag, msgSrc, msgTag);
+        return Matching.matches(src, tag, msgSrc, msgTag);
     }
 
     @Override
@@ -30,8 +30,8 @@ public final class ProbeRequest extends Request<Status> {
 
     @Override
     String describe() {
-        return "probe for a message from " + (src == TcpTransport.ANY ? "any rank" : "rank " + src)
-                + " (tag " + (tag == TcpTransport.ANY ? "any" : String.valueOf(tag)) + ")";
+        return "probe for a message from " + (src == PeerTransport.ANY ? "any rank" : "rank " + src)
+                + " (tag " + (tag == PeerTransport.ANY ? "any" : String.valueOf(tag)) + ")";
     }
 
     @Override

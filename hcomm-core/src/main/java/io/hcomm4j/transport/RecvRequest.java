@@ -5,7 +5,7 @@ import java.lang.foreign.MemorySegment;
 
 /** A posted receive: waits in its communicator's match table until a message matches, then takes its bytes. */
 public final class RecvRequest extends Request<Status> {
-    /** Source world rank, or {@link TcpTransport#ANY}. */
+    /** Source world rank, or {@link PeerTransport#ANY}. */
     final int src;
     /** World rank → communicator rank for the Status, or null when they are the same. */
     final int[] sourceMap;
@@ -18,7 +18,7 @@ public final class RecvRequest extends Request<Status> {
     final boolean checkFlags;
     final int expectFlags;
 
-    RecvRequest(TcpTransport transport, long commId, int src, int tag, MemorySegment buf, int[] sourceMap,
+    RecvRequest(PeerTransport transport, long commId, int src, int tag, MemorySegment buf, int[] sourceMap,
                 boolean checkFlags, int expectFlags) {
         super(transport, commId, tag, buf);
         this.src = src;
@@ -33,7 +33,7 @@ public final class RecvRequest extends Request<Status> {
     }
 
     boolean matches(int msgSrc, int msgTag) {
-        return TcpTransport.matches(src, tag, msgSrc, msgTag);
+        return Matching.matches(src, tag, msgSrc, msgTag);
     }
 
     void succeedMatched() {
@@ -47,8 +47,8 @@ public final class RecvRequest extends Request<Status> {
 
     @Override
     String describe() {
-        return "recv from " + (src == TcpTransport.ANY ? "any rank" : "rank " + src)
-                + " (tag " + (tag == TcpTransport.ANY ? "any" : String.valueOf(tag)) + ", buffer " + buf.byteSize() + " bytes)";
+        return "recv from " + (src == PeerTransport.ANY ? "any rank" : "rank " + src)
+                + " (tag " + (tag == PeerTransport.ANY ? "any" : String.valueOf(tag)) + ", buffer " + buf.byteSize() + " bytes)";
     }
 
     @Override

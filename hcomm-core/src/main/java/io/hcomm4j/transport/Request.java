@@ -10,7 +10,7 @@ import java.util.concurrent.locks.LockSupport;
  * volatile flag first (what waiters poll) and wakes a parked waiter, then completes the future.
  */
 public abstract sealed class Request<T> extends CommFuture<T> permits SendRequest, RecvRequest, ProbeRequest {
-    final TcpTransport transport;
+    final PeerTransport transport;
     final long commId;
     final int tag;
     final MemorySegment buf;
@@ -31,7 +31,7 @@ public abstract sealed class Request<T> extends CommFuture<T> permits SendReques
     long seenAt;
     boolean reported;
 
-    Request(TcpTransport transport, long commId, int tag, MemorySegment buf) {
+    Request(PeerTransport transport, long commId, int tag, MemorySegment buf) {
         this.transport = transport;
         this.commId = commId;
         this.tag = tag;

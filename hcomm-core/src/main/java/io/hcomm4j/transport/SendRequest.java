@@ -12,7 +12,7 @@ public final class SendRequest extends Request<Void> {
     /** World rank → communicator rank, or null when they are the same (for the ranks a failure names). */
     private final int[] rankMap;
 
-    SendRequest(TcpTransport transport, long commId, int dst, int tag, MemorySegment buf, int flags, int[] rankMap) {
+    SendRequest(PeerTransport transport, long commId, int dst, int tag, MemorySegment buf, int flags, int[] rankMap) {
         super(transport, commId, tag, buf);
         this.dst = dst;
         this.size = buf.byteSize();

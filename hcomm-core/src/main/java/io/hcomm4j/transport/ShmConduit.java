@@ -234,7 +234,7 @@ final class ShmConduit implements Conduit {
     }
 
     @Override
-    public void abort(TcpTransport.Drop how) throws IOException {
+    public void abort(Conduit.Drop how) throws IOException {
         SocketConduit.abort(socket, how);
     }
 

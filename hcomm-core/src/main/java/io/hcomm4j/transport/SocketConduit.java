@@ -53,12 +53,12 @@ final class SocketConduit implements Conduit {
     }
 
     @Override
-    public void abort(TcpTransport.Drop how) throws IOException {
+    public void abort(Conduit.Drop how) throws IOException {
         abort(ch, how);
     }
 
     /** Breaks {@code ch} as {@code how} says (see {@link Conduit#abort}). */
-    static void abort(SocketChannel ch, TcpTransport.Drop how) throws IOException {
+    static void abort(SocketChannel ch, Conduit.Drop how) throws IOException {
         switch (how) {
             case RESET -> {
                 ch.setOption(StandardSocketOptions.SO_LINGER, 0); // close sends an RST instead of a FIN

@@ -29,7 +29,7 @@ final class Watchdog implements AutoCloseable {
     /** Polls that did not advance for this long mean nobody reads the connections: not the peers' fault. */
     private static final long POLLER_STALL = 500_000_000L;
 
-    private final TcpTransport t;
+    private final PeerTransport t;
     private final Thread thread;
     private final long tick;
     private final long threshold;
@@ -45,7 +45,7 @@ final class Watchdog implements AutoCloseable {
     private final long[] rxSeen;
     private final long[] heardAt;
 
-    Watchdog(TcpTransport t) {
+    Watchdog(PeerTransport t) {
         this.t = t;
         int n = t.size;
         this.watched = new boolean[n];
@@ -104,7 +104,7 @@ final class Watchdog implements AutoCloseable {
                 }
                 t.events().tick(now);
             } catch (RuntimeException e) {
-                t.log().warn("rank {}: watchdog: unexpected failure", t.rank, e);
+                PeerTransport.LOG.warn("rank {}: watchdog: unexpected failure", t.rank, e);
             }
         }
     }
@@ -125,7 +125,7 @@ final class Watchdog implements AutoCloseable {
             }
             heardAt[p] = Math.min(now, heardAt[p] + credit);
             long silent = now - heardAt[p];
-            if (silent >= (l.reliable ? suspect : threshold)) t.onSilent(l, silent);
+            if (silent >= (l.reliable ? suspect : threshold)) t.failures.onSilent(l, silent);
         }
     }
 

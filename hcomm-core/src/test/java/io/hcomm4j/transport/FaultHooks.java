@@ -13,21 +13,21 @@ public final class FaultHooks {
     }
 
     /** The transport of {@code h} (through the session's private fields: tests only). */
-    public static TcpTransport transport(Hcomm h) {
+    public static PeerTransport transport(Hcomm h) {
         try {
             Field sf = Hcomm.class.getDeclaredField("session");
             sf.setAccessible(true);
             Object session = sf.get(h);
             Field tf = session.getClass().getDeclaredField("transport");
             tf.setAccessible(true);
-            return (TcpTransport) tf.get(session);
+            return (PeerTransport) tf.get(session);
         } catch (ReflectiveOperationException e) {
             throw new IllegalStateException("cannot reach the transport of a session", e);
         }
     }
 
-    private static TcpTransport.Drop how(String how) {
-        return TcpTransport.Drop.valueOf(how.toUpperCase(Locale.ROOT));
+    private static Conduit.Drop how(String how) {
+        return Conduit.Drop.valueOf(how.toUpperCase(Locale.ROOT));
     }
 
     /** Breaks the connection to {@code peer} now ({@code reset}, {@code close} or {@code shutdown}); false if not connected. */
@@ -42,7 +42,7 @@ public final class FaultHooks {
 
     /** Disarms every {@link #dropAfter} not triggered yet. */
     public static void disarm(Hcomm h) {
-        for (PeerLink l : transport(h).links()) l.dropAtRx = Long.MAX_VALUE;
+        for (PeerLink l : transport(h).links()) l.reader.disarmDrop();
     }
 
     /** Test hook: cuts (or restores) this rank's network for reconnects (attempts find no route, incoming ones are turned down). */
@@ -52,8 +52,8 @@ public final class FaultHooks {
 
     /** "reconnects=R resent=F duplicates=D": this rank's recovery counters. */
     public static String counters(Hcomm h) {
-        TcpTransport t = transport(h);
-        return "reconnects=" + t.reconnects() + " resent=" + t.framesResent.get() + " resentBytes=" + t.bytesResent.get()
-                + " duplicates=" + t.duplicatesDropped.get();
+        PeerTransport t = transport(h);
+        return "reconnects=" + t.reconnects() + " resent=" + t.host.framesResent.get() + " resentBytes=" + t.host.bytesResent.get()
+                + " duplicates=" + t.host.duplicatesDropped.get();
     }
 }

@@ -32,17 +32,17 @@ import org.junit.jupiter.params.provider.ValueSource;
 class ReconnectTransportTest {
     private static final long TIMEOUT = 60_000_000_000L;
 
-    static TcpTransport[] job(int n, Path shmDir, int retryMax, Duration retryInterval) throws Exception {
-        TcpTransport[] ts = new TcpTransport[n];
+    static PeerTransport[] job(int n, Path shmDir, int retryMax, Duration retryInterval) throws Exception {
+        PeerTransport[] ts = new PeerTransport[n];
         InetSocketAddress[] book = new InetSocketAddress[n];
-        var opts = new TcpTransport.Options(Duration.ofSeconds(60), Duration.ofSeconds(10), Duration.ofNanos(50_000), 64 * 1024,
+        var opts = new PeerTransport.Options(Duration.ofSeconds(60), Duration.ofSeconds(10), Duration.ofNanos(50_000), 64 * 1024,
                 64 << 20, Duration.ofSeconds(10), Duration.ofMillis(2500)).withRetry(retryMax, retryInterval);
         for (int i = 0; i < n; i++) {
-            ts[i] = TcpTransport.open(i, n, InetAddress.getLoopbackAddress(), Auth.of("s"), 42, opts);
+            ts[i] = PeerTransport.open(i, n, InetAddress.getLoopbackAddress(), Auth.of("s"), 42, opts);
             book[i] = ts[i].listenAddress();
         }
-        for (TcpTransport t : ts) {
-            if (shmDir != null) t.enableShm(new TcpTransport.ShmOptions(shmDir, 1 << 20, p -> true, null));
+        for (PeerTransport t : ts) {
+            if (shmDir != null) t.enableShm(new PeerTransport.ShmOptions(shmDir, 1 << 20, p -> true, null));
             t.start(p -> book[p]);
         }
         return ts;
@@ -65,19 +65,19 @@ class ReconnectTransportTest {
     @ParameterizedTest
     @ValueSource(strings = {"tcp"})
     void a64MiBMessageSurvivesDropsHalfWay(String kind) throws Exception {
-        TcpTransport[] ts = job(2, shm(kind), 5, Duration.ofMillis(100));
+        PeerTransport[] ts = job(2, shm(kind), 5, Duration.ofMillis(100));
         try (Arena arena = Arena.ofShared()) {
             long size = 64L << 20;
             MemorySegment src = arena.allocate(size), dst = arena.allocate(size);
             int round = 0;
-            for (TcpTransport.Drop how : TcpTransport.Drop.values()) {
+            for (Conduit.Drop how : Conduit.Drop.values()) {
                 for (int receiverDrops = 0; receiverDrops < 2; receiverDrops++) {
                     round++;
                     fill(src, round);
                     dst.fill((byte) 0);
                     var r = ts[1].recv(0, 0, round, dst);
                     // the receiver drops after it read 24 MiB of the message; or the sender drops a few ms into it
-                    TcpTransport dropper = receiverDrops == 1 ? ts[1] : ts[0];
+                    PeerTransport dropper = receiverDrops == 1 ? ts[1] : ts[0];
                     if (receiverDrops == 1) dropper.dropAfter(0, 24L << 20, how);
                     var w = ts[0].send(0, 1, round, src);
                     if (receiverDrops == 0) {
@@ -94,13 +94,13 @@ class ReconnectTransportTest {
                 }
             }
             assertThat(ts[1].reconnects()).as("reconnects").isGreaterThanOrEqualTo(3);
-            assertThat(ts[0].duplicatesDropped.get() + ts[1].duplicatesDropped.get()).isZero();
+            assertThat(ts[0].host.duplicatesDropped.get() + ts[1].host.duplicatesDropped.get()).isZero();
             assertThat(ts[0].transportTo(1)).isEqualTo(kind);
             System.out.printf("ReconnectTransportTest %s 64 MiB: reconnects %d/%d, frames sent again %d/%d (%d/%d bytes)%n", kind,
-                    ts[0].reconnects(), ts[1].reconnects(), ts[0].framesResent.get(), ts[1].framesResent.get(),
-                    ts[0].bytesResent.get(), ts[1].bytesResent.get());
+                    ts[0].reconnects(), ts[1].reconnects(), ts[0].host.framesResent.get(), ts[1].host.framesResent.get(),
+                    ts[0].host.bytesResent.get(), ts[1].host.bytesResent.get());
         } finally {
-            for (TcpTransport t : ts) t.close();
+            for (PeerTransport t : ts) t.close();
         }
     }
 
@@ -112,7 +112,7 @@ class ReconnectTransportTest {
     @ParameterizedTest
     @ValueSource(strings = {"tcp"})
     void streamsSurviveADropEvery5ms(String kind) throws Exception {
-        TcpTransport[] ts = job(2, shm(kind), 20, Duration.ofMillis(20));
+        PeerTransport[] ts = job(2, shm(kind), 20, Duration.ofMillis(20));
         int count = 2000;
         AtomicBoolean done = new AtomicBoolean();
         AtomicInteger drops = new AtomicInteger();
@@ -121,7 +121,7 @@ class ReconnectTransportTest {
             // connect first
             exchange(ts, 0, 1, 0, 16);
             Thread dropper = Thread.ofPlatform().name("dropper").start(() -> {
-                TcpTransport.Drop[] hows = TcpTransport.Drop.values();
+                Conduit.Drop[] hows = Conduit.Drop.values();
                 while (!done.get()) {
                     try {
                         Thread.sleep(5);
@@ -145,18 +145,18 @@ class ReconnectTransportTest {
             for (Thread t : streams) assertThat(t.isAlive()).as(t.getName() + " finished").isFalse();
             // nothing more arrives: no message twice
             Thread.sleep(100);
-            assertThat(ts[0].iprobe(0, TcpTransport.ANY, TcpTransport.ANY, null)).isNull();
-            assertThat(ts[1].iprobe(0, TcpTransport.ANY, TcpTransport.ANY, null)).isNull();
+            assertThat(ts[0].iprobe(0, PeerTransport.ANY, PeerTransport.ANY, null)).isNull();
+            assertThat(ts[1].iprobe(0, PeerTransport.ANY, PeerTransport.ANY, null)).isNull();
             assertThat(drops.get()).as("drops").isGreaterThanOrEqualTo(10);
             assertThat(ts[0].reconnects() + ts[1].reconnects()).isGreaterThanOrEqualTo(drops.get());
-            assertThat(ts[0].duplicatesDropped.get() + ts[1].duplicatesDropped.get()).isZero();
+            assertThat(ts[0].host.duplicatesDropped.get() + ts[1].host.duplicatesDropped.get()).isZero();
             assertThat(ts[0].failedRanks()).isEmpty();
             assertThat(ts[1].failedRanks()).isEmpty();
             System.out.printf("ReconnectTransportTest %s streams: %d drops, reconnects %d/%d, frames sent again %d/%d%n", kind, drops.get(),
-                    ts[0].reconnects(), ts[1].reconnects(), ts[0].framesResent.get(), ts[1].framesResent.get());
+                    ts[0].reconnects(), ts[1].reconnects(), ts[0].host.framesResent.get(), ts[1].host.framesResent.get());
         } finally {
             done.set(true);
-            for (TcpTransport t : ts) t.close();
+            for (PeerTransport t : ts) t.close();
         }
     }
 
@@ -181,7 +181,7 @@ class ReconnectTransportTest {
         };
     }
 
-    private static void sendStream(TcpTransport t, int to, int count) throws Exception {
+    private static void sendStream(PeerTransport t, int to, int count) throws Exception {
         List<SendRequest> inFlight = new ArrayList<>();
         try (Arena arena = Arena.ofShared()) {
             for (int i = 0; i < count; i++) {
@@ -197,12 +197,12 @@ class ReconnectTransportTest {
         }
     }
 
-    private static void recvStream(TcpTransport t, int from, int count) throws Exception {
+    private static void recvStream(PeerTransport t, int from, int count) throws Exception {
         try (Arena arena = Arena.ofShared()) {
             MemorySegment buf = arena.allocate(256 * 1024);
             MemorySegment expect = arena.allocate(256 * 1024);
             for (int i = 0; i < count; i++) {
-                var r = t.recv(7, from, TcpTransport.ANY, buf);
+                var r = t.recv(7, from, PeerTransport.ANY, buf);
                 await(r);
                 Status st = r.join();
                 assertThat(st.tag()).as("message %d from rank %d comes in order", i, from).isEqualTo(i);
@@ -214,7 +214,7 @@ class ReconnectTransportTest {
         }
     }
 
-    private static void exchange(TcpTransport[] ts, int a, int b, int tag, int bytes) {
+    private static void exchange(PeerTransport[] ts, int a, int b, int tag, int bytes) {
         try (Arena arena = Arena.ofShared()) {
             MemorySegment x = arena.allocate(bytes), y = arena.allocate(bytes);
             var r = ts[b].recv(0, a, tag, y);
@@ -226,14 +226,14 @@ class ReconnectTransportTest {
     @Test
     void retriesThatRunOutFailThePeerWithinTheirBudget() throws Exception {
         // 3 attempts in windows of 100, 200 and 400 ms: given up 0.7 s after the drop
-        TcpTransport[] ts = job(2, null, 3, Duration.ofMillis(100));
+        PeerTransport[] ts = job(2, null, 3, Duration.ofMillis(100));
         try (Arena arena = Arena.ofShared()) {
             exchange(ts, 0, 1, 0, 16);
             ts[0].unreachable = true;
             ts[1].unreachable = true;
             var r = ts[0].recv(0, 1, 5, arena.allocate(8));
             long t0 = System.nanoTime();
-            assertThat(ts[0].drop(1, TcpTransport.Drop.RESET)).isTrue();
+            assertThat(ts[0].drop(1, Conduit.Drop.RESET)).isTrue();
             assertThatThrownBy(() -> r.await(Duration.ofSeconds(30))).isInstanceOf(PeerFailedException.class)
                     .hasMessageContaining("3 attempts to reconnect");
             long ms = (System.nanoTime() - t0) / 1_000_000;
@@ -245,38 +245,38 @@ class ReconnectTransportTest {
             while (ts[1].failedRanks().isEmpty() && System.nanoTime() < deadline) Thread.sleep(10);
             assertThat(ts[1].failedRanks()).containsExactly(0);
         } finally {
-            for (TcpTransport t : ts) t.close();
+            for (PeerTransport t : ts) t.close();
         }
     }
 
     @Test
     void aDroppedSharedMemoryConnectionFailsThePeerEvenWithRetries() throws Exception {
-        TcpTransport[] ts = job(2, Path.of("/dev/shm"), 5, Duration.ofMillis(100));
+        PeerTransport[] ts = job(2, Path.of("/dev/shm"), 5, Duration.ofMillis(100));
         try (Arena arena = Arena.ofShared()) {
             exchange(ts, 0, 1, 0, 16);
             assertThat(ts[0].transportTo(1)).isEqualTo("shm");
             var r = ts[0].recv(0, 1, 5, arena.allocate(8));
             var r1 = ts[1].recv(0, 0, 5, arena.allocate(8));
-            assertThat(ts[0].drop(1, TcpTransport.Drop.RESET)).isTrue();
+            assertThat(ts[0].drop(1, Conduit.Drop.RESET)).isTrue();
             assertThatThrownBy(() -> r.await(Duration.ofSeconds(30))).isInstanceOf(PeerFailedException.class);
             assertThatThrownBy(() -> r1.await(Duration.ofSeconds(30))).isInstanceOf(PeerFailedException.class);
             assertThat(ts[0].reconnects() + ts[1].reconnects()).isZero();
         } finally {
-            for (TcpTransport t : ts) t.close();
+            for (PeerTransport t : ts) t.close();
         }
     }
 
     @Test
     void withoutRetriesADropFailsThePeer() throws Exception {
-        TcpTransport[] ts = job(2, null, 0, Duration.ofMillis(100));
+        PeerTransport[] ts = job(2, null, 0, Duration.ofMillis(100));
         try (Arena arena = Arena.ofShared()) {
             exchange(ts, 0, 1, 0, 16);
             var r = ts[0].recv(0, 1, 5, arena.allocate(8));
-            assertThat(ts[0].drop(1, TcpTransport.Drop.RESET)).isTrue();
+            assertThat(ts[0].drop(1, Conduit.Drop.RESET)).isTrue();
             assertThatThrownBy(() -> r.await(Duration.ofSeconds(30))).isInstanceOf(PeerFailedException.class);
             assertThat(ts[0].reconnects()).isZero();
         } finally {
-            for (TcpTransport t : ts) t.close();
+            for (PeerTransport t : ts) t.close();
         }
     }
 }

@@ -28,29 +28,29 @@ import org.junit.jupiter.api.Test;
 class ShmOneCopyTest {
     private Path dir;
     private MemoryPool[] pools;
-    private TcpTransport[] ts;
+    private PeerTransport[] ts;
 
     @BeforeEach
     void start() throws Exception {
         dir = Files.createDirectory(Path.of("/dev/shm", "hcomm-onecopy-test-" + ProcessHandle.current().pid() + "-" + System.nanoTime()));
         pools = new MemoryPool[2];
-        ts = new TcpTransport[2];
+        ts = new PeerTransport[2];
         InetSocketAddress[] book = new InetSocketAddress[2];
-        var opts = new TcpTransport.Options(Duration.ofSeconds(20), Duration.ofSeconds(10), Duration.ofNanos(50_000), 64 * 1024, 64 << 20);
+        var opts = new PeerTransport.Options(Duration.ofSeconds(20), Duration.ofSeconds(10), Duration.ofNanos(50_000), 64 * 1024, 64 << 20);
         for (int i = 0; i < 2; i++) {
             pools[i] = MemoryPool.open(new MemoryPool.Options(dir, 1L << 30, false));
-            ts[i] = TcpTransport.open(i, 2, InetAddress.getLoopbackAddress(), Auth.of("s"), 42, opts);
+            ts[i] = PeerTransport.open(i, 2, InetAddress.getLoopbackAddress(), Auth.of("s"), 42, opts);
             book[i] = ts[i].listenAddress();
         }
         for (int i = 0; i < 2; i++) {
-            ts[i].enableShm(new TcpTransport.ShmOptions(dir, 64 * 1024, p -> true, pools[i]));
+            ts[i].enableShm(new PeerTransport.ShmOptions(dir, 64 * 1024, p -> true, pools[i]));
             ts[i].start(p -> book[p]);
         }
     }
 
     @AfterEach
     void stop() throws Exception {
-        for (TcpTransport t : ts) t.close();
+        for (PeerTransport t : ts) t.close();
         for (MemoryPool p : pools) p.close();
         try (Stream<Path> s = Files.list(dir)) {
             assertThat(s.toList()).as("files left in the shm dir").isEmpty();
@@ -80,13 +80,13 @@ class ShmOneCopyTest {
                         MemorySegment src = buf.segment().asSlice(3, size);
                         fill(src, size);
                         MemorySegment dst = heapDest ? MemorySegment.ofArray(new byte[(int) size + 5]) : arena.allocate(size + 5);
-                        long before = ts[0].oneCopySends.get();
+                        long before = ts[0].rendezvous.oneCopySends.get();
                         var r = ts[1].recv(0, 0, 7, dst);
                         ts[0].send(0, 1, 7, src).await();
                         Status st = r.await();
                         assertThat(st.bytes()).isEqualTo(size);
                         check(dst, size, size);
-                        assertThat(ts[0].oneCopySends.get()).as("sent in place").isEqualTo(before + 1);
+                        assertThat(ts[0].rendezvous.oneCopySends.get()).as("sent in place").isEqualTo(before + 1);
                     }
                 }
             }
@@ -94,12 +94,12 @@ class ShmOneCopyTest {
             for (MemorySegment src : new MemorySegment[] {arena.allocate((3 << 20) + 11), MemorySegment.ofArray(new byte[(3 << 20) + 13])}) {
                 fill(src, 5);
                 MemorySegment dst = arena.allocate(src.byteSize());
-                long before = ts[0].oneCopySends.get();
+                long before = ts[0].rendezvous.oneCopySends.get();
                 var r = ts[1].recv(0, 0, 8, dst);
                 ts[0].send(0, 1, 8, src).await();
                 assertThat(r.await().bytes()).isEqualTo(src.byteSize());
                 check(dst, src.byteSize(), 5);
-                assertThat(ts[0].oneCopySends.get()).isEqualTo(before);
+                assertThat(ts[0].rendezvous.oneCopySends.get()).isEqualTo(before);
             }
         }
         assertThat(ts[0].transportTo(1)).isEqualTo("shm");

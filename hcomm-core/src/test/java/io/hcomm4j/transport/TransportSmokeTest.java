@@ -13,21 +13,21 @@ import java.time.Duration;
 import org.junit.jupiter.api.Test;
 
 class TransportSmokeTest {
-    static TcpTransport[] job(int n) throws Exception {
+    static PeerTransport[] job(int n) throws Exception {
         return job(n, null);
     }
 
     /** {@code shmDir} non-null: every pair talks through shared-memory rings in it. */
-    static TcpTransport[] job(int n, java.nio.file.Path shmDir) throws Exception {
-        TcpTransport[] ts = new TcpTransport[n];
+    static PeerTransport[] job(int n, java.nio.file.Path shmDir) throws Exception {
+        PeerTransport[] ts = new PeerTransport[n];
         InetSocketAddress[] book = new InetSocketAddress[n];
-        var opts = new TcpTransport.Options(Duration.ofSeconds(20), Duration.ofSeconds(10), Duration.ofNanos(50_000), 64 * 1024, 64 << 20);
+        var opts = new PeerTransport.Options(Duration.ofSeconds(20), Duration.ofSeconds(10), Duration.ofNanos(50_000), 64 * 1024, 64 << 20);
         for (int i = 0; i < n; i++) {
-            ts[i] = TcpTransport.open(i, n, InetAddress.getLoopbackAddress(), Auth.of("s"), 42, opts);
+            ts[i] = PeerTransport.open(i, n, InetAddress.getLoopbackAddress(), Auth.of("s"), 42, opts);
             book[i] = ts[i].listenAddress();
         }
-        for (TcpTransport t : ts) {
-            if (shmDir != null) t.enableShm(new TcpTransport.ShmOptions(shmDir, 1 << 20, p -> true, null));
+        for (PeerTransport t : ts) {
+            if (shmDir != null) t.enableShm(new PeerTransport.ShmOptions(shmDir, 1 << 20, p -> true, null));
             t.start(p -> book[p]);
         }
         return ts;
@@ -43,7 +43,7 @@ class TransportSmokeTest {
         pingPongAndLarge(job(2, java.nio.file.Path.of("/dev/shm")), "shm");
     }
 
-    private static void pingPongAndLarge(TcpTransport[] ts, String kind) throws Exception {
+    private static void pingPongAndLarge(PeerTransport[] ts, String kind) throws Exception {
         try (Arena arena = Arena.ofShared()) {
             for (long size : new long[] {0, 1, 4095, 4096, 65536, 65537, (1 << 20) + 7, 64L << 20}) {
                 MemorySegment src = arena.allocate(Math.max(1, size));
@@ -86,7 +86,7 @@ class TransportSmokeTest {
                 System.out.printf(kind + " 64MiB one-way %.2f GB/s%n", (64 << 20) / ((System.nanoTime() - s0) / 1e9) / 1e9);
             }
         } finally {
-            for (TcpTransport t : ts) t.close();
+            for (PeerTransport t : ts) t.close();
         }
     }
 }

@@ -1,0 +1,166 @@
+package io.hcomm4j.transport;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * Wire layout of the hello that opens every data connection (after authentication), and of its answer. Big-endian,
+ * written and read on a blocking channel before the connection is handed to its link.
+ *
+ * <pre>
+ * hello, connecting side to accepting side:
+ *   0  i32 magic "HCHL"          4  i32 source rank     8  i32 destination rank   12 i32 world size
+ *  16  i64 job token + the source's incarnation          24 i64 the source's unexpected limit (its credit to us)
+ *  32  i32 ring offer (0 or 1)  36  u16 ring file name length n (0 unless offered), then the name (US-ASCII)
+ *  38+n resume part: i32 flags (bit 0: the source keeps a resend log), i64 epoch (0: a new connection; e: it
+ *       replaces connection e), i64 resume (last frame the source received completely on the link)
+ *
+ * answer, accepting side to connecting side: u8 code; after ACCEPT only:
+ *   1  i64 the acceptor's unexpected limit    9  u8 rings mapped (0 or 1); if 1: u16 length, the acceptor's file prefix
+ *   then the resume part as above (the epoch the connection gets, the acceptor's resume point)
+ * </pre>
+ */
+final class HelloDescriptor {
+    static final int MAGIC = 0x4843484C; // "HCHL"
+
+    static final int MAGIC_OFFSET = 0;
+    static final int SOURCE_OFFSET = 4;
+    static final int DESTINATION_OFFSET = 8;
+    static final int WORLD_SIZE_OFFSET = 12;
+    static final int TOKEN_OFFSET = 16;
+    static final int LIMIT_OFFSET = 24;
+    /** Length of the fixed part, read first: whether the sender belongs here is decided on it alone. */
+    static final int FIXED_LENGTH = 32;
+
+    static final int OFFER_OFFSET = 0;
+    static final int NAME_LENGTH_OFFSET = 4;
+    /** Length of the ring offer's header (after the fixed part, before the name). */
+    static final int OFFER_LENGTH = 6;
+    static final int RING_OFFERED = 1;
+    static final int MAX_NAME_LENGTH = 200;
+
+    static final int FLAGS_OFFSET = 0;
+    static final int EPOCH_OFFSET = 4;
+    static final int RESUME_OFFSET = 12;
+    /** Length of the resume part that ends both hello and answer. */
+    static final int RESUME_LENGTH = 20;
+    /** Resume flag: the sender keeps a resend log and reconnects (HCOMM_RETRY_MAX &gt; 0). */
+    static final int RELIABLE = 1;
+
+    static final byte ACCEPT = 1;
+    /** Not now: the other side keeps its own attempt, or the connection to replace was replaced already. */
+    static final byte REJECT = 2;
+    /** A reconnect to a rank that declared this one failed: it will not talk to it again. */
+    static final byte GONE = 3;
+    /** Answer bytes before the optional prefix: code, limit, rings-mapped flag. */
+    static final int ANSWER_HEAD_LENGTH = 10;
+
+    private HelloDescriptor() {
+    }
+
+    /** A hello as read by the accepting side, checked for shape only (whether it belongs here is the caller's). */
+    record Hello(int magic, int source, int destination, int worldSize, long token, long limit, String ringFile,
+                 boolean reliable, long epoch, long resume) {
+    }
+
+    /** The answer to a hello: ACCEPT (with the acceptor's settings and where it resumes), REJECT or GONE. */
+    record Answer(byte code, long peerLimit, String peerPrefix, boolean reliable, long epoch, long resume) {
+    }
+
+    static void writeHello(SocketChannel ch, int source, int destination, int worldSize, long token, long limit,
+                           byte[] ringFile, boolean reliable, long epoch, long resume) throws IOException {
+        ByteBuffer hello = ByteBuffer.allocate(FIXED_LENGTH + OFFER_LENGTH + ringFile.length + RESUME_LENGTH);
+        hello.putInt(MAGIC_OFFSET, MAGIC).putInt(SOURCE_OFFSET, source).putInt(DESTINATION_OFFSET, destination)
+                .putInt(WORLD_SIZE_OFFSET, worldSize).putLong(TOKEN_OFFSET, token).putLong(LIMIT_OFFSET, limit);
+        hello.position(FIXED_LENGTH);
+        hello.putInt(ringFile.length == 0 ? 0 : RING_OFFERED).putShort((short) ringFile.length).put(ringFile);
+        putResume(hello, reliable, epoch, resume);
+        write(ch, hello.flip());
+    }
+
+    static Hello readHello(InputStream in) throws IOException {
+        ByteBuffer fixed = ByteBuffer.wrap(readFully(in, FIXED_LENGTH, "hello"));
+        ByteBuffer offer = ByteBuffer.wrap(readFully(in, OFFER_LENGTH, "hello"));
+        int offered = offer.getInt(OFFER_OFFSET);
+        int nameLength = offer.getShort(NAME_LENGTH_OFFSET) & 0xffff;
+        if (nameLength > MAX_NAME_LENGTH || (offered == RING_OFFERED) != (nameLength > 0) || (offered != 0 && offered != RING_OFFERED)) {
+            throw new IOException("bad hello ring offer: flag " + offered + ", name length " + nameLength + " (at most "
+                    + MAX_NAME_LENGTH + ")");
+        }
+        String ringFile = nameLength == 0 ? null : new String(readFully(in, nameLength, "hello"), StandardCharsets.US_ASCII);
+        ByteBuffer tail = ByteBuffer.wrap(readFully(in, RESUME_LENGTH, "hello"));
+        int flags = checkedFlags(tail, "hello");
+        return new Hello(fixed.getInt(MAGIC_OFFSET), fixed.getInt(SOURCE_OFFSET), fixed.getInt(DESTINATION_OFFSET),
+                fixed.getInt(WORLD_SIZE_OFFSET), fixed.getLong(TOKEN_OFFSET), fixed.getLong(LIMIT_OFFSET), ringFile,
+                (flags & RELIABLE) != 0, tail.getLong(EPOCH_OFFSET), tail.getLong(RESUME_OFFSET));
+    }
+
+    /** Accepts a hello: our unexpected limit, our file prefix if we mapped the offered rings, our resume part. */
+    static void writeAccept(SocketChannel ch, long limit, byte[] prefix, boolean reliable, long epoch, long resume)
+            throws IOException {
+        boolean mapped = prefix.length > 0;
+        ByteBuffer reply = ByteBuffer.allocate(ANSWER_HEAD_LENGTH + (mapped ? 2 + prefix.length : 0) + RESUME_LENGTH)
+                .put(ACCEPT).putLong(limit).put((byte) (mapped ? RING_OFFERED : 0));
+        if (mapped) reply.putShort((short) prefix.length).put(prefix);
+        putResume(reply, reliable, epoch, resume);
+        write(ch, reply.flip());
+    }
+
+    /** Turns a hello down with {@code code} ({@link #REJECT} or {@link #GONE}) and closes the channel. */
+    static void writeRefusal(SocketChannel ch, byte code) throws IOException {
+        ch.write(ByteBuffer.wrap(new byte[] {code}));
+        ch.close();
+    }
+
+    static Answer readAnswer(InputStream in, int peer) throws IOException {
+        int code = in.read();
+        if (code == REJECT || code == GONE) return new Answer((byte) code, 0, null, false, 0, 0);
+        if (code != ACCEPT) throw new IOException("rank " + peer + " closed the connection during the hello (answer code " + code + ")");
+        long peerLimit = ByteBuffer.wrap(readFully(in, Long.BYTES, "hello answer of rank " + peer)).getLong();
+        if (peerLimit < 0) throw new IOException("rank " + peer + " announced a negative eager limit " + peerLimit);
+        int mapped = in.read();
+        String peerPrefix = null;
+        if (mapped == RING_OFFERED) {
+            int n = ByteBuffer.wrap(readFully(in, Short.BYTES, "hello answer of rank " + peer)).getShort() & 0xffff;
+            if (n < 1 || n > MAX_NAME_LENGTH) {
+                throw new IOException("rank " + peer + " sent a bad hello answer: file prefix of " + n + " bytes (1.."
+                        + MAX_NAME_LENGTH + ")");
+            }
+            peerPrefix = new String(readFully(in, n, "hello answer of rank " + peer), StandardCharsets.US_ASCII);
+        } else if (mapped != 0) {
+            throw new IOException("rank " + peer + " closed the connection during the hello (rings flag " + mapped + ")");
+        }
+        ByteBuffer tail = ByteBuffer.wrap(readFully(in, RESUME_LENGTH, "hello answer of rank " + peer));
+        int flags = checkedFlags(tail, "hello answer of rank " + peer);
+        return new Answer(ACCEPT, peerLimit, peerPrefix, (flags & RELIABLE) != 0, tail.getLong(EPOCH_OFFSET),
+                tail.getLong(RESUME_OFFSET));
+    }
+
+    private static void putResume(ByteBuffer b, boolean reliable, long epoch, long resume) {
+        b.putInt(reliable ? RELIABLE : 0).putLong(epoch).putLong(resume);
+    }
+
+    private static int checkedFlags(ByteBuffer tail, String what) throws IOException {
+        int flags = tail.getInt(FLAGS_OFFSET);
+        long epoch = tail.getLong(EPOCH_OFFSET);
+        long resume = tail.getLong(RESUME_OFFSET);
+        if ((flags & ~RELIABLE) != 0 || epoch < 0 || resume < 0) {
+            throw new IOException("bad resume part in the " + what + ": flags 0x" + Integer.toHexString(flags) + ", epoch "
+                    + epoch + ", resume " + resume);
+        }
+        return flags;
+    }
+
+    private static byte[] readFully(InputStream in, int n, String what) throws IOException {
+        byte[] b = in.readNBytes(n);
+        if (b.length < n) throw new IOException("short " + what + ": " + b.length + " of " + n + " bytes, then the connection closed");
+        return b;
+    }
+
+    private static void write(SocketChannel ch, ByteBuffer b) throws IOException {
+        while (b.hasRemaining()) ch.write(b);
+    }
+}

@@ -1,0 +1,618 @@
+package io.hcomm4j.transport;
+
+import io.hcomm4j.CommAbortedException;
+import io.hcomm4j.HcommException;
+import io.hcomm4j.PeerFailedException;
+import io.hcomm4j.security.Auth;
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import io.hcomm4j.memory.MemoryPool;
+import io.hcomm4j.memory.SharedFiles;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.StandardSocketOptions;
+import java.nio.channels.ClosedChannelException;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.IntFunction;
+import java.util.function.IntPredicate;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Tagged, ordered, reliable messages between the ranks of one job, over TCP or same-host shared memory: one authenticated connection
+ * per pair of ranks, opened on first use (the lower rank's attempt wins if both connect at once).
+ * Messages up to the eager limit travel with their header; larger ones go as ready-to-send, and their
+ * bytes only after the receiver matched them (so an unexpected large message costs no buffer). Matching
+ * follows MPI: per communicator, in order of arrival and of posting, by source and tag with wildcards.
+ *
+ * <p><b>Same host.</b> With {@link #enableShm}, a connection to a rank of this host carries the frames through a pair
+ * of shared-memory rings instead of the socket ({@link ShmConduit}); the socket stays as doorbell and death detector.
+ * Everything above the byte pipe (matching, eager/rendezvous, credit, fingerprints, failures) is the same, except
+ * that a rendezvous message from a registered buffer ({@link MemoryPool}) is read by the receiver straight out of the
+ * sender's mapping ({@link Frame#DATA_REF}: one copy).
+ *
+ * <p><b>Failures.</b> A peer has failed when its connection breaks without a BYE, when it breaks the frame protocol,
+ * when nothing came from it for the heartbeat timeout (a {@link Watchdog} sends heartbeats on idle connections and
+ * watches what arrives), or when another rank says so (a FAILED notice). Then every op that depends on it fails with
+ * {@link PeerFailedException}, the peers this rank is connected to are told (each rank forwards a failure once), and
+ * {@link Events#peerFailed} tells the layer above. With heartbeats on, each rank keeps a connection to the next live
+ * rank (opened at start, re-opened past a failed one), so the live ranks form a ring over which every failure reaches
+ * everyone, even ranks that never talked to the failed one.
+ *
+ * <p><b>Recovery.</b> With {@code retryMax > 0} on both sides a TCP link is reliable ({@link PeerLink}; a link over
+ * shared memory is not: its rings lose nothing while both processes live): a connection that
+ * breaks without a BYE, or stays silent for the heartbeat timeout, is re-established instead: both sides try to
+ * reconnect (the first attempt at once, then with exponential backoff; when both attempts meet, the lower rank's wins,
+ * as at the first connect), the hello says which connection it replaces and the last frame this side received
+ * completely, and each side sends again what the other did not receive. A reconnect that is refused (nothing listens at
+ * the peer's address any more: its process is gone) fails the peer at once, so a killed process is still noticed in
+ * milliseconds; after {@code retryMax} attempts the peer is declared failed as above.
+ *
+ * <p>Ranks here are world ranks; communicators above translate.
+ */
+public final class PeerTransport implements AutoCloseable {
+    /** Wildcard for source or tag in {@link #recv}. */
+    public static final int ANY = -1;
+    /** Largest eager frame a receiver accepts from anyone (the configured limit is at most this). */
+    static final long MAX_EAGER = 64L << 20;
+
+    static final Logger LOG = LoggerFactory.getLogger(PeerTransport.class);
+    /** How long close waits for what was sent to be written and, on reliable links, acknowledged. */
+    private static final long BYE_DRAIN_NANOS = 2_000_000_000L;
+
+    final int rank;
+    final int size;
+    final long timeoutNanos;
+    final Progress progress;
+    private final ServerSocketChannel listener;
+    private final Thread acceptor;
+    private final PeerLink[] links;
+    /** Same-host rings, or null: TCP to every peer. */
+    private volatile ShmOptions shm;
+    /** Guards the match tables and the failed ranks together (see {@link Matching}, {@link Failures}). */
+    private final ReentrantLock matchLock = new ReentrantLock();
+    private volatile boolean closing;
+    /**
+     * The session closes and its links stop being kept alive: no more reconnects (set by {@link #close} once links being
+     * re-established had their chance and what was sent before close was acknowledged).
+     */
+    private volatile boolean linksClosing;
+    /**
+     * Incarnation of each world rank's process: 0 for the first, n for the n-th replacement that took the slot of a
+     * failed rank ({@link #revive}). A hello carries the sender's (added to the job token), so a previous incarnation
+     * cannot connect as the new one.
+     */
+    private final long[] incarnations;
+    final Watchdog watchdog;
+    final long heartbeatTimeoutNanos;
+    final long heartbeatIntervalNanos;
+    /** Reconnect attempts for a lost connection (0: none, links are not reliable) and the first attempt's window. */
+    final int retryMax;
+    final long retryIntervalNanos;
+    final Matching matching;
+    final Rendezvous rendezvous;
+    final Failures failures;
+    final Connections connections;
+    final Reconnector reconnector;
+    /** What the links ask of the transport; counts reconnects (diagnostics, tests). */
+    final TransportLinkHost host;
+
+    /**
+     * Shared memory between ranks of one host.
+     *
+     * @param dir       directory of the shared-memory files (the same for every rank of a host)
+     * @param ringBytes bytes of each direction's ring, a power of two
+     * @param sameHost  which world ranks share this host (and want shared memory)
+     * @param pool      this session's registered memory: sends from it are read in place by the peer (one copy); may be null
+     */
+    public record ShmOptions(Path dir, int ringBytes, IntPredicate sameHost, MemoryPool pool) {
+    }
+
+    /**
+     * Settings the transport needs, taken from CommConfig by the layer above.
+     *
+     * @param heartbeatTimeout  silence after which a connected peer is declared failed (a reliable link: its connection
+     *                          re-established); zero: no heartbeats
+     * @param heartbeatInterval heartbeat period of an idle connection
+     * @param retryMax          attempts to re-establish a lost connection before its peer is declared failed; 0: none
+     * @param retryInterval     window of the first attempt; each next one twice the last, at most 8 times this
+     */
+    public record Options(Duration timeout, Duration connectTimeout, Duration spinTime, long eagerLimit,
+                          long unexpectedLimit, Duration heartbeatTimeout, Duration heartbeatInterval, int retryMax,
+                          Duration retryInterval) {
+        /** Without heartbeats and reconnects. */
+        public Options(Duration timeout, Duration connectTimeout, Duration spinTime, long eagerLimit, long unexpectedLimit) {
+            this(timeout, connectTimeout, spinTime, eagerLimit, unexpectedLimit, Duration.ZERO, Duration.ZERO);
+        }
+
+        /** Without reconnects. */
+        public Options(Duration timeout, Duration connectTimeout, Duration spinTime, long eagerLimit, long unexpectedLimit,
+                       Duration heartbeatTimeout, Duration heartbeatInterval) {
+            this(timeout, connectTimeout, spinTime, eagerLimit, unexpectedLimit, heartbeatTimeout, heartbeatInterval, 0,
+                    Duration.ofMillis(100));
+        }
+
+        /** The same with {@code retryMax} reconnect attempts, the first one's window {@code retryInterval}. */
+        public Options withRetry(int retryMax, Duration retryInterval) {
+            return new Options(timeout, connectTimeout, spinTime, eagerLimit, unexpectedLimit, heartbeatTimeout,
+                    heartbeatInterval, retryMax, retryInterval);
+        }
+    }
+
+    /**
+     * What the transport tells the layer above. Every method is called without any transport lock held, on a transport
+     * thread (the poller, the watchdog, or a connecting thread): it must not block for long.
+     */
+    public interface Events {
+        /** Nothing to tell anybody. */
+        Events NONE = new Events() { };
+
+        /** World rank {@code rank} failed (once per rank); {@code why} says how this rank learned it. */
+        default void peerFailed(int rank, String why) { }
+
+        /** World rank {@code by} declared this rank failed (this rank was silent longer than its heartbeat timeout). */
+        default void declaredFailed(int by, String why) { }
+
+        /** World rank {@code from} aborted communicator {@code commId}. */
+        default void abortNotice(long commId, int from) { }
+
+        /** World rank {@code from} has an op stuck waiting for this rank and asks for this rank's state. */
+        default void statusRequested(int from) { }
+
+        /** The watchdog's period (every few hundred ms at most), on the watchdog thread. */
+        default void tick(long nowNanos) { }
+    }
+
+    private PeerTransport(int rank, int size, InetAddress bind, Auth auth, long jobToken, Options o) throws IOException {
+        this.rank = rank;
+        this.size = size;
+        this.timeoutNanos = o.timeout().toNanos();
+        this.progress = new Progress("hcomm-progress-" + rank, o.spinTime().toNanos());
+        this.links = new PeerLink[size];
+        this.incarnations = new long[size];
+        this.heartbeatTimeoutNanos = o.heartbeatTimeout().toNanos();
+        this.heartbeatIntervalNanos = o.heartbeatInterval().toNanos();
+        this.retryMax = o.retryMax();
+        this.retryIntervalNanos = o.retryInterval().toNanos();
+        this.listener = ServerSocketChannel.open();
+        listener.setOption(StandardSocketOptions.SO_REUSEADDR, true);
+        listener.bind(new InetSocketAddress(bind, 0), Math.max(64, size));
+        this.matching = new Matching(this, rank, o.eagerLimit(), links, matchLock);
+        this.rendezvous = new Rendezvous(this, rank, o.eagerLimit(), links);
+        this.failures = new Failures(this, rank, links, matchLock);
+        this.connections = new Connections(this, rank, links, auth, jobToken, o.connectTimeout(), o.unexpectedLimit(),
+                listener, incarnations);
+        this.reconnector = new Reconnector(this, rank);
+        this.host = new TransportLinkHost(this, o.unexpectedLimit(), retryMax, matching, rendezvous, failures, connections,
+                reconnector);
+        for (int i = 0; i < size; i++) links[i] = new PeerLink(host, i);
+        this.acceptor = Thread.ofPlatform().daemon().name("hcomm-accept-" + rank).unstarted(connections::acceptLoop);
+        this.watchdog = new Watchdog(this);
+    }
+
+    /**
+     * Opens the listener on {@code bind} (an ephemeral port). Call {@link #start} once every rank's address
+     * is known.
+     *
+     * @param jobToken a number every rank of this job shares (from the store), so connections from another
+     *                 job that happens to use the same secret are refused
+     */
+    public static PeerTransport open(int rank, int size, InetAddress bind, Auth auth, long jobToken, Options options) {
+        try {
+            return new PeerTransport(rank, size, bind, auth, jobToken, options);
+        } catch (IOException e) {
+            throw new HcommException("rank " + rank + ": cannot listen on " + bind.getHostAddress() + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** Number of ranks of the job (world). */
+    public int worldSize() {
+        return size;
+    }
+
+    /** The address peers connect to. */
+    public InetSocketAddress listenAddress() {
+        try {
+            return (InetSocketAddress) listener.getLocalAddress();
+        } catch (IOException e) {
+            throw new HcommException("listener closed", e);
+        }
+    }
+
+    /**
+     * Tells the progress engine that this host runs more ranks than this process has CPUs: waiters then yield
+     * the core from their first empty poll instead of spinning flat out for a while (the rank they wait for may
+     * need this very core).
+     */
+    public void oversubscribed(boolean yes) {
+        progress.oversubscribed = yes;
+    }
+
+    /** Talk to the peers {@code options.sameHost()} names through shared-memory rings (call before {@link #start}). */
+    public void enableShm(ShmOptions options) {
+        this.shm = options;
+    }
+
+    /**
+     * What carries the bytes to world rank {@code peer} now: {@code "shm"}, {@code "tcp"}, {@code "self"}, or {@code "none"}
+     * (not connected yet, or the connection is gone). Diagnostics and tests.
+     */
+    public String transportTo(int peer) {
+        if (peer == rank) return "self";
+        PeerLink l = links[peer];
+        Conduit c = l.ch;
+        return l.state == PeerLink.State.CONNECTED && c != null ? c.kind() : "none";
+    }
+
+    /**
+     * Connections re-established so far after a loss (each side of a pair counts its own), for diagnostics and tests.
+     */
+    public long reconnects() {
+        return host.reconnects.get();
+    }
+
+    /** Test hook: breaks the connection to {@code peer} now, as {@code how} says, without a BYE; false if it is not connected. */
+    boolean drop(int peer, Conduit.Drop how) {
+        return links[peer].drop(how);
+    }
+
+    /**
+     * Test hook: as if the network to every peer were cut: reconnect attempts fail (no route) and incoming reconnects
+     * are turned down.
+     */
+    volatile boolean unreachable;
+
+    /** Test hook: the poller breaks the connection to {@code peer} as {@code how} says once it has read {@code bytes} more from it. */
+    void dropAfter(int peer, long bytes, Conduit.Drop how) {
+        links[peer].reader.dropAfter(bytes, how);
+    }
+
+    /** Where failures, abort notices and status requests go (call before {@link #start}). */
+    public void setEvents(Events events) {
+        failures.setEvents(events);
+    }
+
+    /**
+     * Starts accepting, progressing and the watchdog; {@code addressBook} gives each peer's listen address. With
+     * heartbeats on, the connection to the next rank is opened now, in the background.
+     */
+    public void start(IntFunction<InetSocketAddress> addressBook) {
+        start(addressBook, true);
+    }
+
+    /**
+     * As {@link #start(IntFunction)}; with {@code neighbour} false the connection to the next rank waits for
+     * {@link #connectNeighbourNow()} (a replacement process whose peers do not know it yet).
+     */
+    public void start(IntFunction<InetSocketAddress> addressBook, boolean neighbour) {
+        connections.setAddressBook(addressBook);
+        progress.start();
+        acceptor.start();
+        watchdog.start();
+        if (neighbour) failures.connectNeighbour();
+    }
+
+    /** With heartbeats on: opens the connection to the next live rank now, if it is not open (in the background). */
+    public void connectNeighbourNow() {
+        failures.connectNeighbour();
+    }
+
+    /**
+     * A replacement process takes world rank {@code p}'s slot (grow): {@code p} must be known to have failed; its old
+     * connection state is dropped, it is live again with incarnation {@code incarnation} (its hellos must carry it), and
+     * the next connection to it goes to the address the address book gives now. Messages the old process sent that
+     * were not received yet are dropped.
+     *
+     * @throws IllegalStateException if {@code p} is not known to have failed
+     */
+    public void revive(int p, long incarnation) {
+        matchLock.lock();
+        try {
+            failures.revive(p);
+            matching.revive(p);
+            incarnations[p] = incarnation;
+            links[p] = new PeerLink(host, p);
+        } finally {
+            matchLock.unlock();
+        }
+        failures.connectNeighbour();
+    }
+
+    /** Sets the incarnation of world rank {@code p} (a replacement learns its peers' before {@link #start}). */
+    public void incarnation(int p, long incarnation) {
+        incarnations[p] = incarnation;
+    }
+
+    /**
+     * Treats world rank {@code p} as failed from the start, without telling anybody (a replacement process: the slots
+     * of failed ranks not taken over); call before {@link #start}.
+     */
+    public void assumeFailed(int p, String why) {
+        failures.assumeDead(p, why);
+    }
+
+    /** Whether heartbeats run (HCOMM_HEARTBEAT_TIMEOUT > 0). */
+    boolean heartbeats() {
+        return heartbeatTimeoutNanos > 0;
+    }
+
+    PeerLink[] links() {
+        return links;
+    }
+
+    Events events() {
+        return failures.events();
+    }
+
+    /**
+     * True if threads other than the caller may read and write {@code buf}: the transport's threads and any
+     * waiting thread do the I/O, so a segment confined to one thread cannot be used.
+     */
+    public boolean usableFromAnyThread(MemorySegment buf) {
+        return buf.isAccessibleBy(acceptor);
+    }
+
+    /**
+     * Waits until {@code w} is done or {@code deadline} ({@link System#nanoTime()}) passed, driving this transport's
+     * progress meanwhile (see {@link SharedWait}). Allocates nothing unless it blocks.
+     *
+     * @return true if {@code w} is done
+     */
+    public boolean await(SharedWait w, long deadline) {
+        return progress.awaitShared(w, deadline);
+    }
+
+    /** Wakes this process's own progress engine, so a waiter blocked in it looks again at what it waits for. */
+    public void wakeLocal() {
+        progress.wakeup();
+    }
+
+    /**
+     * Rings the doorbell of world rank {@code peer}: its progress engine wakes if it blocks, so a thread of it that
+     * sleeps on a {@link SharedWait} looks again. Does nothing unless the pair is connected through shared memory.
+     */
+    public void wake(int peer) {
+        if (links[peer].ch instanceof ShmConduit c) c.ringShared();
+    }
+
+    /**
+     * Connects to world rank {@code peer} now if it is not connected yet (waiting at most until {@code deadline}), and
+     * returns what carries messages to it ({@link #transportTo}); a failed connection throws
+     * {@link PeerFailedException}. Same-host collectives connect to every peer first: the connection is how a peer's
+     * death is noticed and how a sleeping peer is woken.
+     */
+    public String connect(int peer, long deadline) {
+        if (peer == rank) return "self";
+        connections.linkTo(peer, deadline);
+        return transportTo(peer);
+    }
+
+    /**
+     * The prefix of the names of world rank {@code peer}'s shared-memory files (its process's; a file's name is the
+     * prefix followed by the file's sequence number), learnt in the hello of a shared-memory connection; null if the
+     * pair is not connected through shared memory.
+     */
+    public String peerFilePrefix(int peer) {
+        if (peer == rank) return SharedFiles.ownPrefix();
+        return links[peer].ch instanceof ShmConduit c ? c.peerPrefix : null;
+    }
+
+    /** The directory of shared-memory files, or null if shared memory is not enabled. */
+    public Path shmDir() {
+        ShmOptions so = shm;
+        return so == null ? null : so.dir();
+    }
+
+    /** How many peers have failed (lost connection, or closed their session) so far; cheap, for polling loops. */
+    public int failures() {
+        return matching.failures();
+    }
+
+    /** Whether world rank {@code peer} has failed or closed its session. */
+    public boolean failed(int peer) {
+        return matching.failed(peer);
+    }
+
+    /** The exception an op ({@code what}) that depends on the failed world rank {@code peer} fails with. */
+    public PeerFailedException failure(int peer, String what) {
+        return failures.peerFailed(peer, what, null);
+    }
+
+    /** True once {@link #close()} began. */
+    public boolean isClosing() {
+        return closing;
+    }
+
+    /** Starts sending {@code buf} to world rank {@code dst}. Arguments were checked by the caller. */
+    public SendRequest send(long commId, int dst, int tag, MemorySegment buf) {
+        return send(commId, dst, tag, buf, 0);
+    }
+
+    /** As {@link #send(long, int, int, MemorySegment)}, carrying {@code flags} (a collective's fingerprint) in the frame. */
+    public SendRequest send(long commId, int dst, int tag, MemorySegment buf, int flags) {
+        return send(commId, dst, tag, buf, flags, null);
+    }
+
+    /**
+     * As {@link #send(long, int, int, MemorySegment, int)}; a {@link PeerFailedException} it fails with names ranks as
+     * {@code rankMap[worldRank]} (null: world ranks).
+     */
+    public SendRequest send(long commId, int dst, int tag, MemorySegment buf, int flags, int[] rankMap) {
+        return rendezvous.send(commId, dst, tag, buf, flags, rankMap);
+    }
+
+    /** Posts a receive from world rank {@code src} (or {@link #ANY}) with {@code tag} (or {@link #ANY}). */
+    public RecvRequest recv(long commId, int src, int tag, MemorySegment buf) {
+        return recv(commId, src, tag, buf, null);
+    }
+
+    /** As {@link #recv(long, int, int, MemorySegment)}; the Status reports {@code sourceMap[worldSource]} (null: the world rank). */
+    public RecvRequest recv(long commId, int src, int tag, MemorySegment buf, int[] sourceMap) {
+        return matching.recv(new RecvRequest(this, commId, src, tag, buf, sourceMap, false, 0));
+    }
+
+    /**
+     * Posts a receive that takes only a message carrying {@code expectFlags}; a matching message with other flags
+     * fails it with {@link FingerprintMismatchException} (the message is consumed: its sender completes).
+     */
+    public RecvRequest recvChecked(long commId, int src, int tag, MemorySegment buf, int expectFlags) {
+        return matching.recv(new RecvRequest(this, commId, src, tag, buf, null, true, expectFlags));
+    }
+
+    /**
+     * The status of the first message from {@code src} (or {@link #ANY}) with {@code tag} (or {@link #ANY}) that a
+     * receive posted now would get, or {@code null} if none has arrived. Source and tag are world rank and tag.
+     */
+    public io.hcomm4j.Status iprobe(long commId, int src, int tag, int[] sourceMap) {
+        return matching.iprobe(commId, src, tag, sourceMap);
+    }
+
+    /** Completes with the status of the first matching message once one can be received (it is not received). */
+    public ProbeRequest probe(long commId, int src, int tag, int[] sourceMap) {
+        return matching.probe(commId, src, tag, sourceMap);
+    }
+
+    void abandonSend(SendRequest s) {
+        matching.abandonSend(s);
+    }
+
+    /**
+     * Watches messages of {@code commId} with {@code tag} (one collective op) while it runs: any such message
+     * carrying other flags than {@code flags}, matched or not (already waiting, or arriving later), is reported
+     * to {@code onMismatch} once, on the thread that saw it. Even a message for which no receive is posted
+     * (the peer's algorithm differs because its root or op differs) reveals the mismatch, instead of a wait
+     * until the timeout.
+     */
+    public void watch(long commId, int tag, int flags, java.util.function.Consumer<FingerprintMismatchException> onMismatch) {
+        matching.watch(commId, tag, flags, onMismatch);
+    }
+
+    /** Ends a {@link #watch}. */
+    public void unwatch(long commId, int tag) {
+        matching.unwatch(commId, tag);
+    }
+
+    /** A receive or probe whose waiter gave up: withdraw it from its match table and fail it. */
+    void abandonWaiting(Request<?> r) {
+        matching.abandonWaiting(r);
+    }
+
+    /**
+     * Fails {@code r} with {@code cause}; a receive or probe still waiting in its match table is taken out first, so
+     * no later message lands in its buffer (a receive already taking data finishes taking it).
+     */
+    public void withdraw(Request<?> r, Throwable cause) {
+        matching.withdraw(r, cause);
+    }
+
+    void onFinished(Request<?> r) {
+        // hook for accounting and monitoring (per-op metrics come with the monitoring layer)
+    }
+
+    /** World ranks known to have failed (not those that closed in order), ascending. */
+    public List<Integer> failedRanks() {
+        return failures.failedRanks();
+    }
+
+    /** Why world rank {@code p} is known to have failed, or null. */
+    public String failureReason(int p) {
+        return failures.failureReason(p);
+    }
+
+    /**
+     * Aborts communicator {@code commId} here: every pending op on any of its channels (user, collective, notice,
+     * check) fails with {@code error.get()} (a receive that is taking data has it discarded), and later messages for it
+     * are dropped on arrival (eager ones read and dropped, rendezvous ones refused).
+     */
+    public void failCommunicator(long commId, java.util.function.Supplier<? extends RuntimeException> error) {
+        matching.failCommunicator(commId, error);
+    }
+
+    /**
+     * Tells every rank of {@code worldRanks} (but this one and failed ones) that communicator {@code commId} was aborted:
+     * at once to connected peers, through a new connection (opened in the background) to the others. Returns at once.
+     */
+    public void sendAbort(long commId, int[] worldRanks) {
+        failures.sendAbort(commId, worldRanks);
+    }
+
+    /** Asks the connected peer {@code p} to publish its state (an op of ours is stuck waiting for it). */
+    public void requestStatus(int p) {
+        failures.requestStatus(p);
+    }
+
+    /**
+     * A point-to-point op (user channel) that has waited at least {@code thresholdNanos}, as the watchdog sees it.
+     *
+     * @param commId    communicator id
+     * @param kind      {@code send}, {@code recv} or {@code probe}
+     * @param peer      world rank it waits for, or {@link #ANY}
+     * @param waited    nanoseconds since the watchdog first saw it pending
+     * @param firstTime true the first time it is returned
+     */
+    public record PendingOp(long commId, String kind, int peer, int tag, long bytes, long waited, boolean firstTime,
+                            String description) {
+    }
+
+    /**
+     * Point-to-point ops on user channels (collectives are tracked above) that have been pending for at least
+     * {@code thresholdNanos}. The time is counted from the first call of this method that saw the op (the watchdog
+     * calls it every tick), so ops cost nothing for this until they wait.
+     */
+    public List<PendingOp> pendingOps(long now, long thresholdNanos) {
+        return matching.pendingOps(now, thresholdNanos);
+    }
+
+    /**
+     * Closes in order: says BYE on every connection, flushes what is queued (bounded), then closes sockets,
+     * stops the acceptor and the progress thread. Pending ops fail with {@link CommAbortedException}.
+     */
+    @Override
+    public void close() {
+        if (closing) return;
+        // a link being re-established gets the retry budget to come back, so what was sent on it before close arrives
+        reconnector.awaitReconnecting(System.nanoTime() + Math.min(reconnector.retryBudgetNanos() + 1_000_000_000L, 10_000_000_000L));
+        closing = true;
+        watchdog.close();
+        connections.sayBye(System.nanoTime() + BYE_DRAIN_NANOS);
+        linksClosing = true;
+        try {
+            listener.close();
+        } catch (IOException ignored) {
+            // closing anyway
+        }
+        progress.withToken(() -> {
+            for (PeerLink l : links) {
+                l.markClosed();
+                failures.failOps(l, new ClosedChannelException());
+            }
+            connections.releaseAllRetired();
+        });
+        List<Request<?>> doomed = new ArrayList<>();
+        matching.clear(doomed);
+        for (Request<?> r : doomed) r.fail(new CommAbortedException("rank " + rank + ": " + r.describe() + " failed: the session is closed"));
+        acceptor.interrupt();
+        try {
+            acceptor.join(2_000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        progress.close();
+    }
+
+    /** Links are no longer kept alive: nothing is re-established. */
+    boolean linksClosing() {
+        return linksClosing;
+    }
+
+    /** The shared-memory settings, or null: TCP to every peer. */
+    ShmOptions shm() {
+        return shm;
+    }
+
+}
