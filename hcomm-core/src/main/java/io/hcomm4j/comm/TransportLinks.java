@@ -200,7 +200,7 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
     }
 
     private CollectiveMismatchException describe(FingerprintMismatchException e) {
-        String theirs = CommunicatorImpl.OPS.get(Math.min(CommunicatorImpl.OPS.size() - 1, e.sent() >>> 28));
+        String theirs = CollectiveOp.labelOf(e.sent());
         return new CollectiveMismatchException("rank " + rank + ": " + op + " (collective #" + seq + " of this communicator): rank "
                 + commRank(e.source()) + (theirs.equals(op) ? " called " + op + " with a different count, type, op or root"
                 : " called " + (theirs.isEmpty() ? "something else" : theirs) + " instead"));

@@ -1192,11 +1192,8 @@ final class ZeroCopyEngine implements AutoCloseable {
                 break;
             }
         }
-        String theirs = CommunicatorImpl.OPS.get(Math.min(CommunicatorImpl.OPS.size() - 1, fps[odd] >>> 28));
-        String others = CommunicatorImpl.OPS.get(Math.min(CommunicatorImpl.OPS.size() - 1, fps[ref] >>> 28));
-        return new CollectiveMismatchException("rank " + rank + ": " + op + " (collective #" + seq + " of this communicator): rank " + odd
-                + (theirs.equals(others) ? " called " + theirs + " with a different count, type, op or root than rank " + ref
-                : " called " + theirs + " where rank " + ref + " called " + others));
+        return new CollectiveMismatchException("rank " + rank + ": " + op + " (collective #" + seq + " of this communicator): "
+                + CollectiveOp.describeMismatch(odd, fps[odd], ref, fps[ref]));
     }
 
     // ------------------------------------------------------------------------------------------ attach
