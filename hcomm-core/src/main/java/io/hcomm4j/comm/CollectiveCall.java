@@ -49,6 +49,16 @@ final class CollectiveCall implements Runnable {
         this.frame = frame;
     }
 
+    /** Sets the fields every op has (the buffers may be null); returns this. */
+    CollectiveCall of(CollectiveOp op, int fingerprint, long bytes, MemorySegment send, MemorySegment recv) {
+        this.op = op;
+        this.fingerprint = fingerprint;
+        this.bytes = bytes;
+        this.send = send;
+        this.recv = recv;
+        return this;
+    }
+
     /** Runs the op where the caller is (a stream's worker, or a blocking caller via the frame). */
     void execute() {
         frame.execute(this);

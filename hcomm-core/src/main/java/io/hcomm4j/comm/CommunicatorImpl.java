@@ -174,12 +174,7 @@ final class CommunicatorImpl implements Communicator {
         long n = check.bytes(o, "send", send, count, type);
         check.buffer(o, "recv", recv, n);
         check.writable(o, "recv", recv);
-        CollectiveCall c = frame.call(mode);
-        c.op = o;
-        c.fingerprint = o.fingerprint(count, type, op, -1);
-        c.bytes = n;
-        c.send = send;
-        c.recv = recv;
+        CollectiveCall c = frame.call(mode).of(o, o.fingerprint(count, type, op, -1), n, send, recv);
         c.count = count;
         c.kernel = k;
         c.avg = avgDivisor(op);
@@ -205,12 +200,7 @@ final class CommunicatorImpl implements Communicator {
             check.buffer(o, "recv", recv, n);
             check.writable(o, "recv", recv);
         }
-        CollectiveCall c = frame.call(mode);
-        c.op = o;
-        c.fingerprint = o.fingerprint(count, type, op, root);
-        c.bytes = n;
-        c.send = send;
-        c.recv = recv;
+        CollectiveCall c = frame.call(mode).of(o, o.fingerprint(count, type, op, root), n, send, recv);
         c.count = count;
         c.kernel = k;
         c.avg = avgDivisor(op);
@@ -277,12 +267,7 @@ final class CommunicatorImpl implements Communicator {
 
     private CommFuture<Void> reduceScatter(CollectiveOp o, int fp, long bytes, MemorySegment send, MemorySegment recv,
                                            long blockCount, long[] counts, io.hcomm4j.kernel.ReduceKernel k, int avg, Mode mode) {
-        CollectiveCall c = frame.call(mode);
-        c.op = o;
-        c.fingerprint = fp;
-        c.bytes = bytes;
-        c.send = send;
-        c.recv = recv;
+        CollectiveCall c = frame.call(mode).of(o, fp, bytes, send, recv);
         c.blockCount = blockCount;
         c.counts = counts;
         c.kernel = k;
@@ -305,11 +290,7 @@ final class CommunicatorImpl implements Communicator {
         long n = check.bytes(o, "buf", buf, count, type);
         check.root(o, root);
         if (rank != root) check.writable(o, "buf", buf);
-        CollectiveCall c = frame.call(mode);
-        c.op = o;
-        c.fingerprint = o.fingerprint(count, type, null, root);
-        c.bytes = n;
-        c.send = buf;
+        CollectiveCall c = frame.call(mode).of(o, o.fingerprint(count, type, null, root), n, buf, null);
         c.root = root;
         return frame.start(c, mode);
     }
@@ -358,11 +339,7 @@ final class CommunicatorImpl implements Communicator {
     private CommFuture<Void> allGather(CollectiveOp o, int fp, long bytes, MemorySegment send, MemorySegment recv, long blk,
                                        long[] off, long[] len, long ownOffset, Mode mode) {
         boolean inPlace = send.equals(recv);
-        CollectiveCall c = frame.call(mode);
-        c.op = o;
-        c.fingerprint = fp;
-        c.bytes = bytes;
-        c.recv = recv;
+        CollectiveCall c = frame.call(mode).of(o, fp, bytes, null, recv);
         c.blockBytes = blk;
         c.recvOff = off;
         c.recvLen = len;
@@ -464,12 +441,7 @@ final class CommunicatorImpl implements Communicator {
     /** Gather and scatter: the blocks are the root's receive (gather) or send (scatter) blocks. */
     private CommFuture<Void> rooted(CollectiveOp o, int fp, long bytes, MemorySegment send, MemorySegment recv, int root, long blk,
                                     long[] off, long[] len, Mode mode) {
-        CollectiveCall c = frame.call(mode);
-        c.op = o;
-        c.fingerprint = fp;
-        c.bytes = bytes;
-        c.send = send;
-        c.recv = recv;
+        CollectiveCall c = frame.call(mode).of(o, fp, bytes, send, recv);
         c.root = root;
         c.blockBytes = blk;
         if (o == CollectiveOp.GATHER_V) {
@@ -535,12 +507,7 @@ final class CommunicatorImpl implements Communicator {
 
     private CommFuture<Void> allToAll(CollectiveOp o, int fp, MemorySegment send, MemorySegment recv, long blk, long[] sOff,
                                       long[] sLen, long sendBytes, long[] rOff, long[] rLen, long recvBytes, Mode mode) {
-        CollectiveCall c = frame.call(mode);
-        c.op = o;
-        c.fingerprint = fp;
-        c.bytes = sendBytes;
-        c.send = send;
-        c.recv = recv;
+        CollectiveCall c = frame.call(mode).of(o, fp, sendBytes, send, recv);
         c.blockBytes = blk;
         c.sendOff = sOff;
         c.sendLen = sLen;
@@ -562,10 +529,7 @@ final class CommunicatorImpl implements Communicator {
     }
 
     CommFuture<Void> barrier(Mode mode) {
-        CollectiveCall c = frame.call(mode);
-        c.op = CollectiveOp.BARRIER;
-        c.fingerprint = CollectiveOp.BARRIER.fingerprint(0, null, null, -1);
-        c.bytes = 0;
+        CollectiveCall c = frame.call(mode).of(CollectiveOp.BARRIER, CollectiveOp.BARRIER.fingerprint(0, null, null, -1), 0, null, null);
         return frame.start(c, mode);
     }
 

@@ -78,8 +78,7 @@ final class TransportCollectives {
     private void reduceScatter(CollectiveCall c, CollectiveLinks l) {
         long[] counts = c.counts;
         if (counts == null) {
-            counts = new long[size];
-            java.util.Arrays.fill(counts, c.blockCount);
+            counts = equalLengths(c.blockCount);
         }
         long[] at = new long[size + 1];
         for (int r = 0; r < size; r++) at[r + 1] = at[r] + counts[r];
@@ -121,12 +120,8 @@ final class TransportCollectives {
         long[] off = c.recvOff;
         long[] len = c.recvLen;
         if (off == null) {
-            off = new long[size];
-            len = new long[size];
-            for (int r = 0; r < size; r++) {
-                off[r] = r * blk;
-                len[r] = blk;
-            }
+            off = equalOffsets(blk);
+            len = equalLengths(blk);
         }
         MemorySegment own = c.recv.asSlice(off[rank], len[rank]);
         MemorySegment mine = c.inPlace ? own : c.mine;
@@ -152,12 +147,8 @@ final class TransportCollectives {
         long[] rOff = c.recvOff;
         long[] rLen = c.recvLen;
         if (sOff == null) {
-            sOff = new long[size];
-            sLen = new long[size];
-            for (int r = 0; r < size; r++) {
-                sOff[r] = r * c.blockBytes;
-                sLen[r] = c.blockBytes;
-            }
+            sOff = equalOffsets(c.blockBytes);
+            sLen = equalLengths(c.blockBytes);
             rOff = sOff;
             rLen = sLen;
         }
@@ -168,5 +159,18 @@ final class TransportCollectives {
             MemorySegment.copy(c.send, 0, src, 0, c.sendBytes);
         }
         AllToAll.pairwise(l, src, sOff, sLen, c.recv, rOff, rLen);
+    }
+
+    /** Offsets of equal blocks of {@code blk} each, one per rank. */
+    private long[] equalOffsets(long blk) {
+        long[] off = new long[size];
+        for (int r = 0; r < size; r++) off[r] = r * blk;
+        return off;
+    }
+
+    private long[] equalLengths(long blk) {
+        long[] len = new long[size];
+        java.util.Arrays.fill(len, blk);
+        return len;
     }
 }

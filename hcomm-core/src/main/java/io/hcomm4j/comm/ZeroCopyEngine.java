@@ -35,19 +35,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p><b>Control mapping.</b> Rank 0 of the communicator creates a small shared file when the communicator is made
  * (pre-faulted, mode 0600, named like the pool's files) and publishes its name in the store; the others map it at
- * their first such op, and rank 0 unlinks it once every rank has used it. It holds one slot per rank, each written only
- * by its rank (apart from the sleeping flag, which peers clear), its fields on separate 128-byte lines:
- *
- * <pre>
- * header (256 bytes): 0 i64 magic   8 i32 version   12 i32 ranks   16 i64 communicator id
- * slot r at 256 + 512 r:
- *     0  descriptor of even tickets   128  descriptor of odd tickets
- *        each: 0 i64 seq  8 i32 fingerprint  12 i32 flags  16 i64 send file  24 i64 send offset  32 i64 recv file  40 i64 recv offset
- *   256  i64 done (seq of the last op this rank finished)   264 i64 error (seq of an op this rank failed in)
- *   384  i32 sleeping (1: the rank blocks; whoever changes a word it waits for clears it and rings its doorbell)
- * block table of rank r and ticket parity p at 256 + 512 n + (2 r + p) 16 n: n i64 offsets, then n i64 lengths
- *     (the V forms: where a rank's block for each rank lies in its buffer, which the others cannot know)
- * </pre>
+ * their first such op, and rank 0 unlinks it once every rank has used it. {@link ControlLayout} describes it: one
+ * slot per rank (two descriptors, done, error, sleeping) and the block tables of the V forms.
  *
  * <p><b>One op.</b> Ops that may run here are numbered when they are called (in call order; the number is their
  * ticket) and run one at a time in ticket order ({@link #enter}/{@link #leave}), so one slot per rank suffices. A rank
@@ -69,28 +58,13 @@ import org.slf4j.LoggerFactory;
  * collective shows here as a different fingerprint, never as a silent wait.
  *
  * <p>Steady state allocates nothing: peers' files are mapped once (and pre-faulted) and kept (up to
- * {@value #FILES_PER_PEER} per peer), arrays and scratch are per communicator.
+ * {@value PeerFiles#FILES_PER_PEER} per peer), arrays and scratch are per communicator.
  */
 final class ZeroCopyEngine implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(ZeroCopyEngine.class);
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
     private static final VarHandle INT = ValueLayout.JAVA_INT.varHandle();
 
-    static final long MAGIC = 0x59504F4352455A48L; // "HZEROCPY" little-endian
-    static final int VERSION = 2;
-    static final long HEADER = 256;
-    static final long SLOT = 512;
-    static final long DESC = 128;
-    static final long SEQ = 0;
-    static final long FP = 8;
-    static final long FLAGS = 12;
-    static final long SEND_FILE = 16;
-    static final long SEND_OFF = 24;
-    static final long RECV_FILE = 32;
-    static final long RECV_OFF = 40;
-    static final long DONE = 256;
-    static final long ERROR = 264;
-    static final long SLEEPING = 384;
 
     /** This rank is attached: its connections to every peer go through shared memory. */
     static final int F_CAPABLE = 1;
@@ -109,7 +83,6 @@ final class ZeroCopyEngine implements AutoCloseable {
     static final long BCAST_SPLIT_MIN = 64 * 1024;
     /** Bytes of the private scratch chunk reductions go through (stays in L1/L2). */
     static final long SCRATCH_BYTES = 32 * 1024;
-    static final int FILES_PER_PEER = 64;
 
     private static final int ARRIVE = 1;
     private static final int DONE_PHASE = 2;
@@ -169,12 +142,7 @@ final class ZeroCopyEngine implements AutoCloseable {
     private volatile String aborted;
 
     // peers' files, per comm rank: a small LRU each
-    private final String[] prefix;
-    private final long[][] fileSeq;
-    private final Arena[][] fileArena;
-    private final MemorySegment[][] fileSeg;
-    private final long[][] fileUsed;
-    private long opStamp;
+    private final PeerFiles files;
 
     // per op (ops run one at a time)
     private final MemorySegment[] sendSeg;
@@ -199,9 +167,7 @@ final class ZeroCopyEngine implements AutoCloseable {
     private final long[] oneLen = new long[1];
     private final Waiter waiter = new Waiter();
 
-    // turn: tickets are the communicator's collective sequence numbers (1, 2, ... in call order)
-    private long passed;
-    private final Object turn = new Object();
+    private final ZeroCopyTurn turn;
 
     /** Ops that ran in shared memory / fell back to the transport (diagnostics and tests). */
     volatile long zeroCopyOps;
@@ -220,11 +186,8 @@ final class ZeroCopyEngine implements AutoCloseable {
         this.n = n;
         this.world = world;
         this.commId = commId;
-        this.prefix = new String[n];
-        this.fileSeq = new long[n][FILES_PER_PEER];
-        this.fileArena = new Arena[n][FILES_PER_PEER];
-        this.fileSeg = new MemorySegment[n][FILES_PER_PEER];
-        this.fileUsed = new long[n][FILES_PER_PEER];
+        this.files = new PeerFiles(dir, rank, n);
+        this.turn = new ZeroCopyTurn(rank, timeoutNanos);
         this.sendSeg = new MemorySegment[n];
         this.sendOff = new long[n];
         this.recvSeg = new MemorySegment[n];
@@ -248,14 +211,11 @@ final class ZeroCopyEngine implements AutoCloseable {
 
     private void createControl() {
         String name = SharedFiles.newName();
-        long bytes = (controlBytes(n) + 4095) / 4096 * 4096;
+        long bytes = (ControlLayout.length(n) + 4095) / 4096 * 4096;
         Arena arena = Arena.ofShared();
         try {
             MemorySegment seg = SharedFiles.create(dir, name, bytes, arena);
-            seg.set(ValueLayout.JAVA_INT, 8, VERSION);
-            seg.set(ValueLayout.JAVA_INT, 12, n);
-            seg.set(ValueLayout.JAVA_LONG, 16, commId);
-            LONG.setRelease(seg, 0L, MAGIC);
+            ControlLayout.writeHeader(seg, n, commId);
             ctrlArena = arena;
             ctrl = seg;
             ctrlName = name;
@@ -279,52 +239,18 @@ final class ZeroCopyEngine implements AutoCloseable {
 
     /** Waits until the op of {@code ticket} may run (every earlier ticket has left). */
     void enter(long ticket, String op) {
-        synchronized (turn) {
-            if (passed != ticket - 1) awaitTurn(ticket, op);
-            currentTicket = ticket;
-        }
-    }
-
-    private void awaitTurn(long ticket, String op) {
-        long deadline = System.nanoTime() + timeoutNanos;
-        while (passed != ticket - 1) {
-            long left = deadline - System.nanoTime();
-            if (left <= 0) {
-                throw new CommTimeoutException("rank " + rank + ": " + op + ": the collective before it on this communicator "
-                        + "did not finish within " + Duration.ofNanos(timeoutNanos) + " (HCOMM_TIMEOUT)");
-            }
-            try {
-                turn.wait(Math.max(1, left / 1_000_000));
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new HcommException("rank " + rank + ": " + op + ": interrupted while waiting for the collective before it", e);
-            }
-        }
+        turn.enter(ticket, op);
     }
 
     /** The op of {@code ticket} is over (however it ended): the next may run. */
     void leave(long ticket) {
-        synchronized (turn) {
-            passed = ticket;
-            while (skipped != null && skipped.remove(passed + 1)) passed++;
-            turn.notifyAll();
-        }
+        turn.leave(ticket);
     }
 
     /** The op of {@code ticket} will never run (its queue refused or skipped it): its turn passes by itself. */
     void skip(long ticket) {
-        synchronized (turn) {
-            if (passed == ticket - 1) {
-                leave(ticket);
-            } else {
-                if (skipped == null) skipped = new java.util.TreeSet<>();
-                skipped.add(ticket);
-            }
-        }
+        turn.skip(ticket);
     }
-
-    /** Tickets given up before their turn (rare; guarded by {@link #turn}). */
-    private java.util.TreeSet<Long> skipped;
 
     // ------------------------------------------------------------------------------------------ ops
 
@@ -779,7 +705,7 @@ final class ZeroCopyEngine implements AutoCloseable {
             fallbackOps++;
             return false;
         }
-        opStamp++;
+        files.nextOp();
         return true;
     }
 
@@ -845,14 +771,14 @@ final class ZeroCopyEngine implements AutoCloseable {
      */
     private int arrive(long seq, int fp, String op, int flags, long sendFile, long sendOffset, long recvFile, long recvOffset) {
         long ticket = opTicket();
-        long d = slot(rank) + (ticket & 1) * DESC;
-        ctrl.set(ValueLayout.JAVA_INT, d + FP, fp);
-        ctrl.set(ValueLayout.JAVA_INT, d + FLAGS, flags);
-        ctrl.set(ValueLayout.JAVA_LONG, d + SEND_FILE, sendFile);
-        ctrl.set(ValueLayout.JAVA_LONG, d + SEND_OFF, sendOffset);
-        ctrl.set(ValueLayout.JAVA_LONG, d + RECV_FILE, recvFile);
-        ctrl.set(ValueLayout.JAVA_LONG, d + RECV_OFF, recvOffset);
-        LONG.setRelease(ctrl, d + SEQ, seq);
+        long d = ControlLayout.descriptor(rank, ticket);
+        ctrl.set(ValueLayout.JAVA_INT, d + ControlLayout.FINGERPRINT_OFFSET, fp);
+        ctrl.set(ValueLayout.JAVA_INT, d + ControlLayout.FLAGS_OFFSET, flags);
+        ctrl.set(ValueLayout.JAVA_LONG, d + ControlLayout.SEND_FILE_OFFSET, sendFile);
+        ctrl.set(ValueLayout.JAVA_LONG, d + ControlLayout.SEND_BUFFER_OFFSET, sendOffset);
+        ctrl.set(ValueLayout.JAVA_LONG, d + ControlLayout.RECV_FILE_OFFSET, recvFile);
+        ctrl.set(ValueLayout.JAVA_LONG, d + ControlLayout.RECV_BUFFER_OFFSET, recvOffset);
+        LONG.setRelease(ctrl, d + ControlLayout.SEQ_OFFSET, seq);
         descAt[rank] = d;
         wakeSleepers();
         await(ARRIVE, seq, op);
@@ -862,8 +788,8 @@ final class ZeroCopyEngine implements AutoCloseable {
         boolean mismatch = false;
         for (int p = 0; p < n; p++) {
             long at = descAt[p];
-            if (at < 0 || (int) ctrl.get(ValueLayout.JAVA_INT, at + FP) != fp) mismatch = true;
-            else all &= ctrl.get(ValueLayout.JAVA_INT, at + FLAGS);
+            if (at < 0 || (int) ctrl.get(ValueLayout.JAVA_INT, at + ControlLayout.FINGERPRINT_OFFSET) != fp) mismatch = true;
+            else all &= ctrl.get(ValueLayout.JAVA_INT, at + ControlLayout.FLAGS_OFFSET);
         }
         if (mismatch) throw mismatch(seq, op);
         if ((all & F_CAPABLE) == 0) {
@@ -874,28 +800,25 @@ final class ZeroCopyEngine implements AutoCloseable {
         return all;
     }
 
-    /** The ticket of the op now running (set by {@link #enter}). */
-    private long currentTicket;
-
     private long opTicket() {
-        return currentTicket;
+        return turn.current();
     }
 
     private int flagsOf(int p) {
-        return ctrl.get(ValueLayout.JAVA_INT, descAt[p] + FLAGS);
+        return ctrl.get(ValueLayout.JAVA_INT, descAt[p] + ControlLayout.FLAGS_OFFSET);
     }
 
     /** This rank's part is over (or failed): say so, wait until every rank's is, and fail if a peer's failed. */
     private void finish(long seq, String op, boolean ok) {
-        long me = slot(rank);
-        if (!ok) LONG.setRelease(ctrl, me + ERROR, seq);
-        LONG.setRelease(ctrl, me + DONE, seq);
+        long me = ControlLayout.slot(rank);
+        if (!ok) LONG.setRelease(ctrl, me + ControlLayout.ERROR_OFFSET, seq);
+        LONG.setRelease(ctrl, me + ControlLayout.DONE_OFFSET, seq);
         wakeSleepers();
         if (ok) {
             zeroCopyOps++;
             await(DONE_PHASE, seq, op);
             for (int p = 0; p < n; p++) {
-                if (p != rank && (long) LONG.getAcquire(ctrl, slot(p) + ERROR) == seq) {
+                if (p != rank && (long) LONG.getAcquire(ctrl, ControlLayout.slot(p) + ControlLayout.ERROR_OFFSET) == seq) {
                     throw new HcommException("rank " + rank + ": " + op + " (collective #" + seq + ", shared memory): rank " + p
                             + " failed in its part of it; the result is incomplete");
                 }
@@ -930,14 +853,14 @@ final class ZeroCopyEngine implements AutoCloseable {
     /** Maps (or finds) peer {@code q}'s send or receive buffer of {@code bytes} into {@link #sendSeg}/{@link #recvSeg}. */
     private void peerBuffer(int q, boolean send, long bytes) {
         long at = descAt[q];
-        long file = ctrl.get(ValueLayout.JAVA_LONG, at + (send ? SEND_FILE : RECV_FILE));
-        long offset = ctrl.get(ValueLayout.JAVA_LONG, at + (send ? SEND_OFF : RECV_OFF));
+        long file = ctrl.get(ValueLayout.JAVA_LONG, at + (send ? ControlLayout.SEND_FILE_OFFSET : ControlLayout.RECV_FILE_OFFSET));
+        long offset = ctrl.get(ValueLayout.JAVA_LONG, at + (send ? ControlLayout.SEND_BUFFER_OFFSET : ControlLayout.RECV_BUFFER_OFFSET));
         MemorySegment seg;
         if (bytes == 0) {
             seg = scratch;
             offset = 0;
         } else {
-            seg = peerFile(q, file);
+            seg = files.map(q, file);
             if (offset < 0 || offset > seg.byteSize() - bytes) {
                 throw new HcommException("rank " + rank + ": rank " + q + " published a buffer of [" + offset + ", +" + bytes
                         + ") in a file of " + seg.byteSize() + " bytes");
@@ -952,65 +875,11 @@ final class ZeroCopyEngine implements AutoCloseable {
         }
     }
 
-    /** Peer {@code q}'s pool file {@code seq}, mapped here once (pre-faulted) and kept. */
-    private MemorySegment peerFile(int q, long seq) {
-        long[] seqs = fileSeq[q];
-        MemorySegment[] segs = fileSeg[q];
-        long[] used = fileUsed[q];
-        int victim = -1;
-        for (int i = 0; i < FILES_PER_PEER; i++) {
-            if (segs[i] == null) {
-                if (victim < 0 || segs[victim] != null) victim = i;
-                continue;
-            }
-            if (seqs[i] == seq) {
-                used[i] = opStamp;
-                return segs[i];
-            }
-            if (used[i] != opStamp && (victim < 0 || (segs[victim] != null && used[i] < used[victim]))) victim = i;
-        }
-        if (victim < 0) throw new HcommException("rank " + rank + ": no room to map rank " + q + "'s buffer");
-        Arena a = Arena.ofShared();
-        MemorySegment seg;
-        try {
-            seg = SharedFiles.mapPeerFile(dir, prefix[q] + seq, a);
-            prefault(seg);
-        } catch (IOException | RuntimeException e) {
-            closeQuietly(a);
-            throw new HcommException("rank " + rank + ": cannot map the registered buffer of rank " + q + " (" + prefix[q] + seq
-                    + " in " + dir + "): " + e.getMessage(), e);
-        }
-        if (segs[victim] != null) closeQuietly(fileArena[q][victim]);
-        seqs[victim] = seq;
-        fileArena[q][victim] = a;
-        segs[victim] = seg;
-        used[victim] = opStamp;
-        return seg;
-    }
-
-    /**
-     * Touches every page of a fresh mapping so no op pays page faults later. An atomic add of 0 makes each page
-     * writable here without racing the peer's own stores (a plain read-then-write could undo one of them).
-     */
-    private static void prefault(MemorySegment seg) {
-        for (long o = 0; o < seg.byteSize(); o += 4096) INT.getAndAdd(seg, o, 0);
-    }
-
     // ------------------------------------------------------------------------------------------ waiting
-
-    /** Bytes of the control mapping of {@code n} ranks: header, slots, block tables. */
-    static long controlBytes(int n) {
-        return HEADER + n * SLOT + 2L * n * 16 * n;
-    }
-
-    /** Where rank {@code r}'s block table of the op with {@code ticket} begins. */
-    private long table(int r, long ticket) {
-        return HEADER + n * SLOT + (2L * r + (ticket & 1)) * 16 * n;
-    }
 
     /** Publishes this rank's block table (before {@link #arrive}, whose release store makes it visible). */
     private void publishTable(long[] off, long[] len) {
-        long t = table(rank, opTicket());
+        long t = ControlLayout.table(n, rank, opTicket());
         for (int q = 0; q < n; q++) {
             ctrl.set(ValueLayout.JAVA_LONG, t + 8L * q, off[q]);
             ctrl.set(ValueLayout.JAVA_LONG, t + 8L * (n + q), len[q]);
@@ -1029,11 +898,7 @@ final class ZeroCopyEngine implements AutoCloseable {
 
     /** Offset ({@code length} false) or length of rank {@code p}'s block for rank {@code q}, from its published table. */
     private long tableEntry(int p, int q, boolean length) {
-        return ctrl.get(ValueLayout.JAVA_LONG, table(p, opTicket()) + 8L * (length ? n + q : q));
-    }
-
-    private long slot(int r) {
-        return HEADER + r * SLOT;
+        return ctrl.get(ValueLayout.JAVA_LONG, ControlLayout.table(n, p, opTicket()) + 8L * (length ? n + q : q));
     }
 
     /** After a store others may wait for: wake every peer that sleeps (its flag is cleared here, so one bell per sleep). */
@@ -1041,7 +906,7 @@ final class ZeroCopyEngine implements AutoCloseable {
         VarHandle.fullFence(); // orders the store before the flag loads (the sleeper: flag store, fence, loads)
         for (int p = 0; p < n; p++) {
             if (p == rank) continue;
-            long f = slot(p) + SLEEPING;
+            long f = ControlLayout.slot(p) + ControlLayout.SLEEPING_OFFSET;
             if ((int) INT.getAcquire(ctrl, f) != 0 && INT.compareAndSet(ctrl, f, 1, 0)) transport.wake(world[p]);
         }
     }
@@ -1110,15 +975,15 @@ final class ZeroCopyEngine implements AutoCloseable {
         }
 
         boolean ready(int p) {
-            long s = slot(p);
-            if (phase == DONE_PHASE) return (long) LONG.getAcquire(ctrl, s + DONE) >= seq;
+            long s = ControlLayout.slot(p);
+            if (phase == DONE_PHASE) return (long) LONG.getAcquire(ctrl, s + ControlLayout.DONE_OFFSET) >= seq;
             // the other parity first: a peer writes its descriptor of seq before the next one (and the one after that
             // only once this rank has published its next), so seeing a later seq there means this one shows here
             long t = opTicket();
-            long other = s + ((t + 1) & 1) * DESC;
-            long mine = s + (t & 1) * DESC;
-            long so = (long) LONG.getAcquire(ctrl, other + SEQ);
-            long sm = (long) LONG.getAcquire(ctrl, mine + SEQ);
+            long other = ControlLayout.descriptor(p, t + 1);
+            long mine = ControlLayout.descriptor(p, t);
+            long so = (long) LONG.getAcquire(ctrl, other + ControlLayout.SEQ_OFFSET);
+            long sm = (long) LONG.getAcquire(ctrl, mine + ControlLayout.SEQ_OFFSET);
             if (sm == seq) {
                 descAt[p] = mine;
                 return true;
@@ -1136,14 +1001,14 @@ final class ZeroCopyEngine implements AutoCloseable {
 
         @Override
         public boolean arm() {
-            INT.setVolatile(ctrl, slot(rank) + SLEEPING, 1);
+            INT.setVolatile(ctrl, ControlLayout.slot(rank) + ControlLayout.SLEEPING_OFFSET, 1);
             VarHandle.fullFence();
             return done();
         }
 
         @Override
         public void disarm() {
-            INT.setRelease(ctrl, slot(rank) + SLEEPING, 0);
+            INT.setRelease(ctrl, ControlLayout.slot(rank) + ControlLayout.SLEEPING_OFFSET, 0);
         }
     }
 
@@ -1152,7 +1017,7 @@ final class ZeroCopyEngine implements AutoCloseable {
         boolean[] absent = new boolean[n];
         for (int p = 0; p < n; p++) {
             if (descAt[p] < 0) absent[p] = true;
-            else fps[p] = ctrl.get(ValueLayout.JAVA_INT, descAt[p] + FP);
+            else fps[p] = ctrl.get(ValueLayout.JAVA_INT, descAt[p] + ControlLayout.FINGERPRINT_OFFSET);
         }
         for (int p = 0; p < n; p++) {
             if (absent[p]) {
@@ -1211,11 +1076,7 @@ final class ZeroCopyEngine implements AutoCloseable {
                 Arena a = Arena.ofShared();
                 try {
                     MemorySegment seg = SharedFiles.mapPeerFile(dir, name, a);
-                    if (seg.byteSize() < controlBytes(n) || (long) LONG.getAcquire(seg, 0L) != MAGIC
-                            || seg.get(ValueLayout.JAVA_INT, 8) != VERSION || seg.get(ValueLayout.JAVA_INT, 12) != n
-                            || seg.get(ValueLayout.JAVA_LONG, 16) != commId) {
-                        throw new IOException(name + " is not the control file of this communicator");
-                    }
+                    ControlLayout.verifyHeader(seg, name, n, commId);
                     ctrl = seg;
                     ctrlArena = a;
                 } catch (IOException | RuntimeException e) {
@@ -1229,8 +1090,8 @@ final class ZeroCopyEngine implements AutoCloseable {
             for (int p = 0; p < n; p++) {
                 if (p == rank) continue;
                 String kind = transport.connect(world[p], deadline);
-                prefix[p] = transport.peerFilePrefix(world[p]);
-                if (!"shm".equals(kind) || prefix[p] == null) ok = false;
+                files.prefix[p] = transport.peerFilePrefix(world[p]);
+                if (!"shm".equals(kind) || files.prefix[p] == null) ok = false;
             }
             capable = ok;
             if (!ok) LOG.info("rank {}: communicator {}: not every peer is connected through shared memory; no zero-copy collectives", rank, commId);
@@ -1269,11 +1130,7 @@ final class ZeroCopyEngine implements AutoCloseable {
         synchronized (turn) {
             if (rank == 0 && ctrlName != null && !unlinked) unlinkControl();
         }
-        for (int q = 0; q < n; q++) {
-            for (int i = 0; i < FILES_PER_PEER; i++) {
-                if (fileArena[q][i] != null) closeQuietly(fileArena[q][i]);
-            }
-        }
+        files.close();
         if (ctrlArena != null) closeQuietly(ctrlArena);
         Buffer b = stage;
         if (b != null) {
@@ -1286,10 +1143,6 @@ final class ZeroCopyEngine implements AutoCloseable {
     }
 
     private static void closeQuietly(Arena a) {
-        try {
-            a.close();
-        } catch (IllegalStateException ignored) {
-            // already closed, or in use by a thread that then fails
-        }
+        PeerFiles.closeQuietly(a);
     }
 }
