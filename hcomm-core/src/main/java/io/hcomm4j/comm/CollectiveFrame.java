@@ -185,19 +185,19 @@ final class CollectiveFrame {
         long seq = c.seq;
         int fp = c.fingerprint;
         return switch (c.op) {
-            case ALL_REDUCE -> z.allReduce(seq, fp, name, c.send, c.recv, c.count, c.kernel, c.avg, want);
-            case REDUCE -> z.reduce(seq, fp, name, c.send, c.recv, c.count, c.kernel, c.avg, c.root, want);
+            case ALL_REDUCE -> z.reductions.allReduce(seq, fp, name, c.send, c.recv, c.count, c.kernel, c.avg, want);
+            case REDUCE -> z.reductions.reduce(seq, fp, name, c.send, c.recv, c.count, c.kernel, c.avg, c.root, want);
             case REDUCE_SCATTER, REDUCE_SCATTER_V ->
-                    z.reduceScatter(seq, fp, name, c.send, c.recv, c.blockCount, c.counts, c.kernel, c.avg, want);
-            case BROADCAST -> z.broadcast(seq, fp, name, c.send, c.bytes, c.root, want);
+                    z.reductions.reduceScatter(seq, fp, name, c.send, c.recv, c.blockCount, c.counts, c.kernel, c.avg, want);
+            case BROADCAST -> z.movement.broadcast(seq, fp, name, c.send, c.bytes, c.root, want);
             case ALL_GATHER, ALL_GATHER_V ->
-                    z.allGather(seq, fp, name, c.mine, c.mineOffset, c.recv, c.blockBytes, c.recvOff, c.recvLen, want);
-            case GATHER -> z.gather(seq, fp, name, c.send, c.recv, c.blockBytes, c.root, want);
-            case GATHER_V -> z.gatherV(seq, fp, name, c.send, c.recv, c.recvOff, c.recvLen, c.root, want);
-            case SCATTER -> z.scatter(seq, fp, name, c.send, c.recv, c.blockBytes, c.root, want);
-            case SCATTER_V -> z.scatterV(seq, fp, name, c.send, c.sendOff, c.sendLen, c.recv, c.root, want);
-            case ALL_TO_ALL -> z.allToAll(seq, fp, name, c.send, c.recv, c.blockBytes, want);
-            case ALL_TO_ALL_V -> z.allToAllV(seq, fp, name, c.send, c.sendOff, c.sendLen, c.sendBytes, c.recv, c.recvOff,
+                    z.movement.allGather(seq, fp, name, c.mine, c.mineOffset, c.recv, c.blockBytes, c.recvOff, c.recvLen, want);
+            case GATHER -> z.movement.gather(seq, fp, name, c.send, c.recv, c.blockBytes, c.root, want);
+            case GATHER_V -> z.movement.gatherV(seq, fp, name, c.send, c.recv, c.recvOff, c.recvLen, c.root, want);
+            case SCATTER -> z.tables.scatter(seq, fp, name, c.send, c.recv, c.blockBytes, c.root, want);
+            case SCATTER_V -> z.tables.scatterV(seq, fp, name, c.send, c.sendOff, c.sendLen, c.recv, c.root, want);
+            case ALL_TO_ALL -> z.tables.allToAll(seq, fp, name, c.send, c.recv, c.blockBytes, want);
+            case ALL_TO_ALL_V -> z.tables.allToAllV(seq, fp, name, c.send, c.sendOff, c.sendLen, c.sendBytes, c.recv, c.recvOff,
                     c.recvLen, c.recvBytes, want);
             case BARRIER -> z.barrier(seq, fp, name);
         };
@@ -259,18 +259,10 @@ final class CollectiveFrame {
                 health.unregister(check);
             }
         }
-        for (int r = 0; r < size; r++) {
+        for (int r = 1; r < size; r++) {
             if (all[r] != all[0]) {
-                int odd = r;
-                // name the rank that differs from the majority, if there is one
-                int agree = 0;
-                for (int x : all) if (x == all[r]) agree++;
-                if (agree * 2 > size) {
-                    for (int q = 0; q < size; q++) if (all[q] != all[r]) { odd = q; break; }
-                }
-                int other = odd == 0 ? 1 : 0;
                 throw new CollectiveMismatchException("rank " + rank + ": " + op + " (collective #" + seq + ", full check): "
-                        + CollectiveOp.describeMismatch(odd, all[odd], other, all[other]));
+                        + CollectiveOp.describeMismatch(all));
             }
         }
     }

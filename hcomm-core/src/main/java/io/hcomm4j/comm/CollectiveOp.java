@@ -3,6 +3,7 @@ package io.hcomm4j.comm;
 import io.hcomm4j.DataType;
 import io.hcomm4j.ReduceOp;
 import io.hcomm4j.algo.Tuner;
+import java.util.Arrays;
 
 /**
  * The collectives, one constant each: the name reports and metrics use, the tuner op whose {@code HCOMM_ALGO} entry
@@ -68,6 +69,31 @@ enum CollectiveOp {
     static String labelOf(int fingerprint) {
         int code = fingerprint >>> CODE_SHIFT;
         return code == 0 ? "" : BY_ORDINAL[Math.min(BY_ORDINAL.length, code) - 1].label;
+    }
+
+    /**
+     * The verdict of a mismatch among every rank's fingerprint ({@code fingerprints[r]}, not all equal): it names the
+     * rank that differs from the majority (ties: from rank 0), and one it differs from, so every rank names the same.
+     */
+    static String describeMismatch(int[] fingerprints) {
+        int n = fingerprints.length;
+        // the first rank in a minority, if some fingerprint has a strict majority; else the first that differs from rank 0's
+        boolean majority = false;
+        for (int m = 0; m < n && !majority; m++) majority = agreeing(fingerprints, fingerprints[m]) * 2 > n;
+        int odd = -1;
+        for (int p = 0; p < n && odd < 0; p++) {
+            if (majority ? agreeing(fingerprints, fingerprints[p]) * 2 <= n : p > 0 && fingerprints[p] != fingerprints[0]) odd = p;
+        }
+        if (odd < 0) throw new IllegalArgumentException("no mismatch among fingerprints " + Arrays.toString(fingerprints));
+        int ref = 0;
+        while (fingerprints[ref] == fingerprints[odd]) ref++;
+        return describeMismatch(odd, fingerprints[odd], ref, fingerprints[ref]);
+    }
+
+    private static int agreeing(int[] fingerprints, int fingerprint) {
+        int c = 0;
+        for (int f : fingerprints) if (f == fingerprint) c++;
+        return c;
     }
 
     /**
