@@ -16,8 +16,9 @@ import java.util.function.Consumer;
 
 /**
  * A communicator: the public calls, each checked ({@link ArgumentChecks}) and then handed to the transport (point to
- * point) or, as a {@link CollectiveCall}, to the {@link CollectiveFrame}. Membership changes live in
- * {@link Membership}, failure state in {@link CommunicatorHealth}.
+ * point, {@link PointToPoint}) or, as a {@link CollectiveCall}, to the {@link CollectiveFrame} (gather, scatter and
+ * all-to-all: {@link BlockCollectives}). Membership changes live in {@link Membership}, failure state in
+ * {@link CommunicatorHealth}.
  */
 final class CommunicatorImpl implements Communicator {
     private final Session session;
@@ -38,6 +39,8 @@ final class CommunicatorImpl implements Communicator {
     private final CommunicatorHealth health;
     private final CollectiveFrame frame;
     private final Membership membership;
+    private final PointToPoint p2p;
+    private final BlockCollectives blocks;
 
     /** The world communicator; {@code hostIds[r]} is world rank r's host identity. */
     CommunicatorImpl(Session session, TcpTransport transport, long commId, int rank, int size, String[] hostIds) {
@@ -65,6 +68,8 @@ final class CommunicatorImpl implements Communicator {
         this.frame = new CollectiveFrame(this, session, transport, commId, rank, size, group, zc, health,
                 new TransportCollectives(session.tuner(), topology, rank, size));
         this.membership = new Membership(this, health, session, transport, topology);
+        this.p2p = new PointToPoint(this, transport, commId, rank, size, worldToComm, check, health, frame.metrics);
+        this.blocks = new BlockCollectives(frame, check, rank, size);
     }
 
     /** A communicator of world ranks {@code group} (in rank order), seen from world rank {@code me}. */
@@ -102,49 +107,22 @@ final class CommunicatorImpl implements Communicator {
 
     @Override
     public CommFuture<Void> sendAsync(MemorySegment buf, int peer, int tag) {
-        checkOpen();
-        health.checkNotAborted("send");
-        Objects.requireNonNull(buf, "buf");
-        if (peer < 0 || peer >= size) {
-            throw new IllegalArgumentException("rank " + rank + ": send: peer " + peer + " is out of range [0, " + size + ")");
-        }
-        if (tag < 0) throw new IllegalArgumentException("rank " + rank + ": send: tag " + tag + " must be >= 0");
-        check.shared(buf, "send");
-        CommFuture<Void> f = transport.send(commId, world(peer), tag, buf, 0, worldToComm);
-        frame.metrics.count(CollectiveFrame.SEND_METRIC, buf.byteSize()); // after: an eager message is on its way before the counting
-        return f;
+        return p2p.send(buf, peer, tag);
     }
 
     @Override
     public CommFuture<Status> recvAsync(MemorySegment buf, int peer, int tag) {
-        checkOpen();
-        health.checkNotAborted("recv");
-        Objects.requireNonNull(buf, "buf");
-        check.source(peer, tag, "recv");
-        if (buf.isReadOnly()) throw new IllegalArgumentException("rank " + rank + ": recv: buf is read-only");
-        check.shared(buf, "recv");
-        frame.metrics.count(CollectiveFrame.RECV_METRIC, buf.byteSize());
-        return transport.recv(commId, anySource(peer), tag == ANY_TAG ? TcpTransport.ANY : tag, buf, worldToComm);
+        return p2p.recv(buf, peer, tag);
     }
 
     @Override
     public CommFuture<Status> probeAsync(int peer, int tag) {
-        checkOpen();
-        health.checkNotAborted("probe");
-        check.source(peer, tag, "probe");
-        return transport.probe(commId, anySource(peer), tag == ANY_TAG ? TcpTransport.ANY : tag, worldToComm);
+        return p2p.probe(peer, tag);
     }
 
     @Override
     public java.util.Optional<Status> iprobe(int peer, int tag) {
-        checkOpen();
-        check.source(peer, tag, "iprobe");
-        return java.util.Optional.ofNullable(transport.iprobe(commId, anySource(peer), tag == ANY_TAG ? TcpTransport.ANY : tag,
-                worldToComm));
-    }
-
-    private int anySource(int peer) {
-        return peer == ANY_SOURCE ? TcpTransport.ANY : world(peer);
+        return p2p.iprobe(peer, tag);
     }
 
     /** The world rank of communicator rank {@code r}. */
@@ -351,107 +329,44 @@ final class CommunicatorImpl implements Communicator {
 
     @Override
     public void gather(MemorySegment send, MemorySegment recv, long count, DataType type, int root) {
-        gather(send, recv, count, type, root, Mode.BLOCKING);
+        blocks.gather(send, recv, count, type, root, Mode.BLOCKING);
     }
 
     @Override
     public CommFuture<Void> gatherAsync(MemorySegment send, MemorySegment recv, long count, DataType type, int root) {
-        return gather(send, recv, count, type, root, Mode.ASYNC);
-    }
-
-    private CommFuture<Void> gather(MemorySegment send, MemorySegment recv, long count, DataType type, int root, Mode mode) {
-        CollectiveOp o = CollectiveOp.GATHER;
-        check.root(o, root);
-        long blk = check.bytes(o, "send", send, count, type);
-        if (rank == root) check.buffer(o, "recv", recv, Math.multiplyExact(blk, size));
-        return rooted(o, o.fingerprint(count, type, null, root), blk * size, send, recv, root, blk, null, null, mode);
+        return blocks.gather(send, recv, count, type, root, Mode.ASYNC);
     }
 
     @Override
     public void gatherV(MemorySegment send, MemorySegment recv, long[] recvCounts, long[] displs, DataType type, int root) {
-        gatherV(send, recv, recvCounts, displs, type, root, Mode.BLOCKING);
+        blocks.gatherV(send, recv, recvCounts, displs, type, root, Mode.BLOCKING);
     }
 
     @Override
     public CommFuture<Void> gatherVAsync(MemorySegment send, MemorySegment recv, long[] recvCounts, long[] displs,
                                          DataType type, int root) {
-        return gatherV(send, recv, recvCounts, displs, type, root, Mode.ASYNC);
-    }
-
-    private CommFuture<Void> gatherV(MemorySegment send, MemorySegment recv, long[] recvCounts, long[] displs, DataType type,
-                                     int root, Mode mode) {
-        CollectiveOp o = CollectiveOp.GATHER_V;
-        long[][] b = rootedBlocks(o, "recv", recv, recvCounts, displs, type, root);
-        check.buffer(o, "send", send, b[1][rank]);
-        return rooted(o, o.fingerprint(0, type, null, root), sum(b[1]), send, recv, root, 0, b[0], b[1], mode);
+        return blocks.gatherV(send, recv, recvCounts, displs, type, root, Mode.ASYNC);
     }
 
     @Override
     public void scatter(MemorySegment send, MemorySegment recv, long count, DataType type, int root) {
-        scatter(send, recv, count, type, root, Mode.BLOCKING);
+        blocks.scatter(send, recv, count, type, root, Mode.BLOCKING);
     }
 
     @Override
     public CommFuture<Void> scatterAsync(MemorySegment send, MemorySegment recv, long count, DataType type, int root) {
-        return scatter(send, recv, count, type, root, Mode.ASYNC);
-    }
-
-    private CommFuture<Void> scatter(MemorySegment send, MemorySegment recv, long count, DataType type, int root, Mode mode) {
-        CollectiveOp o = CollectiveOp.SCATTER;
-        check.root(o, root);
-        long blk = check.bytes(o, "recv", recv, count, type);
-        if (rank == root) check.buffer(o, "send", send, Math.multiplyExact(blk, size));
-        return rooted(o, o.fingerprint(count, type, null, root), blk * size, send, recv, root, blk, null, null, mode);
+        return blocks.scatter(send, recv, count, type, root, Mode.ASYNC);
     }
 
     @Override
     public void scatterV(MemorySegment send, long[] sendCounts, long[] displs, MemorySegment recv, DataType type, int root) {
-        scatterV(send, sendCounts, displs, recv, type, root, Mode.BLOCKING);
+        blocks.scatterV(send, sendCounts, displs, recv, type, root, Mode.BLOCKING);
     }
 
     @Override
     public CommFuture<Void> scatterVAsync(MemorySegment send, long[] sendCounts, long[] displs, MemorySegment recv,
                                           DataType type, int root) {
-        return scatterV(send, sendCounts, displs, recv, type, root, Mode.ASYNC);
-    }
-
-    private CommFuture<Void> scatterV(MemorySegment send, long[] sendCounts, long[] displs, MemorySegment recv, DataType type,
-                                      int root, Mode mode) {
-        CollectiveOp o = CollectiveOp.SCATTER_V;
-        long[][] b = rootedBlocks(o, "send", send, sendCounts, displs, type, root);
-        check.buffer(o, "recv", recv, b[1][rank]);
-        return rooted(o, o.fingerprint(0, type, null, root), sum(b[1]), send, recv, root, 0, b[0], b[1], mode);
-    }
-
-    /** The root's blocks of its buffer, checked; the others know only the lengths (their offsets are zeros). */
-    private long[][] rootedBlocks(CollectiveOp o, String arg, MemorySegment buf, long[] counts, long[] displs, DataType type,
-                                  int root) {
-        check.root(o, root);
-        Objects.requireNonNull(counts, arg + "Counts");
-        return rank == root ? check.blocks(o, arg, buf, counts, displs, type)
-                : new long[][] {new long[size], check.sizes(o, counts, type)};
-    }
-
-    private static long sum(long[] values) {
-        long total = 0;
-        for (long v : values) total += v;
-        return total;
-    }
-
-    /** Gather and scatter: the blocks are the root's receive (gather) or send (scatter) blocks. */
-    private CommFuture<Void> rooted(CollectiveOp o, int fp, long bytes, MemorySegment send, MemorySegment recv, int root, long blk,
-                                    long[] off, long[] len, Mode mode) {
-        CollectiveCall c = frame.call(mode).of(o, fp, bytes, send, recv);
-        c.root = root;
-        c.blockBytes = blk;
-        if (o == CollectiveOp.GATHER_V) {
-            c.recvOff = off;
-            c.recvLen = len;
-        } else {
-            c.sendOff = off;
-            c.sendLen = len;
-        }
-        return frame.start(c, mode);
+        return blocks.scatterV(send, sendCounts, displs, recv, type, root, Mode.ASYNC);
     }
 
     @Override
@@ -465,57 +380,19 @@ final class CommunicatorImpl implements Communicator {
     }
 
     CommFuture<Void> allToAll(MemorySegment send, MemorySegment recv, long count, DataType type, Mode mode) {
-        CollectiveOp o = CollectiveOp.ALL_TO_ALL;
-        long blk = Math.multiplyExact(count < 0 ? 0 : count, type.byteSize());
-        check.checkCount(o, "count", count);
-        long total = Math.multiplyExact(blk, size);
-        check.buffer(o, "send", send, total);
-        check.buffer(o, "recv", recv, total);
-        // the fingerprint hashes the block's bytes, not its count
-        return allToAll(o, o.fingerprint(blk, null, null, -1), send, recv, blk, null, null, total, null, null, total, mode);
+        return blocks.allToAll(send, recv, count, type, mode);
     }
 
     @Override
     public void allToAllV(MemorySegment send, long[] sendCounts, long[] sendDispls, MemorySegment recv, long[] recvCounts,
                           long[] recvDispls, DataType type) {
-        allToAllV(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, type, Mode.BLOCKING);
+        blocks.allToAllV(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, type, Mode.BLOCKING);
     }
 
     @Override
     public CommFuture<Void> allToAllVAsync(MemorySegment send, long[] sendCounts, long[] sendDispls, MemorySegment recv,
                                            long[] recvCounts, long[] recvDispls, DataType type) {
-        return allToAllV(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, type, Mode.ASYNC);
-    }
-
-    private CommFuture<Void> allToAllV(MemorySegment send, long[] sendCounts, long[] sendDispls, MemorySegment recv,
-                                       long[] recvCounts, long[] recvDispls, DataType type, Mode mode) {
-        CollectiveOp o = CollectiveOp.ALL_TO_ALL_V;
-        long[][] s = check.blocks(o, "send", send, sendCounts, sendDispls, type);
-        long[][] r = check.blocks(o, "recv", recv, recvCounts, recvDispls, type);
-        if (s[1][rank] != r[1][rank]) {
-            throw new IllegalArgumentException("rank " + rank + ": allToAllV: sendCounts[" + rank + "] and recvCounts[" + rank
-                    + "] (this rank's block to itself) differ");
-        }
-        long sendBytes = 0;
-        long recvBytes = 0;
-        for (int i = 0; i < size; i++) {
-            sendBytes = Math.max(sendBytes, s[0][i] + s[1][i]);
-            recvBytes = Math.max(recvBytes, r[0][i] + r[1][i]);
-        }
-        return allToAll(o, o.fingerprint(0, null, null, -1), send, recv, 0, s[0], s[1], sendBytes, r[0], r[1], recvBytes, mode);
-    }
-
-    private CommFuture<Void> allToAll(CollectiveOp o, int fp, MemorySegment send, MemorySegment recv, long blk, long[] sOff,
-                                      long[] sLen, long sendBytes, long[] rOff, long[] rLen, long recvBytes, Mode mode) {
-        CollectiveCall c = frame.call(mode).of(o, fp, sendBytes, send, recv);
-        c.blockBytes = blk;
-        c.sendOff = sOff;
-        c.sendLen = sLen;
-        c.sendBytes = sendBytes;
-        c.recvOff = rOff;
-        c.recvLen = rLen;
-        c.recvBytes = recvBytes;
-        return frame.start(c, mode);
+        return blocks.allToAllV(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, type, Mode.ASYNC);
     }
 
     @Override
