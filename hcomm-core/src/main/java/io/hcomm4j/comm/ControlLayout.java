@@ -50,6 +50,20 @@ final class ControlLayout {
     static final long ERROR_OFFSET = 264;
     static final long SLEEPING_OFFSET = 384;
 
+    // the bits of a descriptor's flags (every rank's are ANDed: the op runs here if the bits it needs are set on all)
+    /** This rank is attached: its connections to every peer go through shared memory. */
+    static final int F_CAPABLE = 1;
+    /** This rank may run the op here (HCOMM_ALGO forces no other algorithm for it). */
+    static final int F_WANT = 2;
+    /** The op's send buffer (broadcast: its buffer) lies in the memory pool. */
+    static final int F_SEND = 4;
+    /** The op's receive buffer lies in the memory pool. */
+    static final int F_RECV = 8;
+    /** The op's buffers of this rank are the same memory or do not overlap in a way that would race. */
+    static final int F_SAFE = 16;
+    /** The op's send and receive buffer of this rank are the same memory (in place). */
+    static final int F_IN_PLACE = 32;
+
     /** One block-table entry pair (offset and length), per rank. */
     private static final long TABLE_ENTRY_LENGTH = 16;
 

@@ -1,10 +1,9 @@
 package io.hcomm4j.comm;
 
-import static io.hcomm4j.comm.ZeroCopyEngine.F_CAPABLE;
-import static io.hcomm4j.comm.ZeroCopyEngine.F_SAFE;
-import static io.hcomm4j.comm.ZeroCopyEngine.F_SEND;
-import static io.hcomm4j.comm.ZeroCopyEngine.F_WANT;
-import static io.hcomm4j.comm.ZeroCopyEngine.disjoint;
+import static io.hcomm4j.comm.ControlLayout.F_CAPABLE;
+import static io.hcomm4j.comm.ControlLayout.F_SAFE;
+import static io.hcomm4j.comm.ControlLayout.F_SEND;
+import static io.hcomm4j.comm.ControlLayout.F_WANT;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -17,28 +16,9 @@ import java.lang.foreign.ValueLayout;
  * (returns false) when some rank cannot run it here, else does its part between the engine's {@code arrive} and
  * {@code finish} (see {@link ZeroCopyEngine} for the protocol and its memory ordering).
  */
-final class ZeroCopyBlockTables {
-    private final ZeroCopyEngine e;
-    private final int rank;
-    private final int n;
-    private final MemorySegment[] sendSeg;
-    private final long[] sendOff;
-    private final MemorySegment[] recvSeg;
-    private final long[] recvOff;
-    /** The engine's answer of {@link ZeroCopyEngine#where}: file and offset. */
-    private final long[] loc;
-    /** The one length of equal blocks (the V forms' {@code len} with {@code off == null}). */
-    private final long[] oneLen = new long[1];
-
+final class ZeroCopyBlockTables extends ZeroCopyOps {
     ZeroCopyBlockTables(ZeroCopyEngine e) {
-        this.e = e;
-        this.rank = e.rank;
-        this.n = e.n;
-        this.sendSeg = e.sendSeg;
-        this.sendOff = e.sendOff;
-        this.recvSeg = e.recvSeg;
-        this.recvOff = e.recvOff;
-        this.loc = e.loc;
+        super(e);
     }
 
     /** Scatter of equal blocks ({@code blockBytes} each) from {@code root}: {@link #scatterV} with block q at q * blockBytes. */
@@ -57,19 +37,14 @@ final class ZeroCopyBlockTables {
                      boolean want) {
         if (!e.ready(op)) return false;
         int flags = e.base(want) | F_SAFE;
-        long sf = -1, so = 0;
         if (rank == root) {
             long total = off == null ? n * len[0] : 0;
             for (int q = 0; off != null && q < n; q++) total = Math.max(total, off[q] + len[q]);
             MemorySegment from = e.offer(send, 0, total, want);
-            if (e.where(from, total)) {
-                flags |= F_SEND;
-                sf = loc[0];
-                so = loc[1];
-            }
+            flags |= e.sendAt(from, 0, total);
             if (off != null) publishTable(off, len);
         }
-        int all = e.arrive(seq, fp, op, flags, sf, so, -1, 0);
+        int all = e.arrive(seq, fp, op, flags);
         int need = F_CAPABLE | F_WANT;
         if ((all & need) != need || (e.flagsOf(root) & F_SEND) == 0) return e.fellBack();
         boolean ok = false;
@@ -107,17 +82,12 @@ final class ZeroCopyBlockTables {
                       MemorySegment recv, long[] rOff, long[] rLen, long recvBytes, boolean want) {
         if (!e.ready(op)) return false;
         int flags = e.base(want);
-        long sf = -1, so = 0;
         MemorySegment offered = e.offer(send, 0, sendBytes, want);
-        if (e.where(offered, sendBytes)) {
-            flags |= F_SEND;
-            sf = loc[0];
-            so = loc[1];
-        }
+        flags |= e.sendAt(offered, 0, sendBytes);
         // the others read this rank's send buffer while it writes its receive buffer
         if (disjoint(offered, 0, sendBytes, recv, recvBytes)) flags |= F_SAFE;
         if (sOff != null) publishTable(sOff, sLen);
-        int all = e.arrive(seq, fp, op, flags, sf, so, -1, 0);
+        int all = e.arrive(seq, fp, op, flags);
         int need = F_CAPABLE | F_WANT | F_SEND | F_SAFE;
         if ((all & need) != need) return e.fellBack();
         boolean ok = false;

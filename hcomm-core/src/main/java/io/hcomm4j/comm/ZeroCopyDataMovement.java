@@ -1,11 +1,9 @@
 package io.hcomm4j.comm;
 
-import static io.hcomm4j.comm.ZeroCopyEngine.F_CAPABLE;
-import static io.hcomm4j.comm.ZeroCopyEngine.F_SAFE;
-import static io.hcomm4j.comm.ZeroCopyEngine.F_SEND;
-import static io.hcomm4j.comm.ZeroCopyEngine.F_WANT;
-import static io.hcomm4j.comm.ZeroCopyEngine.disjoint;
-import static io.hcomm4j.comm.ZeroCopyEngine.sameAddress;
+import static io.hcomm4j.comm.ControlLayout.F_CAPABLE;
+import static io.hcomm4j.comm.ControlLayout.F_SAFE;
+import static io.hcomm4j.comm.ControlLayout.F_SEND;
+import static io.hcomm4j.comm.ControlLayout.F_WANT;
 
 import io.hcomm4j.algo.ZeroCopyCollectives;
 import java.lang.foreign.MemorySegment;
@@ -17,45 +15,21 @@ import java.lang.foreign.MemorySegment;
  * its descriptor, falls back (returns false) when some rank cannot run it here, else does its part between the
  * engine's {@code arrive} and {@code finish} (see {@link ZeroCopyEngine} for the protocol and its memory ordering).
  */
-final class ZeroCopyDataMovement {
+final class ZeroCopyDataMovement extends ZeroCopyOps {
     /** Broadcasts from this size on, with every rank's buffer registered, are copied in parallel slices. */
     static final long BCAST_SPLIT_MIN = 64 * 1024;
 
-    private final ZeroCopyEngine e;
-    private final int rank;
-    private final int n;
-    private final MemorySegment[] sendSeg;
-    private final long[] sendOff;
-    private final MemorySegment[] recvSeg;
-    private final long[] recvOff;
-    /** The engine's answer of {@link ZeroCopyEngine#where}: file and offset. */
-    private final long[] loc;
-    /** The one length of equal blocks (the V forms' {@code len} with {@code off == null}). */
-    private final long[] oneLen = new long[1];
-
     ZeroCopyDataMovement(ZeroCopyEngine e) {
-        this.e = e;
-        this.rank = e.rank;
-        this.n = e.n;
-        this.sendSeg = e.sendSeg;
-        this.sendOff = e.sendOff;
-        this.recvSeg = e.recvSeg;
-        this.recvOff = e.recvOff;
-        this.loc = e.loc;
+        super(e);
     }
 
     /** Broadcast of {@code bytes} from {@code root}: the others copy from the root's buffer (in slices, in parallel, when all are registered). */
     boolean broadcast(long seq, int fp, String op, MemorySegment buf, long bytes, int root, boolean want) {
         if (!e.ready(op)) return false;
         int flags = e.base(want) | F_SAFE;
-        long sf = -1, so = 0;
         MemorySegment from = rank == root ? e.offer(buf, 0, bytes, want) : buf;
-        if (e.where(from, bytes)) {
-            flags |= F_SEND;
-            sf = loc[0];
-            so = loc[1];
-        }
-        int all = e.arrive(seq, fp, op, flags, sf, so, -1, 0);
+        flags |= e.sendAt(from, 0, bytes);
+        int all = e.arrive(seq, fp, op, flags);
         int need = F_CAPABLE | F_WANT;
         if ((all & need) != need || (e.flagsOf(root) & F_SEND) == 0) return e.fellBack();
         boolean split = (all & F_SEND) != 0 && bytes >= BCAST_SPLIT_MIN;
@@ -88,21 +62,16 @@ final class ZeroCopyDataMovement {
         long recvBytes = 0;
         for (int r = 0; r < n; r++) recvBytes = Math.max(recvBytes, off == null ? (r + 1) * blockBytes : off[r] + len[r]);
         int flags = e.base(want);
-        long sf = -1, so = 0;
         MemorySegment offered = e.offer(mine, mineOff, myLen, want);
         if (offered != mine) {
             mine = offered;
             mineOff = 0;
         }
-        if (e.where(mine, mineOff, myLen)) {
-            flags |= F_SEND;
-            sf = loc[0];
-            so = loc[1];
-        }
+        flags |= e.sendAt(mine, mineOff, myLen);
         // the others read this rank's block while it writes theirs into its receive buffer
         boolean inPlace = sameAddress(recv, myOff, mine, mineOff);
         if (inPlace || disjoint(mine, mineOff, myLen, recv, recvBytes)) flags |= F_SAFE;
-        int all = e.arrive(seq, fp, op, flags, sf, so, -1, 0);
+        int all = e.arrive(seq, fp, op, flags);
         int need = F_CAPABLE | F_WANT | F_SEND | F_SAFE;
         if ((all & need) != need) return e.fellBack();
         boolean ok = false;
@@ -141,15 +110,9 @@ final class ZeroCopyDataMovement {
         if (!e.ready(op)) return false;
         long myLen = off == null ? len[0] : len[rank];
         int flags = e.base(want) | F_SAFE;
-        long sf = -1, so = 0;
-        if (rank == root) {
-            flags |= F_SEND; // nobody reads the root's block
-        } else if (e.where(e.offer(mine, 0, myLen, want), myLen)) {
-            flags |= F_SEND;
-            sf = loc[0];
-            so = loc[1];
-        }
-        int all = e.arrive(seq, fp, op, flags, sf, so, -1, 0);
+        // nobody reads the root's block
+        flags |= rank == root ? F_SEND : e.sendAt(e.offer(mine, 0, myLen, want), 0, myLen);
+        int all = e.arrive(seq, fp, op, flags);
         int need = F_CAPABLE | F_WANT | F_SEND;
         if ((all & need) != need) return e.fellBack();
         boolean ok = false;

@@ -7,7 +7,6 @@ import io.hcomm4j.PeerFailedException;
 import io.hcomm4j.algo.ZeroCopyCollectives;
 import io.hcomm4j.bootstrap.Store;
 import io.hcomm4j.memory.MemoryPool;
-import io.hcomm4j.memory.SharedFiles;
 import io.hcomm4j.transport.SharedWait;
 import io.hcomm4j.transport.TcpTransport;
 import java.io.IOException;
@@ -15,8 +14,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import org.slf4j.Logger;
@@ -30,8 +27,13 @@ import org.slf4j.LoggerFactory;
  *
  * <p><b>Control mapping.</b> Rank 0 of the communicator creates a small shared file when the communicator is made
  * (pre-faulted, mode 0600, named like the pool's files) and publishes its name in the store; the others map it at
- * their first such op, and rank 0 unlinks it once every rank has used it. {@link ControlLayout} describes it: one
- * slot per rank (two descriptors, done, error, sleeping) and the block tables of the V forms.
+ * their first such op, and rank 0 unlinks it once every rank has used it ({@link ZeroCopyControl}). {@link ControlLayout}
+ * describes it: one slot per rank (two descriptors, done, error, sleeping) and the block tables of the V forms.
+ *
+ * <p><b>Parts.</b> This class holds the session-level state and the protocol steps every op takes (attach, publish its
+ * descriptor and decide, map the peers' buffers, finish); the ops themselves are in {@link ZeroCopyReductions},
+ * {@link ZeroCopyDataMovement} and {@link ZeroCopyBlockTables}, the waiting in {@link ZeroCopyWaiter}, the staging
+ * buffer in {@link ZeroCopyStaging}, the ticket order in {@link ZeroCopyTurn}, the peers' files in {@link PeerFiles}.
  *
  * <p><b>One op.</b> Ops that may run here are numbered when they are called (in call order; the number is their
  * ticket) and run one at a time in ticket order ({@link #enter}/{@link #leave}), so one slot per rank suffices. A rank
@@ -45,7 +47,7 @@ import org.slf4j.LoggerFactory;
  * reading this rank's last descriptor never sees it overwritten: the one after next can only be written once every
  * rank has published the next one, which it does after reading.
  *
- * <p><b>Waiting</b> goes through the transport's progress engine ({@link TcpTransport#await(SharedWait, long)}):
+ * <p><b>Waiting</b> ({@link ZeroCopyWaiter}) goes through the transport's progress engine ({@link TcpTransport#await(SharedWait, long)}):
  * spin, then block in the selector with the sleeping flag set; a rank that changes a word others wait for fences
  * and rings the doorbell of every peer whose flag it finds set. The wait ends early when a peer's connection fails
  * ({@link PeerFailedException}), when the session closes, or at {@code HCOMM_TIMEOUT}. Every collective of the
@@ -60,27 +62,11 @@ final class ZeroCopyEngine implements AutoCloseable {
     static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
     static final VarHandle INT = ValueLayout.JAVA_INT.varHandle();
 
-    /** This rank is attached: its connections to every peer go through shared memory. */
-    static final int F_CAPABLE = 1;
-    /** This rank may run the op here (HCOMM_ALGO forces no other algorithm for it). */
-    static final int F_WANT = 2;
-    /** The op's send buffer (broadcast: its buffer) lies in the memory pool. */
-    static final int F_SEND = 4;
-    /** The op's receive buffer lies in the memory pool. */
-    static final int F_RECV = 8;
-    /** The op's buffers of this rank are the same memory or do not overlap in a way that would race. */
-    static final int F_SAFE = 16;
-    /** The op's send and receive buffer of this rank are the same memory (in place). */
-    static final int F_IN_PLACE = 32;
-
     /** Bytes of the private scratch chunk reductions go through (stays in L1/L2). */
     static final long SCRATCH_BYTES = 32 * 1024;
 
     private final TcpTransport transport;
     private final MemoryPool pool;
-    private final Store store;
-    private final String storeKey;
-    private final Path dir;
     private final long timeoutNanos;
     private final Duration attachTimeout;
     final int rank;
@@ -89,16 +75,14 @@ final class ZeroCopyEngine implements AutoCloseable {
     private final long commId;
 
     // control mapping
-    private Arena ctrlArena;
+    private final ZeroCopyControl control;
     /** The control mapping once attached ({@link ControlLayout}); read by the ops and the waiter. */
     MemorySegment ctrl;
-    private String ctrlName;
     private volatile boolean attached;
     /** Every peer is connected through shared memory (set at attach). */
     boolean capable;
     /** Set at an op where some rank was not capable (every rank sets it at the same op): no more descriptors. */
     private volatile boolean disabled;
-    private boolean unlinked;
     volatile boolean closed;
     /** The size of the op running now, for the stuck-op report (-1: unknown). */
     private volatile long waitBytes = -1;
@@ -135,7 +119,12 @@ final class ZeroCopyEngine implements AutoCloseable {
     /** Private scratch chunk of {@link #SCRATCH_BYTES} reductions go through (and a 0-byte peer buffer's stand-in). */
     final MemorySegment scratch;
     /** The answer of {@link #where}: file and offset in it. */
-    final long[] loc = new long[2];
+    private final long[] loc = new long[2];
+    /** Where this rank's buffers of the current op lie ({@link #sendAt}, {@link #recvAt}; file -1: none), for {@link #arrive}. */
+    private long sendFile;
+    private long sendOffset;
+    private long recvFile;
+    private long recvOffset;
     final ZeroCopyStaging buffers;
     private final ZeroCopyWaiter waiter;
 
@@ -154,9 +143,7 @@ final class ZeroCopyEngine implements AutoCloseable {
                            Path dir, Duration timeout, Duration attachTimeout, int rank, int n, int[] world, long commId) {
         this.transport = transport;
         this.pool = pool;
-        this.store = store;
-        this.storeKey = storeKey;
-        this.dir = dir;
+        this.control = new ZeroCopyControl(store, storeKey, dir, rank, n, commId);
         this.timeoutNanos = timeout.toNanos();
         this.attachTimeout = attachTimeout;
         this.rank = rank;
@@ -188,34 +175,11 @@ final class ZeroCopyEngine implements AutoCloseable {
         Path dir = transport.shmDir();
         if (dir == null || n < 2) return null;
         ZeroCopyEngine e = new ZeroCopyEngine(transport, pool, store, storeKey, dir, timeout, attachTimeout, rank, n, world, commId);
-        if (rank == 0) e.createControl();
-        return e;
-    }
-
-    private void createControl() {
-        String name = SharedFiles.newName();
-        long bytes = (ControlLayout.length(n) + 4095) / 4096 * 4096;
-        Arena arena = Arena.ofShared();
-        try {
-            MemorySegment seg = SharedFiles.create(dir, name, bytes, arena);
-            ControlLayout.writeHeader(seg, n, commId);
-            ctrlArena = arena;
-            ctrl = seg;
-            ctrlName = name;
-            store.set(storeKey, name.getBytes(StandardCharsets.US_ASCII));
-        } catch (IOException | RuntimeException ex) {
-            LOG.warn("rank {}: cannot set up zero-copy collectives for communicator {} ({}); they go through the transport",
-                    rank, commId, ex.toString());
-            disabled = true;
-            if (ctrl != null) unlinkControl();
-            closeQuietly(arena);
-            ctrl = null;
-            try {
-                store.set(storeKey, new byte[] {'!'});
-            } catch (RuntimeException ignored) {
-                // the others then fail to attach and say so
-            }
+        if (rank == 0) {
+            e.ctrl = e.control.create();
+            if (e.ctrl == null) e.disabled = true;
         }
+        return e;
     }
 
     // ------------------------------------------------------------------------------------------ turn
@@ -259,14 +223,37 @@ final class ZeroCopyEngine implements AutoCloseable {
             return false;
         }
         files.nextOp();
+        sendFile = -1;
+        sendOffset = 0;
+        recvFile = -1;
+        recvOffset = 0;
         return true;
+    }
+
+    /**
+     * If {@code bytes} of {@code seg} from {@code off} lie in the pool: records where for this rank's descriptor (its
+     * send buffer) and returns {@link ControlLayout#F_SEND}; else 0 (the descriptor says no buffer).
+     */
+    int sendAt(MemorySegment seg, long off, long bytes) {
+        if (!where(seg, off, bytes)) return 0;
+        sendFile = loc[0];
+        sendOffset = loc[1];
+        return ControlLayout.F_SEND;
+    }
+
+    /** As {@link #sendAt}, for the receive buffer: {@link ControlLayout#F_RECV} or 0. */
+    int recvAt(MemorySegment seg, long off, long bytes) {
+        if (!where(seg, off, bytes)) return 0;
+        recvFile = loc[0];
+        recvOffset = loc[1];
+        return ControlLayout.F_RECV;
     }
 
     /** A barrier: every rank's descriptor of it is visible, so every rank has called it. False: use the transport's. */
     boolean barrier(long seq, int fp, String op) {
         if (!ready(op)) return false;
-        int all = arrive(seq, fp, op, base(true), -1, 0, -1, 0);
-        if ((all & F_CAPABLE) == 0) return fellBack();
+        int all = arrive(seq, fp, op, base(true));
+        if ((all & ControlLayout.F_CAPABLE) == 0) return fellBack();
         zeroCopyOps++;
         return true;
     }
@@ -277,7 +264,7 @@ final class ZeroCopyEngine implements AutoCloseable {
     }
 
     int base(boolean want) {
-        return (capable ? F_CAPABLE : 0) | (want ? F_WANT : 0);
+        return (capable ? ControlLayout.F_CAPABLE : 0) | (want ? ControlLayout.F_WANT : 0);
     }
 
     /** Where the first {@code bytes} of {@code seg} lie in the pool ({@link #loc}); 0 bytes are anywhere. */
@@ -297,32 +284,12 @@ final class ZeroCopyEngine implements AutoCloseable {
         return true;
     }
 
-    static boolean sameOrDisjoint(MemorySegment a, MemorySegment b, long bytes) {
-        return sameAddress(a, 0, b, 0) || disjoint(a, 0, bytes, b, bytes);
-    }
-
-    /** {@code a + aOff} and {@code b + bOff} are the same address (both native). */
-    static boolean sameAddress(MemorySegment a, long aOff, MemorySegment b, long bOff) {
-        return a.isNative() && b.isNative() && a.address() + aOff == b.address() + bOff;
-    }
-
     /**
-     * {@code aBytes} of {@code a} from {@code aOff} and the first {@code bBytes} of {@code b} do not overlap (a heap and
-     * a native segment never do).
+     * Publishes this rank's descriptor (its buffers as {@link #sendAt} and {@link #recvAt} recorded them) and waits for
+     * every rank's; checks the fingerprints (throws {@link CollectiveMismatchException} everywhere on a difference) and
+     * returns the AND of every rank's flags.
      */
-    static boolean disjoint(MemorySegment a, long aOff, long aBytes, MemorySegment b, long bBytes) {
-        if (a.isNative() != b.isNative() || aBytes == 0 || bBytes == 0) return true;
-        if (!a.isNative()) return a.heapBase().orElse(null) != b.heapBase().orElse(null);
-        long x = a.address() + aOff;
-        long y = b.address();
-        return x + aBytes <= y || y + bBytes <= x;
-    }
-
-    /**
-     * Publishes this rank's descriptor and waits for every rank's; checks the fingerprints (throws
-     * {@link CollectiveMismatchException} everywhere on a difference) and returns the AND of every rank's flags.
-     */
-    int arrive(long seq, int fp, String op, int flags, long sendFile, long sendOffset, long recvFile, long recvOffset) {
+    int arrive(long seq, int fp, String op, int flags) {
         long ticket = opTicket();
         long d = ControlLayout.descriptor(rank, ticket);
         ctrl.set(ValueLayout.JAVA_INT, d + ControlLayout.FINGERPRINT_OFFSET, fp);
@@ -335,7 +302,7 @@ final class ZeroCopyEngine implements AutoCloseable {
         descAt[rank] = d;
         waiter.wakeSleepers();
         waiter.await(ZeroCopyWaiter.ARRIVE, seq, op);
-        if (rank == 0 && !unlinked) unlinkControl(); // every rank has mapped it
+        if (rank == 0) control.unlink(); // every rank has mapped it
         // every rank sees the same descriptors, so every rank decides the same
         int all = -1;
         boolean mismatch = false;
@@ -345,7 +312,7 @@ final class ZeroCopyEngine implements AutoCloseable {
             else all &= ctrl.get(ValueLayout.JAVA_INT, at + ControlLayout.FLAGS_OFFSET);
         }
         if (mismatch) throw mismatch(seq, op);
-        if ((all & F_CAPABLE) == 0) {
+        if ((all & ControlLayout.F_CAPABLE) == 0) {
             if (!disabled) LOG.info("rank {}: communicator {}: a rank has no shared-memory connection to every other; collectives go "
                     + "through the transport", rank, commId);
             disabled = true;
@@ -450,22 +417,11 @@ final class ZeroCopyEngine implements AutoCloseable {
     private void attach(String op) {
         try {
             if (ctrl == null) {
-                byte[] v = store.get(storeKey, attachTimeout);
-                String name = new String(v, StandardCharsets.US_ASCII);
-                if (name.equals("!")) {
+                ctrl = control.map(attachTimeout);
+                if (ctrl == null) {
                     disabled = true;
                     attached = true;
                     return;
-                }
-                Arena a = Arena.ofShared();
-                try {
-                    MemorySegment seg = SharedFiles.mapPeerFile(dir, name, a);
-                    ControlLayout.verifyHeader(seg, name, n, commId);
-                    ctrl = seg;
-                    ctrlArena = a;
-                } catch (IOException | RuntimeException e) {
-                    closeQuietly(a);
-                    throw e;
                 }
             }
             // connect to every peer: the connection tells us of its death and carries our doorbell
@@ -488,15 +444,6 @@ final class ZeroCopyEngine implements AutoCloseable {
         }
     }
 
-    private void unlinkControl() {
-        unlinked = true;
-        try {
-            Files.deleteIfExists(dir.resolve(ctrlName));
-        } catch (IOException e) {
-            LOG.warn("cannot remove {}: {}", ctrlName, e.toString());
-        }
-    }
-
     /**
      * The communicator was aborted: a rank waiting in a shared-memory op stops waiting and fails with
      * {@link CommAbortedException}; ops after it fail before they wait (the communicator refuses them).
@@ -512,14 +459,10 @@ final class ZeroCopyEngine implements AutoCloseable {
         if (closed) return;
         closed = true;
         synchronized (turn) {
-            if (rank == 0 && ctrlName != null && !unlinked) unlinkControl();
+            control.unlink();
         }
         files.close();
-        if (ctrlArena != null) closeQuietly(ctrlArena);
+        control.close();
         buffers.close();
-    }
-
-    private static void closeQuietly(Arena a) {
-        PeerFiles.closeQuietly(a);
     }
 }

@@ -1,14 +1,11 @@
 package io.hcomm4j.comm;
 
-import static io.hcomm4j.comm.ZeroCopyEngine.F_CAPABLE;
-import static io.hcomm4j.comm.ZeroCopyEngine.F_IN_PLACE;
-import static io.hcomm4j.comm.ZeroCopyEngine.F_RECV;
-import static io.hcomm4j.comm.ZeroCopyEngine.F_SAFE;
-import static io.hcomm4j.comm.ZeroCopyEngine.F_SEND;
-import static io.hcomm4j.comm.ZeroCopyEngine.F_WANT;
-import static io.hcomm4j.comm.ZeroCopyEngine.disjoint;
-import static io.hcomm4j.comm.ZeroCopyEngine.sameAddress;
-import static io.hcomm4j.comm.ZeroCopyEngine.sameOrDisjoint;
+import static io.hcomm4j.comm.ControlLayout.F_CAPABLE;
+import static io.hcomm4j.comm.ControlLayout.F_IN_PLACE;
+import static io.hcomm4j.comm.ControlLayout.F_RECV;
+import static io.hcomm4j.comm.ControlLayout.F_SAFE;
+import static io.hcomm4j.comm.ControlLayout.F_SEND;
+import static io.hcomm4j.comm.ControlLayout.F_WANT;
 
 import io.hcomm4j.algo.ZeroCopyCollectives;
 import io.hcomm4j.kernel.ReduceKernel;
@@ -21,28 +18,12 @@ import java.lang.foreign.MemorySegment;
  * descriptor, falls back (returns false) when some rank cannot run it here, else does its part between the engine's
  * {@code arrive} and {@code finish} (see {@link ZeroCopyEngine} for the protocol and its memory ordering).
  */
-final class ZeroCopyReductions {
-    private final ZeroCopyEngine e;
-    private final int rank;
-    private final int n;
-    private final MemorySegment[] sendSeg;
-    private final long[] sendOff;
-    private final MemorySegment[] recvSeg;
-    private final long[] recvOff;
-    /** The engine's answer of {@link ZeroCopyEngine#where}: file and offset. */
-    private final long[] loc;
+final class ZeroCopyReductions extends ZeroCopyOps {
     /** Private scratch chunk reductions go through (stays in L1/L2). */
     private final MemorySegment scratch;
 
     ZeroCopyReductions(ZeroCopyEngine e) {
-        this.e = e;
-        this.rank = e.rank;
-        this.n = e.n;
-        this.sendSeg = e.sendSeg;
-        this.sendOff = e.sendOff;
-        this.recvSeg = e.recvSeg;
-        this.recvOff = e.recvOff;
-        this.loc = e.loc;
+        super(e);
         this.scratch = e.scratch;
     }
 
@@ -55,7 +36,6 @@ final class ZeroCopyReductions {
         if (!e.ready(op)) return false;
         long bytes = count * k.type().byteSize();
         int flags = e.base(want);
-        long sf = -1, so = 0, rf = -1, ro = 0;
         MemorySegment out = recv;
         MemorySegment staged = e.capable && want && !(e.where(send, bytes) && e.where(recv, bytes)) ? e.buffers.staging(bytes) : null;
         if (staged != null) {
@@ -64,19 +44,11 @@ final class ZeroCopyReductions {
             send = staged;
             recv = staged;
         }
-        if (e.where(send, bytes)) {
-            flags |= F_SEND;
-            sf = loc[0];
-            so = loc[1];
-        }
-        if (e.where(recv, bytes)) {
-            flags |= F_RECV;
-            rf = loc[0];
-            ro = loc[1];
-        }
+        flags |= e.sendAt(send, 0, bytes);
+        flags |= e.recvAt(recv, 0, bytes);
         if (sameOrDisjoint(send, recv, bytes)) flags |= F_SAFE;
         if (sameAddress(send, 0, recv, 0)) flags |= F_IN_PLACE;
-        int all = e.arrive(seq, fp, op, flags, sf, so, rf, ro);
+        int all = e.arrive(seq, fp, op, flags);
         int need = F_CAPABLE | F_WANT | F_SEND | F_RECV | F_SAFE;
         if ((all & need) != need) return e.fellBack();
         boolean ok = false;
@@ -116,16 +88,11 @@ final class ZeroCopyReductions {
         long mine = counts == null ? blockCount : counts[rank];
         long totalBytes = total * es;
         int flags = e.base(want);
-        long sf = -1, so = 0;
         send = e.offer(send, 0, totalBytes, want);
-        if (e.where(send, totalBytes)) {
-            flags |= F_SEND;
-            sf = loc[0];
-            so = loc[1];
-        }
+        flags |= e.sendAt(send, 0, totalBytes);
         // this rank writes its receive buffer while the others read every block of its send buffer but its own
         if (disjoint(recv, 0, mine * es, send, totalBytes) || sameAddress(send, from * es, recv, 0)) flags |= F_SAFE;
-        int all = e.arrive(seq, fp, op, flags, sf, so, -1, 0);
+        int all = e.arrive(seq, fp, op, flags);
         int need = F_CAPABLE | F_WANT | F_SEND | F_SAFE;
         if ((all & need) != need) return e.fellBack();
         boolean ok = false;
@@ -151,7 +118,6 @@ final class ZeroCopyReductions {
         int es = k.type().byteSize();
         long bytes = count * es;
         int flags = e.base(want);
-        long sf = -1, so = 0, rf = -1, ro = 0;
         MemorySegment in = send;
         MemorySegment out = rank == root ? recv : null;
         long outOff = 0;
@@ -171,21 +137,11 @@ final class ZeroCopyReductions {
                 }
             }
         }
-        if (e.where(in, bytes)) {
-            flags |= F_SEND;
-            sf = loc[0];
-            so = loc[1];
-        }
-        if (rank != root) {
-            flags |= F_RECV;
-        } else if (e.where(out, outOff, bytes)) {
-            flags |= F_RECV;
-            rf = loc[0];
-            ro = loc[1];
-        }
+        flags |= e.sendAt(in, 0, bytes);
+        flags |= rank != root ? F_RECV : e.recvAt(out, outOff, bytes);
         // the root's own slices are read (send) and written (recv) by the same rank; other overlaps would race
         if (rank != root || sameAddress(in, 0, out, outOff) || disjoint(in, 0, bytes, out.asSlice(outOff), bytes)) flags |= F_SAFE;
-        int all = e.arrive(seq, fp, op, flags, sf, so, rf, ro);
+        int all = e.arrive(seq, fp, op, flags);
         int need = F_CAPABLE | F_WANT | F_SEND | F_RECV | F_SAFE;
         if ((all & need) != need) return e.fellBack();
         boolean ok = false;
