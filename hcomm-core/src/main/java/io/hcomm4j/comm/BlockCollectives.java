@@ -25,6 +25,7 @@ final class BlockCollectives {
         this.size = size;
     }
 
+    // gather and scatter mirror each other (the root's receive blocks or its send blocks): same shape on purpose
     CommFuture<Void> gather(MemorySegment send, MemorySegment recv, long count, DataType type, int root, Mode mode) {
         CollectiveOp o = CollectiveOp.GATHER;
         check.root(o, root);

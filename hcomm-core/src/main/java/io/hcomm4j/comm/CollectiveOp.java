@@ -11,6 +11,7 @@ import java.util.Arrays;
  * declaration order is therefore wire format (peers decode each other's fingerprints) and the metrics' order.
  */
 enum CollectiveOp {
+    // one constant per collective (a list of like lines by nature)
     ALL_REDUCE("allReduce", Tuner.Op.ALLREDUCE),
     REDUCE("reduce", Tuner.Op.REDUCE),
     REDUCE_SCATTER("reduceScatter", Tuner.Op.REDUCESCATTER),

@@ -131,6 +131,7 @@ final class CommunicatorImpl implements Communicator {
     }
 
     // ------------------------------------------------------------------------------------ collectives
+    // (same-shaped on purpose: each collective's blocking and async entry points mirror the public API, one pair each)
 
     private int avgDivisor(ReduceOp op) {
         return op == ReduceOp.AVG ? size : 1;

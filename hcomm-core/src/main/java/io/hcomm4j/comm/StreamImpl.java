@@ -64,6 +64,7 @@ final class StreamImpl implements Stream {
         return enqueue(call.op.label(), null, call);
     }
 
+    // the stream's collectives mirror the Stream API one for one (same shape on purpose), each through the communicator
     @Override
     public CommFuture<Void> allReduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op) {
         return comm.allReduce(send, recv, count, type, op, CollectiveFrame.Mode.on(this));

@@ -105,6 +105,7 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
         return size;
     }
 
+    // send and recv mirror each other (same shape on purpose): the op's channel, tag and fingerprint, then tracked
     @Override
     public CommFuture<Void> send(int peer, MemorySegment slice) {
         checkAborted();

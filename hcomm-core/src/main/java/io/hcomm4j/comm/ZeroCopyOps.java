@@ -5,7 +5,8 @@ import java.lang.foreign.MemorySegment;
 /**
  * What the op classes of a {@link ZeroCopyEngine} share: the engine (its protocol steps) and its per-op arrays of
  * every rank's buffers, mapped here. Each kind of op is a final subclass, called through its own type (no virtual
- * dispatch among them).
+ * dispatch among them). Every op's part runs in the same {@code try { ...; ok = true; } finally { e.finish(..., ok); }},
+ * written out in each: a callback would capture on the hot path.
  */
 abstract sealed class ZeroCopyOps permits ZeroCopyReductions, ZeroCopyDataMovement, ZeroCopyBlockTables {
     final ZeroCopyEngine e;
