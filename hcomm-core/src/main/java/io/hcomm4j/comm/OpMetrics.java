@@ -30,12 +30,7 @@ final class OpMetrics {
         histogram = new AtomicLongArray(n * BUCKETS);
     }
 
-    /** Index of {@code op} (its position in the names given), for {@link #record}. */
-    int index(String op) {
-        return names.indexOf(op);
-    }
-
-    /** Records a timed op; {@code bytes} below 0 count as 0. */
+    /** Records a timed op ({@code op}: its position in the names given); {@code bytes} below 0 count as 0. */
     void record(int op, long opBytes, long nanos, boolean failed) {
         if (op < 0) return;
         calls.incrementAndGet(op);

@@ -295,6 +295,7 @@ public final class Session implements SessionProvider.SessionHandle {
      * grown communicator.
      */
     public static Session join(CommConfig config) {
+        // the prologue mirrors open's (another Bootstrap entry, then the same pool and store): kept apart so each reads whole
         long start = System.nanoTime();
         Bootstrap.Joined j = Bootstrap.joinAsReplacement(config);
         PeerTransport t = null;

@@ -32,10 +32,11 @@ final class StreamImpl implements Stream {
     private boolean closed;
 
     /**
-     * One op of the stream: the work runs on the worker thread and yields the op's result; {@code skipped} (may be
-     * null) runs instead when the op is not run because an earlier one failed.
+     * One op of the stream, run on the worker thread: {@code work} yields a point-to-point op's result, or
+     * {@code collective} (then {@code work} is null) runs a collective, which gives up its turn when it is not run
+     * because an earlier op failed.
      */
-    private record Task<T>(Supplier<T> work, WorkerFuture<T> result, Runnable skipped) {
+    private record Task<T>(Supplier<T> work, WorkerFuture<T> result, CollectiveCall collective) {
     }
 
     StreamImpl(CommunicatorImpl comm, Session session) {
@@ -56,61 +57,59 @@ final class StreamImpl implements Stream {
     }
 
     /**
-     * Queues a collective whose arguments the communicator checked and whose sequence number it took; {@code skipped}
-     * (may be null) runs if the stream does not run it (an earlier op failed).
+     * Queues a collective whose arguments the communicator checked and whose sequence number it took; if the stream
+     * does not run it (an earlier op failed) it gives up its turn.
      */
-    CommFuture<Void> enqueueCollective(String op, Runnable body, Runnable skipped) {
-        return enqueue(op, () -> {
-            body.run();
-            return null;
-        }, skipped);
+    CommFuture<Void> enqueueCollective(CollectiveCall call) {
+        return enqueue(call.op.label(), null, call);
     }
 
+    // the stream's collectives mirror the Stream API one for one (same shape on purpose), each through the communicator
     @Override
     public CommFuture<Void> allReduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op) {
-        return comm.allReduce(send, recv, count, type, op, CommunicatorImpl.Mode.on(this));
+        return comm.allReduce(send, recv, count, type, op, CollectiveFrame.Mode.on(this));
     }
 
     @Override
     public CommFuture<Void> broadcast(MemorySegment buf, long count, DataType type, int root) {
-        return comm.broadcast(buf, count, type, root, CommunicatorImpl.Mode.on(this));
+        return comm.broadcast(buf, count, type, root, CollectiveFrame.Mode.on(this));
     }
 
     @Override
     public CommFuture<Void> reduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op, int root) {
-        return comm.reduce(send, recv, count, type, op, root, CommunicatorImpl.Mode.on(this));
+        return comm.reduce(send, recv, count, type, op, root, CollectiveFrame.Mode.on(this));
     }
 
     @Override
     public CommFuture<Void> allGather(MemorySegment send, MemorySegment recv, long count, DataType type) {
-        return comm.allGather(send, recv, count, type, CommunicatorImpl.Mode.on(this));
+        return comm.allGather(send, recv, count, type, CollectiveFrame.Mode.on(this));
     }
 
     @Override
     public CommFuture<Void> reduceScatter(MemorySegment send, MemorySegment recv, long recvCount, DataType type, ReduceOp op) {
-        return comm.reduceScatter(send, recv, recvCount, type, op, CommunicatorImpl.Mode.on(this));
+        return comm.reduceScatter(send, recv, recvCount, type, op, CollectiveFrame.Mode.on(this));
     }
 
     @Override
     public CommFuture<Void> allToAll(MemorySegment send, MemorySegment recv, long count, DataType type) {
-        return comm.allToAll(send, recv, count, type, CommunicatorImpl.Mode.on(this));
+        return comm.allToAll(send, recv, count, type, CollectiveFrame.Mode.on(this));
     }
 
     @Override
     public CommFuture<Void> barrier() {
-        return comm.barrier(CommunicatorImpl.Mode.on(this));
+        return comm.barrier(CollectiveFrame.Mode.on(this));
     }
 
     private <T> CommFuture<T> enqueue(String op, Supplier<T> work) {
         return enqueue(op, work, null);
     }
 
-    private <T> CommFuture<T> enqueue(String op, Supplier<T> work, Runnable skipped) {
+    private <T> CommFuture<T> enqueue(String op, Supplier<T> work, CollectiveCall collective) {
         WorkerFuture<T> f = new WorkerFuture<>(comm.timeoutNanos(), comm.rank(), "stream " + op);
         synchronized (this) {
             if (closed) throw new IllegalStateException("rank " + comm.rank() + ": the stream is closed");
             if (comm.isClosed()) throw new IllegalStateException("rank " + comm.rank() + ": the communicator is closed");
-            queue.add(new Task<>(work, f, skipped));
+            queue.add(new Task<>(work, f, collective));
             enqueued++;
             notifyAll();
         }
@@ -136,9 +135,9 @@ final class StreamImpl implements Stream {
             Throwable failure = earlier != null
                     ? new CommAbortedException("rank " + comm.rank() + ": not run: an earlier op on this stream failed: " + earlier.getMessage())
                     : runTask(task);
-            if (earlier != null && task.skipped() != null) {
+            if (earlier != null && task.collective() != null) {
                 try {
-                    task.skipped().run();
+                    task.collective().giveUpTurn();
                 } catch (RuntimeException e) {
                     // nothing more to undo
                 }
@@ -154,7 +153,9 @@ final class StreamImpl implements Stream {
 
     private static <T> Throwable runTask(Task<T> task) {
         try {
-            T value = task.work().get();
+            T value = null;
+            if (task.collective() != null) task.collective().execute();
+            else value = task.work().get();
             task.result().complete(value);
             return null;
         } catch (Throwable e) {

@@ -105,6 +105,7 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
         return size;
     }
 
+    // send and recv mirror each other (same shape on purpose): the op's channel, tag and fingerprint, then tracked
     @Override
     public CommFuture<Void> send(int peer, MemorySegment slice) {
         checkAborted();
@@ -200,7 +201,7 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
     }
 
     private CollectiveMismatchException describe(FingerprintMismatchException e) {
-        String theirs = CommunicatorImpl.OPS.get(Math.min(CommunicatorImpl.OPS.size() - 1, e.sent() >>> 28));
+        String theirs = CollectiveOp.labelOf(e.sent());
         return new CollectiveMismatchException("rank " + rank + ": " + op + " (collective #" + seq + " of this communicator): rank "
                 + commRank(e.source()) + (theirs.equals(op) ? " called " + op + " with a different count, type, op or root"
                 : " called " + (theirs.isEmpty() ? "something else" : theirs) + " instead"));

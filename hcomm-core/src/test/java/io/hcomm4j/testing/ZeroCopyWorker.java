@@ -7,9 +7,12 @@ import io.hcomm4j.Hcomm;
 import io.hcomm4j.PeerFailedException;
 import io.hcomm4j.ReduceOp;
 import io.hcomm4j.ZeroCopyCollectivesTest;
+import io.hcomm4j.bootstrap.TcpStore;
 import io.hcomm4j.comm.ZeroCopyProbe;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.net.InetSocketAddress;
+import java.time.Duration;
 
 /**
  * One rank (a separate JVM) of the zero-copy jobs.
@@ -21,6 +24,8 @@ import java.lang.foreign.ValueLayout;
  *   <li>{@code absent}: the last rank never calls the all-reduce the others wait in ({@code READY} once they could
  *       have); the test kills it; the others print {@code DETECTED}.</li>
  * </ul>
+ * In both, a survivor closes its session only once every survivor has reported ({@link #reported}): a survivor that
+ * closes earlier is, to one still waiting in the op, a second rank gone, and is rightly named failed too.
  */
 public final class ZeroCopyWorker {
     public static void main(String[] args) throws Exception {
@@ -55,6 +60,7 @@ public final class ZeroCopyWorker {
                             System.out.printf("DETECTED %d ranks=%s%n", System.currentTimeMillis(), e.failedRanks());
                             System.out.println(e.getMessage());
                         }
+                        reported(me, n - 1);
                     }
                 }
                 case "absent" -> {
@@ -75,11 +81,32 @@ public final class ZeroCopyWorker {
                             System.out.printf("DETECTED %d ranks=%s%n", System.currentTimeMillis(), e.failedRanks());
                             System.out.println(e.getMessage());
                         }
+                        reported(me, n - 1);
                     }
                 }
                 default -> throw new IllegalArgumentException(args[0]);
             }
         }
         System.out.println("CLOSED");
+    }
+
+    /**
+     * A store barrier of the {@code survivors} (ranks 0 ..survivors-1) after each has reported, so none closes its
+     * session while another still waits in the failed op. Rank 0 hosts the store and closes last: it says it has
+     * reported, then waits for every other survivor's word; the others wait for rank 0's word first and say theirs last
+     * (their final store call, so rank 0 closing the store after it cannot cut one short).
+     */
+    private static void reported(int me, int survivors) {
+        Duration wait = Duration.ofSeconds(60);
+        InetSocketAddress at = new InetSocketAddress(System.getenv("MASTER_ADDR"), Integer.parseInt(System.getenv("MASTER_PORT")));
+        try (TcpStore store = TcpStore.connect(at, System.getenv("HCOMM_SECRET"), wait)) {
+            if (me == 0) {
+                store.set("test/reported/0", new byte[] {1});
+                for (int r = 1; r < survivors; r++) store.get("test/reported/" + r, wait);
+            } else {
+                store.get("test/reported/0", wait);
+                store.set("test/reported/" + me, new byte[] {1});
+            }
+        }
     }
 }

@@ -1,0 +1,306 @@
+package io.hcomm4j.comm;
+
+import io.hcomm4j.CollectiveMismatchException;
+import io.hcomm4j.CommFuture;
+import io.hcomm4j.PeerFailedException;
+import io.hcomm4j.algo.AllGather;
+import io.hcomm4j.transport.PeerTransport;
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * The one way a collective of a communicator runs, whatever the op: numbered when called (in program order on every
+ * rank: the number is the tag of its messages and its zero-copy ticket), run here, on the collective thread or on a
+ * stream, then: its turn, HCOMM_CHECK=full's check, the shared-memory attempt, else the transport algorithm under
+ * the registry of running ops, and always the metrics and the JFR event.
+ *
+ * <p>The blocking path allocates nothing: the call's arguments travel in the communicator's spare
+ * {@link CollectiveCall}, and the op is chosen by a switch on its {@link CollectiveOp}.
+ */
+final class CollectiveFrame {
+    /**
+     * Where a collective runs. Its sequence number is taken when it is called, so every rank numbers its collectives
+     * in program order whatever thread or stream runs them.
+     */
+    static final class Mode {
+        /** On the caller's thread. */
+        static final Mode BLOCKING = new Mode(null, false);
+        /** On the communicator's collective thread. */
+        static final Mode ASYNC = new Mode(null, true);
+        final StreamImpl stream;
+        final boolean async;
+
+        private Mode(StreamImpl stream, boolean async) {
+            this.stream = stream;
+            this.async = async;
+        }
+
+        /** Queued on {@code stream}, after what is already queued there. */
+        static Mode on(StreamImpl stream) {
+            return new Mode(stream, true);
+        }
+    }
+
+    private final CommunicatorImpl comm;
+    private final Session session;
+    private final PeerTransport transport;
+    private final long commId;
+    private final int rank;
+    private final int size;
+    private final int[] group;
+    /** Collective traffic: the communicator's id with the top bit set, apart from user point-to-point. */
+    private final long collectiveChannel;
+    /** Where a rank that detects a collective mismatch tells the others (tag = the op's sequence number). */
+    private final long noticeChannel;
+    /** HCOMM_CHECK=full's fingerprint exchange. */
+    private final long checkChannel;
+    /** Zero-copy collectives among the communicator's ranks, or null (not all on this host, shared memory off, one rank). */
+    private final ZeroCopyEngine zc;
+    private final CommunicatorHealth health;
+    private final TransportCollectives algorithms;
+    private final AtomicLong called = new AtomicLong();
+    /** Counters per op: the collectives by ordinal, then send and recv ({@link #SEND_METRIC}, {@link #RECV_METRIC}). */
+    final OpMetrics metrics = new OpMetrics(METRIC_NAMES);
+    private final AtomicReference<CollectiveCall> spare = new AtomicReference<>();
+    private ExecutorService collectiveThread;
+
+    static final java.util.List<String> METRIC_NAMES;
+    static final int SEND_METRIC = CollectiveOp.values().length;
+    static final int RECV_METRIC = SEND_METRIC + 1;
+
+    static {
+        java.util.List<String> names = new java.util.ArrayList<>();
+        for (CollectiveOp op : CollectiveOp.values()) names.add(op.label());
+        names.add("send");
+        names.add("recv");
+        METRIC_NAMES = java.util.List.copyOf(names);
+    }
+
+    CollectiveFrame(CommunicatorImpl comm, Session session, PeerTransport transport, long commId, int rank, int size, int[] group, ZeroCopyEngine zc,
+                    CommunicatorHealth health, TransportCollectives algorithms) {
+        this.comm = comm;
+        this.session = session;
+        this.transport = transport;
+        this.commId = commId;
+        this.rank = rank;
+        this.size = size;
+        this.group = group;
+        this.collectiveChannel = commId | (1L << 62);
+        this.noticeChannel = commId | (2L << 62);
+        this.checkChannel = commId | (3L << 62);
+        this.zc = zc;
+        this.health = health;
+        this.algorithms = algorithms;
+    }
+
+    /** Collectives called so far (the sequence number of the last one). */
+    long called() {
+        return called.get();
+    }
+
+    /** A call to fill: the spare one for a blocking call (a fresh one if another thread has it), a fresh one if async. */
+    CollectiveCall call(Mode mode) {
+        if (!mode.async) {
+            CollectiveCall c = spare.getAndSet(null);
+            if (c != null) return c;
+        }
+        return new CollectiveCall(this);
+    }
+
+    /** Runs {@code c} (filled, its arguments checked) where {@code mode} says; its future, or null if it ran here. */
+    CommFuture<Void> start(CollectiveCall c, Mode mode) {
+        if (!mode.async) {
+            try {
+                number(c);
+                execute(c);
+            } finally {
+                c.clear();
+                spare.set(c);
+            }
+            return null;
+        }
+        number(c);
+        try {
+            if (mode.stream != null) return mode.stream.enqueueCollective(c);
+            c.future = new WorkerFuture<>(session.config().timeout().toNanos(), rank, c.op.label());
+            collectiveThread().execute(c);
+            return c.future;
+        } catch (RuntimeException e) {
+            giveUpTurn(c);
+            throw e;
+        }
+    }
+
+    /** Fails at once if the communicator is closed, aborted or has failed members; else takes the op's number. */
+    private void number(CollectiveCall c) {
+        comm.checkOpen();
+        RuntimeException broken = health.brokenFor(c.op.label(), "");
+        if (broken != null) throw broken;
+        c.seq = called.incrementAndGet();
+    }
+
+    void giveUpTurn(CollectiveCall c) {
+        if (zc != null) zc.skip(c.seq);
+    }
+
+    /**
+     * The op's turn under the zero-copy engine (every collective of such a communicator takes it, in call order), the
+     * shared-memory attempt, and the transport if some rank cannot; without an engine, the transport at once.
+     */
+    void execute(CollectiveCall c) {
+        ZeroCopyEngine z = zc;
+        if (z == null) {
+            runTransport(c, false);
+            return;
+        }
+        String name = c.op.label();
+        z.enter(c.seq, name);
+        try {
+            if (session.config().fullCheck()) fullCheck(c.seq, name, c.fingerprint);
+            long t0 = System.nanoTime();
+            CollectiveEvent ev = CollectiveEvent.wanted() ? new CollectiveEvent() : null;
+            if (ev != null) ev.begin();
+            z.opBytes(c.bytes);
+            if (zeroCopy(z, c)) {
+                metrics.record(c.op.ordinal(), c.bytes, System.nanoTime() - t0, false);
+                commitEvent(ev, c, null);
+            } else {
+                runTransport(c, true);
+            }
+        } catch (PeerFailedException e) {
+            throw health.opFailure(c.seq, name, e, true);
+        } finally {
+            z.leave(c.seq);
+        }
+    }
+
+    /** This rank's part in shared memory: true if the op ran there (every rank decides alike). */
+    private boolean zeroCopy(ZeroCopyEngine z, CollectiveCall c) {
+        boolean want = session.tuner().forced(c.op.tunerOp()) == null;
+        String name = c.op.label();
+        long seq = c.seq;
+        int fp = c.fingerprint;
+        return switch (c.op) {
+            case ALL_REDUCE -> z.reductions.allReduce(seq, fp, name, c.send, c.recv, c.count, c.kernel, c.avg, want);
+            case REDUCE -> z.reductions.reduce(seq, fp, name, c.send, c.recv, c.count, c.kernel, c.avg, c.root, want);
+            case REDUCE_SCATTER, REDUCE_SCATTER_V ->
+                    z.reductions.reduceScatter(seq, fp, name, c.send, c.recv, c.blockCount, c.counts, c.kernel, c.avg, want);
+            case BROADCAST -> z.movement.broadcast(seq, fp, name, c.send, c.bytes, c.root, want);
+            case ALL_GATHER, ALL_GATHER_V ->
+                    z.movement.allGather(seq, fp, name, c.mine, c.mineOffset, c.recv, c.blockBytes, c.recvOff, c.recvLen, want);
+            case GATHER -> z.movement.gather(seq, fp, name, c.send, c.recv, c.blockBytes, c.root, want);
+            case GATHER_V -> z.movement.gatherV(seq, fp, name, c.send, c.recv, c.recvOff, c.recvLen, c.root, want);
+            case SCATTER -> z.tables.scatter(seq, fp, name, c.send, c.recv, c.blockBytes, c.root, want);
+            case SCATTER_V -> z.tables.scatterV(seq, fp, name, c.send, c.sendOff, c.sendLen, c.recv, c.root, want);
+            case ALL_TO_ALL -> z.tables.allToAll(seq, fp, name, c.send, c.recv, c.blockBytes, want);
+            case ALL_TO_ALL_V -> z.tables.allToAllV(seq, fp, name, c.send, c.sendOff, c.sendLen, c.sendBytes, c.recv, c.recvOff,
+                    c.recvLen, c.recvBytes, want);
+            case BARRIER -> z.barrier(seq, fp, name);
+        };
+    }
+
+    /**
+     * The transport algorithm of {@code c}, counted in the metrics and as a JFR event; {@code checked}: the zero-copy
+     * frame ran HCOMM_CHECK=full's check already.
+     */
+    private void runTransport(CollectiveCall c, boolean checked) {
+        CollectiveEvent event = CollectiveEvent.wanted() ? new CollectiveEvent() : null;
+        if (event != null) event.begin();
+        long t0 = System.nanoTime();
+        Throwable failure = null;
+        try {
+            runLinks(c, checked);
+        } catch (RuntimeException | Error e) {
+            failure = e;
+            throw e;
+        } finally {
+            metrics.record(c.op.ordinal(), c.bytes, System.nanoTime() - t0, failure != null);
+            commitEvent(event, c, failure);
+        }
+    }
+
+    private void runLinks(CollectiveCall c, boolean checked) {
+        try (TransportLinks links = new TransportLinks(transport, collectiveChannel, noticeChannel, c.seq, rank, size, group,
+                c.op.label(), c.fingerprint, session.scratch(), c.bytes)) {
+            try {
+                health.register(links);
+                if (session.config().fullCheck() && !checked) fullCheck(c.seq, c.op.label(), c.fingerprint);
+                algorithms.run(c, links);
+            } catch (CollectiveMismatchException e) {
+                links.tellOthers(e);
+                throw e;
+            } catch (PeerFailedException e) {
+                // a send or receive failed because a peer did (the transport saw it first): the op fails as a whole
+                throw health.opFailure(links.seq(), links.op(), e, false);
+            } finally {
+                health.unregister(links);
+            }
+        }
+    }
+
+    /**
+     * HCOMM_CHECK=full: every rank's fingerprint of this op to every rank (Bruck all-gather on the check channel),
+     * compared before any data moves, so all ranks reach the same verdict.
+     */
+    private void fullCheck(long seq, String op, int fingerprint) {
+        if (size == 1) return;
+        int[] all = new int[size];
+        all[rank] = fingerprint;
+        try (TransportLinks check = new TransportLinks(transport, checkChannel, noticeChannel, seq, rank, size, group,
+                op + " (check)", 0, session.scratch(), 4L * size)) {
+            try {
+                health.register(check);
+                AllGather.bruck(check, MemorySegment.ofArray(all), 4);
+            } finally {
+                health.unregister(check);
+            }
+        }
+        for (int r = 1; r < size; r++) {
+            if (all[r] != all[0]) {
+                throw new CollectiveMismatchException("rank " + rank + ": " + op + " (collective #" + seq + ", full check): "
+                        + CollectiveOp.describeMismatch(all));
+            }
+        }
+    }
+
+    /** Ends {@code event} (null: no recording wants it) and commits it with the op's fields; {@code failure} null: ok. */
+    private void commitEvent(CollectiveEvent event, CollectiveCall c, Throwable failure) {
+        if (event == null) return;
+        event.end();
+        if (event.shouldCommit()) {
+            event.op = c.op.label();
+            event.communicator = commId;
+            event.rank = rank;
+            event.ranks = size;
+            event.sequence = c.seq;
+            event.bytes = Math.max(0, c.bytes);
+            event.outcome = failure == null ? "ok" : failure.getClass().getSimpleName();
+            event.commit();
+        }
+    }
+
+    private synchronized ExecutorService collectiveThread() {
+        if (collectiveThread == null) {
+            collectiveThread = Executors.newSingleThreadExecutor(r -> Thread.ofPlatform().daemon()
+                    .name("hcomm-coll-" + rank + "-" + commId).unstarted(r));
+        }
+        return collectiveThread;
+    }
+
+    synchronized void shutdown() {
+        if (collectiveThread != null) {
+            collectiveThread.shutdown();
+            try {
+                collectiveThread.awaitTermination(10, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            collectiveThread.shutdownNow();
+        }
+    }
+
+}

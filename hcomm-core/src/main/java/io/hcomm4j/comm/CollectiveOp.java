@@ -1,0 +1,111 @@
+package io.hcomm4j.comm;
+
+import io.hcomm4j.DataType;
+import io.hcomm4j.ReduceOp;
+import io.hcomm4j.algo.Tuner;
+import java.util.Arrays;
+
+/**
+ * The collectives, one constant each: the name reports and metrics use, the tuner op whose {@code HCOMM_ALGO} entry
+ * governs it, and its code in the top 4 bits of a fingerprint (the ordinal + 1: code 0 is "no collective"). The
+ * declaration order is therefore wire format (peers decode each other's fingerprints) and the metrics' order.
+ */
+enum CollectiveOp {
+    // one constant per collective (a list of like lines by nature)
+    ALL_REDUCE("allReduce", Tuner.Op.ALLREDUCE),
+    REDUCE("reduce", Tuner.Op.REDUCE),
+    REDUCE_SCATTER("reduceScatter", Tuner.Op.REDUCESCATTER),
+    REDUCE_SCATTER_V("reduceScatterV", Tuner.Op.REDUCESCATTER),
+    BROADCAST("broadcast", Tuner.Op.BROADCAST),
+    ALL_GATHER("allGather", Tuner.Op.ALLGATHER),
+    ALL_GATHER_V("allGatherV", Tuner.Op.ALLGATHER),
+    GATHER("gather", Tuner.Op.GATHER),
+    GATHER_V("gatherV", Tuner.Op.GATHER),
+    SCATTER("scatter", Tuner.Op.SCATTER),
+    SCATTER_V("scatterV", Tuner.Op.SCATTER),
+    ALL_TO_ALL("allToAll", Tuner.Op.ALLTOALL),
+    ALL_TO_ALL_V("allToAllV", Tuner.Op.ALLTOALL),
+    BARRIER("barrier", Tuner.Op.BARRIER);
+
+    /** values() copies its array on every call; decoding a fingerprint should not. */
+    private static final CollectiveOp[] BY_ORDINAL = values();
+    private static final int CODE_SHIFT = 28;
+    private static final int HASH_MASK = (1 << CODE_SHIFT) - 1;
+
+    private final String label;
+    private final Tuner.Op tunerOp;
+
+    CollectiveOp(String label, Tuner.Op tunerOp) {
+        this.label = label;
+        this.tunerOp = tunerOp;
+    }
+
+    /** The name the API, reports, metrics and JFR events use: "allReduce". */
+    String label() {
+        return label;
+    }
+
+    /** The tuner's op: which {@code HCOMM_ALGO} entry forces this collective's algorithm. */
+    Tuner.Op tunerOp() {
+        return tunerOp;
+    }
+
+    /**
+     * What every message of a collective carries, so that a receiver notices a peer in another collective or the
+     * same one with other arguments: the op's code in the top 4 bits, a hash of count, type, reduce op and root below.
+     */
+    int fingerprint(long count, DataType type, ReduceOp redop, int root) {
+        long h = count * 0x9E3779B97F4A7C15L;
+        h += (type == null ? 0 : type.ordinal() + 1) * 0xC2B2AE3D27D4EB4FL;
+        h += (redop == null ? 0 : redop.ordinal() + 1) * 0x165667B19E3779F9L;
+        h += (root + 2L) * 0xD6E8FEB86659FD93L;
+        h ^= h >>> 32;
+        return ((ordinal() + 1) << CODE_SHIFT) | (int) (h & HASH_MASK);
+    }
+
+    /**
+     * The label of the collective a peer's fingerprint names: "" for code 0 (not a collective), the last op for codes
+     * past the last (a newer peer), so a report always names something.
+     */
+    static String labelOf(int fingerprint) {
+        int code = fingerprint >>> CODE_SHIFT;
+        return code == 0 ? "" : BY_ORDINAL[Math.min(BY_ORDINAL.length, code) - 1].label;
+    }
+
+    /**
+     * The verdict of a mismatch among every rank's fingerprint ({@code fingerprints[r]}, not all equal): it names the
+     * rank that differs from the majority (ties: from rank 0), and one it differs from, so every rank names the same.
+     */
+    static String describeMismatch(int[] fingerprints) {
+        int n = fingerprints.length;
+        // the first rank in a minority, if some fingerprint has a strict majority; else the first that differs from rank 0's
+        boolean majority = false;
+        for (int m = 0; m < n && !majority; m++) majority = agreeing(fingerprints, fingerprints[m]) * 2 > n;
+        int odd = -1;
+        for (int p = 0; p < n && odd < 0; p++) {
+            if (majority ? agreeing(fingerprints, fingerprints[p]) * 2 <= n : p > 0 && fingerprints[p] != fingerprints[0]) odd = p;
+        }
+        if (odd < 0) throw new IllegalArgumentException("no mismatch among fingerprints " + Arrays.toString(fingerprints));
+        int ref = 0;
+        while (fingerprints[ref] == fingerprints[odd]) ref++;
+        return describeMismatch(odd, fingerprints[odd], ref, fingerprints[ref]);
+    }
+
+    private static int agreeing(int[] fingerprints, int fingerprint) {
+        int c = 0;
+        for (int f : fingerprints) if (f == fingerprint) c++;
+        return c;
+    }
+
+    /**
+     * The verdict of a mismatch between the fingerprints {@code odd} (of rank {@code oddRank}) and {@code other} (of
+     * rank {@code otherRank}): "rank 2 called broadcast where rank 0 called allReduce" or the same op with other arguments.
+     */
+    static String describeMismatch(int oddRank, int odd, int otherRank, int other) {
+        String theirs = labelOf(odd);
+        String others = labelOf(other);
+        return "rank " + oddRank + " called " + theirs + (theirs.equals(others)
+                ? " with a different count, type, op or root than rank " + otherRank
+                : " where rank " + otherRank + " called " + others);
+    }
+}

@@ -1,0 +1,180 @@
+package io.hcomm4j.comm;
+
+import io.hcomm4j.CommAbortedException;
+import io.hcomm4j.Health;
+import io.hcomm4j.PeerFailedException;
+import io.hcomm4j.transport.PeerTransport;
+import java.util.BitSet;
+import java.util.Collection;
+import java.util.List;
+import java.util.Objects;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.Consumer;
+
+/**
+ * One communicator's failure state: READY, DEGRADED (members failed) or FAILED (aborted, or this rank declared
+ * failed), its listeners, and the transport collectives running now (the stuck-op registry), which a failure fails
+ * at once so nobody waits for a peer that will never answer.
+ */
+final class CommunicatorHealth {
+    private final CommunicatorImpl comm;
+    private final Session session;
+    private final PeerTransport transport;
+    private final int rank;
+    private final int size;
+
+    private final Object lock = new Object();
+    private volatile Health health = Health.READY;
+    /** Members (communicator ranks) known to have failed; guarded by {@link #lock}. */
+    private final TreeSet<Integer> failedMembers = new TreeSet<>();
+    /** Why the communicator cannot be used at all (aborted, or this rank declared failed), or null. */
+    private volatile String abortedWhy;
+    private final Set<TransportLinks> running = ConcurrentHashMap.newKeySet();
+    private final CopyOnWriteArrayList<Consumer<Health>> listeners = new CopyOnWriteArrayList<>();
+
+    CommunicatorHealth(CommunicatorImpl comm, Session session, PeerTransport transport, int rank, int size) {
+        this.comm = comm;
+        this.session = session;
+        this.transport = transport;
+        this.rank = rank;
+        this.size = size;
+    }
+
+    Health health() {
+        return health;
+    }
+
+    void addListener(Consumer<Health> listener) {
+        listeners.add(Objects.requireNonNull(listener, "listener"));
+    }
+
+    void removeListener(Consumer<Health> listener) {
+        listeners.remove(listener);
+    }
+
+    /** The transport collectives running now. */
+    Collection<TransportLinks> running() {
+        return running;
+    }
+
+    /**
+     * Registers {@code links} as running, then fails it and throws if the communicator is already broken: registered
+     * first, so a failure that becomes known meanwhile fails it either here or through {@link #onMemberFailed}.
+     */
+    void register(TransportLinks links) {
+        running.add(links);
+        RuntimeException broken = brokenFor(links.op(), " (collective #" + links.seq() + ")");
+        if (broken == null) return;
+        links.abort(broken);
+        throw TransportLinks.fresh(broken);
+    }
+
+    void unregister(TransportLinks links) {
+        running.remove(links);
+    }
+
+    /** The exception a new op gets when the communicator is aborted or has failed members, else null. */
+    RuntimeException brokenFor(String op, String which) {
+        String aborted = abortedWhy;
+        if (aborted != null) {
+            return new CommAbortedException("rank " + rank + ": " + op + which + ": the communicator was aborted: " + aborted);
+        }
+        Health h = health;
+        if (h.state() == Health.State.DEGRADED) return peersFailed(op, which, h.failedRanks(), h.reason(), null);
+        return null;
+    }
+
+    /** Point to point only fails once the communicator is aborted (a failed peer fails its own messages). */
+    void checkNotAborted(String op) {
+        String aborted = abortedWhy;
+        if (aborted != null) {
+            throw new CommAbortedException("rank " + rank + ": " + op + ": the communicator was aborted: " + aborted);
+        }
+    }
+
+    /**
+     * Makes the communicator FAILED: every pending op on it fails with {@link CommAbortedException}, later ones too.
+     * Returns false if it was already.
+     */
+    boolean markAborted(String why, ZeroCopyEngine zc) {
+        Health now;
+        synchronized (lock) {
+            if (abortedWhy != null) return false;
+            abortedWhy = why;
+            now = new Health(Health.State.FAILED, List.copyOf(failedMembers), why);
+            health = now;
+        }
+        String msg = "rank " + rank + ": the communicator was aborted: " + why;
+        for (TransportLinks l : running) l.abort(new CommAbortedException("rank " + rank + ": " + l.op()
+                + " (collective #" + l.seq() + ") failed: the communicator was aborted: " + why));
+        transport.failCommunicator(comm.id(), () -> new CommAbortedException(msg));
+        if (zc != null) zc.abort(why);
+        session.healthChanged(comm, now, listeners);
+        return true;
+    }
+
+    /**
+     * World rank {@code w} failed: if it is a member, the communicator is DEGRADED (FAILED stays FAILED), and every
+     * running collective fails with {@link PeerFailedException} listing all failed members.
+     */
+    void onMemberFailed(int w, String why) {
+        int r = comm.commRank(w);
+        if (r < 0) return;
+        Health now;
+        List<Integer> failed;
+        synchronized (lock) {
+            if (!failedMembers.add(r)) return;
+            failed = List.copyOf(failedMembers);
+            String reason = "rank " + r + " failed: " + why;
+            now = abortedWhy != null ? new Health(Health.State.FAILED, failed, abortedWhy)
+                    : new Health(Health.State.DEGRADED, failed, reason);
+            health = now;
+        }
+        for (TransportLinks l : running) {
+            l.abort(peersFailed(l.op(), " (collective #" + l.seq() + ")", failed, "rank " + r + " failed: " + why, null));
+        }
+        session.healthChanged(comm, now, listeners);
+    }
+
+    /** Members known here to have failed (communicator ranks): its failed members and the transport's failed ranks. */
+    BitSet knownFailed() {
+        BitSet b = new BitSet(size);
+        synchronized (lock) {
+            for (int r : failedMembers) b.set(r);
+        }
+        for (int w : transport.failedRanks()) {
+            int r = comm.commRank(w);
+            if (r >= 0) b.set(r);
+        }
+        return b;
+    }
+
+    /**
+     * Op {@code seq} fails as a whole because a peer failed, naming every member known to have failed, in this
+     * communicator's ranks; {@code e} names them as communicator ranks ({@code commRanks}: the zero-copy engine) or as
+     * world ranks (the transport).
+     */
+    PeerFailedException opFailure(long seq, String op, PeerFailedException e, boolean commRanks) {
+        String which = " (collective #" + seq + ")";
+        if (e.getMessage() != null && e.getMessage().contains(which + " on a communicator")) return e;
+        TreeSet<Integer> failed = new TreeSet<>(health.failedRanks());
+        String why = null;
+        for (int named : e.failedRanks()) {
+            int r = commRanks ? (named >= 0 && named < size ? named : -1) : comm.commRank(named);
+            if (r < 0) continue;
+            failed.add(r);
+            String known = transport.failureReason(commRanks ? comm.world(r) : named);
+            if (why == null && known != null) why = "rank " + r + " failed: " + known;
+        }
+        return peersFailed(op, which, List.copyOf(failed), why != null ? why : e.getMessage(), e);
+    }
+
+    private PeerFailedException peersFailed(String op, String which, List<Integer> failed, String why, Throwable cause) {
+        return new PeerFailedException("rank " + rank + ": " + op + which + " on a communicator of " + size
+                + " ranks cannot complete: " + (failed.size() == 1 ? "rank " + failed.get(0) + " has" : "ranks " + failed + " have")
+                + " failed (" + why + ")", failed, cause);
+    }
+}

@@ -1,0 +1,176 @@
+package io.hcomm4j.comm;
+
+import io.hcomm4j.Topology;
+import io.hcomm4j.algo.AllGather;
+import io.hcomm4j.algo.AllToAll;
+import io.hcomm4j.algo.Broadcast;
+import io.hcomm4j.algo.CollectiveLinks;
+import io.hcomm4j.algo.HalvingDoubling;
+import io.hcomm4j.algo.Hierarchical;
+import io.hcomm4j.algo.Reductions;
+import io.hcomm4j.algo.Rooted;
+import io.hcomm4j.algo.Tuner;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * The transport algorithm of every collective, chosen by the tuner for one communicator's shape: what runs when
+ * the communicator has no zero-copy engine, or when some rank cannot run the op in shared memory.
+ */
+final class TransportCollectives {
+    private final Tuner tuner;
+    private final Topology topology;
+    private final Tuner.Shape shape;
+    private final int rank;
+    private final int size;
+
+    TransportCollectives(Tuner tuner, Topology topology, int rank, int size) {
+        this.tuner = tuner;
+        this.topology = topology;
+        this.shape = Tuner.Shape.of(topology);
+        this.rank = rank;
+        this.size = size;
+    }
+
+    void run(CollectiveCall c, CollectiveLinks l) {
+        switch (c.op) {
+            case ALL_REDUCE -> allReduce(c, l);
+            case REDUCE -> reduce(c, l);
+            case REDUCE_SCATTER, REDUCE_SCATTER_V -> reduceScatter(c, l);
+            case BROADCAST -> broadcast(c, l);
+            case ALL_GATHER, ALL_GATHER_V -> allGather(c, l);
+            case GATHER -> Rooted.gatherBinomial(l, c.send, rank == c.root ? c.recv : null, c.root, c.blockBytes);
+            case GATHER_V -> Rooted.gatherLinear(l, c.send, c.recv, c.root, c.recvOff, c.recvLen);
+            case SCATTER -> Rooted.scatterBinomial(l, rank == c.root ? c.send : null, c.recv, c.root, c.blockBytes);
+            case SCATTER_V -> Rooted.scatterLinear(l, c.send, c.recv, c.root, c.sendOff, c.sendLen);
+            case ALL_TO_ALL, ALL_TO_ALL_V -> allToAll(c, l);
+            case BARRIER -> AllToAll.barrier(l);
+        }
+    }
+
+    private Tuner.Levels levels(Tuner.Algo algo, Tuner.Op op, long bytes) {
+        return algo == Tuner.Algo.HIERARCHICAL ? tuner.levels(op, bytes, shape, topology.localSize()) : null;
+    }
+
+    private void allReduce(CollectiveCall c, CollectiveLinks l) {
+        long n = c.bytes;
+        int es = c.kernel.type().byteSize();
+        MemorySegment send = c.send.asSlice(0, n);
+        MemorySegment recv = c.recv.asSlice(0, n);
+        Tuner.Algo algo = tuner.choose(Tuner.Op.ALLREDUCE, n, shape);
+        if (algo == Tuner.Algo.HIERARCHICAL) {
+            Hierarchical.allReduce(l, topology, levels(algo, Tuner.Op.ALLREDUCE, n), send, recv, c.count, c.kernel, c.avg);
+        } else if (algo == Tuner.Algo.RING) {
+            Reductions.ringAllReduce(l, send, recv, c.count, c.kernel, Reductions.ringChunkElems(n / size, es), c.avg);
+        } else {
+            if (!c.send.equals(c.recv)) MemorySegment.copy(c.send, 0, c.recv, 0, n);
+            if (algo == Tuner.Algo.RECURSIVE_DOUBLING) Reductions.recursiveDoubling(l, recv, c.count, c.kernel, c.avg);
+            else HalvingDoubling.allReduce(l, recv, c.count, c.kernel, c.avg);
+        }
+    }
+
+    private void reduce(CollectiveCall c, CollectiveLinks l) {
+        long n = c.bytes;
+        MemorySegment work = rank == c.root ? c.recv.asSlice(0, n) : l.scratch(n);
+        if (!c.send.equals(work)) MemorySegment.copy(c.send, 0, work, 0, n);
+        Reductions.binomialReduce(l, work, c.count, c.kernel, c.root, c.avg);
+    }
+
+    private void reduceScatter(CollectiveCall c, CollectiveLinks l) {
+        long[] counts = c.counts;
+        if (counts == null) {
+            counts = equalLengths(c.blockCount);
+        }
+        long[] at = new long[size + 1];
+        for (int r = 0; r < size; r++) at[r + 1] = at[r] + counts[r];
+        long es = c.kernel.type().byteSize();
+        long total = at[size] * es;
+        Tuner.Algo algo = tuner.choose(Tuner.Op.REDUCESCATTER, total, shape);
+        if (algo == Tuner.Algo.HIERARCHICAL) {
+            Hierarchical.reduceScatter(l, topology, levels(algo, Tuner.Op.REDUCESCATTER, total), c.send, c.recv, counts, c.kernel, c.avg);
+            return;
+        }
+        MemorySegment work = l.scratch(total);
+        if (algo == Tuner.Algo.HALVING_DOUBLING) {
+            MemorySegment.copy(c.send, 0, work, 0, total);
+            HalvingDoubling.reduceScatter(l, work, at, c.kernel, c.avg);
+        } else {
+            long chunk = Reductions.ringChunkElems(total / size, (int) es);
+            Reductions.ringReduceScatter(l, c.send.asSlice(0, total), work, at, c.kernel, chunk, c.avg);
+        }
+        MemorySegment.copy(work, at[rank] * es, c.recv, 0, counts[rank] * es);
+    }
+
+    private void broadcast(CollectiveCall c, CollectiveLinks l) {
+        long n = c.bytes;
+        MemorySegment data = c.send.asSlice(0, n);
+        Tuner.Algo algo = size <= 2 && tuner.forced(Tuner.Op.BROADCAST) == null ? Tuner.Algo.TREE
+                : tuner.choose(Tuner.Op.BROADCAST, n, shape);
+        if (algo == Tuner.Algo.HIERARCHICAL) Hierarchical.broadcast(l, topology, levels(algo, Tuner.Op.BROADCAST, n), data, c.root);
+        else if (algo == Tuner.Algo.TREE) Broadcast.binomialTree(l, data, c.root);
+        else Broadcast.pipelinedChain(l, data, c.root, Broadcast.CHAIN_CHUNK);
+    }
+
+    /**
+     * Equal blocks of {@code blockBytes} ({@code recvOff == null}; the tuner's choice) or the blocks
+     * {@code recvOff}/{@code recvLen} (ring). The contribution is {@code mine}, or with {@code inPlace} this rank's
+     * block of the receive buffer.
+     */
+    private void allGather(CollectiveCall c, CollectiveLinks l) {
+        long blk = c.blockBytes;
+        long[] off = c.recvOff;
+        long[] len = c.recvLen;
+        if (off == null) {
+            off = equalOffsets(blk);
+            len = equalLengths(blk);
+        }
+        MemorySegment own = c.recv.asSlice(off[rank], len[rank]);
+        MemorySegment mine = c.inPlace ? own : c.mine;
+        Tuner.Algo algo = c.recvOff == null ? tuner.choose(Tuner.Op.ALLGATHER, blk * size, shape) : Tuner.Algo.RING;
+        if (algo == Tuner.Algo.HIERARCHICAL) {
+            Hierarchical.allGather(l, topology, levels(algo, Tuner.Op.ALLGATHER, blk * size), mine.asSlice(0, blk), c.recv, blk);
+            return;
+        }
+        MemorySegment.copy(mine, 0, own, 0, len[rank]);
+        if (algo == Tuner.Algo.BRUCK) AllGather.bruck(l, c.recv, blk);
+        else AllGather.ring(l, c.recv, off, len);
+    }
+
+    private void allToAll(CollectiveCall c, CollectiveLinks l) {
+        // Bruck needs equal blocks: allToAllV always exchanges pairwise
+        Tuner.Algo algo = c.op == CollectiveOp.ALL_TO_ALL ? tuner.choose(Tuner.Op.ALLTOALL, c.sendBytes, size) : Tuner.Algo.PAIRWISE;
+        if (algo == Tuner.Algo.BRUCK) {
+            AllToAll.bruck(l, c.send, c.recv, c.blockBytes); // reads all of send before writing recv: in place needs no copy
+            return;
+        }
+        long[] sOff = c.sendOff;
+        long[] sLen = c.sendLen;
+        long[] rOff = c.recvOff;
+        long[] rLen = c.recvLen;
+        if (sOff == null) {
+            sOff = equalOffsets(c.blockBytes);
+            sLen = equalLengths(c.blockBytes);
+            rOff = sOff;
+            rLen = sLen;
+        }
+        MemorySegment src = c.send;
+        if (c.send.asSlice(0, c.sendBytes).asOverlappingSlice(c.recv).isPresent()) {
+            // in place: the blocks still to be sent must not be overwritten by those arriving
+            src = l.scratch(c.sendBytes);
+            MemorySegment.copy(c.send, 0, src, 0, c.sendBytes);
+        }
+        AllToAll.pairwise(l, src, sOff, sLen, c.recv, rOff, rLen);
+    }
+
+    /** Offsets of equal blocks of {@code blk} each, one per rank. */
+    private long[] equalOffsets(long blk) {
+        long[] off = new long[size];
+        for (int r = 0; r < size; r++) off[r] = r * blk;
+        return off;
+    }
+
+    private long[] equalLengths(long blk) {
+        long[] len = new long[size];
+        java.util.Arrays.fill(len, blk);
+        return len;
+    }
+}

@@ -1,0 +1,167 @@
+package io.hcomm4j.comm;
+
+import static io.hcomm4j.comm.ControlLayout.F_CAPABLE;
+import static io.hcomm4j.comm.ControlLayout.F_IN_PLACE;
+import static io.hcomm4j.comm.ControlLayout.F_RECV;
+import static io.hcomm4j.comm.ControlLayout.F_SAFE;
+import static io.hcomm4j.comm.ControlLayout.F_SEND;
+import static io.hcomm4j.comm.ControlLayout.F_WANT;
+
+import io.hcomm4j.algo.ZeroCopyCollectives;
+import io.hcomm4j.kernel.ReduceKernel;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * The reductions of a {@link ZeroCopyEngine}: all-reduce, reduce-scatter(V) and reduce. Rank {@code r} reduces slice
+ * (or block) {@code r} of every rank's send buffer, in rank order, through a private scratch chunk, and writes it into
+ * the receive buffer(s); unregistered memory is staged through the engine's registered buffer. Each op publishes its
+ * descriptor, falls back (returns false) when some rank cannot run it here, else does its part between the engine's
+ * {@code arrive} and {@code finish} (see {@link ZeroCopyEngine} for the protocol and its memory ordering).
+ */
+final class ZeroCopyReductions extends ZeroCopyOps {
+    /** Private scratch chunk reductions go through (stays in L1/L2). */
+    private final MemorySegment scratch;
+
+    ZeroCopyReductions(ZeroCopyEngine e) {
+        super(e);
+        this.scratch = e.scratch;
+    }
+
+    /**
+     * All-reduce of {@code count} elements. Returns true if it ran here; false if the caller must run the transport
+     * algorithm (under the same ticket, before {@link ZeroCopyEngine#leave}).
+     */
+    boolean allReduce(long seq, int fp, String op, MemorySegment send, MemorySegment recv, long count, ReduceKernel k,
+                      int avg, boolean want) {
+        if (!e.ready(op)) return false;
+        long bytes = count * k.type().byteSize();
+        int flags = e.base(want);
+        MemorySegment out = recv;
+        MemorySegment staged = e.capable && want && !(e.where(send, bytes) && e.where(recv, bytes)) ? e.buffers.staging(bytes) : null;
+        if (staged != null) {
+            // heap arrays and other unregistered memory: through a registered buffer of this rank, in place
+            MemorySegment.copy(send, 0, staged, 0, bytes);
+            send = staged;
+            recv = staged;
+        }
+        flags |= e.sendAt(send, 0, bytes);
+        flags |= e.recvAt(recv, 0, bytes);
+        if (sameOrDisjoint(send, recv, bytes)) flags |= F_SAFE;
+        if (sameAddress(send, 0, recv, 0)) flags |= F_IN_PLACE;
+        int all = e.arrive(seq, fp, op, flags);
+        int need = F_CAPABLE | F_WANT | F_SEND | F_RECV | F_SAFE;
+        if ((all & need) != need) return e.fellBack();
+        boolean ok = false;
+        try {
+            e.map(true, send, bytes);
+            e.map(false, recv, bytes);
+            // in place on every rank, each output line was just read as an input and is still in the cache, so small
+            // chunks write it there (no extra read) and reading and writing back overlap in one pass; out of place,
+            // outputs are written with streaming copies of large chunks instead
+            MemorySegment big = (all & F_IN_PLACE) != 0 ? null : e.buffers.bigScratch(bytes / n);
+            ZeroCopyCollectives.allReduce(sendSeg, sendOff, recvSeg, recvOff, rank, n, count, k, avg, scratch, big);
+            ok = true;
+        } finally {
+            e.finish(seq, op, ok);
+        }
+        // every rank is done writing into the staging buffer (finish waited), and none starts the next op before this
+        // rank arrives at it
+        if (staged != null) MemorySegment.copy(staged, 0, out, 0, bytes);
+        return true;
+    }
+
+    /**
+     * Reduce-scatter: block {@code r} (elements {@code [at(r), at(r+1))} of the send buffers) goes to rank {@code r}. With
+     * {@code counts == null} every block has {@code blockCount} elements; else block {@code r} has {@code counts[r]}.
+     */
+    boolean reduceScatter(long seq, int fp, String op, MemorySegment send, MemorySegment recv, long blockCount, long[] counts,
+                          ReduceKernel k, int avg, boolean want) {
+        if (!e.ready(op)) return false;
+        int es = k.type().byteSize();
+        long from = 0;
+        long total = 0;
+        for (int r = 0; r < n; r++) {
+            long c = counts == null ? blockCount : counts[r];
+            if (r == rank) from = total;
+            total += c;
+        }
+        long mine = counts == null ? blockCount : counts[rank];
+        long totalBytes = total * es;
+        int flags = e.base(want);
+        send = e.offer(send, 0, totalBytes, want);
+        flags |= e.sendAt(send, 0, totalBytes);
+        // this rank writes its receive buffer while the others read every block of its send buffer but its own
+        if (disjoint(recv, 0, mine * es, send, totalBytes) || sameAddress(send, from * es, recv, 0)) flags |= F_SAFE;
+        int all = e.arrive(seq, fp, op, flags);
+        int need = F_CAPABLE | F_WANT | F_SEND | F_SAFE;
+        if ((all & need) != need) return e.fellBack();
+        boolean ok = false;
+        try {
+            e.map(true, send, totalBytes);
+            ZeroCopyCollectives.reduceScatter(sendSeg, sendOff, n, from, from + mine, recv, 0, k, avg, scratch,
+                    e.buffers.bigScratch(mine * k.type().byteSize()));
+            ok = true;
+        } finally {
+            e.finish(seq, op, ok);
+        }
+        return true;
+    }
+
+    /**
+     * Reduce to {@code root}: like the all-reduce, rank {@code r} reduces slice {@code r} of every rank's send buffer (in
+     * rank order), but writes it into the root's receive buffer only. Unregistered memory is staged: a send buffer in the
+     * first half of this rank's staging buffer, the root's receive buffer in the second (copied out once all are done).
+     */
+    boolean reduce(long seq, int fp, String op, MemorySegment send, MemorySegment recv, long count, ReduceKernel k, int avg,
+                   int root, boolean want) {
+        if (!e.ready(op)) return false;
+        int es = k.type().byteSize();
+        long bytes = count * es;
+        int flags = e.base(want);
+        MemorySegment in = send;
+        MemorySegment out = rank == root ? recv : null;
+        long outOff = 0;
+        boolean sendReg = e.where(send, bytes);
+        boolean recvReg = rank != root || e.where(recv, bytes);
+        MemorySegment staged = null;
+        if (e.capable && want && bytes > 0 && !(sendReg && recvReg)) {
+            staged = e.buffers.staging(2 * bytes);
+            if (staged != null) {
+                if (!sendReg) {
+                    MemorySegment.copy(send, 0, staged, 0, bytes);
+                    in = staged;
+                }
+                if (!recvReg) {
+                    out = staged;
+                    outOff = bytes;
+                }
+            }
+        }
+        flags |= e.sendAt(in, 0, bytes);
+        flags |= rank != root ? F_RECV : e.recvAt(out, outOff, bytes);
+        // the root's own slices are read (send) and written (recv) by the same rank; other overlaps would race
+        if (rank != root || sameAddress(in, 0, out, outOff) || disjoint(in, 0, bytes, out.asSlice(outOff), bytes)) flags |= F_SAFE;
+        int all = e.arrive(seq, fp, op, flags);
+        int need = F_CAPABLE | F_WANT | F_SEND | F_RECV | F_SAFE;
+        if ((all & need) != need) return e.fellBack();
+        boolean ok = false;
+        try {
+            e.map(true, in, bytes);
+            if (rank == root) {
+                recvSeg[root] = out;
+                recvOff[root] = outOff;
+            } else {
+                e.peerBuffer(root, false, bytes);
+            }
+            long lo = ZeroCopyCollectives.sliceStart(count, n, rank, es);
+            long hi = ZeroCopyCollectives.sliceStart(count, n, rank + 1, es);
+            ZeroCopyCollectives.reduceScatter(sendSeg, sendOff, n, lo, hi, recvSeg[root], recvOff[root] + lo * es, k, avg,
+                    scratch, e.buffers.bigScratch((hi - lo) * es));
+            ok = true;
+        } finally {
+            e.finish(seq, op, ok);
+        }
+        if (rank == root && out == staged && staged != null) MemorySegment.copy(staged, bytes, recv, 0, bytes);
+        return true;
+    }
+}
