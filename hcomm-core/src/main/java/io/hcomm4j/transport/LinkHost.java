@@ -3,7 +3,7 @@ package io.hcomm4j.transport;
 /**
  * Everything a {@link PeerLink} asks of the transport it belongs to: what to do with the frames it reads, and what to
  * do when its connection goes. The link owns its byte stream; the transport owns matching, the protocol above the
- * frames, failures and reconnects. {@link PeerTransport} is the only implementation, so these calls stay monomorphic
+ * frames, failures and reconnects. {@link TransportLinkHost} is the only implementation, so these calls stay monomorphic
  * on the per-message path.
  */
 interface LinkHost {
