@@ -4,6 +4,7 @@ import io.hcomm4j.Health;
 import io.hcomm4j.bootstrap.Store;
 import io.hcomm4j.monitor.RankStatus;
 import io.hcomm4j.transport.PeerTransport;
+import io.hcomm4j.transport.PendingOp;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -125,7 +126,7 @@ final class OpMonitor {
                 }
             }
         }
-        for (PeerTransport.PendingOp op : transport.pendingOps(now, stuckNanos)) {
+        for (PendingOp op : transport.pendingOps(now, stuckNanos)) {
             any = true;
             if (!op.firstTime()) continue;
             fresh = true;
@@ -180,7 +181,7 @@ final class OpMonitor {
                 ops.add(new RankStatus.Op(c.id(), zw.op(), true, zw.seq(), zw.bytes(), waited / 1_000_000, peers, waited >= stuckNanos));
             }
         }
-        for (PeerTransport.PendingOp op : transport.pendingOps(now, stuckNanos)) {
+        for (PendingOp op : transport.pendingOps(now, stuckNanos)) {
             ops.add(new RankStatus.Op(op.commId(), op.kind(), false, op.tag(), op.bytes(), op.waited() / 1_000_000,
                     op.peer() >= 0 ? List.of(op.peer()) : List.of(), true));
         }

@@ -12,6 +12,7 @@ import io.hcomm4j.SessionProvider;
 import io.hcomm4j.algo.Tuner;
 import io.hcomm4j.transport.HostIdentity;
 import io.hcomm4j.transport.PeerTransport;
+import io.hcomm4j.transport.TransportEvents;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -94,7 +95,7 @@ public final class Session implements SessionProvider.SessionHandle {
      * The transport's events, forwarded to the session once it exists: failures go to every communicator the failed rank
      * belongs to, abort notices to their communicator, status requests and ticks to the {@link OpMonitor}.
      */
-    private static final class Events implements PeerTransport.Events {
+    private static final class Events implements TransportEvents {
         volatile Session session;
 
         @Override

@@ -34,7 +34,7 @@ final class Failures {
     private final int[] deadKind;
     /** Another rank declared this one failed (it was silent too long): no more notices or neighbour connections. */
     private volatile boolean declaredFailed;
-    private volatile PeerTransport.Events events = PeerTransport.Events.NONE;
+    private volatile TransportEvents events = TransportEvents.NONE;
 
     Failures(PeerTransport t, int rank, PeerLink[] links, ReentrantLock lock) {
         this.t = t;
@@ -47,11 +47,11 @@ final class Failures {
         this.deadKind = new int[size];
     }
 
-    void setEvents(PeerTransport.Events events) {
-        this.events = events == null ? PeerTransport.Events.NONE : events;
+    void setEvents(TransportEvents events) {
+        this.events = events == null ? TransportEvents.NONE : events;
     }
 
-    PeerTransport.Events events() {
+    TransportEvents events() {
         return events;
     }
 

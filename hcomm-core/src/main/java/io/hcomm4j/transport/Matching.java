@@ -64,7 +64,7 @@ final class Matching {
      * credit belonged to the old connection), and ops on {@code p} no longer fail at once.
      */
     void revive(int p) {
-        for (MatchTable table : tables.values()) table.unexpected.removeIf(u -> u.src == p);
+        for (MatchTable table : tables.values()) table.unexpected.removeIf(u -> u.src() == p);
         failed[p] = false;
     }
 
@@ -85,7 +85,7 @@ final class Matching {
                         doomed.add(r);
                     }
                 }
-                table.unexpected.removeIf(u -> u.src == p && u.data == null && u.selfSend == null);
+                table.unexpected.removeIf(u -> u.src() == p && u.data() == null && u.selfSend() == null);
                 for (Iterator<ProbeRequest> it = table.probes.iterator(); it.hasNext(); ) {
                     ProbeRequest pr = it.next();
                     if (pr.src == p || pr.src == ANY) {
@@ -108,7 +108,7 @@ final class Matching {
                 table.posted.clear();
                 doomed.addAll(table.probes);
                 table.probes.clear();
-                for (Unexpected u : table.unexpected) if (u.selfSend != null) doomed.add(u.selfSend);
+                for (Unexpected u : table.unexpected) if (u.selfSend() != null) doomed.add(u.selfSend());
                 table.unexpected.clear();
             }
         } finally {
@@ -151,7 +151,7 @@ final class Matching {
         lock.lock();
         try {
             Unexpected u = table(commId).peekUnexpected(src, tag);
-            return u == null ? null : new io.hcomm4j.Status(sourceMap == null ? u.src : sourceMap[u.src], u.tag, u.size);
+            return u == null ? null : new io.hcomm4j.Status(sourceMap == null ? u.src() : sourceMap[u.src()], u.tag(), u.size());
         } finally {
             lock.unlock();
         }
@@ -176,7 +176,7 @@ final class Matching {
         } finally {
             lock.unlock();
         }
-        if (found != null) p.succeedWith(found.src, found.tag, found.size);
+        if (found != null) p.succeedWith(found.src(), found.tag(), found.size());
         else if (dead) p.fail(t.failures.peerFailed(src, p.describe(), null));
         else if (src != ANY && src != rank && links[src].state == PeerLink.State.IDLE) t.connections.connectInBackground(src);
         return p;
@@ -189,55 +189,55 @@ final class Matching {
 
     /** Matches a recv with an unexpected message (match lock held); returns what to run after unlocking. */
     private Runnable deliverUnexpected(RecvRequest r, Unexpected u) {
-        r.matchedSrc = u.src;
-        r.matchedTag = u.tag;
-        r.matchedSize = u.size;
-        FingerprintMismatchException wrong = r.mismatch(u.src, u.flags);
-        if (wrong != null || u.size > r.buf.byteSize()) {
-            Runnable refuse = u.data != null ? null : refuseRendezvous(u);
-            if (u.data != null) releaseUnexpected(u);
-            RuntimeException failure = wrong != null ? wrong : truncated(r, u.size);
+        r.matchedSrc = u.src();
+        r.matchedTag = u.tag();
+        r.matchedSize = u.size();
+        FingerprintMismatchException wrong = r.mismatch(u.src(), u.flags());
+        if (wrong != null || u.size() > r.buf.byteSize()) {
+            Runnable refuse = u.data() != null ? null : refuseRendezvous(u);
+            if (u.data() != null) releaseUnexpected(u);
+            RuntimeException failure = wrong != null ? wrong : truncated(r, u.size());
             return () -> {
                 if (refuse != null) refuse.run();
                 r.fail(failure);
             };
         }
-        if (u.data != null) {
-            MemorySegment.copy(MemorySegment.ofArray(u.data), 0, r.buf, 0, u.size);
+        if (u.data() != null) {
+            MemorySegment.copy(MemorySegment.ofArray(u.data()), 0, r.buf, 0, u.size());
             releaseUnexpected(u);
             return r::succeedMatched;
         }
-        if (u.selfSend != null) {
-            MemorySegment.copy(u.selfSend.buf, 0, r.buf, 0, u.size);
-            SendRequest s = u.selfSend;
+        if (u.selfSend() != null) {
+            MemorySegment.copy(u.selfSend().buf, 0, r.buf, 0, u.size());
+            SendRequest s = u.selfSend();
             return () -> {
                 s.succeed(null);
                 r.succeedMatched();
             };
         }
         // a rendezvous RTS: ask for the data
-        PeerLink l = links[u.src];
-        r.msgId = u.msgId;
-        l.awaitingData.put(u.msgId, r);
+        PeerLink l = links[u.src()];
+        r.msgId = u.msgId();
+        l.awaitingData.put(u.msgId(), r);
         return () -> {
-            if (!l.sendFrame(Frame.CTS, 0, u.commId, u.tag, 0, u.msgId, null, null)) {
-                l.awaitingData.remove(u.msgId);
-                r.fail(t.failures.peerFailed(u.src, r.describe(), null));
+            if (!l.sendFrame(Frame.CTS, 0, u.commId(), u.tag(), 0, u.msgId(), null, null)) {
+                l.awaitingData.remove(u.msgId());
+                r.fail(t.failures.peerFailed(u.src(), r.describe(), null));
             }
         };
     }
 
     private Runnable refuseRendezvous(Unexpected u) {
-        if (u.selfSend != null) {
-            SendRequest s = u.selfSend;
+        if (u.selfSend() != null) {
+            SendRequest s = u.selfSend();
             return () -> s.succeed(null);
         }
-        PeerLink l = links[u.src];
-        return () -> l.sendFrame(Frame.CTS, Frame.CTS_DISCARD, u.commId, u.tag, 0, u.msgId, null, null);
+        PeerLink l = links[u.src()];
+        return () -> l.sendFrame(Frame.CTS, Frame.CTS_DISCARD, u.commId(), u.tag(), 0, u.msgId(), null, null);
     }
 
     private void releaseUnexpected(Unexpected u) {
-        if (u.src != rank) links[u.src].consumed(u.size + Frame.EAGER_OVERHEAD);
+        if (u.src() != rank) links[u.src()].consumed(u.size() + Frame.EAGER_OVERHEAD);
     }
 
     private IllegalArgumentException truncated(RecvRequest r, long messageSize) {
@@ -291,7 +291,7 @@ final class Matching {
         if (s.dst == rank) {
             lock.lock();
             try {
-                table(s.commId).unexpected.removeIf(u -> u.selfSend == s);
+                table(s.commId).unexpected.removeIf(u -> u.selfSend() == s);
             } finally {
                 lock.unlock();
             }
@@ -318,8 +318,8 @@ final class Matching {
             MatchTable table = table(commId);
             table.watches.put(tag, new Watch(flags, onMismatch));
             for (Unexpected u : table.unexpected) {
-                if (u.tag == tag && u.flags != flags) {
-                    found = new FingerprintMismatchException(u.src, u.flags, flags);
+                if (u.tag() == tag && u.flags() != flags) {
+                    found = new FingerprintMismatchException(u.src(), u.flags(), flags);
                     table.watches.remove(tag);
                     break;
                 }
@@ -417,7 +417,7 @@ final class Matching {
                 after = deliverUnexpected(r, u);
             } else {
                 List<ProbeRequest> probed = table.addUnexpected(u);
-                if (probed != null) after = () -> succeedProbes(probed, u.src, u.tag, u.size);
+                if (probed != null) after = () -> succeedProbes(probed, u.src(), u.tag(), u.size());
             }
         } finally {
             lock.unlock();
@@ -441,7 +441,7 @@ final class Matching {
                 after = deliverUnexpected(r, u);
             } else {
                 List<ProbeRequest> probed = table.addUnexpected(u);
-                after = probed == null ? null : () -> succeedProbes(probed, u.src, u.tag, u.size);
+                after = probed == null ? null : () -> succeedProbes(probed, u.src(), u.tag(), u.size());
             }
         } finally {
             lock.unlock();
@@ -474,8 +474,8 @@ final class Matching {
                 table.probes.clear();
                 table.watches.clear();
                 for (Unexpected u : table.unexpected) {
-                    if (u.selfSend != null) doomed.add(u.selfSend);
-                    else if (u.data != null) releaseUnexpected(u);
+                    if (u.selfSend() != null) doomed.add(u.selfSend());
+                    else if (u.data() != null) releaseUnexpected(u);
                     else refusals.add(refuseRendezvous(u));
                 }
                 table.unexpected.clear();
@@ -499,7 +499,7 @@ final class Matching {
      * {@code thresholdNanos}. The time is counted from the first call of this method that saw the op (the watchdog
      * calls it every tick), so ops cost nothing for this until they wait.
      */
-    List<PeerTransport.PendingOp> pendingOps(long now, long thresholdNanos) {
+    List<PendingOp> pendingOps(long now, long thresholdNanos) {
         List<Request<?>> all = new ArrayList<>();
         lock.lock();
         try {
@@ -516,7 +516,7 @@ final class Matching {
             for (RecvRequest rr : l.awaitingData.values()) if ((rr.commId >>> 62) == 0) all.add(rr);
             l.queuedRequests(sr -> (sr.commId >>> 62) == 0, all);
         }
-        List<PeerTransport.PendingOp> out = null;
+        List<PendingOp> out = null;
         for (Request<?> r : all) {
             if (r.finished()) continue;
             if (r.seenAt == 0) {
@@ -529,9 +529,9 @@ final class Matching {
             r.reported = true;
             if (out == null) out = new ArrayList<>();
             out.add(switch (r) {
-                case SendRequest sr -> new PeerTransport.PendingOp(sr.commId, "send", sr.dst, sr.tag, sr.size, waited, first, sr.describe());
-                case RecvRequest rr -> new PeerTransport.PendingOp(rr.commId, "recv", rr.src, rr.tag, rr.buf.byteSize(), waited, first, rr.describe());
-                case ProbeRequest pr -> new PeerTransport.PendingOp(pr.commId, "probe", pr.src, pr.tag, 0, waited, first, pr.describe());
+                case SendRequest sr -> new PendingOp(sr.commId, "send", sr.dst, sr.tag, sr.size, waited, first, sr.describe());
+                case RecvRequest rr -> new PendingOp(rr.commId, "recv", rr.src, rr.tag, rr.buf.byteSize(), waited, first, rr.describe());
+                case ProbeRequest pr -> new PendingOp(pr.commId, "probe", pr.src, pr.tag, 0, waited, first, pr.describe());
             });
         }
         return out == null ? List.of() : out;
@@ -539,66 +539,5 @@ final class Matching {
 
     private MatchTable table(long commId) {
         return tables.computeIfAbsent(commId, id -> new MatchTable());
-    }
-
-    /** A message that arrived before its receive: eager bytes, an RTS, or a send to self. */
-    record Unexpected(long commId, int src, int tag, long size, byte[] data, long msgId, SendRequest selfSend, int flags) {
-    }
-
-    /** Per communicator: receives posted in order, and unexpected messages in order of arrival. */
-    static final class MatchTable {
-        final java.util.ArrayList<RecvRequest> posted = new java.util.ArrayList<>();
-        final java.util.ArrayList<Unexpected> unexpected = new java.util.ArrayList<>();
-        final java.util.ArrayList<ProbeRequest> probes = new java.util.ArrayList<>();
-
-        final java.util.HashMap<Integer, Watch> watches = new java.util.HashMap<>();
-
-        /** Queues an unexpected message; returns the waiting probes it satisfies (removed), or null. */
-        List<ProbeRequest> addUnexpected(Unexpected u) {
-            unexpected.add(u);
-            if (!watches.isEmpty()) {
-                Watch w = watches.get(u.tag);
-                if (w != null && w.flags() != u.flags) {
-                    watches.remove(u.tag);
-                    // reported after the match lock is released: the callback fails requests, which takes it again
-                    FingerprintMismatchException e = new FingerprintMismatchException(u.src, u.flags, w.flags());
-                    Thread.ofVirtual().start(() -> w.onMismatch().accept(e));
-                }
-            }
-            if (probes.isEmpty()) return null;
-            List<ProbeRequest> hit = null;
-            for (Iterator<ProbeRequest> it = probes.iterator(); it.hasNext(); ) {
-                ProbeRequest p = it.next();
-                if (p.matches(u.src, u.tag)) {
-                    it.remove();
-                    if (hit == null) hit = new ArrayList<>();
-                    hit.add(p);
-                }
-            }
-            return hit;
-        }
-
-        Unexpected peekUnexpected(int src, int tag) {
-            for (Unexpected u : unexpected) {
-                if (matches(src, tag, u.src, u.tag)) return u;
-            }
-            return null;
-        }
-
-        RecvRequest takePosted(int src, int tag) {
-            for (int i = 0; i < posted.size(); i++) {
-                RecvRequest r = posted.get(i);
-                if (r.matches(src, tag)) return posted.remove(i);
-            }
-            return null;
-        }
-
-        Unexpected takeUnexpected(RecvRequest r) {
-            for (int i = 0; i < unexpected.size(); i++) {
-                Unexpected u = unexpected.get(i);
-                if (r.matches(u.src, u.tag)) return unexpected.remove(i);
-            }
-            return null;
-        }
     }
 }

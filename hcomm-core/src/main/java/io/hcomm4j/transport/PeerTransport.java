@@ -40,7 +40,7 @@ import org.slf4j.LoggerFactory;
  * when nothing came from it for the heartbeat timeout (a {@link Watchdog} sends heartbeats on idle connections and
  * watches what arrives), or when another rank says so (a FAILED notice). Then every op that depends on it fails with
  * {@link PeerFailedException}, the peers this rank is connected to are told (each rank forwards a failure once), and
- * {@link Events#peerFailed} tells the layer above. With heartbeats on, each rank keeps a connection to the next live
+ * {@link TransportEvents#peerFailed} tells the layer above. With heartbeats on, each rank keeps a connection to the next live
  * rank (opened at start, re-opened past a failed one), so the live ranks form a ring over which every failure reaches
  * everyone, even ranks that never talked to the failed one.
  *
@@ -142,30 +142,6 @@ public final class PeerTransport implements AutoCloseable {
             return new Options(timeout, connectTimeout, spinTime, eagerLimit, unexpectedLimit, heartbeatTimeout,
                     heartbeatInterval, retryMax, retryInterval);
         }
-    }
-
-    /**
-     * What the transport tells the layer above. Every method is called without any transport lock held, on a transport
-     * thread (the poller, the watchdog, or a connecting thread): it must not block for long.
-     */
-    public interface Events {
-        /** Nothing to tell anybody. */
-        Events NONE = new Events() { };
-
-        /** World rank {@code rank} failed (once per rank); {@code why} says how this rank learned it. */
-        default void peerFailed(int rank, String why) { }
-
-        /** World rank {@code by} declared this rank failed (this rank was silent longer than its heartbeat timeout). */
-        default void declaredFailed(int by, String why) { }
-
-        /** World rank {@code from} aborted communicator {@code commId}. */
-        default void abortNotice(long commId, int from) { }
-
-        /** World rank {@code from} has an op stuck waiting for this rank and asks for this rank's state. */
-        default void statusRequested(int from) { }
-
-        /** The watchdog's period (every few hundred ms at most), on the watchdog thread. */
-        default void tick(long nowNanos) { }
     }
 
     private PeerTransport(int rank, int size, InetAddress bind, Auth auth, long jobToken, Options o) throws IOException {
@@ -273,7 +249,7 @@ public final class PeerTransport implements AutoCloseable {
     }
 
     /** Where failures, abort notices and status requests go (call before {@link #start}). */
-    public void setEvents(Events events) {
+    public void setEvents(TransportEvents events) {
         failures.setEvents(events);
     }
 
@@ -345,7 +321,7 @@ public final class PeerTransport implements AutoCloseable {
         return links;
     }
 
-    Events events() {
+    TransportEvents events() {
         return failures.events();
     }
 
@@ -544,19 +520,6 @@ public final class PeerTransport implements AutoCloseable {
     /** Asks the connected peer {@code p} to publish its state (an op of ours is stuck waiting for it). */
     public void requestStatus(int p) {
         failures.requestStatus(p);
-    }
-
-    /**
-     * A point-to-point op (user channel) that has waited at least {@code thresholdNanos}, as the watchdog sees it.
-     *
-     * @param commId    communicator id
-     * @param kind      {@code send}, {@code recv} or {@code probe}
-     * @param peer      world rank it waits for, or {@link #ANY}
-     * @param waited    nanoseconds since the watchdog first saw it pending
-     * @param firstTime true the first time it is returned
-     */
-    public record PendingOp(long commId, String kind, int peer, int tag, long bytes, long waited, boolean firstTime,
-                            String description) {
     }
 
     /**

@@ -1,0 +1,14 @@
+package io.hcomm4j.transport;
+
+/**
+ * A point-to-point op (user channel) that has waited at least {@code thresholdNanos}, as the watchdog sees it.
+ *
+ * @param commId    communicator id
+ * @param kind      {@code send}, {@code recv} or {@code probe}
+ * @param peer      world rank it waits for, or {@link PeerTransport#ANY}
+ * @param waited    nanoseconds since the watchdog first saw it pending
+ * @param firstTime true the first time it is returned
+ */
+public record PendingOp(long commId, String kind, int peer, int tag, long bytes, long waited, boolean firstTime,
+                        String description) {
+}

@@ -1,0 +1,25 @@
+package io.hcomm4j.transport;
+
+/**
+ * What the transport tells the layer above. Every method is called without any transport lock held, on a transport
+ * thread (the poller, the watchdog, or a connecting thread): it must not block for long.
+ */
+public interface TransportEvents {
+    /** Nothing to tell anybody. */
+    TransportEvents NONE = new TransportEvents() { };
+
+    /** World rank {@code rank} failed (once per rank); {@code why} says how this rank learned it. */
+    default void peerFailed(int rank, String why) { }
+
+    /** World rank {@code by} declared this rank failed (this rank was silent longer than its heartbeat timeout). */
+    default void declaredFailed(int by, String why) { }
+
+    /** World rank {@code from} aborted communicator {@code commId}. */
+    default void abortNotice(long commId, int from) { }
+
+    /** World rank {@code from} has an op stuck waiting for this rank and asks for this rank's state. */
+    default void statusRequested(int from) { }
+
+    /** The watchdog's period (every few hundred ms at most), on the watchdog thread. */
+    default void tick(long nowNanos) { }
+}
