@@ -626,8 +626,21 @@ final class PerfCommand implements Callable<Integer> {
         try (Arena arena = Arena.ofShared()) {
             MemorySegment flag = arena.allocate(4);
             do {
-                P2pBench.pingpong(comm, 8, P2P_JIT_ROUND, 0, false);
-                trips += P2P_JIT_ROUND;
+                // a round goes in chunks, and rank 0 may end it after any chunk once the time limit passed: on a loaded
+                // machine one round of P2P_JIT_ROUND can take seconds, and the limit must hold all the same
+                boolean cut = false;
+                for (int done = 0; done < P2P_JIT_ROUND && !cut; done += P2P_JIT_CHUNK) {
+                    P2pBench.pingpong(comm, 8, P2P_JIT_CHUNK, 0, false);
+                    trips += P2P_JIT_CHUNK;
+                    if (rank == 0) {
+                        cut = System.nanoTime() - start >= P2P_JIT_MAX.toNanos();
+                        flag.set(ValueLayout.JAVA_INT, 0, cut ? 1 : 0);
+                        comm.send(flag, 1, P2pBench.TAG_WARMUP);
+                    } else {
+                        comm.recv(flag, 0, P2pBench.TAG_WARMUP); // 1: the time limit passed, the round ends here
+                        cut = flag.get(ValueLayout.JAVA_INT, 0) == 1;
+                    }
+                }
                 long now = canTell ? jit.getTotalCompilationTime() : compiled;
                 boolean compiling = !canTell || now != compiled;
                 compiled = now;
@@ -637,7 +650,7 @@ final class PerfCommand implements Callable<Integer> {
                     comm.recv(flag, 0, P2pBench.TAG_WARMUP); // 1: another round
                 } else {
                     comm.recv(flag, 1, P2pBench.TAG_WARMUP); // 1: rank 1 compiled during the round
-                    settled = !compiling && flag.get(ValueLayout.JAVA_INT, 0) == 0;
+                    settled = !cut && !compiling && flag.get(ValueLayout.JAVA_INT, 0) == 0;
                     long elapsed = System.nanoTime() - start;
                     boolean more = elapsed < P2P_JIT_MIN.toNanos() || !settled && elapsed < P2P_JIT_MAX.toNanos();
                     flag.set(ValueLayout.JAVA_INT, 0, more ? 1 : 0);
@@ -653,6 +666,8 @@ final class PerfCommand implements Callable<Integer> {
 
     /** Round trips of one round of the p2p JIT warm-up. */
     static final int P2P_JIT_ROUND = 20_000;
+    /** Round trips after which rank 0 may end a round at the time limit. */
+    static final int P2P_JIT_CHUNK = 1_000;
     /** The p2p JIT warm-up's least and most time (without {@code --warmup}). */
     static final java.time.Duration P2P_JIT_MIN = java.time.Duration.ofMillis(500);
     static final java.time.Duration P2P_JIT_MAX = java.time.Duration.ofSeconds(10);
