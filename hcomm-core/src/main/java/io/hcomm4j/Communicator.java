@@ -460,6 +460,25 @@ public interface Communicator extends AutoCloseable {
      */
     Memory memory();
 
+    // ------------------------------------------------------------------------------------ one-sided
+
+    /**
+     * Collective: a {@link Window} over {@code bytes} bytes (zeroed) that each member allocates from the registered
+     * pool ({@link #memory()}), so same-host members read and write each other's blocks directly. Members may pass
+     * different sizes (0 too). Close it when done (collective too).
+     *
+     * @throws IllegalArgumentException if {@code bytes} is negative
+     * @throws MemoryLimitException if the pool cannot hold it
+     */
+    Window allocateWindow(long bytes);
+
+    /**
+     * Collective: a {@link Window} over the caller's own {@code segment} (which must stay valid, and be usable from
+     * any thread, until the window is closed). A segment of the registered pool is reached directly by same-host
+     * members; any other through the owner's progress engine, as between hosts.
+     */
+    Window createWindow(MemorySegment segment);
+
     /** True once {@link #close()} was called. */
     boolean isClosed();
 

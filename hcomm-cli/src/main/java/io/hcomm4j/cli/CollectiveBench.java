@@ -548,6 +548,7 @@ final class CollectiveBench {
                         case PROD -> acc * x;
                         case MIN -> Math.min(acc, x);
                         case MAX -> Math.max(acc, x);
+                        case REPLACE, NO_OP -> throw new IllegalArgumentException(op + " is not a reduction");
                     };
                 }
                 if (op == ReduceOp.AVG) acc = logical(type, acc) / n;
@@ -562,6 +563,7 @@ final class CollectiveBench {
                         case PROD -> acc * x;
                         case MIN -> Math.min(acc, x);
                         case MAX -> Math.max(acc, x);
+                        case REPLACE, NO_OP -> throw new IllegalArgumentException(op + " is not a reduction");
                     };
                 }
                 boolean avg = op == ReduceOp.AVG;

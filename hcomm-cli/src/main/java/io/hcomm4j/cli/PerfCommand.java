@@ -744,12 +744,14 @@ final class PerfCommand implements Callable<Integer> {
 
     /** Reads {@code --op}: sum, prod, min, max, avg. */
     static final class ReduceOpConverter implements ITypeConverter<ReduceOp> {
-        static final String NAMES = Arrays.stream(ReduceOp.values()).map(PerfCommand::opName).collect(Collectors.joining(" "));
+        private static final ReduceOp[] COLLECTIVE_OPS =
+                java.util.Arrays.stream(ReduceOp.values()).filter(ReduceOp::collective).toArray(ReduceOp[]::new);
+        static final String NAMES = Arrays.stream(COLLECTIVE_OPS).map(PerfCommand::opName).collect(Collectors.joining(" "));
 
         @Override
         public ReduceOp convert(String value) {
             String v = value.trim().toLowerCase(Locale.ROOT);
-            for (ReduceOp o : ReduceOp.values()) {
+            for (ReduceOp o : COLLECTIVE_OPS) {
                 if (opName(o).equals(v)) return o;
             }
             throw new TypeConversionException("'" + value + "' is not a reduction: one of " + NAMES);

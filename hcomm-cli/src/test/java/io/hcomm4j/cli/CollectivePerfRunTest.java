@@ -23,6 +23,8 @@ import org.junit.jupiter.api.Timeout;
  */
 @Timeout(90)
 class CollectivePerfRunTest {
+    private static final ReduceOp[] COLLECTIVE_OPS =
+            java.util.Arrays.stream(ReduceOp.values()).filter(ReduceOp::collective).toArray(ReduceOp[]::new);
     /** 1000 B: odd, not a whole number of blocks on 3 ranks; 300000 B: past the 64 KiB/256 KiB algorithm switches. */
     private static final long[] SIZES = {1000, 300_000};
 
@@ -74,7 +76,7 @@ class CollectivePerfRunTest {
             for (Coll c : new Coll[] {Coll.ALLREDUCE, Coll.REDUCE, Coll.REDUCESCATTER}) {
                 List<CollectiveBench.Test> plan = new ArrayList<>();
                 for (DataType type : DataType.values()) {
-                    for (ReduceOp op : ReduceOp.values()) plan.add(new CollectiveBench.Test(c, 600, type, op, 1, 1, 0));
+                    for (ReduceOp op : COLLECTIVE_OPS) plan.add(new CollectiveBench.Test(c, 600, type, op, 1, 1, 0));
                 }
                 rows.addAll(run(comm, plan));
             }
@@ -87,7 +89,7 @@ class CollectivePerfRunTest {
             return rows;
         });
 
-        assertThat(results.getFirst()).hasSize(3 * DataType.values().length * ReduceOp.values().length + 8)
+        assertThat(results.getFirst()).hasSize(3 * DataType.values().length * COLLECTIVE_OPS.length + 8)
                 .allSatisfy(row -> assertThat(row.wrong()).as("wrong elements of %s", row).isZero());
     }
 

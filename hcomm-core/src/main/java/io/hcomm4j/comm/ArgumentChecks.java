@@ -57,6 +57,9 @@ final class ArgumentChecks {
     ReduceKernel kernel(DataType type, ReduceOp op) {
         Objects.requireNonNull(type, "type");
         Objects.requireNonNull(op, "op");
+        if (!op.collective()) {
+            throw new IllegalArgumentException("rank " + rank + ": op " + op + " is for one-sided operations only (Window)");
+        }
         return ReduceKernel.of(type, op);
     }
 

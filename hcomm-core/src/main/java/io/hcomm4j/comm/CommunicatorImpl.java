@@ -41,6 +41,8 @@ final class CommunicatorImpl implements Communicator {
     private final Membership membership;
     private final PointToPoint p2p;
     private final BlockCollectives blocks;
+    /** Windows made on this communicator so far (each member counts the same: window creation is collective). */
+    private final java.util.concurrent.atomic.AtomicInteger windows = new java.util.concurrent.atomic.AtomicInteger();
 
     /** The world communicator; {@code hostIds[r]} is world rank r's host identity. */
     CommunicatorImpl(Session session, PeerTransport transport, long commId, int rank, int size, String[] hostIds) {
@@ -442,6 +444,25 @@ final class CommunicatorImpl implements Communicator {
     @Override
     public io.hcomm4j.memory.MemoryPool memory() {
         return session.memory();
+    }
+
+    @Override
+    public io.hcomm4j.Window allocateWindow(long bytes) {
+        checkUsable("allocateWindow");
+        return session.rma().allocate(new WindowMembers(this, session, transport, windows.getAndIncrement()), bytes);
+    }
+
+    @Override
+    public io.hcomm4j.Window createWindow(MemorySegment segment) {
+        Objects.requireNonNull(segment, "segment");
+        checkUsable("createWindow");
+        return session.rma().create(new WindowMembers(this, session, transport, windows.getAndIncrement()), segment);
+    }
+
+    /** Throws if this communicator is closed or aborted. */
+    void checkUsable(String op) {
+        checkOpen();
+        health.checkNotAborted(op);
     }
 
     @Override

@@ -59,6 +59,7 @@ public final class Session implements SessionProvider.SessionHandle {
     /** Where each world rank listens, which share this host, and their host ids: updated when a slot is taken over (grow). */
     private final InetSocketAddress[] book;
     private final boolean[] sameHost;
+    private volatile io.hcomm4j.rma.RmaService rma;
     private final String[] hostIds;
     private final String hostId;
     /** Whether each world rank takes part in zero-copy collectives (shared memory and HCOMM_ZERO_COPY on). */
@@ -103,6 +104,8 @@ public final class Session implements SessionProvider.SessionHandle {
             Session s = session;
             if (s == null) return; // registerCommunicator reads the failures known by then
             for (CommunicatorImpl c : s.comms.values()) c.onMemberFailed(rank, why);
+            io.hcomm4j.rma.RmaService r = s.rma;
+            if (r != null) r.peerFailed(rank, s.transport.failure(rank, "one-sided op"));
         }
 
         @Override
@@ -455,6 +458,17 @@ public final class Session implements SessionProvider.SessionHandle {
     /** The session's memory pool. */
     public MemoryPool memory() {
         return memory;
+    }
+
+    /** World rank {@code p} is another process of this host. */
+    boolean sameHost(int p) {
+        return sameHost[p];
+    }
+
+    /** The session's one-sided layer, made on first use (it installs the transport's RMA handler). */
+    synchronized io.hcomm4j.rma.RmaService rma() {
+        if (rma == null) rma = new io.hcomm4j.rma.RmaService(transport, world.world(world.rank()));
+        return rma;
     }
 
     /**

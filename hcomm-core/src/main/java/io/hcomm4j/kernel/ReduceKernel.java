@@ -112,6 +112,7 @@ public interface ReduceKernel {
     static ReduceKernel of(DataType type, ReduceOp op, boolean allowVector) {
         Objects.requireNonNull(type, "type");
         Objects.requireNonNull(op, "op");
+        if (!op.collective()) throw new IllegalArgumentException("no reduction kernel for " + op + " (one-sided only)");
         if (allowVector && VectorProbe.AVAILABLE) {
             return VectorProbe.kernel(type, op);
         }

@@ -578,4 +578,13 @@ public final class PeerTransport implements AutoCloseable {
         return shm;
     }
 
+
+    // placeholder until the rma-hook branch is merged
+    public void setRmaHandler(RmaHandler h) {
+        throw new UnsupportedOperationException("rma hook not merged");
+    }
+
+    public SendRequest sendRma(int peer, int flags, long windowId, int opId, long offset, MemorySegment payload) {
+        throw new UnsupportedOperationException("rma hook not merged");
+    }
 }

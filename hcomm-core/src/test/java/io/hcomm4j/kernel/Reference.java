@@ -77,6 +77,7 @@ final class Reference {
             case PROD -> x.multiply(y).longValue();
             case MIN -> a < b ? a : b;
             case MAX -> a > b ? a : b;
+            case REPLACE, NO_OP -> throw new AssertionError(op + " is not a reduction");
         };
     }
 

@@ -1,0 +1,162 @@
+package io.hcomm4j.rma;
+
+import io.hcomm4j.CommFuture;
+import io.hcomm4j.DataType;
+import io.hcomm4j.ReduceOp;
+import io.hcomm4j.transport.PeerTransport;
+import io.hcomm4j.transport.SendRequest;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * The origin's side of the active-message path, for targets whose memory this rank cannot map: each op becomes RMA
+ * frames to the target's progress engine. Puts and gets go in chunks of {@value #CHUNK} bytes (the next chunk streams
+ * while the target applies the last), accumulates in chunks of {@value #ACC_CHUNK} (the target combines each from a
+ * buffer of that size). Ops that need an answer register a {@link Pending} per frame with the service first.
+ */
+final class RemoteOps {
+    static final int CHUNK = 4 << 20;
+    static final int ACC_CHUNK = 256 << 10;
+    private final WindowImpl w;
+    private final RmaService service;
+    private final PeerTransport transport;
+    /** Per target rank: the last request sent to it (completes after every earlier one: frames go out in order). */
+    private final SendRequest[] lastSend;
+    /** Per target rank: something was sent since the last flush (a flush of a target sent nothing is free). */
+    private final boolean[] dirty;
+
+    RemoteOps(WindowImpl w, RmaService service, int size) {
+        this.w = w;
+        this.service = service;
+        this.transport = service.transport();
+        this.lastSend = new SendRequest[size];
+        this.dirty = new boolean[size];
+    }
+
+    /** True if requests went to {@code t} since the last call (which clears it). */
+    boolean takeDirty(int t) {
+        boolean d = dirty[t];
+        dirty[t] = false;
+        return d;
+    }
+
+    CommFuture<Void> put(int t, MemorySegment origin, long offset, int signal) {
+        int world = w.world(t);
+        long n = origin.byteSize();
+        SendRequest last = null;
+        for (long c = 0; c < n || (n == 0 && c == 0); c += CHUNK) {
+            long len = Math.min(CHUNK, n - c);
+            last = transport.sendRma(world, RmaFrames.PUT, w.id, 0, offset + c, len == n ? origin : origin.asSlice(c, len));
+            if (n == 0) break;
+        }
+        if (signal >= 0) last = transport.sendRma(world, RmaFrames.SIGNAL, w.id, 0, signal, null);
+        lastSend[t] = last;
+        dirty[t] = true;
+        return last;
+    }
+
+    CommFuture<Void> accumulate(int t, MemorySegment origin, long offset, DataType type, ReduceOp op) {
+        int world = w.world(t);
+        int flags = RmaFrames.flags(RmaFrames.ACC, type, op);
+        long n = origin.byteSize();
+        long chunk = ACC_CHUNK - ACC_CHUNK % type.byteSize();
+        SendRequest last = null;
+        for (long c = 0; c < n || (n == 0 && c == 0); c += chunk) {
+            long len = Math.min(chunk, n - c);
+            last = transport.sendRma(world, flags, w.id, 0, offset + c, len == n ? origin : origin.asSlice(c, len));
+            if (n == 0) break;
+        }
+        lastSend[t] = last;
+        dirty[t] = true;
+        return last;
+    }
+
+    @SuppressWarnings("unchecked")
+    CommFuture<Void> get(int t, MemorySegment result, long offset) {
+        RmaFuture<Object> f = future("get from rank " + t + " at offset " + offset);
+        long n = result.byteSize();
+        int parts = (int) Math.max(1, (n + CHUNK - 1) / CHUNK);
+        int[] due = {parts};
+        int[] status = {RmaFrames.OK};
+        for (long c = 0; c < n || (n == 0 && c == 0); c += CHUNK) {
+            long len = Math.min(CHUNK, n - c);
+            MemorySegment into = len == n ? result : result.asSlice(c, len);
+            Pending p = new Pending(RmaFrames.GET, w.world(t), f, into, false, due, status);
+            request(t, p, RmaFrames.GET, offset + c, MemorySegment.ofArray(new long[] {len}));
+            if (n == 0) break;
+        }
+        return (CommFuture<Void>) (CommFuture<?>) f;
+    }
+
+    @SuppressWarnings("unchecked")
+    CommFuture<Void> getAccumulate(int t, MemorySegment origin, MemorySegment result, long offset, DataType type, ReduceOp op) {
+        RmaFuture<Object> f = future("getAccumulate at rank " + t + " at offset " + offset);
+        long n = origin.byteSize();
+        long chunk = ACC_CHUNK - ACC_CHUNK % type.byteSize();
+        int parts = (int) Math.max(1, (n + chunk - 1) / chunk);
+        int[] due = {parts};
+        int[] status = {RmaFrames.OK};
+        int flags = RmaFrames.flags(RmaFrames.GET_ACC, type, op);
+        for (long c = 0; c < n || (n == 0 && c == 0); c += chunk) {
+            long len = Math.min(chunk, n - c);
+            Pending p = new Pending(RmaFrames.GET_ACC, w.world(t), f, len == n ? result : result.asSlice(c, len), false, due, status);
+            request(t, p, flags, offset + c, len == n ? origin : origin.asSlice(c, len));
+            if (n == 0) break;
+        }
+        return (CommFuture<Void>) (CommFuture<?>) f;
+    }
+
+    @SuppressWarnings("unchecked")
+    CommFuture<Long> fetchAndOp(int t, long operand, long offset, DataType type, ReduceOp op) {
+        RmaFuture<Object> f = future("fetchAndOp at rank " + t + " at offset " + offset);
+        Pending p = new Pending(RmaFrames.FOP, w.world(t), f, null, type == DataType.INT32, new int[] {1}, new int[1]);
+        request(t, p, RmaFrames.flags(RmaFrames.FOP, type, op), offset, MemorySegment.ofArray(new long[] {operand}));
+        return (CommFuture<Long>) (CommFuture<?>) f;
+    }
+
+    @SuppressWarnings("unchecked")
+    CommFuture<Long> compareAndSwap(int t, long expected, long desired, long offset, DataType type) {
+        RmaFuture<Object> f = future("compareAndSwap at rank " + t + " at offset " + offset);
+        Pending p = new Pending(RmaFrames.CAS, w.world(t), f, null, type == DataType.INT32, new int[] {1}, new int[1]);
+        request(t, p, RmaFrames.flags(RmaFrames.CAS, type, null), offset, MemorySegment.ofArray(new long[] {expected, desired}));
+        return (CommFuture<Long>) (CommFuture<?>) f;
+    }
+
+    /** A LOCK, UNLOCK or FLUSH: the future yields the reply's status (OK, BUSY). */
+    RmaFuture<Object> control(int t, int kind, long arg) {
+        RmaFuture<Object> f = future(RmaFrames.kindName(kind) + " of rank " + t);
+        request(t, new Pending(kind, w.world(t), f, null, false, new int[] {1}, new int[1]), kind, arg, null);
+        return f;
+    }
+
+    /** Waits until every request sent to {@code t} so far has left this rank (origin buffers reusable). */
+    void flushLocal(int t) {
+        SendRequest s = lastSend[t];
+        if (s != null) s.await();
+    }
+
+    private void request(int t, Pending p, int flags, long offset, MemorySegment payload) {
+        int opId = service.expect(p);
+        SendRequest s = transport.sendRma(p.target, flags, w.id, opId, offset, payload);
+        lastSend[t] = s;
+        dirty[t] = true;
+        if (s.isDone()) {
+            if (s.isCompletedExceptionally()) failed(opId, p, s);
+        } else {
+            s.whenComplete((v, e) -> {
+                if (e != null) failed(opId, p, s);
+            });
+        }
+    }
+
+    private void failed(int opId, Pending p, SendRequest s) {
+        service.forget(opId);
+        s.exceptionally(e -> {
+            p.future.completeExceptionally(e instanceof java.util.concurrent.CompletionException c && c.getCause() != null ? c.getCause() : e);
+            return null;
+        });
+    }
+
+    private RmaFuture<Object> future(String what) {
+        return new RmaFuture<>(transport, w.timeoutNanos(), "rank " + w.rank() + ": " + what);
+    }
+}

@@ -1,0 +1,112 @@
+package io.hcomm4j.rma;
+
+import io.hcomm4j.DataType;
+import io.hcomm4j.ReduceOp;
+import io.hcomm4j.Window;
+import java.lang.foreign.MemorySegment;
+import java.util.Objects;
+
+/**
+ * The checks every window op passes before it touches memory or sends a frame: each failure names the op, this rank,
+ * the target, and the offending argument with its value, and leaves the target untouched.
+ */
+final class WindowChecks {
+    private final WindowImpl w;
+    private final WindowGroup group;
+    private final int rank;
+    private final int size;
+    private final long[] sizes;
+
+    WindowChecks(WindowImpl w, WindowGroup group, int rank, int size, long[] sizes) {
+        this.w = w;
+        this.group = group;
+        this.rank = rank;
+        this.size = size;
+        this.sizes = sizes;
+    }
+
+    void open(String op) {
+        if (w.isClosed()) throw new IllegalStateException("rank " + rank + ": " + op + ": the window is closed");
+        group.checkUsable(op);
+    }
+
+    void member(int r, String op) {
+        if (r < 0 || r >= size) {
+            throw new IllegalArgumentException("rank " + rank + ": " + op + ": rank " + r + " is out of range [0, " + size + ")");
+        }
+    }
+
+    /** An op on {@code length} bytes of {@code target}'s block at {@code offset}. */
+    void target(String op, int target, long offset, long length) {
+        open(op);
+        member(target, op);
+        if (offset < 0 || offset > sizes[target] - length) {
+            throw new IndexOutOfBoundsException("rank " + rank + ": " + op + " at rank " + target + ": offset " + offset + " + "
+                    + length + " bytes is outside rank " + target + "'s window of " + sizes[target] + " bytes");
+        }
+        if (!w.inEpoch(target)) {
+            throw new IllegalStateException("rank " + rank + ": " + op + " at rank " + target + " (offset " + offset
+                    + "): no access epoch is open to rank " + target + " (call fence(), lock(" + target + ", ...) or lockAll() first)");
+        }
+        RuntimeException failed = group.failure(target, op + " at rank " + target);
+        if (failed != null) throw failed;
+    }
+
+    void data(String op, MemorySegment origin, int target, long offset) {
+        Objects.requireNonNull(origin, "origin");
+        target(op, target, offset, origin.byteSize());
+    }
+
+    void result(String op, MemorySegment result, int target, long offset) {
+        Objects.requireNonNull(result, "result");
+        if (result.isReadOnly()) throw new IllegalArgumentException("rank " + rank + ": " + op + ": result is read-only");
+        target(op, target, offset, result.byteSize());
+    }
+
+    void resultLike(String op, MemorySegment result, long bytes) {
+        Objects.requireNonNull(result, "result");
+        if (result.isReadOnly()) throw new IllegalArgumentException("rank " + rank + ": " + op + ": result is read-only");
+        if (result.byteSize() != bytes) {
+            throw new IllegalArgumentException("rank " + rank + ": " + op + ": result has " + result.byteSize()
+                    + " bytes, origin " + bytes);
+        }
+    }
+
+    void accumulate(String op, MemorySegment origin, int target, long offset, DataType type, ReduceOp rop) {
+        Objects.requireNonNull(origin, "origin");
+        elementOp(op, target, offset, type, rop);
+        if (origin.byteSize() % type.byteSize() != 0) {
+            throw new IllegalArgumentException("rank " + rank + ": " + op + " at rank " + target + ": origin has "
+                    + origin.byteSize() + " bytes, not a whole number of " + type + " elements");
+        }
+        target(op, target, offset, origin.byteSize());
+    }
+
+    void atomic(String op, int target, long offset, DataType type, ReduceOp rop) {
+        elementOp(op, target, offset, type, rop);
+        if (type != DataType.INT32 && type != DataType.INT64) {
+            throw new IllegalArgumentException("rank " + rank + ": " + op + " at rank " + target + " (offset " + offset
+                    + "): type " + type + " is not allowed: INT32 or INT64");
+        }
+        target(op, target, offset, type.byteSize());
+    }
+
+    private void elementOp(String op, int target, long offset, DataType type, ReduceOp rop) {
+        Objects.requireNonNull(type, "type");
+        Objects.requireNonNull(rop, "op");
+        if (rop == ReduceOp.AVG) {
+            throw new IllegalArgumentException("rank " + rank + ": " + op + " at rank " + target + ": op AVG is for collectives only");
+        }
+        if (offset % type.byteSize() != 0) {
+            throw new IllegalArgumentException("rank " + rank + ": " + op + " at rank " + target + ": offset " + offset
+                    + " is not a multiple of " + type + "'s " + type.byteSize() + " bytes (atomic access needs alignment)");
+        }
+    }
+
+    void signal(String op, int index) {
+        if (index < 0 || index >= Window.SIGNALS) {
+            throw new IllegalArgumentException("rank " + rank + ": " + op + ": signalIndex " + index + " is out of range [0, "
+                    + Window.SIGNALS + ")");
+        }
+    }
+}
