@@ -13,9 +13,13 @@ import java.nio.ByteBuffer;
  * 24 i64 commId  communicator the message belongs to
  * 32 i32 tag     message tag
  * 36 i32 src     sending rank (must be the connection's peer)
- * 40 i64 length  payload bytes after the header (EAGER, DATA) or message size (RTS)
+ * 40 i64 length  payload bytes after the header (EAGER, DATA, RMA) or message size (RTS)
  * 48 i64 msgId   sender's id of a rendezvous message (RTS, CTS, DATA)
  * </pre>
+ *
+ * An {@link #RMA} frame reuses the fields for one-sided communication: {@code commId} the window id, {@code tag} the
+ * origin's op id, {@code flags} the RMA layer's (kind, data type, op, status: the transport does not look at them),
+ * {@code msgId} the target byte offset, {@code length} exactly the payload bytes that follow.
  *
  * A header is checked (magic, version, type, src, seq, length against limits, msgId against what is
  * outstanding) before any memory is set aside for its payload.
@@ -65,6 +69,19 @@ final class Frame {
     static final byte ABORT = 12;
     /** The sender has an op that waits for the receiver longer than HCOMM_STUCK_REPORT: publish your state; no payload. */
     static final byte STATUS_REQUEST = 13;
+
+    /**
+     * One-sided communication (a request or a reply of an RMA window): {@code length} payload bytes follow, read straight
+     * into the segment the receiver's {@link RmaHandler#payloadTarget} gives, then {@link RmaHandler#onRma}. No eager
+     * credit: the receiver never buffers the payload itself. Header fields as in the class comment.
+     */
+    static final byte RMA = 14;
+    /**
+     * RMA payloads up to this size are copied into a reliable link's resend log (the send completes once written, like
+     * EAGER); larger ones are only referenced there (the send completes once the peer acknowledged the frame, like DATA,
+     * and the receiver acknowledges such a frame at once, so that wait is one round trip).
+     */
+    static final long RMA_COPY_MAX = 64 << 10;
 
     /** FAILED flags: the connection to the failed rank broke (end of stream or I/O error, without BYE). */
     static final int FAIL_LOST = 1;
@@ -125,6 +142,7 @@ final class Frame {
             case FAILED -> "FAILED";
             case ABORT -> "ABORT";
             case STATUS_REQUEST -> "STATUS_REQUEST";
+            case RMA -> "RMA";
             default -> "type " + type;
         };
     }

@@ -14,7 +14,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * The read side of one {@link PeerLink}: frames in, only on the thread holding the progress token. Small frames are
  * read through a 128 KiB buffer, so one read brings a header and its payload; a large payload is read straight into
  * its destination. Each header is checked ({@link #onHeader}) before the transport acts on it; the acknowledgements
- * this side owes (the last frame received completely) and the eager credit it gives back are decided here.
+ * this side owes (the last frame received completely) and the eager credit it gives back are decided here. An RMA
+ * frame's payload goes straight into the segment its {@link RmaHandler} gives (through {@link LinkHost#rmaTarget}).
  *
  * <p>On a reliable link a frame that comes a second time is read and dropped, and a payload cut off with a lost
  * connection is read again whole, into the same place, when its frame comes first on the new one.
@@ -75,6 +76,9 @@ final class FrameReader {
     private long payloadCommId;
     private int payloadTag;
     private int payloadFlags;
+    /** An RMA frame's target offset, and whether its payload goes to the handler (false: it is read and dropped). */
+    private long payloadOffset;
+    private boolean rmaApply;
     /** Type and seq of the header being handled, and of the frame whose payload is being read, and its length. */
     private byte hdrType;
     private long hdrSeq;
@@ -305,6 +309,12 @@ final class FrameReader {
                 return;
             }
             case Frame.CREDIT -> writer.credit(length);
+            case Frame.RMA -> {
+                if (length > PeerTransport.MAX_RMA_PAYLOAD) throw protocol("RMA frame of " + length + " bytes");
+                rxSeq = seq;
+                onRma(flags, commId, tag, msgId, length);
+                return;
+            }
             default -> throw protocol("unknown frame type " + type);
         }
         rxSeq = seq;
@@ -343,6 +353,17 @@ final class FrameReader {
         }
     }
 
+    /**
+     * An RMA frame: its payload goes straight into the segment the handler gives (no copy of ours, nothing allocated),
+     * then the handler gets the frame ({@link #finishPayload}; at once without payload). No segment: read and dropped.
+     */
+    private void onRma(int flags, long windowId, int opId, long offset, long length) {
+        MemorySegment target = length == 0 ? null : host.rmaTarget(link, flags, windowId, opId, offset, length);
+        rmaApply = length == 0 || target != null;
+        payloadOffset = offset;
+        expectPayload(target, length, null, null, windowId, opId, flags);
+    }
+
     /** See {@link PeerLink#expectPayload}. */
     void expectPayload(MemorySegment target, long length, RecvRequest recv, byte[] unexpected, long commId, int tag, int flags) {
         payloadType = hdrType;
@@ -364,6 +385,7 @@ final class FrameReader {
         inPayload = false;
         RecvRequest r = payloadRecv;
         byte[] u = payloadUnexpected;
+        MemorySegment landed = dest;
         dest = null;
         payloadRecv = null;
         payloadUnexpected = null;
@@ -372,8 +394,9 @@ final class FrameReader {
             return;
         }
         setRxDone(payloadSeq);
-        // reliable: a DATA send completes when acknowledged, so say so at once; eager copies are bounded by bytes
+        // reliable: a DATA send (a large RMA one) completes when acknowledged, so say so at once; copies are bounded by bytes
         if (++rxSinceAck >= ACK_EVERY || (link.reliable && (payloadType == Frame.DATA
+                || (payloadType == Frame.RMA && payloadLength > Frame.RMA_COPY_MAX)
                 || (rxPayloadSinceAck += payloadLength) >= ACK_BYTES))) {
             sendAck();
         }
@@ -381,6 +404,8 @@ final class FrameReader {
             if (!r.isDone()) r.succeedMatched();
         } else if (u != null) {
             host.onUnexpectedComplete(link, payloadCommId, payloadTag, u, payloadFlags);
+        } else if (payloadType == Frame.RMA && rmaApply) {
+            host.onRma(link, payloadFlags, payloadCommId, payloadTag, payloadOffset, landed);
         }
     }
 
@@ -405,7 +430,7 @@ final class FrameReader {
         host.countDuplicate();
         LOG.warn("rank {}: frame {} ({}) from rank {} came a second time (last received {}); dropped", rank, seq,
                 Frame.typeName(type), peer, rxSeq);
-        if (type == Frame.EAGER || type == Frame.DATA) {
+        if (type == Frame.EAGER || type == Frame.DATA || type == Frame.RMA) {
             hdrType = type;
             hdrSeq = seq;
             dupPayload = true;

@@ -14,7 +14,7 @@ import java.util.function.Predicate;
  * straight to the conduit when nothing is queued before it; what the conduit does not take is queued and written on
  * OP_WRITE ({@link #flushQueue}). Control frames made while a batch of received frames is handled are held and leave
  * in one write after it. On a reliable link every frame also goes to the {@link ResendLog} until the peer acknowledges
- * it. The eager send credit (what the peer still buffers for us) is taken here.
+ * it. The eager send credit (what the peer still buffers for us) is taken here (RMA frames take none).
  *
  * <p>Nothing on the per-message path allocates, except a frame that has to be queued behind others.
  */
@@ -140,9 +140,10 @@ final class FrameWriter {
             long ack = link.reader.rxDone();
             lg = log;
             if (lg != null) {
-                boolean eager = type == Frame.EAGER;
-                lg.append(type, flags, seq, ack, commId, tag, rank, length, msgId, payload, eager, eager ? null : completes);
-                if (!eager) completes = null; // a DATA send completes when the peer acknowledges the frame
+                // EAGER and small RMA payloads are copied into the log: the send completes once written, as without it
+                boolean copy = type == Frame.EAGER || (type == Frame.RMA && length <= Frame.RMA_COPY_MAX);
+                lg.append(type, flags, seq, ack, commId, tag, rank, length, msgId, payload, copy, copy ? null : completes);
+                if (!copy) completes = null; // DATA, a large RMA: complete when the peer acknowledges the frame
                 else if (payload != null && payload.byteSize() > 0) payload = lg.copiedPayload(seq);
             }
             written = st == PeerLink.State.RECONNECTING

@@ -1,5 +1,7 @@
 package io.hcomm4j.transport;
 
+import java.lang.foreign.MemorySegment;
+
 /**
  * Everything a {@link PeerLink} asks of the transport it belongs to: what to do with the frames it reads, and what to
  * do when its connection goes. The link owns its byte stream; the transport owns matching, the protocol above the
@@ -54,6 +56,15 @@ interface LinkHost {
     void onAbortNotice(PeerLink from, long commId);
 
     void onStatusRequest(PeerLink from);
+
+    /**
+     * An RMA header with {@code length > 0} payload bytes arrived: the segment of exactly {@code length} bytes they go
+     * to, or null to read and drop them (no handler, or the handler failed: the host logged it).
+     */
+    MemorySegment rmaTarget(PeerLink l, int flags, long windowId, int opId, long offset, long length);
+
+    /** An RMA frame is complete: its payload is in the segment {@link #rmaTarget} gave (null: the frame had none). */
+    void onRma(PeerLink l, int flags, long windowId, int opId, long offset, MemorySegment payload);
 
     // ---------------------------------------------------------------------------------- connection life
 

@@ -487,7 +487,7 @@ final class Matching {
             // left in their maps: a CTS that comes later finds the send done (the receiver is told), DATA is discarded
             for (SendRequest sr : l.awaitingCts.values()) if (baseId(sr.commId) == base) doomed.add(sr);
             for (RecvRequest rr : l.awaitingData.values()) if (baseId(rr.commId) == base) doomed.add(rr);
-            l.queuedRequests(sr -> baseId(sr.commId) == base, doomed);
+            l.queuedRequests(sr -> !sr.rma && baseId(sr.commId) == base, doomed);
             for (SendRequest sr : l.awaitingDone.values()) if (baseId(sr.commId) == base) doomed.add(sr);
         }
         for (Runnable r : refusals) r.run();
@@ -514,7 +514,7 @@ final class Matching {
         for (PeerLink l : links) {
             for (SendRequest sr : l.awaitingCts.values()) if ((sr.commId >>> 62) == 0) all.add(sr);
             for (RecvRequest rr : l.awaitingData.values()) if ((rr.commId >>> 62) == 0) all.add(rr);
-            l.queuedRequests(sr -> (sr.commId >>> 62) == 0, all);
+            l.queuedRequests(sr -> !sr.rma && (sr.commId >>> 62) == 0, all);
         }
         List<PendingOp> out = null;
         for (Request<?> r : all) {

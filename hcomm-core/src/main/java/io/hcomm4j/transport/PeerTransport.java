@@ -60,6 +60,8 @@ public final class PeerTransport implements AutoCloseable {
     public static final int ANY = -1;
     /** Largest eager frame a receiver accepts from anyone (the configured limit is at most this). */
     static final long MAX_EAGER = 64L << 20;
+    /** Largest payload of one RMA frame ({@link #sendRma}); the RMA layer splits larger transfers. */
+    public static final long MAX_RMA_PAYLOAD = 64L << 20;
 
     static final Logger LOG = LoggerFactory.getLogger(PeerTransport.class);
     /** How long close waits for what was sent to be written and, on reliable links, acknowledged. */
@@ -99,6 +101,7 @@ public final class PeerTransport implements AutoCloseable {
     final Failures failures;
     final Connections connections;
     final Reconnector reconnector;
+    final RmaFrames rma;
     /** What the links ask of the transport; counts reconnects (diagnostics, tests). */
     final TransportLinkHost host;
 
@@ -164,8 +167,9 @@ public final class PeerTransport implements AutoCloseable {
         this.connections = new Connections(this, rank, links, auth, jobToken, o.connectTimeout(), o.unexpectedLimit(),
                 listener, incarnations);
         this.reconnector = new Reconnector(this, rank);
+        this.rma = new RmaFrames(this, rank, links);
         this.host = new TransportLinkHost(this, o.unexpectedLimit(), retryMax, matching, rendezvous, failures, connections,
-                reconnector);
+                reconnector, rma);
         for (int i = 0; i < size; i++) links[i] = new PeerLink(host, i);
         this.acceptor = Thread.ofPlatform().daemon().name("hcomm-accept-" + rank).unstarted(connections::acceptLoop);
         this.watchdog = new Watchdog(this);
@@ -422,6 +426,23 @@ public final class PeerTransport implements AutoCloseable {
         return rendezvous.send(commId, dst, tag, buf, flags, rankMap);
     }
 
+    /** Where arriving RMA frames go ({@link RmaHandler}); without one they are read and dropped (logged once at WARN). */
+    public void setRmaHandler(RmaHandler handler) {
+        rma.setHandler(handler);
+    }
+
+    /**
+     * Sends an RMA frame to world rank {@code peer}; {@code payload} (null: none; heap or off-heap, at most
+     * {@link #MAX_RMA_PAYLOAD}) is written straight from the segment. Never blocks in an {@link RmaHandler} callback (a
+     * reply to a connected peer); elsewhere it may wait for a first connection, as {@link #send}. Completes when the
+     * payload was written out; on a reliable link one above 64 KiB when the peer acknowledged it (the resend log refers
+     * to it; smaller ones are copied into the log). A failed peer fails it with {@link PeerFailedException}; this rank
+     * itself, a rank out of range, or a payload too large or confined to one thread throw IllegalArgumentException.
+     */
+    public SendRequest sendRma(int peer, int flags, long windowId, int opId, long offset, MemorySegment payload) {
+        return rma.send(peer, flags, windowId, opId, offset, payload);
+    }
+
     /** Posts a receive from world rank {@code src} (or {@link #ANY}) with {@code tag} (or {@link #ANY}). */
     public RecvRequest recv(long commId, int src, int tag, MemorySegment buf) {
         return recv(commId, src, tag, buf, null);
@@ -578,13 +599,4 @@ public final class PeerTransport implements AutoCloseable {
         return shm;
     }
 
-
-    // placeholder until the rma-hook branch is merged
-    public void setRmaHandler(RmaHandler h) {
-        throw new UnsupportedOperationException("rma hook not merged");
-    }
-
-    public SendRequest sendRma(int peer, int flags, long windowId, int opId, long offset, MemorySegment payload) {
-        throw new UnsupportedOperationException("rma hook not merged");
-    }
 }

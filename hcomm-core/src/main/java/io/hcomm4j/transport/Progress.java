@@ -397,6 +397,11 @@ final class Progress implements AutoCloseable {
         }
     }
 
+    /** Whether the calling thread holds the poll token (it runs a callback of the progress engine, or polls). */
+    boolean heldByCurrentThread() {
+        return token.isHeldByCurrentThread();
+    }
+
     /** Runs {@code task} while holding the poll token (no poll runs concurrently). */
     void withToken(Runnable task) {
         waiters.incrementAndGet();

@@ -11,12 +11,14 @@ import java.util.List;
  *
  * <p>Two rings, no per-frame objects: a record ring indexed by {@code seq & mask} (where the frame's bytes start, how
  * many, a payload reference, the send to complete once acknowledged), and a byte ring of direct memory holding each
- * frame's 56-byte header and, for an EAGER frame, a copy of its payload (so the sender's buffer is free once the frame
- * is written, as without the log). A DATA payload is only referenced: its send completes when the peer acknowledges
- * the frame, not when it was written, so the buffer is still the sender's to read for a resend. A record that does not
+ * frame's 56-byte header and, for an EAGER frame (or an RMA frame of at most {@link Frame#RMA_COPY_MAX}), a copy of its
+ * payload (so the sender's buffer is free once the frame is written, as without the log). A DATA payload (or a larger
+ * RMA one) is only referenced: its send completes when the peer acknowledges the frame, not when it was written, so the
+ * buffer is still the sender's to read for a resend. A record that does not
  * fit before the end of the byte ring starts at its beginning (the rest of the ring is skipped), so every record is
- * contiguous. Both rings double when full (rare: the peer acknowledges at least every 128 frames, every DATA and every
- * 1 MiB of eager payload, and eager bytes in flight are bounded by its eager credit) and shrink back once empty.
+ * contiguous. Both rings double when full (rare: the peer acknowledges at least every 128 frames, every DATA and large
+ * RMA frame and every 1 MiB of other payload, and eager bytes in flight are bounded by its eager credit) and shrink
+ * back once empty.
  */
 final class ResendLog {
     static final int INITIAL_RECORDS = 1024;
@@ -63,7 +65,7 @@ final class ResendLog {
     }
 
     /**
-     * Records frame {@code seq} (the next one). {@code copy}: the payload is copied (EAGER); otherwise it is referenced
+     * Records frame {@code seq} (the next one). {@code copy}: the payload is copied (EAGER, small RMA); otherwise it is referenced
      * and {@code completes} (if not null) succeeds once the peer acknowledges the frame.
      */
     void append(byte type, int flags, long seq, long ack, long commId, int tag, int src, long length, long msgId,
@@ -71,7 +73,7 @@ final class ResendLog {
         if (seq != next) throw new IllegalStateException("resend log expects seq " + next + ", got " + seq);
         if (next - first == pos.length) growRecords();
         long copied = copy && payload != null ? payload.byteSize() : 0;
-        if (copied > Integer.MAX_VALUE - Frame.HEADER) throw new IllegalArgumentException("eager frame of " + copied + " bytes");
+        if (copied > Integer.MAX_VALUE - Frame.HEADER) throw new IllegalArgumentException("copied payload of " + copied + " bytes");
         int need = Frame.HEADER + (int) copied;
         long p = reserve(need);
         int at = (int) (p & (cap - 1));
@@ -85,7 +87,7 @@ final class ResendLog {
         next = seq + 1;
     }
 
-    /** The copied payload of EAGER frame {@code seq} (a view of the ring: valid until the frame is acknowledged). */
+    /** The copied payload of frame {@code seq} (a view of the ring: valid until the frame is acknowledged). */
     MemorySegment copiedPayload(long seq) {
         int i = (int) (seq & mask);
         return seg.asSlice((pos[i] & (cap - 1)) + Frame.HEADER, len[i] - Frame.HEADER);
@@ -192,7 +194,7 @@ final class ResendLog {
         return h;
     }
 
-    /** The payload of frame {@code seq} to send again: the copy (EAGER), the reference (DATA), or null. */
+    /** The payload of frame {@code seq} to send again: the copy (EAGER, small RMA), the reference (DATA, RMA), or null. */
     MemorySegment payload(long seq) {
         int i = (int) (seq & mask);
         if (ref[i] != null) return ref[i];

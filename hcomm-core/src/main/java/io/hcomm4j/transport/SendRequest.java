@@ -3,7 +3,10 @@ package io.hcomm4j.transport;
 import io.hcomm4j.CommAbortedException;
 import java.lang.foreign.MemorySegment;
 
-/** A send in flight: eager (written with its header) or rendezvous (RTS, wait for CTS, then DATA). */
+/**
+ * A send in flight: eager (written with its header) or rendezvous (RTS, wait for CTS, then DATA), or an RMA frame
+ * ({@link PeerTransport#sendRma}: {@code commId} is the window id, {@code tag} the op id).
+ */
 public final class SendRequest extends Request<Void> {
     final int dst;
     final long size;
@@ -11,13 +14,26 @@ public final class SendRequest extends Request<Void> {
     final int flags;
     /** World rank → communicator rank, or null when they are the same (for the ranks a failure names). */
     private final int[] rankMap;
+    /** An RMA frame: its window id is no communicator's, so aborts and stuck-op scans of communicators leave it alone. */
+    final boolean rma;
 
     SendRequest(PeerTransport transport, long commId, int dst, int tag, MemorySegment buf, int flags, int[] rankMap) {
+        this(transport, commId, dst, tag, buf, flags, rankMap, false);
+    }
+
+    private SendRequest(PeerTransport transport, long commId, int dst, int tag, MemorySegment buf, int flags, int[] rankMap,
+                        boolean rma) {
         super(transport, commId, tag, buf);
         this.dst = dst;
         this.size = buf.byteSize();
         this.flags = flags;
         this.rankMap = rankMap;
+        this.rma = rma;
+    }
+
+    /** An RMA frame to world rank {@code dst}. */
+    static SendRequest rma(PeerTransport transport, long windowId, int dst, int opId, MemorySegment payload, int flags) {
+        return new SendRequest(transport, windowId, dst, opId, payload, flags, null, true);
     }
 
     @Override
@@ -27,6 +43,7 @@ public final class SendRequest extends Request<Void> {
 
     @Override
     String describe() {
+        if (rma) return "RMA frame to rank " + dst + " (window " + commId + ", op " + tag + ", " + size + " bytes)";
         return "send to rank " + dst + " (tag " + tag + ", " + size + " bytes)";
     }
 

@@ -1,10 +1,11 @@
 package io.hcomm4j.transport;
 
+import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The transport as its links see it ({@link LinkHost}): each frame a link reads goes to the part of the transport that
- * owns it ({@link Matching}, {@link Rendezvous}, {@link Failures}), and a link's lost or failed connection to
+ * owns it ({@link Matching}, {@link Rendezvous}, {@link Failures}, {@link RmaFrames}), and a link's lost or failed connection to
  * {@link Reconnector} or {@link Failures}. The only {@link LinkHost}, so the per-message calls stay monomorphic. Also
  * counts what reconnects cost, for diagnostics and tests.
  */
@@ -20,6 +21,7 @@ final class TransportLinkHost implements LinkHost {
     private final Failures failures;
     private final Connections connections;
     private final Reconnector reconnector;
+    private final RmaFrames rma;
     /** Connections re-established, frames and bytes sent again for them, duplicate frames dropped. */
     final AtomicLong reconnects = new AtomicLong();
     final AtomicLong framesResent = new AtomicLong();
@@ -27,7 +29,7 @@ final class TransportLinkHost implements LinkHost {
     final AtomicLong duplicatesDropped = new AtomicLong();
 
     TransportLinkHost(PeerTransport t, long unexpectedLimit, int retryMax, Matching matching, Rendezvous rendezvous,
-                      Failures failures, Connections connections, Reconnector reconnector) {
+                      Failures failures, Connections connections, Reconnector reconnector, RmaFrames rma) {
         this.t = t;
         this.rank = t.rank;
         this.size = t.size;
@@ -39,6 +41,7 @@ final class TransportLinkHost implements LinkHost {
         this.failures = failures;
         this.connections = connections;
         this.reconnector = reconnector;
+        this.rma = rma;
     }
 
     @Override
@@ -129,6 +132,16 @@ final class TransportLinkHost implements LinkHost {
     @Override
     public void onStatusRequest(PeerLink from) {
         failures.onStatusRequest(from);
+    }
+
+    @Override
+    public MemorySegment rmaTarget(PeerLink l, int flags, long windowId, int opId, long offset, long length) {
+        return rma.target(l.peer, flags, windowId, opId, offset, length);
+    }
+
+    @Override
+    public void onRma(PeerLink l, int flags, long windowId, int opId, long offset, MemorySegment payload) {
+        rma.complete(l.peer, flags, windowId, opId, offset, payload);
     }
 
     @Override
