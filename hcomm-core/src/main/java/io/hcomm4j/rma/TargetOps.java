@@ -41,7 +41,7 @@ final class TargetOps {
                 range(w, offset, length);
                 aligned(offset, type);
                 MemorySegment old = kind == RmaFrames.GET_ACC ? MemorySegment.ofArray(new byte[(int) length]) : null;
-                ElementAtomics.accumulate(w.local, offset, payload, 0, length / type.byteSize(), type, op, old, 0);
+                ElementAtomics.accumulate(w.localView, offset, payload, 0, length / type.byteSize(), type, op, old, 0);
                 if (old != null) reply(w, peer, opId, RmaFrames.OK, old);
             }
             case RmaFrames.FOP, RmaFrames.CAS -> {
@@ -50,8 +50,8 @@ final class TargetOps {
                 aligned(offset, type);
                 long a = payload.get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
                 long old = kind == RmaFrames.FOP
-                        ? ElementAtomics.apply(w.local, offset, type, op(flags), a)
-                        : ElementAtomics.compareAndSwap(w.local, offset, type, a, payload.get(ValueLayout.JAVA_LONG_UNALIGNED, 8));
+                        ? ElementAtomics.apply(w.localView, offset, type, op(flags), a)
+                        : ElementAtomics.compareAndSwap(w.localView, offset, type, a, payload.get(ValueLayout.JAVA_LONG_UNALIGNED, 8));
                 reply(w, peer, opId, RmaFrames.OK, MemorySegment.ofArray(new long[] {old}));
             }
             case RmaFrames.SIGNAL -> {

@@ -16,13 +16,16 @@ final class WindowChecks {
     private final int rank;
     private final int size;
     private final long[] sizes;
+    /** Per member: the bytes its atomics may touch (1- and 2-byte elements are updated by a CAS of their 4-byte word). */
+    private final long[] views;
 
-    WindowChecks(WindowImpl w, WindowGroup group, int rank, int size, long[] sizes) {
+    WindowChecks(WindowImpl w, WindowGroup group, int rank, int size, long[] sizes, long[] views) {
         this.w = w;
         this.group = group;
         this.rank = rank;
         this.size = size;
         this.sizes = sizes;
+        this.views = views;
     }
 
     void open(String op) {
@@ -80,6 +83,17 @@ final class WindowChecks {
                     + origin.byteSize() + " bytes, not a whole number of " + type + " elements");
         }
         target(op, target, offset, origin.byteSize());
+        words(op, target, offset + origin.byteSize(), type);
+    }
+
+    /** 1- and 2-byte elements up to {@code end}: their 4-byte words must lie in the target's memory. */
+    private void words(String op, int target, long end, DataType type) {
+        if (type.byteSize() < 4 && ((end + 3) & ~3L) > views[target]) {
+            throw new IllegalArgumentException("rank " + rank + ": " + op + " at rank " + target + ": " + type
+                    + " elements up to byte " + end + " share a 4-byte word that extends past rank " + target
+                    + "'s window memory of " + views[target] + " bytes (createWindow over a segment that is not a whole "
+                    + "number of 4-byte words; allocateWindow has no such limit)");
+        }
     }
 
     void atomic(String op, int target, long offset, DataType type, ReduceOp rop) {

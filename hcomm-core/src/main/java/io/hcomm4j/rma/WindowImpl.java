@@ -29,6 +29,8 @@ final class WindowImpl implements Window {
     final long id;
     /** This rank's block and control block. */
     final MemorySegment local;
+    /** {@link #local} as the atomics use it (whole words where the memory allows). */
+    final MemorySegment localView;
     final MemorySegment ctrl;
     private final WindowGroup group;
     private final PeerTransport transport;
@@ -51,13 +53,14 @@ final class WindowImpl implements Window {
     private final ConcurrentHashMap<Integer, String> refused = new ConcurrentHashMap<>();
     private volatile boolean closed;
 
-    private WindowImpl(RmaService service, WindowGroup group, long id, WindowMemory memory, long[] sizes,
+    private WindowImpl(RmaService service, WindowGroup group, long id, WindowMemory memory, long[] sizes, long[] views,
                        MemorySegment[] data, MemorySegment[] ctrls) {
         this.service = service;
         this.group = group;
         this.id = id;
         this.memory = memory;
         this.local = memory.data();
+        this.localView = memory.dataView();
         this.ctrl = memory.ctrl();
         this.transport = service.transport();
         this.rank = group.rank();
@@ -69,7 +72,7 @@ final class WindowImpl implements Window {
         for (int r = 0; r < size; r++) world[r] = group.worldRank(r);
         this.locked = new int[size];
         java.util.Arrays.fill(locked, -1);
-        this.check = new WindowChecks(this, group, rank, size, sizes);
+        this.check = new WindowChecks(this, group, rank, size, sizes, views);
         this.remote = new RemoteOps(this, service, size);
     }
 
@@ -83,19 +86,21 @@ final class WindowImpl implements Window {
             long id = windowId(group.commId(), group.nextWindowNumber());
             int n = group.size();
             long[] sizes = new long[n];
+            long[] views = new long[n];
             MemorySegment[] data = new MemorySegment[n];
             MemorySegment[] ctrls = new MemorySegment[n];
             for (int r = 0; r < n; r++) {
                 sizes[r] = WindowMemory.bytesOf(all[r]);
+                views[r] = WindowMemory.viewBytesOf(all[r]);
                 if (r == group.rank()) {
-                    data[r] = memory.data();
+                    data[r] = memory.dataView();
                     ctrls[r] = memory.ctrl();
                 } else if (group.sameHost(r)) {
                     data[r] = memory.mapData(group, r, all[r]);
                     ctrls[r] = memory.mapCtrl(group, r, all[r]);
                 }
             }
-            WindowImpl w = new WindowImpl(service, group, id, memory, sizes, data, ctrls);
+            WindowImpl w = new WindowImpl(service, group, id, memory, sizes, views, data, ctrls);
             service.register(w);
             try {
                 group.barrier(); // nobody sends a request before every member can take it

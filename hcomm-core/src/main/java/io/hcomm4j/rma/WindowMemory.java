@@ -19,15 +19,18 @@ import org.slf4j.LoggerFactory;
  * the progress engine only.
  *
  * <pre>
- * descriptor (48 bytes): i64 block bytes, i64 block file sequence (-1: not in a shared file), i64 block offset in it,
- *                        i64 control file sequence (-1: none), i64 control offset, i64 control bytes
+ * descriptor (56 bytes): i64 block bytes, i64 block file sequence (-1: not in a shared file), i64 block offset in it,
+ *                        i64 control file sequence (-1: none), i64 control offset, i64 control bytes,
+ *                        i64 bytes the atomics may touch (the block rounded up to whole words where the memory allows)
  * </pre>
  */
 final class WindowMemory implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(WindowMemory.class);
-    private static final int DESCRIPTOR = 48;
+    private static final int DESCRIPTOR = 56;
 
     private final MemorySegment data;
+    /** {@link #data} extended to a whole 8-byte word where the memory allows (1- and 2-byte atomics CAS whole words). */
+    private final MemorySegment dataView;
     private final MemorySegment ctrl;
     private final Buffer dataBuffer;
     private final Buffer ctrlBuffer;
@@ -38,8 +41,9 @@ final class WindowMemory implements AutoCloseable {
     private final long[] dataAt = {-1, 0};
     private final long[] ctrlAt = {-1, 0};
 
-    private WindowMemory(MemorySegment data, Buffer dataBuffer, MemorySegment ctrl, Buffer ctrlBuffer) {
+    private WindowMemory(MemorySegment data, MemorySegment dataView, Buffer dataBuffer, MemorySegment ctrl, Buffer ctrlBuffer) {
         this.data = data;
+        this.dataView = dataView;
         this.dataBuffer = dataBuffer;
         this.ctrl = ctrl;
         this.ctrlBuffer = ctrlBuffer;
@@ -70,15 +74,17 @@ final class WindowMemory implements AutoCloseable {
         Arena fallback = null;
         try {
             MemorySegment data = segment;
+            MemorySegment view = segment;
             if (data == null) {
                 if (pool != null) {
-                    dataBuffer = pool.allocate(Math.max(bytes, 8));
-                    data = dataBuffer.segment().asSlice(0, bytes);
+                    dataBuffer = pool.allocate(wholeWords(bytes));
+                    view = dataBuffer.segment();
                 } else {
                     fallback = Arena.ofShared();
-                    data = fallback.allocate(Math.max(bytes, 8), 4096).asSlice(0, bytes);
+                    view = fallback.allocate(wholeWords(bytes), 4096);
                 }
-                data.fill((byte) 0);
+                view.fill((byte) 0);
+                data = view.asSlice(0, bytes);
             }
             long ctrlBytes = ControlBlock.bytes(group.size());
             MemorySegment ctrl;
@@ -90,7 +96,7 @@ final class WindowMemory implements AutoCloseable {
                 ctrl = fallback.allocate(ctrlBytes, 4096);
             }
             ctrl.fill((byte) 0);
-            WindowMemory m = new WindowMemory(data, dataBuffer, ctrl, ctrlBuffer);
+            WindowMemory m = new WindowMemory(data, view, dataBuffer, ctrl, ctrlBuffer);
             m.fallback = fallback;
             if (pool != null) {
                 if (bytes > 0) pool.locate(data, bytes, m.dataAt);
@@ -105,8 +111,17 @@ final class WindowMemory implements AutoCloseable {
         }
     }
 
+    /** Bytes rounded up to whole 8-byte words (at least one). */
+    static long wholeWords(long bytes) {
+        return Math.max(8, (bytes + 7) & ~7L);
+    }
+
     MemorySegment data() {
         return data;
+    }
+
+    MemorySegment dataView() {
+        return dataView;
     }
 
     MemorySegment ctrl() {
@@ -115,12 +130,17 @@ final class WindowMemory implements AutoCloseable {
 
     byte[] descriptor() {
         ByteBuffer b = ByteBuffer.allocate(DESCRIPTOR).order(ByteOrder.LITTLE_ENDIAN);
-        b.putLong(data.byteSize()).putLong(dataAt[0]).putLong(dataAt[1]).putLong(ctrlAt[0]).putLong(ctrlAt[1]).putLong(ctrl.byteSize());
+        b.putLong(data.byteSize()).putLong(dataAt[0]).putLong(dataAt[1]).putLong(ctrlAt[0]).putLong(ctrlAt[1]).putLong(ctrl.byteSize())
+                .putLong(dataView.byteSize());
         return b.array();
     }
 
     static long bytesOf(byte[] descriptor) {
         return field(descriptor, 0);
+    }
+
+    static long viewBytesOf(byte[] descriptor) {
+        return field(descriptor, 6);
     }
 
     private static long field(byte[] d, int i) {
@@ -129,7 +149,8 @@ final class WindowMemory implements AutoCloseable {
 
     /** Member {@code r}'s block mapped here, or null if it is not in a shared file (or cannot be mapped). */
     MemorySegment mapData(WindowGroup group, int r, byte[] d) {
-        return map(group, r, field(d, 1), field(d, 2), field(d, 0), "block");
+        // a block in the pool is a buffer of whole words: map those, for the word-wide atomics on its last bytes
+        return map(group, r, field(d, 1), field(d, 2), wholeWords(field(d, 0)), "block");
     }
 
     /** Member {@code r}'s control block mapped here, or null. */
@@ -138,7 +159,7 @@ final class WindowMemory implements AutoCloseable {
     }
 
     private MemorySegment map(WindowGroup group, int r, long seq, long offset, long bytes, String what) {
-        if (seq < 0 || bytes <= 0 || group.shmDir() == null) return null;
+        if (seq < 0 || group.shmDir() == null) return null;
         String name = null;
         try {
             // the pair's shared-memory link names the peer's files (collectives may have run without it)

@@ -164,6 +164,8 @@ public final class RmaWorker {
                 }
                 w.fence();
                 checkBlock(w, model[comm.rank()], "after fence " + e);
+                comm.barrier(); // the next epoch's writes must not land while a member still checks this one's
+
             }
         }
     }
@@ -242,7 +244,7 @@ public final class RmaWorker {
 
     /** accumulate and getAccumulate of every DataType x op from rank 1 to rank 0, against the reduction kernels. */
     static void types(Communicator comm) {
-        int count = 257;
+        int count = create ? 256 : 257; // createWindow memory of whole words: 1- and 2-byte atomics CAS whole words
         ReduceOp[] ops = {ReduceOp.SUM, ReduceOp.PROD, ReduceOp.MIN, ReduceOp.MAX, ReduceOp.REPLACE, ReduceOp.NO_OP};
         for (DataType type : DataType.values()) {
             long bytes = (long) count * type.byteSize();
