@@ -92,6 +92,11 @@ final class WindowMembers implements WindowGroup {
     }
 
     @Override
+    public boolean failed(int r) {
+        return transport.failed(comm.world(r));
+    }
+
+    @Override
     public RuntimeException failure(int r, String what) {
         int w = comm.world(r);
         return transport.failed(w) ? transport.failure(w, what) : null;

@@ -72,7 +72,7 @@ final class RemoteOps {
 
     @SuppressWarnings("unchecked")
     CommFuture<Void> get(int t, MemorySegment result, long offset) {
-        RmaFuture<Object> f = future("get from rank " + t + " at offset " + offset);
+        RmaFuture<Object> f = future(t, "get from rank " + t + " at offset " + offset);
         long n = result.byteSize();
         int parts = (int) Math.max(1, (n + CHUNK - 1) / CHUNK);
         int[] due = {parts};
@@ -89,7 +89,7 @@ final class RemoteOps {
 
     @SuppressWarnings("unchecked")
     CommFuture<Void> getAccumulate(int t, MemorySegment origin, MemorySegment result, long offset, DataType type, ReduceOp op) {
-        RmaFuture<Object> f = future("getAccumulate at rank " + t + " at offset " + offset);
+        RmaFuture<Object> f = future(t, "getAccumulate at rank " + t + " at offset " + offset);
         long n = origin.byteSize();
         long chunk = ACC_CHUNK - ACC_CHUNK % type.byteSize();
         int parts = (int) Math.max(1, (n + chunk - 1) / chunk);
@@ -107,7 +107,7 @@ final class RemoteOps {
 
     @SuppressWarnings("unchecked")
     CommFuture<Long> fetchAndOp(int t, long operand, long offset, DataType type, ReduceOp op) {
-        RmaFuture<Object> f = future("fetchAndOp at rank " + t + " at offset " + offset);
+        RmaFuture<Object> f = future(t, "fetchAndOp at rank " + t + " at offset " + offset);
         Pending p = new Pending(RmaFrames.FOP, w.world(t), f, null, type == DataType.INT32, new int[] {1}, new int[1]);
         request(t, p, RmaFrames.flags(RmaFrames.FOP, type, op), offset, MemorySegment.ofArray(new long[] {operand}));
         return (CommFuture<Long>) (CommFuture<?>) f;
@@ -115,7 +115,7 @@ final class RemoteOps {
 
     @SuppressWarnings("unchecked")
     CommFuture<Long> compareAndSwap(int t, long expected, long desired, long offset, DataType type) {
-        RmaFuture<Object> f = future("compareAndSwap at rank " + t + " at offset " + offset);
+        RmaFuture<Object> f = future(t, "compareAndSwap at rank " + t + " at offset " + offset);
         Pending p = new Pending(RmaFrames.CAS, w.world(t), f, null, type == DataType.INT32, new int[] {1}, new int[1]);
         request(t, p, RmaFrames.flags(RmaFrames.CAS, type, null), offset, MemorySegment.ofArray(new long[] {expected, desired}));
         return (CommFuture<Long>) (CommFuture<?>) f;
@@ -123,7 +123,7 @@ final class RemoteOps {
 
     /** A LOCK, UNLOCK or FLUSH: the future yields the reply's status (OK, BUSY). */
     RmaFuture<Object> control(int t, int kind, long arg) {
-        RmaFuture<Object> f = future(RmaFrames.kindName(kind) + " of rank " + t);
+        RmaFuture<Object> f = future(t, RmaFrames.kindName(kind) + " of rank " + t);
         request(t, new Pending(kind, w.world(t), f, null, false, new int[] {1}, new int[1]), kind, arg, null);
         return f;
     }
@@ -156,7 +156,7 @@ final class RemoteOps {
         });
     }
 
-    private RmaFuture<Object> future(String what) {
-        return new RmaFuture<>(transport, w.timeoutNanos(), "rank " + w.rank() + ": " + what);
+    private RmaFuture<Object> future(int t, String what) {
+        return new RmaFuture<>(transport, w.timeoutNanos(), "rank " + w.rank() + ": " + what, w.world(t));
     }
 }

@@ -13,11 +13,14 @@ final class RmaFuture<T> extends CommFuture<T> implements SharedWait {
     private final PeerTransport transport;
     private final long timeoutNanos;
     private final String what;
+    /** World rank of the target whose answer completes this future, or -1. */
+    private final int target;
 
-    RmaFuture(PeerTransport transport, long timeoutNanos, String what) {
+    RmaFuture(PeerTransport transport, long timeoutNanos, String what, int target) {
         this.transport = transport;
         this.timeoutNanos = timeoutNanos;
         this.what = what;
+        this.target = target;
     }
 
     @Override
@@ -35,14 +38,20 @@ final class RmaFuture<T> extends CommFuture<T> implements SharedWait {
         return new CommTimeoutException(what + " did not complete within " + waitedNanos / 1_000_000 + " ms (HCOMM_TIMEOUT)");
     }
 
+    /** Done, or failed because the target did: a waiter never outlives its target, whatever path told of the failure. */
     @Override
     public boolean done() {
-        return isDone();
+        if (isDone()) return true;
+        if (target >= 0 && transport.failed(target)) {
+            completeExceptionally(transport.failure(target, what));
+            return true;
+        }
+        return false;
     }
 
     @Override
     public boolean arm() {
-        return isDone();
+        return done();
     }
 
     @Override
@@ -51,7 +60,7 @@ final class RmaFuture<T> extends CommFuture<T> implements SharedWait {
 
     /** A future that is already complete with {@code value} (a direct op). */
     static <T> RmaFuture<T> completed(T value) {
-        RmaFuture<T> f = new RmaFuture<>(null, 0, null);
+        RmaFuture<T> f = new RmaFuture<>(null, 0, null, -1);
         f.complete(value);
         return f;
     }

@@ -51,8 +51,7 @@ final class WindowChecks {
             throw new IllegalStateException("rank " + rank + ": " + op + " at rank " + target + " (offset " + offset
                     + "): no access epoch is open to rank " + target + " (call fence(), lock(" + target + ", ...) or lockAll() first)");
         }
-        RuntimeException failed = group.failure(target, op + " at rank " + target);
-        if (failed != null) throw failed;
+        if (group.failed(target)) throw group.failure(target, op + " at rank " + target);
     }
 
     void data(String op, MemorySegment origin, int target, long offset) {

@@ -45,6 +45,9 @@ public interface WindowGroup {
     /** Throws if the communicator is closed or aborted (naming {@code what}). */
     void checkUsable(String what);
 
+    /** True if rank {@code r} is known to have failed. */
+    boolean failed(int r);
+
     /** The PeerFailedException for an op of {@code what} on rank {@code r} if {@code r} failed, else null. */
     RuntimeException failure(int r, String what);
 }

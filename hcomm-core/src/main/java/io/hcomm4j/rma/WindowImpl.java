@@ -275,7 +275,7 @@ final class WindowImpl implements Window {
         SharedWait w = new SharedWait() {
             @Override
             public boolean done() {
-                return ControlBlock.signals(ctrl, peer, signalIndex) >= count || group.failure(peer, "waitSignal") != null;
+                return ControlBlock.signals(ctrl, peer, signalIndex) >= count || group.failed(peer);
             }
 
             @Override
@@ -413,6 +413,7 @@ final class WindowImpl implements Window {
     }
 
     private void release(int target, boolean exclusive) {
+        if (group.failed(target)) throw group.failure(target, "unlock of rank " + target);
         if (ctrls[target] != null) {
             flush(target);
             ControlBlock.unlock(ctrls[target], exclusive);
