@@ -26,10 +26,12 @@ class LayersTest {
     static final ArchRule layers = layeredArchitecture().consideringOnlyDependenciesInLayers()
             .layer("API").definedBy("io.hcomm4j")
             .layer("Comm").definedBy("io.hcomm4j.comm..")
+            .layer("Rma").definedBy("io.hcomm4j.rma..")
             .layer("Algo").definedBy("io.hcomm4j.algo..")
             .layer("Base").definedBy(BASE)
             .whereLayer("API").mayNotAccessAnyLayer()
-            .whereLayer("Comm").mayOnlyAccessLayers("API", "Algo", "Base")
+            .whereLayer("Comm").mayOnlyAccessLayers("API", "Rma", "Algo", "Base")
+            .whereLayer("Rma").mayOnlyAccessLayers("API", "Base")
             .whereLayer("Algo").mayOnlyAccessLayers("API", "Base")
             .whereLayer("Base").mayOnlyAccessLayers("API");
 
