@@ -29,5 +29,7 @@ class RmaProcessTest {
             for (String s : ALL) assertThat(o.output()).contains("rank " + o.rank() + " PASS " + s);
         }
         Ranks.assertTransports(out, transport);
+        out.getFirst().output().lines().filter(l -> l.contains(" PASS "))
+                .forEach(l -> System.out.println("RmaProcessTest " + windows + " " + transport + ": " + l));
     }
 }

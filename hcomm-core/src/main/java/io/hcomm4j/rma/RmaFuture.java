@@ -25,7 +25,7 @@ final class RmaFuture<T> extends CommFuture<T> implements SharedWait {
 
     @Override
     protected boolean awaitUntil(long deadlineNanos) {
-        return isDone() || transport.await(this, deadlineNanos);
+        return isDone() || transport.awaitPolling(this, deadlineNanos);
     }
 
     @Override

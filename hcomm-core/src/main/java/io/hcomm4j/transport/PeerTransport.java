@@ -347,6 +347,11 @@ public final class PeerTransport implements AutoCloseable {
         return progress.awaitShared(w, deadline);
     }
 
+    /** As {@link #await}, polling from the start: for what frames complete (replies), not what peers' stores do. */
+    public boolean awaitPolling(SharedWait w, long deadline) {
+        return progress.awaitUntil(new Progress.PolledWait(w), deadline);
+    }
+
     /** Wakes this process's own progress engine, so a waiter blocked in it looks again at what it waits for. */
     public void wakeLocal() {
         progress.wakeup();

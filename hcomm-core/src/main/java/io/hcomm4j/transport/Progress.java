@@ -141,7 +141,27 @@ final class Progress implements AutoCloseable {
      *
      * @return true if {@code r} finished
      */
-    boolean awaitUntil(Request<?> r, long deadline) {
+    /** What {@link #awaitUntil} waits for: a request, or any condition the engine's own frames complete. */
+    interface Awaited {
+        boolean finished();
+
+        /** The thread parked on it (null: none), to be unparked when it finishes. */
+        void waiter(Thread t);
+    }
+
+    /** A {@link SharedWait} waited for like a request: for conditions that frames this engine reads complete. */
+    record PolledWait(SharedWait w) implements Awaited {
+        @Override
+        public boolean finished() {
+            return w.done();
+        }
+
+        @Override
+        public void waiter(Thread t) {
+        }
+    }
+
+    boolean awaitUntil(Awaited r, long deadline) {
         if (r.finished()) return true;
         if (token.isHeldByCurrentThread()) {
             throw new IllegalStateException("a blocking wait inside a completion callback that runs on the progress "
@@ -206,11 +226,11 @@ final class Progress implements AutoCloseable {
                 } else {
                     // someone else polls and will complete r; sleep until then, or until the token may be free
                     Thread me = Thread.currentThread();
-                    r.waiter = me;
+                    r.waiter(me);
                     parked.add(me);
                     if (!r.finished()) LockSupport.parkNanos(Math.min(deadline - now, 1_000_000));
                     parked.remove(me);
-                    r.waiter = null;
+                    r.waiter(null);
                 }
             }
             adaptBusyWindow(System.nanoTime() - waitStart);

@@ -9,7 +9,8 @@ import java.util.concurrent.locks.LockSupport;
  * One point-to-point op in flight: its arguments, its protocol state and its future. Completion sets a
  * volatile flag first (what waiters poll) and wakes a parked waiter, then completes the future.
  */
-public abstract sealed class Request<T> extends CommFuture<T> permits SendRequest, RecvRequest, ProbeRequest {
+public abstract sealed class Request<T> extends CommFuture<T> implements Progress.Awaited
+        permits SendRequest, RecvRequest, ProbeRequest {
     final PeerTransport transport;
     final long commId;
     final int tag;
@@ -38,8 +39,14 @@ public abstract sealed class Request<T> extends CommFuture<T> permits SendReques
         this.buf = buf;
     }
 
+    @Override
+    public final void waiter(Thread t) {
+        waiter = t;
+    }
+
     /** True once the op completed, successfully or not. */
-    final boolean finished() {
+    @Override
+    public final boolean finished() {
         return finished;
     }
 
