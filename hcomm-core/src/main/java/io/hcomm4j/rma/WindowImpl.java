@@ -290,7 +290,7 @@ final class WindowImpl implements Window {
             }
         };
         long start = System.nanoTime();
-        transport.await(w, start + timeout.toNanos());
+        transport.awaitPolling(w, start + timeout.toNanos()); // signals come as frames or as peers' stores
         if (ControlBlock.signals(ctrl, peer, signalIndex) >= count) {
             ControlBlock.consumeSignals(ctrl, peer, signalIndex, count);
             return;

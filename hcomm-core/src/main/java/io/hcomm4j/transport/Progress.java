@@ -149,7 +149,10 @@ final class Progress implements AutoCloseable {
         void waiter(Thread t);
     }
 
-    /** A {@link SharedWait} waited for like a request: for conditions that frames this engine reads complete. */
+    /**
+     * A {@link SharedWait} waited for like a request (polling from the start): for conditions that frames this engine
+     * reads complete, or that peers' stores complete (armed before the engine blocks, like {@link #awaitShared}).
+     */
     record PolledWait(SharedWait w) implements Awaited {
         @Override
         public boolean finished() {
@@ -215,7 +218,9 @@ final class Progress implements AutoCloseable {
                                 Thread.yield(); // lets a runnable peer on this core go first
                             }
                         } else if (!r.finished()) {
-                            pollBlocking(Math.max(1, Math.min(MAX_BLOCK_MS, (deadline - now) / 1_000_000)));
+                            // a shared condition is armed too: a peer that changes it rings the doorbell
+                            pollBlocking(Math.max(1, Math.min(MAX_BLOCK_MS, (deadline - now) / 1_000_000)),
+                                    r instanceof PolledWait p ? p.w() : null);
                             spinEnd = System.nanoTime() + spinNanos;
                         }
                     } finally {

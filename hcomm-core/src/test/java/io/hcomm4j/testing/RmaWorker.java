@@ -138,17 +138,19 @@ public final class RmaWorker {
                             case 0 -> { // put into r's slice of t
                                 int from = r * slice + at;
                                 for (int i = 0; i < len; i++) model[t][from + i] = base + i;
-                                if (mine) w.put(longs(len, base), t, from * 8L);
+                                if (mine) w.put(k % 2 == 0 ? heapLongs(len, base) : longs(len, base), t, from * 8L);
                             }
                             case 1 -> { // accumulate into the shared slice
                                 int from = n * slice + at;
                                 for (int i = 0; i < len; i++) model[t][from + i] += base + i;
-                                if (mine) w.accumulate(longs(len, base), t, from * 8L, DataType.INT64, ReduceOp.SUM);
+                                MemorySegment o = k % 2 == 0 ? heapLongs(len, base) : longs(len, base);
+                                if (mine) w.accumulate(o, t, from * 8L, DataType.INT64, ReduceOp.SUM);
                             }
                             default -> { // get a slice of r's own from the epoch's start: nobody else writes it
                                 if (mine) {
                                     int from = r * slice + at;
-                                    MemorySegment got = arena.allocate(len * 8L);
+                                    // heap arrays work as result buffers too
+                                    MemorySegment got = k % 2 == 0 ? MemorySegment.ofArray(new long[len]) : arena.allocate(len * 8L);
                                     // our own puts of this epoch to it may not have landed yet in order: flush first
                                     w.flush(t);
                                     w.get(got, t, from * 8L);
@@ -419,6 +421,13 @@ public final class RmaWorker {
             return;
         }
         throw new AssertionError("expected " + type.getSimpleName() + " (" + String.join(", ", inMessage) + ")");
+    }
+
+    /** As {@link #longs}, in a Java array (heap arrays work as origin buffers). */
+    static MemorySegment heapLongs(int len, long base) {
+        long[] a = new long[len];
+        for (int i = 0; i < len; i++) a[i] = base + i;
+        return MemorySegment.ofArray(a);
     }
 
     static MemorySegment longs(int len, long base) {
