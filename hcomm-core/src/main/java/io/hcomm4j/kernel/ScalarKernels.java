@@ -10,6 +10,7 @@ final class ScalarKernels {
     static {
         for (DataType type : DataType.values()) {
             for (ReduceOp op : ReduceOp.values()) {
+                if (!op.collective()) continue; // REPLACE, NO_OP: one-sided, no kernel
                 KERNELS[index(type, op)] = create(type, op);
             }
         }

@@ -23,6 +23,7 @@ final class VectorKernels {
         static {
             for (DataType type : DataType.values()) {
                 for (ReduceOp op : ReduceOp.values()) {
+                    if (!op.collective()) continue; // REPLACE, NO_OP: one-sided, no kernel
                     KERNELS[ScalarKernels.index(type, op)] = create(type, op);
                 }
             }
@@ -79,6 +80,7 @@ final class VectorKernels {
             }
             for (DataType type : DataType.values()) {
                 for (ReduceOp op : ReduceOp.values()) {
+                    if (!op.collective()) continue; // REPLACE, NO_OP: one-sided, no kernel
                     long count = (size - 1) / type.byteSize();
                     of(type, op).combine(x, 1, y, 0, vector, 0, count);
                     ScalarKernels.of(type, op).combine(x, 1, y, 0, scalar, 0, count);
