@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # example.sh - runs one of the HComm4J examples (module hcomm-examples), from a fresh checkout.
 #
-#   scripts/example.sh training [-n N] [OPTIONS]           a job of N ranks on this machine (default 4), started
-#   scripts/example.sh parameter-server [-n N] [OPTIONS]   with `hcomm launch`; each rank prints one result line
-#   scripts/example.sh inference [-n N] [OPTIONS]          and the job exits non-zero if a rank's check failed
-#   scripts/example.sh elastic [-n N] [OPTIONS]            training that loses a rank, shrinks, and grows back
+#   scripts/example.sh training [-n N] [OPTIONS]              data-parallel training
+#   scripts/example.sh parameter-server [-n N] [OPTIONS]      sharded parameter server (messages)
+#   scripts/example.sh rma-parameter-server [-n N] [OPTIONS]  the same on one-sided windows (RMA)
+#   scripts/example.sh inference [-n N] [OPTIONS]             inference fan-out
+#   scripts/example.sh elastic [-n N] [OPTIONS]               training that loses a rank, shrinks, and grows back
+#
+# Each starts a job of N ranks on this machine (default 4) with `hcomm launch`; each rank prints one result line and
+# the job exits non-zero if a rank's check failed.
 #
 # Started as a rank of a job (RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK or HCOMM_RANK is set), it runs
 # that one rank instead, so it is also the command to give any launcher:
@@ -14,8 +18,9 @@
 #   srun scripts/example.sh parameter-server                 (with MASTER_ADDR/MASTER_PORT exported, docs/deploy.md)
 #
 # OPTIONS go to the example: training --steps --batch --lr --loss-bound; parameter-server --servers --rounds --lr;
-# inference --batches; elastic --steps --batch --lr --kill-rank --kill-step --grow-step --loss-bound. JAVA_OPTS adds
-# JVM flags. Builds the project first when a source is newer than the jar.
+# rma-parameter-server --servers --colocated --mode sync|ssp --staleness --steps --lr --jitter-ms; inference --batches;
+# elastic --steps --batch --lr --kill-rank --kill-step --grow-step --loss-bound. JAVA_OPTS adds JVM flags. Builds the
+# project first when a source is newer than the jar.
 #
 # For elastic, each rank plays the orchestrator's part too (as Kubernetes restarts a failed pod): when the rank's JVM
 # is killed (exit code 137), it starts a replacement in its place (--replacement 1), which joins the running job.
@@ -27,7 +32,7 @@ SELF=$ROOT/scripts/example.sh
 . "$ROOT/scripts/common.sh"
 
 usage() {
-  sed -n '2,22p' "$SELF" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,26p' "$SELF" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -35,10 +40,11 @@ usage() {
 case $1 in
   training) CLASS=io.hcomm4j.examples.DataParallelTraining ;;
   parameter-server | ps) CLASS=io.hcomm4j.examples.ParameterServer ;;
+  rma-parameter-server | rma-ps) CLASS=io.hcomm4j.examples.RmaParameterServer ;;
   inference) CLASS=io.hcomm4j.examples.InferenceFanOut ;;
   elastic) CLASS=io.hcomm4j.examples.ElasticTraining ;;
   -h | --help) usage ;;
-  *) echo "example.sh: no example '$1' (choose training, parameter-server, inference or elastic)" >&2; exit 2 ;;
+  *) echo "example.sh: no example '$1' (choose training, parameter-server, rma-parameter-server, inference or elastic)" >&2; exit 2 ;;
 esac
 NAME=$1
 shift

@@ -59,6 +59,16 @@ final class Examples {
         return h;
     }
 
+    /** {@link #hash(float[])} for longs. */
+    static long hash(long[] values) {
+        long h = 0xcbf29ce484222325L;
+        for (long v : values) {
+            h ^= v;
+            h *= 0x100000001b3L;
+        }
+        return h;
+    }
+
     /** Options of the form {@code --name value}; every example has defaults that pass its checks. */
     static final class Options {
         private final Map<String, String> values = new HashMap<>();
@@ -81,6 +91,11 @@ final class Examples {
         int intValue(String name, int def) {
             String v = values.get(name);
             return v == null ? def : Integer.parseInt(v.trim());
+        }
+
+        String stringValue(String name, String def) {
+            String v = values.get(name);
+            return v == null ? def : v.trim();
         }
 
         double doubleValue(String name, double def) {

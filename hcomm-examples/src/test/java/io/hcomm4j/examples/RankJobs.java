@@ -65,8 +65,13 @@ final class RankJobs {
 
     /** Rank {@code r} of {@code n} of {@code main}, with torchrun's variables for a store on this host at {@code port}. */
     private static ProcessBuilder torchrunRank(int r, int n, int port, Class<?> main, String... args) {
+        return torchrunRank(r, n, port, Map.of(), main, args);
+    }
+
+    private static ProcessBuilder torchrunRank(int r, int n, int port, Map<String, String> extra, Class<?> main, String... args) {
         ProcessBuilder pb = new ProcessBuilder(javaCommand(main, args));
         Map<String, String> env = cleanEnvironment(pb);
+        env.putAll(extra);
         env.put("RANK", Integer.toString(r));
         env.put("WORLD_SIZE", Integer.toString(n));
         env.put("MASTER_ADDR", "127.0.0.1");
@@ -77,9 +82,14 @@ final class RankJobs {
 
     /** Runs {@code n} ranks of {@code main} with torchrun's variables; returns each rank's outcome, in rank order. */
     static List<Outcome> torchrun(int n, Class<?> main, String... args) throws Exception {
+        return torchrun(n, Map.of(), main, args);
+    }
+
+    /** As {@link #torchrun(int, Class, String...)}, with {@code env} added to every rank's environment (HCOMM_TRANSPORT=tcp). */
+    static List<Outcome> torchrun(int n, Map<String, String> env, Class<?> main, String... args) throws Exception {
         int port = freePort();
         List<ProcessBuilder> ranks = new ArrayList<>();
-        for (int r = 0; r < n; r++) ranks.add(torchrunRank(r, n, port, main, args));
+        for (int r = 0; r < n; r++) ranks.add(torchrunRank(r, n, port, env, main, args));
         return run(ranks);
     }
 
