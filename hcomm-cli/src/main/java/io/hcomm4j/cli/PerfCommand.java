@@ -36,69 +36,12 @@ import picocli.CommandLine.TypeConversionException;
  */
 @Command(name = "perf", sortOptions = false, usageHelpAutoWidth = true, mixinStandardHelpOptions = true,
         versionProvider = HcommCli.Version.class,
-        description = {
-            "Measures a communication op between ranks and prints time, algbw and busbw per size (like nccl-tests).",
-            "Started on its own, it runs -n ranks on this machine; started inside a job (hcomm launch, torchrun,"
-                    + " mpirun, srun: RANK and WORLD_SIZE set), it runs as that one rank and rank 0 prints the results.",
-            "",
-            "Collectives: allreduce broadcast reduce allgather reducescatter gather",
-            "  scatter alltoall sendrecv; V forms allgatherv gatherv scatterv",
-            "  alltoallv (equal counts, displacements at the blocks: as their plain",
-            "  forms' sizes, factors and checks; OSU's *v tests measure them so).",
-            "  Per size: --warmup untimed calls of the blocking op, a barrier, then",
-            "  --iters timed calls back to back. time = the maximum over ranks of",
-            "  each rank's mean time per call (its loop time / iters).",
-            "  Sizes are nccl-tests': the size of the largest buffer.",
-            "    allreduce, broadcast, reduce, sendrecv: count = size / type size.",
-            "    allgather, reducescatter, alltoall, gather, scatter: size is the",
-            "    buffer of all n ranks' blocks; count = size / n / type size per",
-            "    block (alltoall: per peer).",
-            "    Sizes are rounded down to whole elements (blocks), at least one.",
-            "  sendrecv: every rank sends size bytes to rank+1 and receives from",
-            "    rank-1 at the same time.",
-            "  algbw = size / time; busbw = algbw x factor (nccl-tests'):",
-            "    allreduce 2(n-1)/n; allgather, reducescatter, alltoall, gather,",
-            "    scatter (n-1)/n; broadcast, reduce, sendrecv 1.",
-            "  Default sizes: 4K to 64M, factor 4. Default iterations: 4 GiB / size",
-            "    within 20..1000; warmup: iterations / 5 within 1..200. Without",
-            "    --warmup, 19800 calls at 4K (or the smallest size), then rounds of",
-            "    300 calls at 1M (or the largest size) for 2 s come first, for the",
-            "    JIT to compile the small-message path, the chunked paths and the",
-            "    kernels.",
-            "  --timing mean (default, nccl-tests) or median (OSU, Open MPI",
-            "    baseline: a barrier before each call, median of the slowest",
-            "    rank's time per call).",
-            "  --cpu-bind auto (default): each rank on CPUs of its own when there",
-            "    are enough (as mpirun binds), else one CPU each, round robin;",
-            "    none: the scheduler places them.",
-            "  --mem native (default: Arena.ofShared() memory), pool (registered",
-            "    buffers of comm.memory(): on one host the ranks read each other's",
-            "    in place) or heap (Java arrays).",
-            "  --in-place (allreduce): receive into the send buffer; each call's",
-            "    output is the next one's input (nccl-tests' in-place column).",
-            "  --check: one more call on inputs with an exactly known result (small",
-            "    integers: float sums are exact); #wrong = wrong elements received,",
-            "    summed over ranks.",
-            "",
-            "p2p measures ranks 0 and 1 (other ranks wait):",
-            "  pingpong: rank 0 sends, rank 1 echoes the message back;",
-            "            time = one-way latency = round trip / 2 (median).",
-            "  stream:   rank 0 sends a window of messages back to back, rank 1",
-            "            acknowledges the window; time = window time / messages",
-            "            (median): unidirectional bandwidth.",
-            "  Default sizes: pingpong 8 B and 4 KiB, stream 4 MiB and 64 MiB.",
-            "  Without --warmup, 8 B round trips come first, until neither rank's",
-            "  JIT compiled anything in the last 20000 (0.5 to 10 s).",
-            "  Streams below 64 KiB go in windows of 64 (OSU), at least 100",
-            "  windows of warmup.",
-            "  busbw = algbw for p2p; --check counts wrong bytes.",
-            "GB/s = 1e9 bytes/s.",
-            "",
-        })
+        modelTransformer = PerfHelp.class)
 final class PerfCommand implements Callable<Integer> {
     /** Every op {@code hcomm perf} measures. */
     static final List<String> OPS = List.of("p2p", "allreduce", "broadcast", "reduce", "allgather", "reducescatter",
-            "gather", "scatter", "alltoall", "sendrecv", "allgatherv", "gatherv", "scatterv", "alltoallv");
+            "gather", "scatter", "alltoall", "sendrecv", "allgatherv", "gatherv", "scatterv", "alltoallv",
+            "put", "get", "accumulate", "fetch_and_op", "counter");
 
     /** The variable that forces a collective's algorithm: {@code HCOMM_ALGO=allreduce=ring}. */
     static final String ALGO_ENV = "HCOMM_ALGO";
@@ -157,7 +100,7 @@ final class PerfCommand implements Callable<Integer> {
 
     @Parameters(index = "0", paramLabel = "OP", description = "The op: p2p, allreduce, broadcast, reduce, allgather,"
             + " reducescatter, gather, scatter, alltoall, sendrecv, or a V form: allgatherv, gatherv, scatterv, alltoallv"
-            + " (equal counts, displacements at the blocks, as OSU's).")
+            + " (equal counts, displacements at the blocks, as OSU's), or one-sided: put, get, accumulate, fetch_and_op, counter.")
     String op;
 
     @Option(names = "-n", paramLabel = "N", defaultValue = "2",
@@ -197,10 +140,11 @@ final class PerfCommand implements Callable<Integer> {
     String algo;
 
     @Option(names = "--iters", paramLabel = "N",
-            description = "Timed iterations per size (p2p pingpong: round trips; stream: windows). Default: by size.")
+            description = "Timed iterations per size (p2p pingpong: round trips; stream: windows; counter: per rank)."
+                    + " Default: by size (one-sided: as many as fit in 1 s; counter: 20000).")
     Integer iters;
 
-    @Option(names = {"-w", "--warmup"}, paramLabel = "N", description = "Untimed iterations before them. Default: by size.")
+    @Option(names = {"-w", "--warmup"}, paramLabel = "N", description = "Untimed iterations before them. Default: by size (one-sided: 50).")
     Integer warmup;
 
     @Option(names = "--cpu-bind", paramLabel = "HOW", defaultValue = "auto", converter = LaunchCommand.CpuBindConverter.class,
@@ -210,9 +154,14 @@ final class PerfCommand implements Callable<Integer> {
     LocalLauncher.CpuBind cpuBind = LocalLauncher.CpuBind.AUTO;
 
     @Option(names = "--mem", paramLabel = "MEM", defaultValue = "native", converter = MemConverter.class,
-            description = "Collectives' buffers: native (default; Arena.ofShared() off-heap memory), pool (registered"
-                    + " buffers of comm.memory(): same-host ranks read them in place) or heap (Java arrays).")
+            description = "Collectives' buffers (one-sided: the origin's): native (default; Arena.ofShared() off-heap memory), pool"
+                    + " (registered buffers of comm.memory(): same-host ranks read them in place) or heap (Java arrays).")
     CollectiveBench.Mem mem = CollectiveBench.Mem.NATIVE;
+
+    @Option(names = "--window", paramLabel = "HOW", defaultValue = "alloc",
+            description = "One-sided ops: alloc (default; allocateWindow: pool memory, which same-host origins map) or create"
+                    + " (createWindow over Arena.ofShared() memory: every access through the target's progress engine).")
+    RmaBench.WindowKind window = RmaBench.WindowKind.ALLOC;
 
     @Option(names = "--in-place", description = "allreduce: the receive buffer is the send buffer (each call's output is"
             + " the next one's input, as nccl-tests' in-place column); the default is out of place.")
@@ -240,11 +189,20 @@ final class PerfCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         Coll coll = collective().orElse(null);
+        RmaBench.Op rmaOp = RmaBench.Op.of(op).orElse(null);
         List<P2pTest> p2p = null;
         List<CollectiveBench.Test> plan = null;
+        List<RmaBench.Test> rma = null;
         try {
-            if (coll == null) {
-                if (inPlace) throw new IllegalArgumentException("--in-place applies to allreduce only, not to p2p");
+            if (window != RmaBench.WindowKind.ALLOC && rmaOp == null) {
+                throw new IllegalArgumentException("--window applies to the one-sided ops only, not to " + op);
+            }
+            if (coll == null && inPlace) throw new IllegalArgumentException("--in-place applies to allreduce only, not to " + op);
+            if (rmaOp != null) {
+                if (algo != null) throw new IllegalArgumentException("--algo does not apply to " + op + " (--window and"
+                        + " HCOMM_TRANSPORT choose its path)");
+                rma = RmaBench.plan(rmaOp, minBytes, maxBytes, factor, iters, warmup);
+            } else if (coll == null) {
                 p2p = p2pTests();
             } else {
                 plan = collectiveTests();
@@ -266,15 +224,15 @@ final class PerfCommand implements Callable<Integer> {
             parent.err.println("hcomm perf: " + tooFew + " (this job has " + n + ")");
             return 2;
         }
-        if (job.isPresent()) return runAsRank(coll, p2p, plan);
+        if (job.isPresent()) return runAsRank(coll, p2p, plan, rma);
         LocalLauncher launcher = new LocalLauncher("hcomm perf", parent.out, parent.err).rank0StdoutRaw(true).cpuBind(cpuBind);
         if (coll != null && algo != null) launcher.environment(Map.of(ALGO_ENV, coll.cliName() + "=" + algo));
         return launcher.runJava(ranks, HcommCli.class.getName(), rankArgs());
     }
 
-    /** The collective {@link #op} names, or empty for p2p; a usage error for an unknown op. */
+    /** The collective {@link #op} names, or empty for p2p and the one-sided ops; a usage error for an unknown op. */
     private Optional<Coll> collective() {
-        if (op.equals("p2p")) return Optional.empty();
+        if (op.equals("p2p") || RmaBench.Op.of(op).isPresent()) return Optional.empty();
         return Optional.of(Coll.of(op).orElseThrow(() -> new ParameterException(spec.commandLine(),
                 "Unknown op '" + op + "': one of " + String.join(", ", OPS))));
     }
@@ -319,7 +277,8 @@ final class PerfCommand implements Callable<Integer> {
         if (inPlace) args.add("--in-place");
         if (timing != CollectiveBench.Timing.MEAN) args.addAll(List.of("--timing", timing.name().toLowerCase(Locale.ROOT)));
         if (mem != CollectiveBench.Mem.NATIVE) args.addAll(List.of("--mem", mem.name().toLowerCase(Locale.ROOT)));
-        if (!op.equals("p2p")) {
+        if (window != RmaBench.WindowKind.ALLOC) args.addAll(List.of("--window", window.name().toLowerCase(Locale.ROOT)));
+        if (!op.equals("p2p") && RmaBench.Op.of(op).isEmpty()) {
             args.addAll(List.of("--dtype", typeName(dtype), "--op", opName(redop), "--root", Integer.toString(root)));
         }
         if (plot != null) args.addAll(List.of("--plot", plot.toAbsolutePath().toString()));
@@ -432,14 +391,16 @@ final class PerfCommand implements Callable<Integer> {
     }
 
     /** Runs the plan as this process's rank of the job; rank 0 prints. */
-    private int runAsRank(Coll coll, List<P2pTest> p2p, List<CollectiveBench.Test> plan) {
+    private int runAsRank(Coll coll, List<P2pTest> p2p, List<CollectiveBench.Test> plan, List<RmaBench.Test> rma) {
         // Inside a job this process cannot change its own environment: the property form of HCOMM_ALGO forces the
         // algorithm the same way (a rank started by this command's launcher has both, with the same value).
         if (coll != null && algo != null) System.setProperty(ALGO_PROPERTY, coll.cliName() + "=" + algo);
         try (Hcomm hcomm = Hcomm.init()) {
             Communicator comm = hcomm.world();
             PerfReport report = comm.rank() == 0 ? new PerfReport(format, parent.out) : null;
-            List<PerfReport.Row> rows = coll == null
+            List<PerfReport.Row> rows = rma != null
+                    ? RmaBench.run(comm, rma, window, mem, check, warmup == null, hcomm::transportTo, report, parent.err)
+                    : coll == null
                     ? runP2p(comm, p2p, report)
                     : runCollectives(comm, plan, warmup == null ? JIT_WARMUP_CALLS : 0, check,
                             algoLabel(coll, algo, parent.env), report, parent.err, timing, JIT_WARMUP_BUDGET);
@@ -450,7 +411,8 @@ final class PerfCommand implements Callable<Integer> {
             if (via != null) parent.err.println("# transport to rank 1: " + via + " (HCOMM_TRANSPORT)");
             if (plot != null) {
                 try {
-                    PerfPlot.write(plot, plotTitle(coll, comm.size()), rows);
+                    PerfPlot.write(plot, rma != null ? "hcomm perf " + op + ", " + comm.size() + " ranks, " + rows.getFirst().algo()
+                            : plotTitle(coll, comm.size()), rows);
                 } catch (IOException | RuntimeException e) {
                     parent.err.println("hcomm perf: cannot write the plot " + plot + ": " + e);
                     return 1;
@@ -458,7 +420,7 @@ final class PerfCommand implements Callable<Integer> {
             }
             long wrong = rows.stream().mapToLong(r -> Math.max(0, r.wrong())).sum();
             if (wrong > 0) {
-                parent.err.println("hcomm perf: the check found " + wrong + (coll == null ? " wrong bytes" : " wrong elements"));
+                parent.err.println("hcomm perf: the check found " + wrong + (p2p != null ? " wrong bytes" : " wrong elements"));
                 return 1;
             }
             return 0;
@@ -593,7 +555,11 @@ final class PerfCommand implements Callable<Integer> {
         }
         List<PerfReport.Row> rows = new ArrayList<>();
         if (rank > 1) return rows;
-        if (warmup == null && !plan.isEmpty()) p2pJitWarmUp(comm, rank);
+        if (warmup == null && !plan.isEmpty()) {
+            // 8 B round trips until neither rank's JIT compiled anything in the last round (JitWarmUp)
+            String line = JitWarmUp.run(comm, 2, () -> P2pBench.pingpong(comm, 8, JitWarmUp.CHUNK, 0, false), "round trips of 8 B");
+            if (rank == 0) parent.err.println(line);
+        }
         for (P2pTest t : plan) {
             if (rank == 0) parent.err.println(progress(t));
             P2pBench.Result r = t.algo() == P2pAlgo.PINGPONG
@@ -608,69 +574,6 @@ final class PerfCommand implements Callable<Integer> {
         }
         return rows;
     }
-
-    /**
-     * Without {@code --warmup}: rounds of {@link #P2P_JIT_ROUND} ping-pong round trips of 8 B for at least
-     * {@link #P2P_JIT_MIN}, and on while either rank's JIT compiled something during the last round (at most
-     * {@link #P2P_JIT_MAX}). A rank bound to one CPU shares it with the JIT compiler threads and runs profiled code
-     * meanwhile: after 1000 warmup round trips the first size of a sweep measured 0.28-0.40 µs at 8 B and the next sizes
-     * 0.19-0.21. After each round rank 1 tells rank 0 whether it compiled; rank 0 decides for both and tells rank 1.
-     */
-    private void p2pJitWarmUp(Communicator comm, int rank) {
-        java.lang.management.CompilationMXBean jit = java.lang.management.ManagementFactory.getCompilationMXBean();
-        boolean canTell = jit != null && jit.isCompilationTimeMonitoringSupported();
-        long trips = 0;
-        long start = System.nanoTime();
-        long compiled = canTell ? jit.getTotalCompilationTime() : 0;
-        boolean settled = false;
-        try (Arena arena = Arena.ofShared()) {
-            MemorySegment flag = arena.allocate(4);
-            do {
-                // a round goes in chunks, and rank 0 may end it after any chunk once the time limit passed: on a loaded
-                // machine one round of P2P_JIT_ROUND can take seconds, and the limit must hold all the same
-                boolean cut = false;
-                for (int done = 0; done < P2P_JIT_ROUND && !cut; done += P2P_JIT_CHUNK) {
-                    P2pBench.pingpong(comm, 8, P2P_JIT_CHUNK, 0, false);
-                    trips += P2P_JIT_CHUNK;
-                    if (rank == 0) {
-                        cut = System.nanoTime() - start >= P2P_JIT_MAX.toNanos();
-                        flag.set(ValueLayout.JAVA_INT, 0, cut ? 1 : 0);
-                        comm.send(flag, 1, P2pBench.TAG_WARMUP);
-                    } else {
-                        comm.recv(flag, 0, P2pBench.TAG_WARMUP); // 1: the time limit passed, the round ends here
-                        cut = flag.get(ValueLayout.JAVA_INT, 0) == 1;
-                    }
-                }
-                long now = canTell ? jit.getTotalCompilationTime() : compiled;
-                boolean compiling = !canTell || now != compiled;
-                compiled = now;
-                if (rank == 1) {
-                    flag.set(ValueLayout.JAVA_INT, 0, compiling ? 1 : 0);
-                    comm.send(flag, 0, P2pBench.TAG_WARMUP);
-                    comm.recv(flag, 0, P2pBench.TAG_WARMUP); // 1: another round
-                } else {
-                    comm.recv(flag, 1, P2pBench.TAG_WARMUP); // 1: rank 1 compiled during the round
-                    settled = !cut && !compiling && flag.get(ValueLayout.JAVA_INT, 0) == 0;
-                    long elapsed = System.nanoTime() - start;
-                    boolean more = elapsed < P2P_JIT_MIN.toNanos() || !settled && elapsed < P2P_JIT_MAX.toNanos();
-                    flag.set(ValueLayout.JAVA_INT, 0, more ? 1 : 0);
-                    comm.send(flag, 1, P2pBench.TAG_WARMUP);
-                }
-            } while (flag.get(ValueLayout.JAVA_INT, 0) == 1);
-        }
-        if (rank == 0) {
-            parent.err.println(String.format(Locale.ROOT, "# JIT warm-up: %d round trips of 8 B in %.1f s (%s)", trips,
-                    (System.nanoTime() - start) / 1e9, settled ? "no compilation in the last round on either rank" : "time limit"));
-        }
-    }
-
-    /** Round trips of one round of the p2p JIT warm-up. */
-    static final int P2P_JIT_ROUND = 20_000;
-    /** Round trips after which rank 0 may end a round at the time limit. */
-    static final int P2P_JIT_CHUNK = 1_000;
-    /** The p2p JIT warm-up's least and most time (without {@code --warmup}). */
-    static final java.time.Duration P2P_JIT_MIN = java.time.Duration.ofMillis(500);
-    static final java.time.Duration P2P_JIT_MAX = java.time.Duration.ofSeconds(10);
 
     private static String progress(P2pTest t) {
         return t.algo() == P2pAlgo.PINGPONG

@@ -22,6 +22,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.function.IntFunction;
+import java.util.function.UnaryOperator;
 
 /**
  * The ranks of a job as threads of this JVM, each with a session of its own: rank 0 serves the store on a
@@ -57,6 +58,11 @@ final class ThreadRanks {
      * first failure.
      */
     static <T> List<T> run(int n, IntFunction<Body<T>> bodies) throws Exception {
+        return run(n, UnaryOperator.identity(), bodies);
+    }
+
+    /** {@link #run(int, IntFunction)} with each rank's configuration changed by {@code configure} (e.g. its transport). */
+    static <T> List<T> run(int n, UnaryOperator<CommConfig.Builder> configure, IntFunction<Body<T>> bodies) throws Exception {
         int port = freePort();
         ExecutorService pool = Executors.newFixedThreadPool(n, Thread.ofPlatform().name("test-rank-", 0).factory());
         try {
@@ -65,8 +71,8 @@ final class ThreadRanks {
                 int rank = r;
                 Body<T> body = bodies.apply(r);
                 futures.add(pool.submit(() -> {
-                    CommConfig config = CommConfig.builder().initMethod("tcp://127.0.0.1:" + port).rank(rank).worldSize(n)
-                            .secret("s").timeout(Duration.ofSeconds(20)).initTimeout(Duration.ofSeconds(20)).build();
+                    CommConfig config = configure.apply(CommConfig.builder().initMethod("tcp://127.0.0.1:" + port).rank(rank)
+                            .worldSize(n).secret("s").timeout(Duration.ofSeconds(20)).initTimeout(Duration.ofSeconds(20))).build();
                     try (Hcomm hcomm = Hcomm.init(config)) {
                         Communicator comm = hcomm.world();
                         if (comm.rank() != rank || comm.size() != n) {
