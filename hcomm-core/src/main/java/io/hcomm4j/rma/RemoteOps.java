@@ -21,8 +21,13 @@ final class RemoteOps {
     private final PeerTransport transport;
     /** Per target rank: the last request sent to it (completes after every earlier one: frames go out in order). */
     private final SendRequest[] lastSend;
-    /** Per target rank: something was sent since the last flush (a flush of a target sent nothing is free). */
+    /**
+     * Per target rank: a request that gets no answer (put, accumulate, signal) was sent since the last flush; only
+     * those need a FLUSH round trip. Ops that are answered are complete at the target when answered.
+     */
     private final boolean[] dirty;
+    /** Per target rank: the last answered op sent (answers come in order: when it is done, the earlier ones are). */
+    private final RmaFuture<?>[] lastAnswered;
 
     RemoteOps(WindowImpl w, RmaService service, int size) {
         this.w = w;
@@ -30,6 +35,13 @@ final class RemoteOps {
         this.transport = service.transport();
         this.lastSend = new SendRequest[size];
         this.dirty = new boolean[size];
+        this.lastAnswered = new RmaFuture<?>[size];
+    }
+
+    /** The last answered op sent to {@code t} if it is not complete yet, else null. */
+    RmaFuture<?> answerDue(int t) {
+        RmaFuture<?> f = lastAnswered[t];
+        return f == null || f.isDone() ? null : f;
     }
 
     /** True if requests went to {@code t} since the last call (which clears it). */
@@ -138,7 +150,7 @@ final class RemoteOps {
         int opId = service.expect(p);
         SendRequest s = transport.sendRma(p.target, flags, w.id, opId, offset, payload);
         lastSend[t] = s;
-        dirty[t] = true;
+        lastAnswered[t] = p.future;
         if (s.isDone()) {
             if (s.isCompletedExceptionally()) failed(opId, p, s);
         } else {

@@ -9,7 +9,7 @@ import io.hcomm4j.transport.SharedWait;
  * The future of a one-sided op that waits for the target (a reply, a grant): completed by the progress engine that
  * reads the reply; a thread that awaits it drives that engine meanwhile.
  */
-final class RmaFuture<T> extends CommFuture<T> implements SharedWait {
+class RmaFuture<T> extends CommFuture<T> implements SharedWait {
     private final PeerTransport transport;
     private final long timeoutNanos;
     private final String what;
@@ -56,6 +56,29 @@ final class RmaFuture<T> extends CommFuture<T> implements SharedWait {
 
     @Override
     public void disarm() {
+    }
+
+    private static final RmaFuture<Void> DONE = new RmaFuture<>(null, 0, null, -1) {
+        @Override
+        public void obtrudeValue(Void value) {
+            throw new UnsupportedOperationException("a shared completed future");
+        }
+
+        @Override
+        public void obtrudeException(Throwable ex) {
+            throw new UnsupportedOperationException("a shared completed future");
+        }
+    };
+
+    static {
+        DONE.complete(null);
+    }
+
+    /** The future of every direct op without a result: complete, shared (no allocation per op), not obtrudable. */
+    static <T> RmaFuture<T> completedVoid() {
+        @SuppressWarnings("unchecked")
+        RmaFuture<T> d = (RmaFuture<T>) (RmaFuture<?>) DONE;
+        return d;
     }
 
     /** A future that is already complete with {@code value} (a direct op). */

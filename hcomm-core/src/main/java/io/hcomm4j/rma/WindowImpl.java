@@ -170,7 +170,7 @@ final class WindowImpl implements Window {
         MemorySegment t = data[target];
         if (t == null) return remote.put(target, origin, targetOffset, -1);
         MemorySegment.copy(origin, 0, t, targetOffset, origin.byteSize());
-        return RmaFuture.completed(null);
+        return RmaFuture.completedVoid();
     }
 
     @Override
@@ -187,7 +187,7 @@ final class WindowImpl implements Window {
         MemorySegment t = data[target];
         if (t == null) return remote.get(target, result, targetOffset);
         MemorySegment.copy(t, targetOffset, result, 0, result.byteSize());
-        return RmaFuture.completed(null);
+        return RmaFuture.completedVoid();
     }
 
     @Override
@@ -204,7 +204,7 @@ final class WindowImpl implements Window {
         MemorySegment t = data[target];
         if (t == null) return remote.accumulate(target, origin, targetOffset, type, op);
         ElementAtomics.accumulate(t, targetOffset, origin, 0, origin.byteSize() / type.byteSize(), type, op, null, 0);
-        return RmaFuture.completed(null);
+        return RmaFuture.completedVoid();
     }
 
     @Override
@@ -215,7 +215,7 @@ final class WindowImpl implements Window {
         MemorySegment t = data[target];
         if (t == null) return remote.getAccumulate(target, origin, result, targetOffset, type, op);
         ElementAtomics.accumulate(t, targetOffset, origin, 0, origin.byteSize() / type.byteSize(), type, op, result, 0);
-        return RmaFuture.completed(null);
+        return RmaFuture.completedVoid();
     }
 
     @Override
@@ -262,7 +262,7 @@ final class WindowImpl implements Window {
         if (t == null) return remote.put(target, origin, targetOffset, signalIndex);
         MemorySegment.copy(origin, 0, t, targetOffset, origin.byteSize());
         if (ControlBlock.signal(ctrls[target], rank, signalIndex) && target != rank) transport.wake(world[target]);
-        return RmaFuture.completed(null);
+        return RmaFuture.completedVoid();
     }
 
     @Override
@@ -427,8 +427,14 @@ final class WindowImpl implements Window {
     public void flush(int target) {
         check.open("flush");
         check.member(target, "flush");
-        if (data[target] != null || !remote.takeDirty(target)) {
+        if (data[target] != null) {
             VarHandle.fullFence(); // direct stores: visible to the target's next acquire
+            return;
+        }
+        if (!remote.takeDirty(target)) {
+            // nothing unanswered went there: the answered ops are complete once the last one is answered
+            RmaFuture<?> due = remote.answerDue(target);
+            if (due != null) due.await();
             return;
         }
         Object status = remote.control(target, RmaFrames.FLUSH, 0).await();
