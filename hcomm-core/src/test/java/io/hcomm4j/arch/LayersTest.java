@@ -19,17 +19,20 @@ class LayersTest {
             "io.hcomm4j.bootstrap..", "io.hcomm4j.security..", "io.hcomm4j.monitor.."};
 
     /**
-     * API → comm → algo → base. The API package reaches comm only through SessionProvider and ServiceLoader; lower
-     * layers may use the API's value types (DataType, ReduceOp, CommConfig, exceptions), never an upper layer.
+     * API → comm → one-sided (rma: windows and transfer engines) → algo → base. The API package reaches comm and rma only
+     * through SessionProvider, TransferProvider and ServiceLoader; lower layers may use the API's value types (DataType,
+     * ReduceOp, CommConfig, exceptions), never an upper layer.
      */
     @ArchTest
     static final ArchRule layers = layeredArchitecture().consideringOnlyDependenciesInLayers()
             .layer("API").definedBy("io.hcomm4j")
             .layer("Comm").definedBy("io.hcomm4j.comm..")
+            .layer("OneSided").definedBy("io.hcomm4j.rma..")
             .layer("Algo").definedBy("io.hcomm4j.algo..")
             .layer("Base").definedBy(BASE)
             .whereLayer("API").mayNotAccessAnyLayer()
-            .whereLayer("Comm").mayOnlyAccessLayers("API", "Algo", "Base")
+            .whereLayer("Comm").mayOnlyAccessLayers("API", "OneSided", "Algo", "Base")
+            .whereLayer("OneSided").mayOnlyAccessLayers("API", "Base")
             .whereLayer("Algo").mayOnlyAccessLayers("API", "Base")
             .whereLayer("Base").mayOnlyAccessLayers("API");
 
