@@ -121,6 +121,11 @@ final class EngineDirectory {
         return prior != null ? prior : e;
     }
 
+    /** Whether the store lists an engine in {@code slot} now (an engine that closed took its entry out; a killed one did not). */
+    boolean listed(int slot) {
+        return store.tryGet(ROOT + "engine/" + slot) != null;
+    }
+
     /** The address book of the engine transport: where the engine in {@code slot} listens. */
     InetSocketAddress address(int slot) {
         Entry e = entry(slot);

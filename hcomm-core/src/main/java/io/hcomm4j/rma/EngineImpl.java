@@ -341,13 +341,14 @@ public final class EngineImpl implements TransferEngine {
     public void close() {
         if (!closed.compareAndSet(false, true)) return;
         for (EngineBatch b : active) b.fail(closedError("transfer"));
+        // first the BYE: an engine that then misses one of our segments in the store knows we left (EngineTransfers)
+        transport.close();
         try {
-            for (EngineTarget.Local l : target.byName.values()) directory.withdrawSegment(l.descriptor());
             directory.withdraw(me);
+            for (EngineTarget.Local l : target.byName.values()) directory.withdrawSegment(l.descriptor());
         } catch (RuntimeException e) {
             LOG.warn("engine '{}': cannot take its entries out of the store: {}", me.name(), e.toString());
         }
-        transport.close();
         copier.shutdown();
         try {
             if (!copier.awaitTermination(10, TimeUnit.SECONDS)) LOG.warn("engine '{}': copies still running at close", me.name());

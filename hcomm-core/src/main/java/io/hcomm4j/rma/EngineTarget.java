@@ -164,6 +164,8 @@ final class EngineTarget implements RmaHandler {
     /** Why {@code [offset, offset + length)} of segment {@code id} cannot be served (null: it can). */
     private static String outside(Local l, long id, long offset, long length) {
         if (l == null) return length + " bytes at offset " + offset + " of segment id " + id + ": no such segment is registered (any more)";
+        // memory freed while registered (its arena closed): refused here rather than failing the connection in the copy
+        if (!l.segment().scope().isAlive()) return length + " bytes of segment '" + l.name() + "': its memory was freed while registered";
         long size = l.segment().byteSize();
         if (length < 0 || offset < 0 || offset > size - length) {
             return length + " bytes at offset " + offset + " of segment '" + l.name() + "': outside its " + size + " bytes";

@@ -47,11 +47,17 @@ final class EngineTransfers {
         MemorySegment[] direct = new MemorySegment[n];
         long total = 0;
         boolean anyDirect = false;
+        boolean left = false;
         for (int i = 0; i < n; i++) {
             TransferOp o = Objects.requireNonNull(ops.get(i), "ops[" + i + "]");
             op[i] = o;
             checkLocal(o, i);
             remote[i] = resolve(peer, o.remoteSegment(), i, self);
+            if (remote[i] == null) { // the remote left (its segments went from the store with it): the batch fails
+                left = true;
+                total += o.length();
+                continue;
+            }
             long size = remote[i].byteSize();
             if (o.remoteOffset() < 0 || o.remoteOffset() > size - o.length()) {
                 throw new IndexOutOfBoundsException(where(i) + "remoteOffset " + o.remoteOffset() + " + length " + o.length()
@@ -67,6 +73,11 @@ final class EngineTransfers {
         if (!self) {
             if (transport.failed(peer.slot())) {
                 b.fail(failure(b, transport.failure(peer.slot(), "transfer")));
+                return b;
+            }
+            if (left) {
+                b.fail(failure(b, new PeerFailedException("engine '" + peer.handle.name() + "' left (it is no longer in the store)",
+                        List.of(peer.slot()), null)));
                 return b;
             }
             // a refusal means a descriptor went stale (unregistered meanwhile): look the names up again next time
@@ -111,7 +122,10 @@ final class EngineTransfers {
         }
     }
 
-    /** The descriptor of segment {@code name} of {@code peer}: seen before, else from the store. */
+    /**
+     * The descriptor of segment {@code name} of {@code peer}: seen before, else from the store; null if the remote left
+     * (then the batch fails).
+     */
     private SegmentDescriptor resolve(EnginePeer peer, String name, int i, boolean self) {
         SegmentDescriptor d;
         if (self) {
@@ -125,6 +139,9 @@ final class EngineTransfers {
             }
         }
         if (d == null) {
+            // missing because the engine left (a closing engine sends its BYE, then takes its entry out of the store, then
+            // its segments'), or because it never registered that name
+            if (!self && (transport.failed(peer.slot()) || !directory.listed(peer.slot()))) return null;
             throw new IllegalArgumentException(where(i) + "remoteSegment '" + name + "': engine '" + peer.handle.name()
                     + "' has no segment of that name");
         }

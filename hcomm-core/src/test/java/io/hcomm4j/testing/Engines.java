@@ -2,9 +2,12 @@ package io.hcomm4j.testing;
 
 import io.hcomm4j.CommConfig;
 import io.hcomm4j.TransferConfig;
+import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Map;
 
 /** Helpers of the transfer engine tests: configs, and byte patterns that every check compares byte for byte. */
 public final class Engines {
@@ -20,6 +23,25 @@ public final class Engines {
                 .transport(transport.equals("tcp") ? CommConfig.Transport.TCP : CommConfig.Transport.AUTO);
         if (shmDir != null) c.shmDir(shmDir);
         return TransferConfig.builder().name(name).comm(c.build()).build();
+    }
+
+    /**
+     * Starts a {@link TransferWorker} JVM as engine {@code name} on the store at 127.0.0.1:{@code port}, its output in
+     * {@code dir/<name>.log}; its standard input is a pipe (closing it ends a {@code serve}).
+     */
+    public static Process startWorker(Path dir, String name, int port, String transport, String shmDir, String... args)
+            throws IOException {
+        ProcessBuilder pb = new ProcessBuilder(Ranks.javaCommand(TransferWorker.class, args));
+        Map<String, String> env = pb.environment();
+        env.keySet().removeIf(k -> k.startsWith("HCOMM_") || k.equals("RANK") || k.equals("WORLD_SIZE") || k.startsWith("MASTER_"));
+        env.put("HCOMM_INIT_METHOD", "tcp://127.0.0.1:" + port);
+        env.put("HCOMM_SECRET", "test-secret");
+        env.put("HCOMM_TIMEOUT", "60s");
+        env.put("HCOMM_TRANSPORT", transport);
+        env.put("HCOMM_SHM_DIR", shmDir);
+        env.put("HCOMM_ENGINE_NAME", name);
+        pb.redirectErrorStream(true).redirectOutput(dir.resolve(name + ".log").toFile());
+        return pb.start();
     }
 
     /** The 8 bytes at word {@code w} of pattern {@code seed}. */
