@@ -41,6 +41,9 @@ import java.util.List;
  * <p>Thread-safe. {@link #close()} releases the connections, threads, the pool and the engine's entries in the store.
  */
 public interface TransferEngine extends AutoCloseable {
+    /** Most payload bytes of one notification ({@link #notify(RemoteEngine, String, byte[])}). */
+    int MAX_NOTIFY_BYTES = 1 << 20;
+
     /**
      * Starts an engine: takes a slot in the job's store, listens on the data address ({@code HCOMM_SOCKET_ADDR} or
      * {@code HCOMM_SOCKET_IFNAME}, else the address that reaches the store: loopback when the store is on this host's
@@ -111,9 +114,11 @@ public interface TransferEngine extends AutoCloseable {
      * Connects to the engine that registered the segment of {@code descriptor}, from the descriptor alone (no store
      * lookup), and remembers the segment, so transfers to it need no lookup either.
      *
-     * @throws PeerFailedException   if that engine cannot be reached (it failed or closed, or the descriptor is stale)
-     * @throws CommTimeoutException  if the connection is not up within {@code timeout}
-     * @throws IllegalStateException if this engine is closed
+     * @throws PeerFailedException      if that engine cannot be reached (it failed or closed, or the descriptor is stale)
+     * @throws CommTimeoutException     if the connection is not up within {@code timeout}
+     * @throws IllegalArgumentException if the descriptor is not of this job (its engine id is beyond the job's slots, or the
+     *                                  store lists another engine under it)
+     * @throws IllegalStateException    if this engine is closed
      */
     RemoteEngine connect(SegmentDescriptor descriptor, Duration timeout);
 
@@ -148,9 +153,6 @@ public interface TransferEngine extends AutoCloseable {
      * @throws IllegalStateException    if this engine is closed
      */
     void notify(RemoteEngine remote, String name, byte[] bytes);
-
-    /** Most payload bytes of one notification. */
-    int MAX_NOTIFY_BYTES = 1 << 20;
 
     /** The notifications received since the last call, in arrival order (per sender: in the order sent); never null. */
     List<Notification> drainNotifies();

@@ -11,7 +11,9 @@ public enum TransferStatus {
     COMPLETED,
     /**
      * The batch did not finish by its deadline (the timeout given to the transfer, else {@code HCOMM_TIMEOUT}); the
-     * remote may still be alive, and some of its ops may have landed, in part or whole.
+     * remote may still be alive, and some of its ops may have landed, in part or whole. What was under way goes on
+     * landing: a WRITE's bytes may still reach the remote segment, and a READ's reply that was arriving may still fill
+     * its local memory; replies that come later are dropped.
      */
     TIMEOUT,
     /**

@@ -66,7 +66,7 @@ class TransferEngineTest {
         TransferEngine a = engine("a", transport);
         TransferEngine b = engine("b", transport);
         long size = 10 << 20;
-        RegisteredBuffer pooled = b.memory().allocate(size); // closed with b's pool
+        RegisteredBuffer pooled = b.memory().allocate(size);
         MemorySegment plain = arena.allocate(size, 4096);
         Engines.fill(pooled.segment(), 0, size, 11, 0);
         Engines.fill(plain, 0, size, 12, 0);
@@ -95,6 +95,7 @@ class TransferEngineTest {
                 Engines.fill(target, off, len, seed, off); // as before, for the next reads
             }
         }
+        pooled.close();
     }
 
     /** A descriptor handed over as text is all the other engine needs; heap memory works on the origin's side. */
@@ -116,6 +117,41 @@ class TransferEngineTest {
         assertThat(a.transfer(rb, List.of(TransferOp.read(MemorySegment.ofArray(back), 0, "kv", 100, back.length))).status())
                 .isEqualTo(TransferStatus.COMPLETED);
         assertThat(back).isEqualTo(heap);
+    }
+
+    /** An engine transfers to its own segments too (plain copies, no connection), pool or not. */
+    @Test
+    void transfersToItselfAreCopies() {
+        TransferEngine a = engine("a", "auto");
+        MemorySegment plain = filled(1 << 20, 3);
+        RegisteredBuffer pooled = a.memory().allocate(1 << 20);
+        Engines.fill(pooled.segment(), 0, 1 << 20, 4, 0);
+        a.register(plain, "plain");
+        a.register(pooled.segment(), "pooled");
+        RemoteEngine self = a.connect("a", T);
+        assertThat(self.id()).isEqualTo(a.id());
+        MemorySegment into = arena.allocate(2 << 20);
+        TransferBatch b = a.transfer(self, List.of(TransferOp.read(into, 0, "plain", 10, 1000), TransferOp.read(into, 1 << 20, "pooled", 20, 1 << 19),
+                TransferOp.write(into, 0, "pooled", 600_000, 1000)));
+        assertThat(b.status()).isEqualTo(TransferStatus.COMPLETED);
+        assertThat(b.bytesTransferred()).isEqualTo(2000 + (1 << 19));
+        assertThat(Engines.mismatch(into, 0, 1000, 3, 10)).isEqualTo(-1);
+        assertThat(Engines.mismatch(into, 1 << 20, 1 << 19, 4, 20)).isEqualTo(-1);
+        assertThat(Engines.mismatch(pooled.segment(), 600_000, 1000, 3, 10)).isEqualTo(-1);
+        pooled.close();
+    }
+
+    /** A descriptor of another job's engine (another address under an id the store knows) is refused, naming both. */
+    @Test
+    void aDescriptorOfAnotherJobIsRefused() {
+        TransferEngine a = engine("a", "auto");
+        TransferEngine b = engine("b", "auto");
+        SegmentDescriptor d = b.register(arena.allocate(64), "s");
+        SegmentDescriptor forged = new SegmentDescriptor("x", d.engineId(), "127.0.0.1", 1, d.hostId(), "s", 1, 64, -1, 0);
+        assertThatThrownBy(() -> a.connect(forged, T)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("another job").hasMessageContaining("'b'");
+        SegmentDescriptor beyond = new SegmentDescriptor("x", TransferConfig.DEFAULT_SLOTS, "127.0.0.1", 1, d.hostId(), "s", 1, 64, -1, 0);
+        assertThatThrownBy(() -> a.connect(beyond, T)).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("slots");
     }
 
     /** Notifications arrive once each, in order per sender; to oneself too. */

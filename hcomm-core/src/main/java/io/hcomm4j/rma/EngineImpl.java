@@ -246,8 +246,18 @@ public final class EngineImpl implements TransferEngine {
             throw new IllegalArgumentException(what("connect") + "descriptor names engine id " + descriptor.engineId()
                     + ", beyond this job's " + transport.worldSize() + " engine slots (a descriptor of another job?)");
         }
-        directory.learn(descriptor);
+        // the store's entry, if it has one, must be the engine the descriptor names (else it is another job's descriptor)
         EngineDirectory.Entry e = directory.entry(descriptor.engineId());
+        InetSocketAddress at = new InetSocketAddress(descriptor.host(), descriptor.port());
+        if (e != null && !e.address().equals(at)) {
+            throw new IllegalArgumentException(what("connect") + "descriptor names engine '" + descriptor.engine() + "' (id "
+                    + descriptor.engineId() + ") at " + at + ", but this job's engine " + descriptor.engineId() + " is '" + e.name()
+                    + "' at " + e.address() + " (a descriptor of another job?)");
+        }
+        if (e == null) {
+            directory.learn(descriptor);
+            e = directory.entry(descriptor.engineId());
+        }
         RemoteEngine r = connect(e, deadline);
         if (r.id() != me.slot()) peers.get(r.id()).remember(descriptor);
         return r;
