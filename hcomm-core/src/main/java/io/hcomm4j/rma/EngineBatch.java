@@ -101,7 +101,9 @@ final class EngineBatch implements TransferBatch {
         }
         engine.ended(this, ids);
         future.complete(this);
-        transport.wakeLocal(); // a waiter blocked in the progress engine looks again (the end may come from another thread)
+        // a waiter blocked in the progress engine looks again (the end may come from another thread); nobody waits for a
+        // blocking transfer whose copies ended it on the caller's own thread, and a wakeup costs the poller a round
+        if (future.awaited) transport.wakeLocal();
     }
 
     @Override
@@ -152,8 +154,13 @@ final class EngineBatch implements TransferBatch {
 
     /** Completes with the batch when it is over; waiting drives the engine's progress, and ends the batch at its deadline. */
     private final class Future extends CommFuture<TransferBatch> implements SharedWait {
+        /** A thread waits (or waited) in the progress engine for this batch: its end must wake it. */
+        volatile boolean awaited;
+
         @Override
         protected boolean awaitUntil(long deadlineNanos) {
+            if (isDone()) return true;
+            awaited = true; // before the engine looks at done(): an end after that look sees it, and wakes the engine
             if (isDone()) return true;
             long until = deadlineNanos - deadline < 0 ? deadlineNanos : deadline;
             if (!transport.await(this, until) && System.nanoTime() - deadline >= 0) timeOut();
