@@ -154,6 +154,36 @@ class TransferEngineTest {
         assertThatThrownBy(() -> a.connect(beyond, T)).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("slots");
     }
 
+    /**
+     * The data connections authenticate like the communicators': an engine of a job with another secret (its own store)
+     * that holds a descriptor is refused in the handshake; one with the secret but of another job (another store, so
+     * another job token) is refused in the hello. The engine they tried still serves its own job.
+     */
+    @Test
+    void enginesOfAnotherSecretOrJobCannotConnect() {
+        TransferEngine a = engine("a", "auto");
+        TransferEngine b = engine("b", "auto");
+        MemorySegment seg = filled(4096, 9);
+        SegmentDescriptor d = b.register(seg, "s");
+        for (String secret : new String[] {"another-secret", "test-secret"}) {
+            try (TcpStoreServer other = TcpStoreServer.start(new InetSocketAddress("127.0.0.1", 0), secret)) {
+                CommConfig c = CommConfig.builder().initMethod("tcp://127.0.0.1:" + other.address().getPort()).secret(secret)
+                        .timeout(Duration.ofSeconds(5)).initTimeout(Duration.ofSeconds(3)).shmDir(shm.path().toString()).build();
+                try (TransferEngine stranger = TransferEngine.start(c)) {
+                    assertThat(stranger.id()).isZero(); // the first engine of its store: b's id is free there
+                    assertThat(stranger.name()).isEqualTo("engine-0");
+                    var thrown = assertThatThrownBy(() -> stranger.connect(d, Duration.ofSeconds(3))).isInstanceOf(HcommException.class);
+                    if (secret.equals("another-secret")) thrown.hasMessageContaining("authentication");
+                    else thrown.isInstanceOf(PeerFailedException.class);
+                }
+            }
+        }
+        RemoteEngine rb = a.connect("b", T);
+        MemorySegment into = arena.allocate(4096);
+        assertThat(a.transfer(rb, List.of(TransferOp.read(into, 0, "s", 0, 4096))).status()).isEqualTo(TransferStatus.COMPLETED);
+        assertThat(Engines.mismatch(into, 0, 4096, 9, 0)).isEqualTo(-1);
+    }
+
     /** Notifications arrive once each, in order per sender; to oneself too. */
     @Test
     void notificationsArriveOnceInOrder() throws Exception {
