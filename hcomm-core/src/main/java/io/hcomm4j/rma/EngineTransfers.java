@@ -63,7 +63,7 @@ final class EngineTransfers {
                 throw new IndexOutOfBoundsException(where(i) + "remoteOffset " + o.remoteOffset() + " + length " + o.length()
                         + " is outside segment '" + o.remoteSegment() + "' of engine '" + peer.handle.name() + "' (" + size + " bytes)");
             }
-            total += o.length();
+            total = Math.addExact(total, o.length());
             if (o.length() > 0) {
                 direct[i] = self ? local(o.remoteSegment(), i) : peer.direct(remote[i], transport);
                 anyDirect |= direct[i] != null;
@@ -95,9 +95,13 @@ final class EngineTransfers {
         if (anyDirect) {
             if (async) {
                 b.add(1);
-                copier.execute(() -> {
-                    if (copy(b, op, direct, self)) b.partDone();
-                });
+                try {
+                    copier.execute(() -> {
+                        if (copy(b, op, direct, self)) b.partDone();
+                    });
+                } catch (java.util.concurrent.RejectedExecutionException e) { // the engine closed meanwhile
+                    b.fail(failure(b, new io.hcomm4j.CommAbortedException("engine '" + engine.name() + "' is closed")));
+                }
             } else if (!copy(b, op, direct, self)) {
                 return b;
             }
