@@ -1,5 +1,5 @@
 /**
- * HComm4J core. Exports the API package only; everything below it (comm, algo, kernel, memory, transport, bootstrap,
+ * HComm4J core. Exports the API package only; everything below it (comm, rma, algo, kernel, memory, transport, bootstrap,
  * security, monitor) is internal. The CLI and the benchmarks, which use some internal packages, run on the class path,
  * where a module declaration does not apply; ClientBoundaryTest holds them to their allow-list instead.
  */
@@ -14,4 +14,6 @@ module io.hcomm4j.core {
 
     uses io.hcomm4j.SessionProvider;
     provides io.hcomm4j.SessionProvider with io.hcomm4j.comm.SessionService;
+    uses io.hcomm4j.TransferProvider;
+    provides io.hcomm4j.TransferProvider with io.hcomm4j.rma.TransferService;
 }

@@ -17,7 +17,11 @@ import io.hcomm4j.ReduceOp;
  * Payloads: PUT and ACC the data; GET an i64 byte count; GET_ACC the operand data; FOP an i64 operand; CAS i64
  * expected, i64 desired; SIGNAL none ({@code offset} is the signal index; it follows the PUT it signals, and frames are
  * applied in order); LOCK none ({@code offset} is the LockType ordinal); UNLOCK and FLUSH none. A REPLY carries the
- * data of a GET or GET_ACC, the i64 old value of a FOP or CAS, nothing for the others.
+ * data of a GET or GET_ACC, the i64 old value of a FOP or CAS, nothing for the others (an ERROR reply to a transfer
+ * engine: the reason, UTF-8).
+ *
+ * <p>Transfer engines ({@link EngineImpl}) use PUT, GET, FLUSH and REPLY with the segment id in place of the window id,
+ * and NOTIFY (no window; payload: a notification).
  */
 final class RmaFrames {
     static final int PUT = 1;
@@ -31,6 +35,8 @@ final class RmaFrames {
     static final int UNLOCK = 9;
     static final int FLUSH = 10;
     static final int REPLY = 11;
+    /** A transfer engine's notification (payload: see EngineTarget); windows never send it. */
+    static final int NOTIFY = 12;
 
     static final int OK = 0;
     static final int BUSY = 1;
@@ -83,6 +89,7 @@ final class RmaFrames {
             case UNLOCK -> "unlock";
             case FLUSH -> "flush";
             case REPLY -> "reply";
+            case NOTIFY -> "notify";
             default -> "kind " + kind;
         };
     }

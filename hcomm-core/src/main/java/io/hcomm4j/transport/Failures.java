@@ -35,6 +35,8 @@ final class Failures {
     /** Another rank declared this one failed (it was silent too long): no more notices or neighbour connections. */
     private volatile boolean declaredFailed;
     private volatile TransportEvents events = TransportEvents.NONE;
+    /** Whether {@link #connectNeighbour} keeps the ring (see {@link PeerTransport#withoutNeighbourRing}). */
+    volatile boolean neighbourRing = true;
 
     Failures(PeerTransport t, int rank, PeerLink[] links, ReentrantLock lock) {
         this.t = t;
@@ -391,7 +393,7 @@ final class Failures {
      * everyone. With two live ranks only the lower one connects.
      */
     void connectNeighbour() {
-        if (!t.heartbeats() || t.isClosing() || declaredFailed || size < 2) return;
+        if (!t.heartbeats() || !neighbourRing || t.isClosing() || declaredFailed || size < 2) return;
         int next = -1;
         int live = 0;
         lock.lock();

@@ -50,8 +50,9 @@ final class FrameReader {
     private final int size;
     private final long unexpectedLimit;
 
-    private final ByteBuffer rx = ByteBuffer.allocateDirect(RX_CAPACITY).order(ByteOrder.LITTLE_ENDIAN);
-    private final MemorySegment rxSeg = MemorySegment.ofBuffer(rx);
+    /** The receive buffer, allocated when the link first connects ({@link #allocate}): an idle link costs no buffer. */
+    private ByteBuffer rx;
+    private MemorySegment rxSeg;
     /** Bytes read from the peer so far: the watchdog's sign of life (written by the poller, read opaquely). */
     private long rxBytes;
     /** Seq of the last header read. */
@@ -110,6 +111,17 @@ final class FrameReader {
         this.rank = host.rank();
         this.size = host.worldSize();
         this.unexpectedLimit = host.unexpectedLimit();
+    }
+
+    /**
+     * Allocates the receive buffer if this link has none yet (its first connection is being installed, under the link's
+     * monitor, before the conduit is read): a transport with many slots that never connect (transfer engines) pays
+     * for the connections it has only.
+     */
+    void allocate() {
+        if (rx != null) return;
+        rx = ByteBuffer.allocateDirect(RX_CAPACITY).order(ByteOrder.LITTLE_ENDIAN);
+        rxSeg = MemorySegment.ofBuffer(rx);
     }
 
     /** Seq of the last frame received completely (any thread). */

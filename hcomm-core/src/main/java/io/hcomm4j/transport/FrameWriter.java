@@ -41,16 +41,16 @@ final class FrameWriter {
 
     private final ArrayDeque<OutFrame> txQueue = new ArrayDeque<>();
     /** Headers of frames held back; never non-empty while txQueue is not empty. */
-    private final ByteBuffer held = ByteBuffer.allocateDirect(MAX_HELD * Frame.HEADER).order(ByteOrder.LITTLE_ENDIAN);
+    private ByteBuffer held;
     /** Whether a thread is handling a batch of received frames and will write {@link #held} at its end. */
     private boolean holding;
     /** The held headers followed by the next frame's header: one write for all of them. */
-    private final ByteBuffer txHeader = ByteBuffer.allocateDirect((MAX_HELD + 1) * Frame.HEADER + INLINE_MAX)
-            .order(ByteOrder.LITTLE_ENDIAN);
-    private final MemorySegment txHeaderSeg = MemorySegment.ofBuffer(txHeader);
+    private ByteBuffer txHeader;
+    private MemorySegment txHeaderSeg;
     private final ByteBuffer[] gather = new ByteBuffer[2];
-    private final ByteBuffer stage = ByteBuffer.allocateDirect(STAGE_CAPACITY);
-    private final MemorySegment stageSeg = MemorySegment.ofBuffer(stage);
+    /** Staging of heap payloads. This and the header buffers are allocated at the first connection ({@link #reset}). */
+    private ByteBuffer stage;
+    private MemorySegment stageSeg;
     private long txSeq;
     private long msgIds;
     /** {@link #txSeq} when the watchdog last looked: unchanged means nothing went out since. */
@@ -72,7 +72,6 @@ final class FrameWriter {
         this.rank = rank;
         this.progress = progress;
         this.lock = lock;
-        stage.limit(0);
     }
 
     /** A frame (or its unwritten rest) waiting for the conduit. */
@@ -94,6 +93,14 @@ final class FrameWriter {
     void reset(long peerUnexpectedLimit, boolean reliable) {
         lock.lock();
         try {
+            if (held == null) {
+                held = ByteBuffer.allocateDirect(MAX_HELD * Frame.HEADER).order(ByteOrder.LITTLE_ENDIAN);
+                txHeader = ByteBuffer.allocateDirect((MAX_HELD + 1) * Frame.HEADER + INLINE_MAX).order(ByteOrder.LITTLE_ENDIAN);
+                txHeaderSeg = MemorySegment.ofBuffer(txHeader);
+                stage = ByteBuffer.allocateDirect(STAGE_CAPACITY);
+                stageSeg = MemorySegment.ofBuffer(stage);
+                stage.limit(0);
+            }
             peerLimit = peerUnexpectedLimit;
             sendCredit = peerUnexpectedLimit;
             log = reliable ? new ResendLog() : null;

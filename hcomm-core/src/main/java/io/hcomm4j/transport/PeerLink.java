@@ -207,6 +207,7 @@ final class PeerLink {
      */
     void install(Conduit channel, long peerUnexpectedLimit, boolean reliable) throws IOException {
         this.reliable = reliable;
+        reader.allocate();
         writer.reset(peerUnexpectedLimit, reliable);
         epoch = 1;
         this.ch = channel;

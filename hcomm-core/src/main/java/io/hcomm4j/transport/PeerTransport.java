@@ -283,6 +283,14 @@ public final class PeerTransport implements AutoCloseable {
     }
 
     /**
+     * Ranks come and go and most slots are empty (a transfer engine's): no ring of neighbour connections, so a failure
+     * reaches only the peers connected to a rank that saw it. Call before {@link #start}.
+     */
+    public void withoutNeighbourRing() {
+        failures.neighbourRing = false;
+    }
+
+    /**
      * A replacement process takes world rank {@code p}'s slot (grow): {@code p} must be known to have failed; its old
      * connection state is dropped, it is live again with incarnation {@code incarnation} (its hellos must carry it), and
      * the next connection to it goes to the address the address book gives now. Messages the old process sent that

@@ -19,8 +19,9 @@ class LayersTest {
             "io.hcomm4j.bootstrap..", "io.hcomm4j.security..", "io.hcomm4j.monitor.."};
 
     /**
-     * API → comm → algo → base. The API package reaches comm only through SessionProvider and ServiceLoader; lower
-     * layers may use the API's value types (DataType, ReduceOp, CommConfig, exceptions), never an upper layer.
+     * API → comm → one-sided (rma: windows and transfer engines) → algo → base. The API package reaches comm and rma only
+     * through SessionProvider, TransferProvider and ServiceLoader; lower layers may use the API's value types (DataType,
+     * ReduceOp, CommConfig, exceptions), never an upper layer.
      */
     @ArchTest
     static final ArchRule layers = layeredArchitecture().consideringOnlyDependenciesInLayers()
