@@ -6,6 +6,7 @@
 #   scripts/example.sh rma-parameter-server [-n N] [OPTIONS]  the same on one-sided windows (RMA)
 #   scripts/example.sh inference [-n N] [OPTIONS]             inference fan-out
 #   scripts/example.sh elastic [-n N] [OPTIONS]               training that loses a rank, shrinks, and grows back
+#   scripts/example.sh kv-cache [-n N] [OPTIONS]              KV-cache hand-off: rank 0 decode, the others prefill engines
 #
 # Each starts a job of N ranks on this machine (default 4) with `hcomm launch`; each rank prints one result line and
 # the job exits non-zero if a rank's check failed.
@@ -19,11 +20,14 @@
 #
 # OPTIONS go to the example: training --steps --batch --lr --loss-bound; parameter-server --servers --rounds --lr;
 # rma-parameter-server --servers --colocated --mode sync|ssp --staleness --steps --lr --jitter-ms; inference --batches;
-# elastic --steps --batch --lr --kill-rank --kill-step --grow-step --loss-bound. JAVA_OPTS adds JVM flags. Builds the
-# project first when a source is newer than the jar.
+# elastic --steps --batch --lr --kill-rank --kill-step --grow-step --loss-bound; kv-cache --requests --blocks
+# --region-mib --kill-prefill --kill-after. JAVA_OPTS adds JVM flags. Builds the project first when a source is newer
+# than the jar.
 #
 # For elastic, each rank plays the orchestrator's part too (as Kubernetes restarts a failed pod): when the rank's JVM
 # is killed (exit code 137), it starts a replacement in its place (--replacement 1), which joins the running job.
+# For kv-cache, a prefill engine whose JVM was killed (--kill-prefill) ends its rank with 0, so the launcher lets the
+# decode engine and the other prefill engines go on (their result lines say whether the hand-off survived it).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
@@ -32,7 +36,7 @@ SELF=$ROOT/scripts/example.sh
 . "$ROOT/scripts/common.sh"
 
 usage() {
-  sed -n '2,26p' "$SELF" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,30p' "$SELF" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -43,8 +47,9 @@ case $1 in
   rma-parameter-server | rma-ps) CLASS=io.hcomm4j.examples.RmaParameterServer ;;
   inference) CLASS=io.hcomm4j.examples.InferenceFanOut ;;
   elastic) CLASS=io.hcomm4j.examples.ElasticTraining ;;
+  kv-cache | kv) CLASS=io.hcomm4j.examples.KvCacheHandoff ;;
   -h | --help) usage ;;
-  *) echo "example.sh: no example '$1' (choose training, parameter-server, rma-parameter-server, inference or elastic)" >&2; exit 2 ;;
+  *) echo "example.sh: no example '$1' (choose training, parameter-server, rma-parameter-server, inference, elastic or kv-cache)" >&2; exit 2 ;;
 esac
 NAME=$1
 shift
@@ -115,6 +120,23 @@ if [ "$NAME" = elastic ]; then
     echo "example.sh: the JVM of rank ${RANK:-${SLURM_PROCID:-?}} was killed; starting a replacement that joins the running job" >&2
     code=0
     run_rank "$@" --replacement 1 2>/dev/null || code=$?
+  fi
+  exit "$code"
+fi
+
+if [ "$NAME" = kv-cache ] || [ "$NAME" = kv ]; then
+  # A prefill engine killed on purpose (SIGKILL: exit code 137) must not make the launcher stop the job: this rank ends
+  # with 0 and the decode engine reports what it saw.
+  exec 3>&2
+  code=0
+  # shellcheck disable=SC2086
+  "$JAVA" --enable-native-access=ALL-UNNAMED --add-modules jdk.incubator.vector -XX:+UseParallelGC ${JAVA_OPTS:-} \
+    -cp "$JAR" "$CLASS" "$@" \
+    2> >(trap '' INT TERM; exec grep -v --line-buffered -x 'WARNING: Using incubator modules: jdk.incubator.vector' >&3) \
+    || code=$?
+  if [ "$code" -eq 137 ]; then
+    echo "example.sh: the JVM of rank ${RANK:-${SLURM_PROCID:-?}} was killed; the decode engine goes on without it" >&2
+    code=0
   fi
   exit "$code"
 fi
