@@ -127,13 +127,16 @@ fi
 if [ "$NAME" = kv-cache ] || [ "$NAME" = kv ]; then
   # A prefill engine killed on purpose (SIGKILL: exit code 137) must not make the launcher stop the job: this rank ends
   # with 0 and the decode engine reports what it saw.
+  # The JVM's stderr goes to fd 3; the shell's own "Killed" report goes nowhere (the example said what it does).
   exec 3>&2
+  run_engine() {
+    # shellcheck disable=SC2086
+    "$JAVA" --enable-native-access=ALL-UNNAMED --add-modules jdk.incubator.vector -XX:+UseParallelGC ${JAVA_OPTS:-} \
+      -cp "$JAR" "$CLASS" "$@" \
+      2> >(trap '' INT TERM; exec grep -v --line-buffered -x 'WARNING: Using incubator modules: jdk.incubator.vector' >&3)
+  }
   code=0
-  # shellcheck disable=SC2086
-  "$JAVA" --enable-native-access=ALL-UNNAMED --add-modules jdk.incubator.vector -XX:+UseParallelGC ${JAVA_OPTS:-} \
-    -cp "$JAR" "$CLASS" "$@" \
-    2> >(trap '' INT TERM; exec grep -v --line-buffered -x 'WARNING: Using incubator modules: jdk.incubator.vector' >&3) \
-    || code=$?
+  run_engine "$@" 2>/dev/null || code=$?
   if [ "$code" -eq 137 ]; then
     echo "example.sh: the JVM of rank ${RANK:-${SLURM_PROCID:-?}} was killed; the decode engine goes on without it" >&2
     code=0

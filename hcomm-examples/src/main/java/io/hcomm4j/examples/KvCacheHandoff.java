@@ -75,7 +75,8 @@ import java.util.concurrent.locks.LockSupport;
  * request's send time to the end of the last check) and the hand-off latency p50/p99: from the prefill's send time to
  * the moment the decode engine drained the request's notification (the KV is in its pool and it knows where).
  * The send times are the prefills' wall clocks ({@link Instant#now()}, microseconds), so the latency is meaningful
- * only between processes of one host (or hosts with well-synchronised clocks). Each prefill prints its own rate
+ * only between processes of one host (or hosts with well-synchronised clocks). On one host a prefill first writes its
+ * whole region once, untimed, to fault in its mapping of the decode pool. Each prefill prints its own rate
  * (requests/s with the fill of the blocks included) and the bandwidth of its WRITE batches alone (issue to
  * completion).
  *
@@ -468,6 +469,16 @@ public final class KvCacheHandoff {
                            Settings s, int id, int rank, Duration timeout) throws Exception {
         int size = s.prefills() + 1;
         String segment = "kv-" + id;
+        if (engine.transportTo(decode).equals("shm")) {
+            // Warm-up, not timed: on one host the prefill writes into its own mapping of the decode pool, and the first
+            // write to each page of a fresh mapping takes a page fault here (slow on some kernels and sandboxes: ~50 us
+            // a page measured on this machine); a serving system faults its peers' pools in at connect, so do we.
+            long chunk = staging[0].byteSize();
+            List<TransferOp> warm = new ArrayList<>();
+            for (long off = 0; off < region; off += chunk) warm.add(TransferOp.write(staging[0], 0, segment, off, Math.min(chunk, region - off)));
+            TransferBatch b = engine.transfer(decode, warm);
+            if (b.status() != TransferStatus.COMPLETED) throw new IllegalStateException("the warm-up WRITE of " + segment + " ended " + b.status(), b.error().orElse(null));
+        }
         Ring ring = new Ring(region);
         AtomicLong writeNanos = new AtomicLong();
         long bytes = 0;

@@ -25,7 +25,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  */
 @Timeout(200)
 class KvCacheHandoffTest {
-    private static final int REQUESTS = 12;
+    private static final int REQUESTS = 8;
     private static final Pattern DECODE = Pattern.compile("2 prefills, (\\d+) requests \\((\\d+) from the live prefills\\), (\\d+) blocks"
             + " of (.+) to (.+), ([\\d.]+) MB checked byte for byte via (shm|tcp); ([\\d.]+) requests/s, ([\\d.]+) GB/s;"
             + " hand-off latency p50 ([\\d.]+) ms, p99 ([\\d.]+) ms(?:; prefill (\\d+) killed after (\\d+) of (\\d+) requests \\((\\d+) checked\\))?");
@@ -88,10 +88,10 @@ class KvCacheHandoffTest {
 
     @Test
     void aPrefillKilledMidwayLeavesTheDecodeEngineServingTheOther() throws Exception {
-        List<Outcome> outcomes = job(Map.of(), "--requests", String.valueOf(REQUESTS), "--kill-prefill", "1", "--kill-after", "4");
+        List<Outcome> outcomes = job(Map.of(), "--requests", String.valueOf(REQUESTS), "--kill-prefill", "1", "--kill-after", "3");
         Outcome killed = outcomes.get(2);
         assertThat(killed.exitCode()).as(killed.output()).isEqualTo(137);
-        assertThat(killed.output()).contains("4 requests consumed, request 4 on its way: killing this process with SIGKILL");
+        assertThat(killed.output()).contains("3 requests consumed, request 3 on its way: killing this process with SIGKILL");
         assertThat(ExamplesTest.resultLines(killed)).isEmpty();
         List<Result> results = new ArrayList<>();
         for (Outcome o : outcomes.subList(0, 2)) {
@@ -103,12 +103,12 @@ class KvCacheHandoffTest {
         }
         Matcher d = DECODE.matcher(results.get(0).detail());
         assertThat(d.matches()).as(results.get(0).detail()).isTrue();
-        assertThat(Integer.parseInt(d.group(1))).isEqualTo(REQUESTS + 4);
+        assertThat(Integer.parseInt(d.group(1))).isEqualTo(REQUESTS + 3);
         assertThat(Integer.parseInt(d.group(2))).isEqualTo(REQUESTS);
         assertThat(d.group(12)).isEqualTo("1");
-        assertThat(d.group(13)).isEqualTo("4");
+        assertThat(d.group(13)).isEqualTo("3");
         assertThat(d.group(14)).isEqualTo(String.valueOf(REQUESTS));
-        assertThat(d.group(15)).isEqualTo("4");
+        assertThat(d.group(15)).isEqualTo("3");
         Matcher p = PREFILL.matcher(results.get(1).detail());
         assertThat(p.matches()).as(results.get(1).detail()).isTrue();
         assertThat(p.group(8)).isEqualTo(String.valueOf(REQUESTS));
