@@ -4,8 +4,6 @@ import io.hcomm4j.HcommException;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
-import java.lang.invoke.VarHandle;
 import io.hcomm4j.memory.SharedFiles;
 import java.nio.file.Path;
 
@@ -16,7 +14,6 @@ import java.nio.file.Path;
  */
 final class PeerFiles {
     static final int FILES_PER_PEER = 64;
-    private static final VarHandle INT = ValueLayout.JAVA_INT.varHandle();
 
     private final Path dir;
     private final int rank;
@@ -79,12 +76,9 @@ final class PeerFiles {
         return seg;
     }
 
-    /**
-     * Touches every page of a fresh mapping so no op pays page faults later. An atomic add of 0 makes each page
-     * writable here without racing the peer's own stores (a plain read-then-write could undo one of them).
-     */
+    /** Touches every page of a fresh mapping so no op pays page faults later ({@link SharedFiles#prefault}). */
     private static void prefault(MemorySegment seg) {
-        for (long o = 0; o < seg.byteSize(); o += 4096) INT.getAndAdd(seg, o, 0);
+        SharedFiles.prefault(seg);
     }
 
     /** Unmaps every file (an op still running on another thread then fails, never crashes). */

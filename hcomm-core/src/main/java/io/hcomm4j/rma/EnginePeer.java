@@ -79,6 +79,7 @@ final class EnginePeer implements AutoCloseable {
         String name = prefix + d.fileSequence();
         try {
             file = SharedFiles.mapPeerFile(dir, name, mapped);
+            SharedFiles.prefault(file); // once here, not in the first transfers' time
         } catch (IOException | RuntimeException e) {
             // its progress engine still serves the segment: slower, not wrong
             LOG.warn("cannot map segment '{}' of engine '{}' ({}): {}; reaching it through its progress engine",

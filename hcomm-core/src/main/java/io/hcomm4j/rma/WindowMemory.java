@@ -168,7 +168,9 @@ final class WindowMemory implements AutoCloseable {
             if (prefix == null) return null;
             name = prefix + seq;
             MemorySegment file = SharedFiles.mapPeerFile(group.shmDir(), name, mapped);
-            return file.asSlice(offset, bytes);
+            MemorySegment slice = file.asSlice(offset, bytes);
+            SharedFiles.prefault(slice); // at creation, not in the first ops' time
+            return slice;
         } catch (IOException | RuntimeException e) {
             // the progress engine of rank r still reaches it: slower, not wrong
             LOG.warn("rank {}: cannot map the window {} of rank {} ({}): {}; reaching it through its progress engine",
