@@ -47,6 +47,7 @@ public final class ElementCombine {
         };
     }
 
+    // float and double each their own copy, like the kernels' per-type repetition: one generic version would box
     private static float real(ReduceOp op, float a, float b) {
         return switch (op) {
             case SUM -> a + b;
