@@ -80,9 +80,10 @@ class TransferPerfCliTest {
     @Test
     void writeAndReadBatchesAreCheckedOnOneHostAndOverTcp(@TempDir Path dir) throws Exception {
         for (String transport : new String[] {"auto", "tcp"}) {
-            // op sizes 3000 B (not a multiple of anything) and 4.8 MB (over TCP: PUTs/GETs of 4 MiB + a rest), 5 ops a batch
+            // op sizes 3000 B (not a multiple of anything) and 4.8 MB (over TCP: PUTs/GETs of 4 MiB + a rest), 5 ops a batch;
+            // the initiator's buffer in its engine's pool on one host, a Java array over TCP
             List<Row> rows = run(dir, transport, "-b", "3000", "-e", "5000000", "-f", "1600", "--batch", "5", "--iters", "5",
-                    "--warmup", "1");
+                    "--warmup", "1", "--mem", transport.equals("tcp") ? "heap" : "pool");
             String algo = transport.equals("tcp") ? "engine-tcp" : "engine-shm";
             assertThat(rows).extracting(Row::op)
                     .containsExactly("transfer_write", "transfer_read", "transfer_write", "transfer_read");
