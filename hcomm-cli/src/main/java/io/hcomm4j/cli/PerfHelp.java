@@ -106,8 +106,9 @@ final class PerfHelp implements IModelTransformer {
         "    into / out of the target's mapped pool, no message) or engine-tcp",
         "    (HCOMM_TRANSPORT=tcp or another host: PUT/GET frames served by",
         "    the target's progress engine). --mem: the initiator's buffer.",
-        "  --check: every byte of one more batch, at the target (write, into",
-        "    zeroed memory) or at the initiator (read); #wrong = wrong bytes.",
+        "  --check: every byte of one more batch per row, at the target (write,",
+        "    into zeroed memory) or at the initiator (read), once every row is",
+        "    timed; #wrong = wrong bytes.",
         "GB/s = 1e9 bytes/s.",
         "",
     };
