@@ -41,7 +41,7 @@ final class PerfCommand implements Callable<Integer> {
     /** Every op {@code hcomm perf} measures. */
     static final List<String> OPS = List.of("p2p", "allreduce", "broadcast", "reduce", "allgather", "reducescatter",
             "gather", "scatter", "alltoall", "sendrecv", "allgatherv", "gatherv", "scatterv", "alltoallv",
-            "put", "get", "accumulate", "fetch_and_op", "counter");
+            "put", "get", "accumulate", "fetch_and_op", "counter", "transfer");
 
     /** The variable that forces a collective's algorithm: {@code HCOMM_ALGO=allreduce=ring}. */
     static final String ALGO_ENV = "HCOMM_ALGO";
@@ -100,7 +100,8 @@ final class PerfCommand implements Callable<Integer> {
 
     @Parameters(index = "0", paramLabel = "OP", description = "The op: p2p, allreduce, broadcast, reduce, allgather,"
             + " reducescatter, gather, scatter, alltoall, sendrecv, or a V form: allgatherv, gatherv, scatterv, alltoallv"
-            + " (equal counts, displacements at the blocks, as OSU's), or one-sided: put, get, accumulate, fetch_and_op, counter.")
+            + " (equal counts, displacements at the blocks, as OSU's), or one-sided: put, get, accumulate, fetch_and_op, counter,"
+            + " transfer (TransferEngine batches).")
     String op;
 
     @Option(names = "-n", paramLabel = "N", defaultValue = "2",
@@ -136,7 +137,8 @@ final class PerfCommand implements Callable<Integer> {
             description = {"Collectives: forces the library's algorithm for the op: the ranks get"
                     + " HCOMM_ALGO=<op>=<ALGO> (e.g. allreduce=ring; init fails on a name the library does not know)."
                     + " Default: the library chooses (algo column: auto, or what HCOMM_ALGO already forces).",
-                "p2p: pingpong or stream only (default: both for a sweep, the default sizes otherwise)."})
+                "p2p: pingpong or stream only (default: both for a sweep, the default sizes otherwise).",
+                "transfer: write or read only (default: both)."})
     String algo;
 
     @Option(names = "--iters", paramLabel = "N",
@@ -162,6 +164,10 @@ final class PerfCommand implements Callable<Integer> {
             description = "One-sided ops: alloc (default; allocateWindow: pool memory, which same-host origins map) or create"
                     + " (createWindow over Arena.ofShared() memory: every access through the target's progress engine).")
     RmaBench.WindowKind window = RmaBench.WindowKind.ALLOC;
+
+    @Option(names = "--batch", paramLabel = "N", description = "transfer: ops per batch (default: 64; -b/-e: bytes per op,"
+            + " default 1 MiB).")
+    Integer batch;
 
     @Option(names = "--in-place", description = "allreduce: the receive buffer is the send buffer (each call's output is"
             + " the next one's input, as nccl-tests' in-place column); the default is out of place.")
@@ -193,12 +199,16 @@ final class PerfCommand implements Callable<Integer> {
         List<P2pTest> p2p = null;
         List<CollectiveBench.Test> plan = null;
         List<RmaBench.Test> rma = null;
+        List<TransferBench.Test> xfer = null;
         try {
+            if (batch != null && !op.equals("transfer")) throw new IllegalArgumentException("--batch applies to transfer only, not to " + op);
             if (window != RmaBench.WindowKind.ALLOC && rmaOp == null) {
                 throw new IllegalArgumentException("--window applies to the one-sided ops only, not to " + op);
             }
             if (coll == null && inPlace) throw new IllegalArgumentException("--in-place applies to allreduce only, not to " + op);
-            if (rmaOp != null) {
+            if (op.equals("transfer")) {
+                xfer = TransferBench.plan(algo, minBytes, maxBytes, factor, batch, iters, warmup);
+            } else if (rmaOp != null) {
                 if (algo != null) throw new IllegalArgumentException("--algo does not apply to " + op + " (--window and"
                         + " HCOMM_TRANSPORT choose its path)");
                 rma = RmaBench.plan(rmaOp, minBytes, maxBytes, factor, iters, warmup);
@@ -224,7 +234,7 @@ final class PerfCommand implements Callable<Integer> {
             parent.err.println("hcomm perf: " + tooFew + " (this job has " + n + ")");
             return 2;
         }
-        if (job.isPresent()) return runAsRank(coll, p2p, plan, rma);
+        if (job.isPresent()) return runAsRank(coll, p2p, plan, rma, xfer);
         LocalLauncher launcher = new LocalLauncher("hcomm perf", parent.out, parent.err).rank0StdoutRaw(true).cpuBind(cpuBind);
         if (coll != null && algo != null) launcher.environment(Map.of(ALGO_ENV, coll.cliName() + "=" + algo));
         return launcher.runJava(ranks, HcommCli.class.getName(), rankArgs());
@@ -232,7 +242,7 @@ final class PerfCommand implements Callable<Integer> {
 
     /** The collective {@link #op} names, or empty for p2p and the one-sided ops; a usage error for an unknown op. */
     private Optional<Coll> collective() {
-        if (op.equals("p2p") || RmaBench.Op.of(op).isPresent()) return Optional.empty();
+        if (op.equals("p2p") || op.equals("transfer") || RmaBench.Op.of(op).isPresent()) return Optional.empty();
         return Optional.of(Coll.of(op).orElseThrow(() -> new ParameterException(spec.commandLine(),
                 "Unknown op '" + op + "': one of " + String.join(", ", OPS))));
     }
@@ -277,8 +287,9 @@ final class PerfCommand implements Callable<Integer> {
         if (inPlace) args.add("--in-place");
         if (timing != CollectiveBench.Timing.MEAN) args.addAll(List.of("--timing", timing.name().toLowerCase(Locale.ROOT)));
         if (mem != CollectiveBench.Mem.NATIVE) args.addAll(List.of("--mem", mem.name().toLowerCase(Locale.ROOT)));
+        if (batch != null) args.addAll(List.of("--batch", Integer.toString(batch)));
         if (window != RmaBench.WindowKind.ALLOC) args.addAll(List.of("--window", window.name().toLowerCase(Locale.ROOT)));
-        if (!op.equals("p2p") && RmaBench.Op.of(op).isEmpty()) {
+        if (!op.equals("p2p") && !op.equals("transfer") && RmaBench.Op.of(op).isEmpty()) {
             args.addAll(List.of("--dtype", typeName(dtype), "--op", opName(redop), "--root", Integer.toString(root)));
         }
         if (plot != null) args.addAll(List.of("--plot", plot.toAbsolutePath().toString()));
@@ -391,14 +402,17 @@ final class PerfCommand implements Callable<Integer> {
     }
 
     /** Runs the plan as this process's rank of the job; rank 0 prints. */
-    private int runAsRank(Coll coll, List<P2pTest> p2p, List<CollectiveBench.Test> plan, List<RmaBench.Test> rma) {
+    private int runAsRank(Coll coll, List<P2pTest> p2p, List<CollectiveBench.Test> plan, List<RmaBench.Test> rma,
+                          List<TransferBench.Test> xfer) {
         // Inside a job this process cannot change its own environment: the property form of HCOMM_ALGO forces the
         // algorithm the same way (a rank started by this command's launcher has both, with the same value).
         if (coll != null && algo != null) System.setProperty(ALGO_PROPERTY, coll.cliName() + "=" + algo);
         try (Hcomm hcomm = Hcomm.init()) {
             Communicator comm = hcomm.world();
             PerfReport report = comm.rank() == 0 ? new PerfReport(format, parent.out) : null;
-            List<PerfReport.Row> rows = rma != null
+            List<PerfReport.Row> rows = xfer != null
+                    ? TransferBench.run(comm, xfer, mem, check, warmup == null, r -> "hcomm-perf-rank-" + r, report, parent.err)
+                    : rma != null
                     ? RmaBench.run(comm, rma, window, mem, check, warmup == null, hcomm::transportTo, report, parent.err)
                     : coll == null
                     ? runP2p(comm, p2p, report)
@@ -411,7 +425,7 @@ final class PerfCommand implements Callable<Integer> {
             if (via != null) parent.err.println("# transport to rank 1: " + via + " (HCOMM_TRANSPORT)");
             if (plot != null) {
                 try {
-                    PerfPlot.write(plot, rma != null ? "hcomm perf " + op + ", " + comm.size() + " ranks, " + rows.getFirst().algo()
+                    PerfPlot.write(plot, rma != null || xfer != null ? "hcomm perf " + op + ", " + comm.size() + " ranks, " + rows.getFirst().algo()
                             : plotTitle(coll, comm.size()), rows);
                 } catch (IOException | RuntimeException e) {
                     parent.err.println("hcomm perf: cannot write the plot " + plot + ": " + e);
@@ -420,7 +434,7 @@ final class PerfCommand implements Callable<Integer> {
             }
             long wrong = rows.stream().mapToLong(r -> Math.max(0, r.wrong())).sum();
             if (wrong > 0) {
-                parent.err.println("hcomm perf: the check found " + wrong + (p2p != null ? " wrong bytes" : " wrong elements"));
+                parent.err.println("hcomm perf: the check found " + wrong + (p2p != null || xfer != null ? " wrong bytes" : " wrong elements"));
                 return 1;
             }
             return 0;
