@@ -30,12 +30,13 @@ public final class RmaWorker {
             Communicator comm = hcomm.world();
             int rank = comm.rank();
             create = args[0].equals("create");
+            boolean tcp = "tcp".equals(System.getenv("HCOMM_TRANSPORT"));
             for (int i = 1; i < args.length; i++) {
                 String scenario = args[i];
                 long t0 = System.nanoTime();
                 switch (scenario) {
-                    // the 4 x 100 000 on the direct (alloc) path and over TCP; through the rings 4 x 20 000
-                    case "counter" -> counter(comm, create ? 20_000 : 100_000);
+                    // the 4 x 100 000 on the direct (alloc) path and over TCP (64 in flight); through the rings 4 x 20 000
+                    case "counter" -> counter(comm, create ? 20_000 : 100_000, tcp ? 64 : create ? 16 : 1);
                     case "spinlock" -> spinLock(comm, 300);
                     case "fence" -> randomUnderFence(comm, 40);
                     case "locks" -> randomUnderLocks(comm, 40);
@@ -60,21 +61,39 @@ public final class RmaWorker {
         return comm.createWindow(arena.allocate(Math.max(bytes, 8), 8).asSlice(0, bytes).fill((byte) 0));
     }
 
-    /** Every rank adds 1 to rank 0's counter n times; it ends at exactly size * n. */
-    static void counter(Communicator comm, int n) {
+    /**
+     * Every rank adds 1 to rank 0's counter n times, with up to {@code depth} fetchAndOps in flight; the counter ends at
+     * exactly size * n, and the old values the ops return, over all ranks, are 0 .. size * n - 1 each exactly once (no
+     * two ops saw the same value: each was atomic). Over TCP the ops are pipelined so that the issue's 4 x 100 000 takes
+     * seconds on a loaded machine, not minutes of round trips.
+     */
+    static void counter(Communicator comm, int n, int depth) {
         try (Window w = window(comm, 64)) {
+            long[] seen = new long[n];
+            @SuppressWarnings("unchecked")
+            io.hcomm4j.CommFuture<Long>[] inFlight = new io.hcomm4j.CommFuture[depth];
             w.lockAll();
-            long maxSeen = -1;
             for (int i = 0; i < n; i++) {
-                long old = w.fetchAndOp(1, 0, 8, DataType.INT64, ReduceOp.SUM);
-                if (old <= maxSeen && comm.size() == 1) throw new AssertionError("counter went back");
-                maxSeen = Math.max(maxSeen, old);
+                int slot = i % depth;
+                if (i >= depth) seen[i - depth] = inFlight[slot].await();
+                inFlight[slot] = w.fetchAndOpAsync(1, 0, 8, DataType.INT64, ReduceOp.SUM);
             }
+            for (int i = Math.max(0, n - depth); i < n; i++) seen[i] = inFlight[i % depth].await();
             w.unlockAll();
             w.fence();
             long total = w.fetchAndOp(0, 0, 8, DataType.INT64, ReduceOp.NO_OP);
-            expect(total == (long) comm.size() * n, "counter is " + total + ", expected " + (long) comm.size() * n);
+            long expected = (long) comm.size() * n;
+            expect(total == expected, "counter is " + total + ", expected " + expected);
             if (comm.rank() == 0) expect(w.segment().get(LONG, 8) == total, "rank 0's own view differs");
+            long[] all = new long[(int) expected];
+            comm.allGather(MemorySegment.ofArray(seen), MemorySegment.ofArray(all), n, DataType.INT64);
+            java.util.BitSet hit = new java.util.BitSet((int) expected);
+            for (int i = 0; i < all.length; i++) {
+                long v = all[i];
+                expect(v >= 0 && v < expected, "rank " + i / n + "'s op " + i % n + " returned " + v + ", outside [0, " + expected + ")");
+                expect(!hit.get((int) v), "old value " + v + " was returned twice (second time to rank " + i / n + ", op " + i % n + ")");
+                hit.set((int) v);
+            }
         }
     }
 
