@@ -52,33 +52,40 @@ final class RemoteOps {
     }
 
     CommFuture<Void> put(int t, MemorySegment origin, long offset, int signal) {
+        return write(t, origin, offset, RmaFrames.PUT, CHUNK, signal);
+    }
+
+    CommFuture<Void> accumulate(int t, MemorySegment origin, long offset, DataType type, ReduceOp op) {
+        return write(t, origin, offset, RmaFrames.flags(RmaFrames.ACC, type, op), ACC_CHUNK - ACC_CHUNK % type.byteSize(), -1);
+    }
+
+    /**
+     * A put or accumulate, in chunks. When nothing is unanswered or due from {@code t} (the first such op since a flush,
+     * or the op of a put-then-flush loop), its last chunk asks for an answer: a flush right after it waits for that
+     * answer instead of a FLUSH round trip of its own, so the op and its flush cost one round trip and one frame each
+     * way. Later ones in a stream go unanswered (at most one answer per round trip, not one per op) and leave the link
+     * dirty: their flush sends a FLUSH. Frames are applied in order, so the answer to the last chunk covers the op.
+     */
+    private CommFuture<Void> write(int t, MemorySegment origin, long offset, int flags, long chunk, int signal) {
         int world = w.world(t);
+        boolean answer = signal < 0 && !dirty[t] && answerDue(t) == null;
         long n = origin.byteSize();
         SendRequest last = null;
-        for (long c = 0; c < n || (n == 0 && c == 0); c += CHUNK) {
-            long len = Math.min(CHUNK, n - c);
-            last = transport.sendRma(world, RmaFrames.PUT, w.id, 0, offset + c, len == n ? origin : origin.asSlice(c, len));
+        for (long c = 0; c < n || (n == 0 && c == 0); c += chunk) {
+            long len = Math.min(chunk, n - c);
+            MemorySegment part = len == n ? origin : origin.asSlice(c, len);
+            if (answer && c + len >= n) {
+                RmaFuture<Object> f = future(t, RmaFrames.kindName(RmaFrames.kind(flags)) + " to rank " + t + " at offset " + offset);
+                last = request(t, new Pending(RmaFrames.kind(flags), world, f, null, false, new int[] {1}, new int[1]),
+                        flags | RmaFrames.ANSWER, offset + c, part);
+            } else {
+                last = transport.sendRma(world, flags, w.id, 0, offset + c, part);
+            }
             if (n == 0) break;
         }
         if (signal >= 0) last = transport.sendRma(world, RmaFrames.SIGNAL, w.id, 0, signal, null);
         lastSend[t] = last;
-        dirty[t] = true;
-        return last;
-    }
-
-    CommFuture<Void> accumulate(int t, MemorySegment origin, long offset, DataType type, ReduceOp op) {
-        int world = w.world(t);
-        int flags = RmaFrames.flags(RmaFrames.ACC, type, op);
-        long n = origin.byteSize();
-        long chunk = ACC_CHUNK - ACC_CHUNK % type.byteSize();
-        SendRequest last = null;
-        for (long c = 0; c < n || (n == 0 && c == 0); c += chunk) {
-            long len = Math.min(chunk, n - c);
-            last = transport.sendRma(world, flags, w.id, 0, offset + c, len == n ? origin : origin.asSlice(c, len));
-            if (n == 0) break;
-        }
-        lastSend[t] = last;
-        dirty[t] = true;
+        if (!answer) dirty[t] = true;
         return last;
     }
 
@@ -146,7 +153,7 @@ final class RemoteOps {
         if (s != null) s.await();
     }
 
-    private void request(int t, Pending p, int flags, long offset, MemorySegment payload) {
+    private SendRequest request(int t, Pending p, int flags, long offset, MemorySegment payload) {
         int opId = service.expect(p);
         SendRequest s = transport.sendRma(p.target, flags, w.id, opId, offset, payload);
         lastSend[t] = s;
@@ -158,6 +165,7 @@ final class RemoteOps {
                 if (e != null) failed(opId, p, s);
             });
         }
+        return s;
     }
 
     private void failed(int opId, Pending p, SendRequest s) {

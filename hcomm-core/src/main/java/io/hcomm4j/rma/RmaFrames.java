@@ -11,7 +11,9 @@ import io.hcomm4j.ReduceOp;
  * bits  0-7   kind (below)
  * bits  8-15  DataType ordinal (ACC, GET_ACC, FOP, CAS)
  * bits 16-23  ReduceOp ordinal (ACC, GET_ACC, FOP)
- * bits 24-31  status of a REPLY: OK, BUSY (a lock not granted now), ERROR
+ * bits 24-29  status of a REPLY: OK, BUSY (a lock not granted now), ERROR
+ * bit  30     ANSWER: a PUT or ACC whose origin waits for a REPLY (OK, or ERROR if this or an earlier unanswered
+ *             request of that origin was refused)
  * </pre>
  *
  * Payloads: PUT and ACC the data; GET an i64 byte count; GET_ACC the operand data; FOP an i64 operand; CAS i64
@@ -38,6 +40,9 @@ final class RmaFrames {
     /** A transfer engine's notification (payload: see EngineTarget); windows never send it. */
     static final int NOTIFY = 12;
 
+    /** Flag of a PUT or ACC that wants a REPLY once applied (see {@code RemoteOps.put}). */
+    static final int ANSWER = 1 << 30;
+
     static final int OK = 0;
     static final int BUSY = 1;
     static final int ERROR = 2;
@@ -61,7 +66,7 @@ final class RmaFrames {
     }
 
     static int status(int flags) {
-        return flags >>> 24;
+        return (flags >>> 24) & 0x3F;
     }
 
     /** The frame's DataType, or null if the bits name none. */

@@ -126,7 +126,7 @@ public final class RmaService implements RmaHandler {
         if (w == null) {
             LOG.debug("rank {}: {} from rank {} for window {} that is not open here", worldRank, RmaFrames.kindName(kind), peer,
                     Long.toHexString(windowId));
-            if (TargetOps.answers(kind)) transport.sendRma(peer, RmaFrames.reply(RmaFrames.ERROR), windowId, opId, 0, null);
+            if (TargetOps.answers(flags)) transport.sendRma(peer, RmaFrames.reply(RmaFrames.ERROR), windowId, opId, 0, null);
             return;
         }
         try {
@@ -135,7 +135,7 @@ public final class RmaService implements RmaHandler {
             // a request this rank cannot apply harms neither this rank nor the link: the origin learns it
             LOG.warn("rank {}: refused {} from rank {}: {}", worldRank, RmaFrames.kindName(kind), peer, e.getMessage());
             w.refused(peer, e.getMessage());
-            if (TargetOps.answers(kind)) transport.sendRma(peer, RmaFrames.reply(RmaFrames.ERROR), windowId, opId, 0, null);
+            if (TargetOps.answers(flags)) transport.sendRma(peer, RmaFrames.reply(RmaFrames.ERROR), windowId, opId, 0, null);
         }
     }
 

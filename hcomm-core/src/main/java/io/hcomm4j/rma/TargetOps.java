@@ -16,9 +16,10 @@ final class TargetOps {
     private TargetOps() {
     }
 
-    /** True for the kinds whose origin waits for a REPLY. */
-    static boolean answers(int kind) {
-        return switch (kind) {
+    /** True for the requests whose origin waits for a REPLY. */
+    static boolean answers(int flags) {
+        if ((flags & RmaFrames.ANSWER) != 0) return true;
+        return switch (RmaFrames.kind(flags)) {
             case RmaFrames.GET, RmaFrames.GET_ACC, RmaFrames.FOP, RmaFrames.CAS, RmaFrames.LOCK, RmaFrames.UNLOCK,
                  RmaFrames.FLUSH -> true;
             default -> false;
@@ -28,7 +29,9 @@ final class TargetOps {
     static void apply(WindowImpl w, int peer, int flags, int opId, long offset, MemorySegment payload) {
         int kind = RmaFrames.kind(flags);
         switch (kind) {
-            case RmaFrames.PUT -> { } // the payload was read straight into the window
+            case RmaFrames.PUT -> { // the payload was read straight into the window
+                if ((flags & RmaFrames.ANSWER) != 0) reply(w, peer, opId, w.takeRefused(peer) ? RmaFrames.ERROR : RmaFrames.OK, null);
+            }
             case RmaFrames.GET -> {
                 long length = payload.get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
                 range(w, offset, length);
@@ -43,6 +46,7 @@ final class TargetOps {
                 MemorySegment old = kind == RmaFrames.GET_ACC ? MemorySegment.ofArray(new byte[(int) length]) : null;
                 ElementAtomics.accumulate(w.localView, offset, payload, 0, length / type.byteSize(), type, op, old, 0);
                 if (old != null) reply(w, peer, opId, RmaFrames.OK, old);
+                else if ((flags & RmaFrames.ANSWER) != 0) reply(w, peer, opId, w.takeRefused(peer) ? RmaFrames.ERROR : RmaFrames.OK, null);
             }
             case RmaFrames.FOP, RmaFrames.CAS -> {
                 DataType type = type(flags);
