@@ -24,6 +24,26 @@ public interface Memory {
      */
     RegisteredBuffer allocate(DataType type, long count);
 
+    /**
+     * A new {@link java.lang.foreign.Arena} that allocates from this pool: code that takes an arena (or a
+     * {@link java.lang.foreign.SegmentAllocator}) gets registered memory, and with it the same-host zero-copy paths,
+     * without handling buffers. Its segments are zeroed, aligned as asked, usable from any thread, and have the arena's
+     * own scope: {@code close()} invalidates them all (a later access throws {@link IllegalStateException}) and gives
+     * their memory back to the pool. Requests of 64 KiB and more get a pool buffer each; smaller ones share 256 KiB
+     * buffers. Allocating and closing are thread-safe.
+     *
+     * <pre>{@code
+     * try (Arena arena = comm.memory().arena()) {
+     *     MemorySegment grads = arena.allocate(ValueLayout.JAVA_FLOAT, n);
+     *     comm.allReduce(grads, grads, n, DataType.FLOAT32, ReduceOp.SUM);   // in shared memory, no staging copy
+     * }
+     * }</pre>
+     *
+     * <p>An allocation throws what {@link #allocate(long)} throws ({@link MemoryLimitException} past
+     * {@code HCOMM_MEM_POOL_MAX}, {@link IllegalStateException} once the pool or the arena is closed).
+     */
+    java.lang.foreign.Arena arena();
+
     /** The pool's accounting now. */
     MemoryStats stats();
 

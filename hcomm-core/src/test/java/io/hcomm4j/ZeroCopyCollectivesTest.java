@@ -32,13 +32,16 @@ public class ZeroCopyCollectivesTest {
     static final long[] COUNTS = {0, 1, 2, 3, 13, 97, 1009, 4099, 20_011, 100_003};
 
     /** Where a rank's buffers of one op come from. */
-    enum Mem { POOL, NATIVE, HEAP }
+    /** Where a rank's buffers of one op come from: pool buffers, the pool's arena, a plain native arena, the heap. */
+    enum Mem { POOL, POOL_ARENA, NATIVE, HEAP }
 
     /** The buffers of one op: pooled ones are closed (back to the pool) at the end. */
     static final class Bufs implements AutoCloseable {
         final Communicator c;
         final Arena arena;
         final List<RegisteredBuffer> open = new ArrayList<>();
+        /** {@code c.memory().arena()}, made at the first POOL_ARENA buffer. */
+        Arena poolArena;
 
         Bufs(Communicator c, Arena arena) {
             this.c = c;
@@ -53,6 +56,10 @@ public class ZeroCopyCollectivesTest {
                     open.add(buf);
                     yield buf.segment();
                 }
+                case POOL_ARENA -> {
+                    if (poolArena == null) poolArena = c.memory().arena();
+                    yield poolArena.allocate(b, 8);
+                }
                 case NATIVE -> arena.allocate(b, 8);
                 case HEAP -> MemorySegment.ofArray(new long[(int) ((b + 7) / 8)]);
             };
@@ -62,6 +69,8 @@ public class ZeroCopyCollectivesTest {
         public void close() {
             for (RegisteredBuffer b : open) b.close();
             open.clear();
+            if (poolArena != null) poolArena.close();
+            poolArena = null;
         }
     }
 
@@ -150,11 +159,13 @@ public class ZeroCopyCollectivesTest {
         static Choice draw(Random rnd, int n) {
             int x = rnd.nextInt(8);
             int who = rnd.nextInt(n);
-            if (x < 6) return new Choice(-1, Mem.POOL);
+            if (x < 4) return new Choice(-1, Mem.POOL);
+            if (x < 6) return new Choice(-1, Mem.POOL_ARENA); // every rank: registered memory through an Arena
             return new Choice(who, x == 6 ? Mem.NATIVE : Mem.HEAP);
         }
 
         Mem of(int rank) {
+            if (who < 0) return mem;
             return rank == who ? mem : Mem.POOL;
         }
     }

@@ -67,8 +67,9 @@ public final class DemoRank {
         int size = comm.size();
         say("communicator: world rank %d of %d", rank, size);
 
-        // 3. send and receive buffers, off-heap. A shared arena: the stream's ops run on the library's threads.
-        Arena arena = Arena.ofShared();
+        // 3. send and receive buffers, off-heap, from the session's registered pool through an Arena (usable from the
+        // library's threads, and same-host peers can read them in place)
+        Arena arena = comm.memory().arena();
         MemorySegment sendBuf = arena.allocate(JAVA_INT, COUNT);
         MemorySegment recvBuf = arena.allocate(JAVA_INT, COUNT);
         for (int i = 0; i < COUNT; i++) sendBuf.setAtIndex(JAVA_INT, i, value(rank, i));

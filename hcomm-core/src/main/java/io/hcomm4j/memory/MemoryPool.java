@@ -194,6 +194,13 @@ public final class MemoryPool implements Memory, AutoCloseable {
         return allocate(bytes);
     }
 
+    /** A new arena that allocates from this pool (see {@link Memory#arena()}). */
+    @Override
+    public Arena arena() {
+        if (closed) throw closedError();
+        return new PoolArena(this);
+    }
+
     /** The pool's accounting now. */
     @Override
     public MemoryStats stats() {
