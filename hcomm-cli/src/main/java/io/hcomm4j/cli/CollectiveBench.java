@@ -314,7 +314,7 @@ final class CollectiveBench {
     }
 
     /** The buffers of one test on this rank, the blocking call and its check. */
-    private static final class Call implements AutoCloseable {
+    static final class Call implements AutoCloseable {
         final java.util.List<io.hcomm4j.RegisteredBuffer> pooled = new java.util.ArrayList<>();
         final Communicator comm;
         final Test t;

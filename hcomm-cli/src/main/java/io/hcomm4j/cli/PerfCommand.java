@@ -180,6 +180,11 @@ final class PerfCommand implements Callable<Integer> {
                     + " call, each call timed, the slowest rank's time per call, median over calls).")
     CollectiveBench.Timing timing = CollectiveBench.Timing.MEAN;
 
+    @Option(names = "--cold", description = "Collectives: the first --iters calls (default 1000) of a job that ran nothing"
+            + " before, each timed, then the same calls in steady state; fresh JVMs for every size (default sizes 4K, 64K,"
+            + " 1M). See --help's notes.")
+    boolean cold;
+
     @Option(names = "--format", paramLabel = "FORMAT", defaultValue = "table",
             description = "table or csv (default: ${DEFAULT-VALUE}); csv columns: " + PerfReport.CSV_HEADER)
     PerfReport.Format format;
@@ -206,6 +211,7 @@ final class PerfCommand implements Callable<Integer> {
                 throw new IllegalArgumentException("--window applies to the one-sided ops only, not to " + op);
             }
             if (coll == null && inPlace) throw new IllegalArgumentException("--in-place applies to allreduce only, not to " + op);
+            if (cold) checkCold(coll);
             if (op.equals("transfer")) {
                 xfer = TransferBench.plan(algo, minBytes, maxBytes, factor, batch, iters, warmup);
             } else if (rmaOp != null) {
@@ -234,10 +240,25 @@ final class PerfCommand implements Callable<Integer> {
             parent.err.println("hcomm perf: " + tooFew + " (this job has " + n + ")");
             return 2;
         }
-        if (job.isPresent()) return runAsRank(coll, p2p, plan, rma, xfer);
+        if (job.isPresent()) return cold ? runColdAsRank(coll, plan.getFirst()) : runAsRank(coll, p2p, plan, rma, xfer);
         LocalLauncher launcher = new LocalLauncher("hcomm perf", parent.out, parent.err).rank0StdoutRaw(true).cpuBind(cpuBind);
         if (coll != null && algo != null) launcher.environment(Map.of(ALGO_ENV, coll.cliName() + "=" + algo));
-        return launcher.runJava(ranks, HcommCli.class.getName(), rankArgs());
+        if (!cold) return launcher.runJava(ranks, HcommCli.class.getName(), rankArgs());
+        return ColdBench.launch(launcher, ranks, plan, rankArgs(), format == PerfReport.Format.CSV, parent.out,
+                op, typeName(dtype) + " " + opName(redop) + ", " + mem.name().toLowerCase(Locale.ROOT) + " memory");
+    }
+
+    private void checkCold(Coll coll) {
+        if (coll == null) throw new IllegalArgumentException("--cold applies to the collectives, not to " + op);
+        if (warmup != null) throw new IllegalArgumentException("--cold runs no warm-up before its first call: drop --warmup");
+        if (timing != CollectiveBench.Timing.MEAN) throw new IllegalArgumentException("--cold times every call on its own: drop --timing");
+        if (plot != null) throw new IllegalArgumentException("--plot does not apply to --cold");
+    }
+
+    /** One size of {@code --cold} on this rank: no JIT warm-up, no header (the launcher printed it). */
+    private int runColdAsRank(Coll coll, CollectiveBench.Test t) {
+        if (coll != null && algo != null) System.setProperty(ALGO_PROPERTY, coll.cliName() + "=" + algo);
+        return ColdBench.runAsRank(t, check, format == PerfReport.Format.CSV, parent.out, parent.err);
     }
 
     /** The collective {@link #op} names, or empty for p2p and the one-sided ops; a usage error for an unknown op. */
@@ -268,7 +289,19 @@ final class PerfCommand implements Callable<Integer> {
             }
         }
         if (root < 0) throw new IllegalArgumentException("--root must be >= 0, was " + root);
-        return collectivePlan(coll, minBytes, maxBytes, factor, dtype, redop, root, iters, warmup).stream()
+        Long lo = minBytes;
+        Long hi = maxBytes;
+        Integer f = factor;
+        Integer n = iters;
+        if (cold) { // issue 13's sizes: 4K, 64K, 1M; the first 1,000 calls
+            if (lo == null && hi == null) {
+                lo = 4096L;
+                hi = 1L << 20;
+                if (f == null) f = 16;
+            }
+            if (n == null) n = 1000;
+        }
+        return collectivePlan(coll, lo, hi, f, dtype, redop, root, n, warmup).stream()
                 .map(t -> new CollectiveBench.Test(t.coll(), t.bytes(), t.type(), t.op(), t.root(), t.iters(), t.warmup(), mem,
                         inPlace))
                 .toList();
@@ -285,6 +318,7 @@ final class PerfCommand implements Callable<Integer> {
         if (warmup != null) args.addAll(List.of("--warmup", Integer.toString(warmup)));
         if (check) args.add("--check");
         if (inPlace) args.add("--in-place");
+        if (cold) args.add("--cold");
         if (timing != CollectiveBench.Timing.MEAN) args.addAll(List.of("--timing", timing.name().toLowerCase(Locale.ROOT)));
         if (mem != CollectiveBench.Mem.NATIVE) args.addAll(List.of("--mem", mem.name().toLowerCase(Locale.ROOT)));
         if (batch != null) args.addAll(List.of("--batch", Integer.toString(batch)));

@@ -34,7 +34,11 @@ class HcommCliTest {
         // whole rounds of 20,000 when the JIT settled; the time limit may end a round after any chunk of 1,000
         long unit = m.group(3).equals("time limit") ? 1_000 : 20_000;
         assertThat(trips).isPositive().isEqualTo(trips / unit * unit);
-        assertThat(Double.parseDouble(m.group(2))).isBetween(0.5, 11.0);
+        // the rules (JitWarmUp.MIN, MAX), not a speed: it runs at least 0.5 s, and stops on the limit only after 10 s (when
+        // the chunk that crosses it ends: seconds later on a loaded machine, so no upper bound)
+        double seconds = Double.parseDouble(m.group(2));
+        assertThat(seconds).isGreaterThanOrEqualTo(0.5);
+        if (m.group(3).equals("time limit")) assertThat(seconds).isGreaterThanOrEqualTo(10.0);
         assertThat(io.out()).contains("p2p,pingpong,2,8,8,int8,none,-1,").doesNotContain(",-1\n");
     }
 
