@@ -28,6 +28,8 @@ final class Progress implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Progress.class);
     private static final long MAX_BLOCK_MS = 100;
     private static final long BACKGROUND_QUIET_NANOS = 1_000_000;
+    /** The background thread's sleep while one wait lasts: the wait's end wakes it (see {@link #waitEnded}). */
+    private static final long BACKGROUND_LONG_NANOS = 100_000_000;
     /** Polls of a wait before its first clock read (about a microsecond). */
     private static final int QUICK_POLLS = 32;
     /** Bounds of the flat-out part of a spin (see {@link #adaptBusyWindow}). */
@@ -74,6 +76,8 @@ final class Progress implements AutoCloseable {
     private long waitsEnded;
     /** {@link #waitsEnded} at the background thread's last look (background thread only). */
     private long waitsSeen;
+    /** The background thread sleeps until a wait ends (set before it re-checks {@link #waiters}, cleared when it wakes). */
+    private volatile boolean backgroundAsleep;
     private volatile boolean closed;
     private int handled;
     /** Same-host links: polled directly while spinning, armed before blocking (copy-on-write, under {@link #ringLock}). */
@@ -244,6 +248,7 @@ final class Progress implements AutoCloseable {
             if (quick) adaptBusyWindow(0);
             waitsEnded++;
             waiters.decrementAndGet();
+            waitEnded();
             Thread next = parked.peek();
             if (next != null) LockSupport.unpark(next);
         }
@@ -310,6 +315,7 @@ final class Progress implements AutoCloseable {
         } finally {
             waitsEnded++;
             waiters.decrementAndGet();
+            waitEnded();
             Thread next = parked.peek();
             if (next != null) LockSupport.unpark(next);
         }
@@ -404,8 +410,18 @@ final class Progress implements AutoCloseable {
             // a thread that waits polls for itself; the background thread only polls when none has for a while,
             // so it never holds the token (in a blocking select) just when a waiter comes back
             if (waiters.get() > 0 || waitsEnded != waitsSeen) {
+                boolean sameWait = waitsEnded == waitsSeen; // a waiter is there and none left since the last look
                 waitsSeen = waitsEnded; // a waiter left since the last look: quiet for another while
-                if (!closed) LockSupport.parkNanos(BACKGROUND_QUIET_NANOS);
+                if (sameWait) {
+                    // one wait has lasted a whole look (a barrier, a long receive): waking every millisecond would
+                    // only take the core from the thread that polls; sleep until a wait ends (Dekker with waitEnded:
+                    // the flag is written before waiters is read again, waiters is decremented before the flag is read)
+                    backgroundAsleep = true;
+                    if (waiters.get() > 0 && !closed) LockSupport.parkNanos(BACKGROUND_LONG_NANOS);
+                    backgroundAsleep = false;
+                } else if (!closed) {
+                    LockSupport.parkNanos(BACKGROUND_QUIET_NANOS);
+                }
                 continue;
             }
             if (!token.tryLock()) {
@@ -444,6 +460,15 @@ final class Progress implements AutoCloseable {
         }
     }
 
+    /**
+     * After a wait's {@code waiters} decrement: a background thread that sleeps until a wait ends goes back to its
+     * short looks (from there it polls again once no waiter has come for {@code BACKGROUND_QUIET_NANOS}). Costs a
+     * volatile read, and an unpark only after a wait that lasted at least one of its looks.
+     */
+    private void waitEnded() {
+        if (backgroundAsleep) LockSupport.unpark(background);
+    }
+
     /** Whether the calling thread holds the poll token (it runs a callback of the progress engine, or polls). */
     boolean heldByCurrentThread() {
         return token.isHeldByCurrentThread();
@@ -465,6 +490,7 @@ final class Progress implements AutoCloseable {
             token.unlock();
             waitsEnded++;
             waiters.decrementAndGet();
+            waitEnded();
         }
     }
 
@@ -489,6 +515,7 @@ final class Progress implements AutoCloseable {
         } finally {
             waitsEnded++;
             waiters.decrementAndGet();
+            waitEnded();
         }
     }
 
