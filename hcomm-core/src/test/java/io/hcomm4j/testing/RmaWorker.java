@@ -349,13 +349,21 @@ public final class RmaWorker {
         }
     }
 
-    /** Rank 0's application sleeps; the others put, get and fetchAndOp on it meanwhile. */
+    /**
+     * Rank 0's application sleeps and makes no library call until the others' puts, gets and fetchAndOps are all done:
+     * between sleeps it only reads the counter in its own memory (up to 60 s, else the scenario fails).
+     */
     static void sleepingTarget(Communicator comm) throws InterruptedException {
         int n = comm.size();
         try (Window w = window(comm, (long) n * 4096 + 8)) {
             comm.barrier();
             if (comm.rank() == 0) {
-                Thread.sleep(3000);
+                long deadline = System.nanoTime() + 60_000_000_000L;
+                long want = 100L * (n - 1);
+                while ((long) ValueLayout.JAVA_LONG.varHandle().getAcquire(w.segment(), (long) n * 4096) < want) {
+                    expect(System.nanoTime() < deadline, "sleeper: the others' fetchAndOps did not all land within 60 s");
+                    Thread.sleep(5);
+                }
             } else {
                 w.lock(0, LockType.SHARED);
                 MemorySegment got = arena.allocate(4096);
