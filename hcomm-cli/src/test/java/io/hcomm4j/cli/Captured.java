@@ -28,6 +28,22 @@ final class Captured {
         return err().lines().toList();
     }
 
+    /**
+     * Runs {@code hcomm perf} with each of {@code bad}'s argument lists and asserts a usage error (exit code 2) whose
+     * stderr contains the matching entry of {@code says}.
+     */
+    static void assertPerfUsageErrors(String[][] bad, String[] says) {
+        for (int i = 0; i < bad.length; i++) {
+            Captured io = new Captured();
+            String[] args = new String[bad[i].length + 1];
+            args[0] = "perf";
+            System.arraycopy(bad[i], 0, args, 1, bad[i].length);
+            org.assertj.core.api.Assertions.assertThat(HcommCli.execute(args, io.out, io.err, java.util.Map.of()))
+                    .as(String.join(" ", args)).isEqualTo(2);
+            org.assertj.core.api.Assertions.assertThat(io.err()).as(String.join(" ", args)).contains(says[i]);
+        }
+    }
+
     @Override
     public String toString() {
         return "stdout:\n" + out() + "\nstderr:\n" + err();

@@ -55,13 +55,6 @@ class ColdPerfCliTest {
             {"allreduce", "--cold", "--timing", "median"}, {"allreduce", "--cold", "--plot", "x.png"}};
         String[] says = {"--cold applies to the collectives, not to p2p", "--cold applies to the collectives, not to put",
             "drop --warmup", "drop --timing", "--plot does not apply to --cold"};
-        for (int i = 0; i < bad.length; i++) {
-            Captured io = new Captured();
-            String[] args = new String[bad[i].length + 1];
-            args[0] = "perf";
-            System.arraycopy(bad[i], 0, args, 1, bad[i].length);
-            assertThat(HcommCli.execute(args, io.out, io.err, Map.of())).as(String.join(" ", args)).isEqualTo(2);
-            assertThat(io.err()).as(String.join(" ", args)).contains(says[i]);
-        }
+        Captured.assertPerfUsageErrors(bad, says);
     }
 }

@@ -135,14 +135,7 @@ class RmaPerfCliTest {
             "--in-place applies to allreduce only, not to get", "--window applies to the one-sided ops only", "put needs at least 2 ranks",
             "--window", "--iters must be >= 1",
         };
-        for (int i = 0; i < bad.length; i++) {
-            Captured io = new Captured();
-            String[] args = new String[bad[i].length + 1];
-            args[0] = "perf";
-            System.arraycopy(bad[i], 0, args, 1, bad[i].length);
-            assertThat(HcommCli.execute(args, io.out, io.err, Map.of())).as(String.join(" ", args)).isEqualTo(2);
-            assertThat(io.err()).as(String.join(" ", args)).contains(says[i]);
-        }
+        Captured.assertPerfUsageErrors(bad, says);
     }
 
     @Test

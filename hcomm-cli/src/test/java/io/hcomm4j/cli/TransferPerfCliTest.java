@@ -113,14 +113,7 @@ class TransferPerfCliTest {
             {"transfer", "-n", "1"}, {"transfer", "--batch", "0"}};
         String[] says = {"--window applies to the one-sided ops only", "write or read", "--batch applies to transfer only",
             "transfer needs at least 2 ranks", "--batch must be >= 1"};
-        for (int i = 0; i < bad.length; i++) {
-            Captured io = new Captured();
-            String[] args = new String[bad[i].length + 1];
-            args[0] = "perf";
-            System.arraycopy(bad[i], 0, args, 1, bad[i].length);
-            assertThat(HcommCli.execute(args, io.out, io.err, Map.of())).as(String.join(" ", args)).isEqualTo(2);
-            assertThat(io.err()).as(String.join(" ", args)).contains(says[i]);
-        }
+        Captured.assertPerfUsageErrors(bad, says);
         Captured io = new Captured();
         CommandLine cl = HcommCli.commandLine(io.out, io.err, Map.of());
         PerfCommand perf = cl.parseArgs("perf", "transfer", "-n", "2", "--algo", "write", "--batch", "8", "-b", "1M", "--mem", "pool")
