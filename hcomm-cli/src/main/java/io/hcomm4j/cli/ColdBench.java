@@ -49,17 +49,17 @@ final class ColdBench {
     }
 
     /** A rank of one size's job: init, {@link #run}, exit code 1 at rank 0 if any element was wrong. */
-    static int runAsRank(CollectiveBench.Test t, boolean check, boolean csv, PrintStream out, PrintStream err) {
+    static int runAsRank(CollectiveBench.Test t, boolean check, boolean csv, PrintStream out) {
         try (io.hcomm4j.Hcomm hcomm = io.hcomm4j.Hcomm.init()) {
             Communicator comm = hcomm.world();
-            long wrong = run(comm, t, check, csv, out, err);
+            long wrong = run(comm, t, check, csv, out);
             comm.barrier();
             return comm.rank() == 0 && wrong > 0 ? 1 : 0;
         }
     }
 
     /** Runs {@code t} cold then warm on this rank (every rank calls it); rank 0 prints; returns wrong elements (-1: unchecked). */
-    static long run(Communicator comm, CollectiveBench.Test t, boolean check, boolean csv, PrintStream out, PrintStream err) {
+    static long run(Communicator comm, CollectiveBench.Test t, boolean check, boolean csv, PrintStream out) {
         try (Arena arena = Arena.ofShared(); CollectiveBench.Call call = new CollectiveBench.Call(comm, t, arena)) {
             call.fillInputs();
             long[] firstEnd = new long[1];

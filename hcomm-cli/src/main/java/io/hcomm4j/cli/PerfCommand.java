@@ -258,7 +258,7 @@ final class PerfCommand implements Callable<Integer> {
     /** One size of {@code --cold} on this rank: no JIT warm-up, no header (the launcher printed it). */
     private int runColdAsRank(Coll coll, CollectiveBench.Test t) {
         if (coll != null && algo != null) System.setProperty(ALGO_PROPERTY, coll.cliName() + "=" + algo);
-        return ColdBench.runAsRank(t, check, format == PerfReport.Format.CSV, parent.out, parent.err);
+        return ColdBench.runAsRank(t, check, format == PerfReport.Format.CSV, parent.out);
     }
 
     /** The collective {@link #op} names, or empty for p2p and the one-sided ops; a usage error for an unknown op. */

@@ -30,7 +30,7 @@ final class TargetOps {
         int kind = RmaFrames.kind(flags);
         switch (kind) {
             case RmaFrames.PUT -> { // the payload was read straight into the window
-                if ((flags & RmaFrames.ANSWER) != 0) reply(w, peer, opId, w.takeRefused(peer) ? RmaFrames.ERROR : RmaFrames.OK, null);
+                if ((flags & RmaFrames.ANSWER) != 0) replyApplied(w, peer, opId);
             }
             case RmaFrames.GET -> {
                 long length = payload.get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
@@ -46,7 +46,7 @@ final class TargetOps {
                 MemorySegment old = kind == RmaFrames.GET_ACC ? MemorySegment.ofArray(new byte[(int) length]) : null;
                 ElementAtomics.accumulate(w.localView, offset, payload, 0, length / type.byteSize(), type, op, old, 0);
                 if (old != null) reply(w, peer, opId, RmaFrames.OK, old);
-                else if ((flags & RmaFrames.ANSWER) != 0) reply(w, peer, opId, w.takeRefused(peer) ? RmaFrames.ERROR : RmaFrames.OK, null);
+                else if ((flags & RmaFrames.ANSWER) != 0) replyApplied(w, peer, opId);
             }
             case RmaFrames.FOP, RmaFrames.CAS -> {
                 DataType type = type(flags);
@@ -68,11 +68,16 @@ final class TargetOps {
             }
             case RmaFrames.UNLOCK -> {
                 ControlBlock.unlock(w.ctrl, offset == 1);
-                reply(w, peer, opId, w.takeRefused(peer) ? RmaFrames.ERROR : RmaFrames.OK, null);
+                replyApplied(w, peer, opId);
             }
-            case RmaFrames.FLUSH -> reply(w, peer, opId, w.takeRefused(peer) ? RmaFrames.ERROR : RmaFrames.OK, null);
+            case RmaFrames.FLUSH -> replyApplied(w, peer, opId);
             default -> throw new IllegalArgumentException("unknown one-sided request " + kind);
         }
+    }
+
+    /** OK, or ERROR if a request of {@code peer} was refused since its last answer of this kind (then forgotten). */
+    private static void replyApplied(WindowImpl w, int peer, int opId) {
+        reply(w, peer, opId, w.takeRefused(peer) ? RmaFrames.ERROR : RmaFrames.OK, null);
     }
 
     private static void reply(WindowImpl w, int peer, int opId, int status, MemorySegment payload) {
