@@ -681,6 +681,51 @@ public class ZeroCopyCollectivesTest {
     }
 
     /**
+     * Large all-reduces with unregistered memory on some or all ranks go chunk by chunk through staging rings: native
+     * and heap memory, in and out of place, mixed with registered ranks, a ragged last chunk, every element checked
+     * on every rank; send and receive buffers that partly overlap are staged whole instead (still in shared memory).
+     */
+    @Test
+    void largeUnregisteredMemoryChunkByChunk() throws Exception {
+        int n = 3;
+        record Case(DataType t, ReduceOp op, long count, boolean inPlace, Mem[] mem) {
+        }
+        Case[] cases = {
+            new Case(DataType.FLOAT32, ReduceOp.SUM, 786_433, false, new Mem[] {Mem.NATIVE, Mem.NATIVE, Mem.NATIVE}),
+            new Case(DataType.INT64, ReduceOp.MAX, 400_009, true, new Mem[] {Mem.HEAP, Mem.HEAP, Mem.HEAP}),
+            new Case(DataType.FLOAT64, ReduceOp.AVG, 300_007, false, new Mem[] {Mem.NATIVE, Mem.POOL, Mem.HEAP}),
+            new Case(DataType.BFLOAT16, ReduceOp.SUM, 1_500_001, true, new Mem[] {Mem.POOL, Mem.NATIVE, Mem.POOL}),
+            new Case(DataType.INT8, ReduceOp.MIN, 2_097_153, false, new Mem[] {Mem.HEAP, Mem.HEAP, Mem.NATIVE}),
+        };
+        Ranks.runThreads(n, Duration.ofMinutes(3), h -> {
+            Communicator c = h.world();
+            int me = c.rank();
+            try (Arena arena = Arena.ofShared(); Stream s = c.newStream()) {
+                for (int k = 0; k < cases.length; k++) {
+                    Case x = cases[k];
+                    long zc0 = ZeroCopyProbe.zeroCopyOps(c);
+                    long p0 = ZeroCopyProbe.pipelinedOps(c);
+                    allReduce(c, s, arena, x.t(), x.op(), x.count(), x.inPlace(), k % 3, x.mem()[me], 500 + k);
+                    assertThat(ZeroCopyProbe.zeroCopyOps(c) - zc0).as("case %d ran in shared memory", k).isEqualTo(1);
+                    assertThat(ZeroCopyProbe.pipelinedOps(c) - p0).as("case %d went chunk by chunk", k).isEqualTo(1);
+                }
+                // send and receive buffers overlapping by half: no rings, staged whole
+                long count = 600_001;
+                MemorySegment buf = arena.allocate(count * 4 * 3 / 2, 8);
+                MemorySegment send = buf.asSlice(0, count * 4);
+                MemorySegment recv = buf.asSlice(count * 2, count * 4);
+                for (long i = 0; i < count; i++) ReductionCollectivesTest.put(send, DataType.FLOAT32, i, ReductionCollectivesTest.input(DataType.FLOAT32, ReduceOp.SUM, me, 600, i));
+                long zc0 = ZeroCopyProbe.zeroCopyOps(c);
+                long p0 = ZeroCopyProbe.pipelinedOps(c);
+                c.allReduce(send, recv, count, DataType.FLOAT32, ReduceOp.SUM);
+                ReductionCollectivesTest.check(recv, 0, DataType.FLOAT32, ReduceOp.SUM, n, 600, 0, count, "overlapping rank " + me);
+                assertThat(ZeroCopyProbe.zeroCopyOps(c) - zc0).as("overlapping buffers: in shared memory").isEqualTo(1);
+                assertThat(ZeroCopyProbe.pipelinedOps(c) - p0).as("overlapping buffers are staged whole").isZero();
+            }
+        });
+    }
+
+    /**
      * Ranks on two "hosts" (HCOMM_HOST_ID): the world has no zero-copy engine (its collectives take the transport),
      * the per-host communicators of a split have one each.
      */

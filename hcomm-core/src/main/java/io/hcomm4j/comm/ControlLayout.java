@@ -19,7 +19,8 @@ import java.lang.invoke.VarHandle;
  *     +128  descriptor of odd tickets
  *           each: seq i64 @0, fingerprint i32 @8, flags i32 @12, send file i64 @16, send offset i64 @24,
  *                 recv file i64 @32, recv offset i64 @40
- *     +256  done i64 (seq of the last op this rank finished), +264 error i64 (seq of an op this rank failed in)
+ *     +256  done i64 (seq of the last op this rank finished), +264 error i64 (seq of an op this rank failed in),
+ *           +272 step i64 (how far this rank is in a pipelined op: seq &lt;&lt; STEP_BITS | step)
  *     +384  sleeping i32 (1: the rank blocks; whoever changes a word it waits for clears it and rings its doorbell)
  *   block table of rank r, ticket parity p, at HEADER_LENGTH + n * SLOT_LENGTH + (2 r + p) * 16 n:
  *     n i64 offsets, then n i64 lengths (the V forms: where a rank's block for each rank lies in its buffer)
@@ -29,7 +30,7 @@ import java.lang.invoke.VarHandle;
  */
 final class ControlLayout {
     static final long MAGIC = 0x59504F4352455A48L; // "HZEROCPY" little-endian
-    static final int VERSION = 2;
+    static final int VERSION = 3;
 
     static final long MAGIC_OFFSET = 0;
     static final long VERSION_OFFSET = 8;
@@ -48,6 +49,9 @@ final class ControlLayout {
     static final long RECV_BUFFER_OFFSET = 40;
     static final long DONE_OFFSET = 256;
     static final long ERROR_OFFSET = 264;
+    static final long STEP_OFFSET = 272;
+    /** Low bits of a step word that count the steps of one op; the op's seq is above them. */
+    static final int STEP_BITS = 24;
     static final long SLEEPING_OFFSET = 384;
 
     // the bits of a descriptor's flags (every rank's are ANDed: the op runs here if the bits it needs are set on all)
@@ -63,6 +67,11 @@ final class ControlLayout {
     static final int F_SAFE = 16;
     /** The op's send and receive buffer of this rank are the same memory (in place). */
     static final int F_IN_PLACE = 32;
+    /**
+     * This rank's buffers are not registered: what it published is its staging ring, which its data goes through
+     * chunk by chunk ({@link ZeroCopyPipeline}).
+     */
+    static final int F_STAGED = 64;
 
     /** One block-table entry pair (offset and length), per rank. */
     private static final long TABLE_ENTRY_LENGTH = 16;

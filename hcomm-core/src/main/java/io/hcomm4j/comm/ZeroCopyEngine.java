@@ -138,6 +138,8 @@ final class ZeroCopyEngine implements AutoCloseable {
     /** Ops that ran in shared memory / fell back to the transport (diagnostics and tests). */
     volatile long zeroCopyOps;
     volatile long fallbackOps;
+    /** Of the zero-copy ops, all-reduces that went chunk by chunk through staging rings ({@link ZeroCopyPipeline}). */
+    volatile long pipelinedOps;
 
     private ZeroCopyEngine(PeerTransport transport, MemoryPool pool, Store store, String storeKey,
                            Path dir, Duration timeout, Duration attachTimeout, int rank, int n, int[] world, long commId) {
@@ -349,6 +351,23 @@ final class ZeroCopyEngine implements AutoCloseable {
                 waiter.await(ZeroCopyWaiter.DONE_PHASE, seq, op);
             } catch (RuntimeException e) {
                 LOG.debug("rank {}: {} failed, and so did waiting for the others: {}", rank, op, e.toString());
+            }
+        }
+    }
+
+    /** Publishes that this rank has done step {@code k} of the pipelined op {@code seq}. */
+    void step(long seq, int k) {
+        LONG.setRelease(ctrl, ControlLayout.slot(rank) + ControlLayout.STEP_OFFSET, seq << ControlLayout.STEP_BITS | k);
+        waiter.wakeSleepers();
+    }
+
+    /** Waits until every rank has done step {@code k} of the pipelined op {@code seq}; fails if a peer failed in it. */
+    void awaitStep(long seq, int k, String op) {
+        waiter.awaitStep(seq, seq << ControlLayout.STEP_BITS | k, op);
+        for (int p = 0; p < n; p++) {
+            if (p != rank && (long) LONG.getAcquire(ctrl, ControlLayout.slot(p) + ControlLayout.ERROR_OFFSET) == seq) {
+                throw new HcommException("rank " + rank + ": " + op + " (collective #" + seq + ", shared memory): rank " + p
+                        + " failed in its part of it; the result is incomplete");
             }
         }
     }

@@ -5,6 +5,7 @@ import static io.hcomm4j.comm.ControlLayout.F_IN_PLACE;
 import static io.hcomm4j.comm.ControlLayout.F_RECV;
 import static io.hcomm4j.comm.ControlLayout.F_SAFE;
 import static io.hcomm4j.comm.ControlLayout.F_SEND;
+import static io.hcomm4j.comm.ControlLayout.F_STAGED;
 import static io.hcomm4j.comm.ControlLayout.F_WANT;
 
 import io.hcomm4j.algo.ZeroCopyCollectives;
@@ -21,10 +22,13 @@ import java.lang.foreign.MemorySegment;
 final class ZeroCopyReductions extends ZeroCopyOps {
     /** Private scratch chunk reductions go through (stays in L1/L2). */
     private final MemorySegment scratch;
+    /** Large all-reduces of unregistered memory, chunk by chunk. */
+    private final ZeroCopyPipeline pipeline;
 
     ZeroCopyReductions(ZeroCopyEngine e) {
         super(e);
         this.scratch = e.scratch;
+        this.pipeline = new ZeroCopyPipeline(e);
     }
 
     /**
@@ -37,20 +41,31 @@ final class ZeroCopyReductions extends ZeroCopyOps {
         long bytes = count * k.type().byteSize();
         int flags = e.base(want);
         MemorySegment out = recv;
-        MemorySegment staged = e.capable && want && !(e.where(send, bytes) && e.where(recv, bytes)) ? e.buffers.staging(bytes) : null;
-        if (staged != null) {
-            // heap arrays and other unregistered memory: through a registered buffer of this rank, in place
-            MemorySegment.copy(send, 0, staged, 0, bytes);
-            send = staged;
-            recv = staged;
+        boolean unregistered = e.capable && want && !(e.where(send, bytes) && e.where(recv, bytes));
+        // large: chunk by chunk through a small ring; else whole through a staging buffer
+        MemorySegment ring = unregistered && ZeroCopyPipeline.fits(send, recv, bytes) ? e.buffers.staging(ZeroCopyPipeline.RING) : null;
+        MemorySegment staged = unregistered && ring == null ? e.buffers.staging(bytes) : null;
+        if (ring != null) {
+            flags |= F_STAGED | F_SAFE | e.sendAt(ring, 0, ZeroCopyPipeline.RING) | e.recvAt(ring, 0, ZeroCopyPipeline.RING);
+        } else {
+            if (staged != null) {
+                // heap arrays and other unregistered memory: through a registered buffer of this rank, in place
+                MemorySegment.copy(send, 0, staged, 0, bytes);
+                send = staged;
+                recv = staged;
+            }
+            flags |= e.sendAt(send, 0, bytes);
+            flags |= e.recvAt(recv, 0, bytes);
+            if (sameOrDisjoint(send, recv, bytes)) flags |= F_SAFE;
+            if (sameAddress(send, 0, recv, 0)) flags |= F_IN_PLACE;
         }
-        flags |= e.sendAt(send, 0, bytes);
-        flags |= e.recvAt(recv, 0, bytes);
-        if (sameOrDisjoint(send, recv, bytes)) flags |= F_SAFE;
-        if (sameAddress(send, 0, recv, 0)) flags |= F_IN_PLACE;
         int all = e.arrive(seq, fp, op, flags);
         int need = F_CAPABLE | F_WANT | F_SEND | F_RECV | F_SAFE;
         if ((all & need) != need) return e.fellBack();
+        if (ring != null || pipeline.anyStaged()) {
+            pipeline.allReduce(seq, op, send, recv, ring, count, k, avg);
+            return true;
+        }
         boolean ok = false;
         try {
             e.map(true, send, bytes);

@@ -23,6 +23,8 @@ final class ZeroCopyWaiter implements SharedWait {
     static final int ARRIVE = 1;
     /** Waiting for every rank to be done with the op. */
     static final int DONE_PHASE = 2;
+    /** Waiting for every rank to reach a step of a pipelined op (or to fail in it). */
+    static final int STEP = 3;
 
     private static final VarHandle LONG = ZeroCopyEngine.LONG;
     private static final VarHandle INT = ZeroCopyEngine.INT;
@@ -37,6 +39,8 @@ final class ZeroCopyWaiter implements SharedWait {
 
     private int phase;
     private long seq;
+    /** The step word every rank must reach ({@link #STEP}). */
+    private long step;
     /** Every rank below this one is ready (ranks are looked at in order, each until it is). */
     private int next;
 
@@ -77,6 +81,15 @@ final class ZeroCopyWaiter implements SharedWait {
         }
     }
 
+    /**
+     * Waits until every rank's step word is at least {@code step} or says it failed in op {@code seq} (the caller
+     * looks at the error words).
+     */
+    void awaitStep(long seq, long step, String op) {
+        this.step = step;
+        await(STEP, seq, op);
+    }
+
     /** Waits until every rank has arrived at op {@code seq} ({@link #ARRIVE}) or is done with it ({@link #DONE_PHASE}). */
     void await(int phase, long seq, String op) {
         this.phase = phase;
@@ -111,7 +124,7 @@ final class ZeroCopyWaiter implements SharedWait {
         List<Integer> missing = new ArrayList<>();
         for (int p = 0; p < n; p++) if (p != rank && !ready(p)) missing.add(p);
         throw new CommTimeoutException("rank " + rank + ": " + op + " (collective #" + seq + ", shared memory): rank(s) " + missing
-                + (phase == ARRIVE ? " did not call it" : " did not finish it") + " within " + Duration.ofNanos(timeoutNanos)
+                + (phase == ARRIVE ? " did not call it" : phase == STEP ? " did not keep up with it" : " did not finish it") + " within " + Duration.ofNanos(timeoutNanos)
                 + " (HCOMM_TIMEOUT)");
     }
 
@@ -137,6 +150,10 @@ final class ZeroCopyWaiter implements SharedWait {
         MemorySegment ctrl = e.ctrl;
         long s = ControlLayout.slot(p);
         if (phase == DONE_PHASE) return (long) LONG.getAcquire(ctrl, s + ControlLayout.DONE_OFFSET) >= seq;
+        if (phase == STEP) {
+            return (long) LONG.getAcquire(ctrl, s + ControlLayout.STEP_OFFSET) >= step
+                    || (long) LONG.getAcquire(ctrl, s + ControlLayout.ERROR_OFFSET) == seq;
+        }
         // the other parity first: a peer writes its descriptor of seq before the next one (and the one after that
         // only once this rank has published its next), so seeing a later seq there means this one shows here
         long t = e.opTicket();

@@ -18,4 +18,10 @@ public final class ZeroCopyProbe {
         ZeroCopyEngine z = ((CommunicatorImpl) c).zeroCopy();
         return z == null ? -1 : z.fallbackOps;
     }
+
+    /** All-reduces that went chunk by chunk through staging rings (some rank's memory unregistered), or -1 without an engine. */
+    public static long pipelinedOps(Communicator c) {
+        ZeroCopyEngine z = ((CommunicatorImpl) c).zeroCopy();
+        return z == null ? -1 : z.pipelinedOps;
+    }
 }
