@@ -84,8 +84,7 @@ final class ZeroCopyPipeline {
      */
     void allReduce(long seq, String op, MemorySegment send, MemorySegment recv, MemorySegment ring, long count,
                    ReduceKernel k, int avg) {
-        int es = k.type().byteSize();
-        long bytes = count * es;
+        long bytes = count * k.type().byteSize();
         boolean ok = false;
         try {
             for (int q = 0; q < n; q++) {
@@ -96,6 +95,7 @@ final class ZeroCopyPipeline {
             }
             e.pipelinedOps++;
             boolean mine = ring != null;
+            int es = k.type().byteSize();
             // segments once per op; per chunk only the offsets move (the slot of a ring, the chunk of a buffer)
             for (int q = 0; q < n; q++) {
                 boolean own = q == rank;
@@ -109,29 +109,40 @@ final class ZeroCopyPipeline {
             int steps = (int) ((count + per - 1) / per);
             if (mine) MemorySegment.copy(send, 0, ring, 0, Math.min(per, count) * es);
             e.step(seq, 1);
-            for (int s = 0; s < steps; s++) {
-                long at = s * per * es;
-                long len = Math.min(per, count - s * per) * es;
-                long slot = (s & 1) * CHUNK;
-                for (int q = 0; q < n; q++) {
-                    long where = staged[q] ? slot : at;
-                    inOff[q] = inBase[q] + where;
-                    outOff[q] = outBase[q] + where;
-                }
-                e.awaitStep(seq, 2 * s + 1, op);
-                ZeroCopyCollectives.allReduce(in, inOff, out, outOff, rank, n, len / es, k, avg, scratch);
-                e.step(seq, 2 * s + 2);
-                // the next chunk in while the peers reduce this one: its slot's last chunk (s - 1) is copied out
-                if (s + 1 < steps) {
-                    if (mine) MemorySegment.copy(send, at + CHUNK, ring, CHUNK - slot, Math.min(per, count - (s + 1) * per) * es);
-                    e.step(seq, 2 * s + 3);
-                }
-                e.awaitStep(seq, 2 * s + 2, op);
-                if (mine) MemorySegment.copy(ring, slot, recv, at, len);
-            }
+            // one call per chunk: a loop of long iterations in one method gets compiled on stack (OSR) from the profile
+            // of its first ops, and such code was seen to keep large ops 4x slow after smaller ones
+            for (int s = 0; s < steps; s++) chunk(seq, op, s, steps, send, recv, ring, count, k, avg);
             ok = true;
         } finally {
             e.finish(seq, op, ok);
         }
+    }
+
+    /**
+     * Chunk {@code s} of {@code steps}: waits until every rank copied it in, reduces this rank's slice of it, copies
+     * the next chunk in, waits until every rank reduced this one and copies it out.
+     */
+    private void chunk(long seq, String op, int s, int steps, MemorySegment send, MemorySegment recv, MemorySegment ring,
+                       long count, ReduceKernel k, int avg) {
+        int es = k.type().byteSize();
+        long per = CHUNK / es;
+        long at = s * per * es;
+        long len = Math.min(per, count - s * per) * es;
+        long slot = (s & 1) * CHUNK;
+        for (int q = 0; q < n; q++) {
+            long where = staged[q] ? slot : at;
+            inOff[q] = inBase[q] + where;
+            outOff[q] = outBase[q] + where;
+        }
+        e.awaitStep(seq, 2 * s + 1, op);
+        ZeroCopyCollectives.allReduce(in, inOff, out, outOff, rank, n, len / es, k, avg, scratch);
+        e.step(seq, 2 * s + 2);
+        // the next chunk in while the peers reduce this one: its slot's last chunk (s - 1) is copied out
+        if (s + 1 < steps) {
+            if (ring != null) MemorySegment.copy(send, at + CHUNK, ring, CHUNK - slot, Math.min(per, count - (s + 1) * per) * es);
+            e.step(seq, 2 * s + 3);
+        }
+        e.awaitStep(seq, 2 * s + 2, op);
+        if (ring != null) MemorySegment.copy(ring, slot, recv, at, len);
     }
 }
