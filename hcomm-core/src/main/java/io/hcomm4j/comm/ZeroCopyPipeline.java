@@ -10,7 +10,7 @@ import java.lang.foreign.MemorySegment;
  * copied whole into a staging buffer before the reduction and whole out of it after.
  *
  * <p><b>Why.</b> Staged whole, the staging buffer is written to memory and read back twice (by the reduction, by the
- * copy out), and a large op ran at 55-60% of the registered speed. Chunk by chunk, the ring stays in the last-level
+ * copy out), and a large op ran at about half the registered speed. Chunk by chunk, the ring stays in the last-level
  * cache: the copy in leaves the chunk there for the peers' reductions, their results stay there for the copy out, and
  * memory sees only the caller's buffers (docs/performance.md has the figures).
  *
