@@ -339,12 +339,7 @@ final class ZeroCopyEngine implements AutoCloseable {
         if (ok) {
             zeroCopyOps++;
             waiter.await(ZeroCopyWaiter.DONE_PHASE, seq, op);
-            for (int p = 0; p < n; p++) {
-                if (p != rank && (long) LONG.getAcquire(ctrl, ControlLayout.slot(p) + ControlLayout.ERROR_OFFSET) == seq) {
-                    throw new HcommException("rank " + rank + ": " + op + " (collective #" + seq + ", shared memory): rank " + p
-                            + " failed in its part of it; the result is incomplete");
-                }
-            }
+            failIfPeerFailed(seq, op);
         } else {
             // an exception is on its way out: still do not return while peers use this rank's buffers
             try {
@@ -364,6 +359,11 @@ final class ZeroCopyEngine implements AutoCloseable {
     /** Waits until every rank has done step {@code k} of the pipelined op {@code seq}; fails if a peer failed in it. */
     void awaitStep(long seq, int k, String op) {
         waiter.awaitStep(seq, seq << ControlLayout.STEP_BITS | k, op);
+        failIfPeerFailed(seq, op);
+    }
+
+    /** Throws if a peer's error word names op {@code seq}: it failed in its part, so the result is incomplete. */
+    private void failIfPeerFailed(long seq, String op) {
         for (int p = 0; p < n; p++) {
             if (p != rank && (long) LONG.getAcquire(ctrl, ControlLayout.slot(p) + ControlLayout.ERROR_OFFSET) == seq) {
                 throw new HcommException("rank " + rank + ": " + op + " (collective #" + seq + ", shared memory): rank " + p

@@ -84,26 +84,26 @@ final class ZeroCopyPipeline {
      */
     void allReduce(long seq, String op, MemorySegment send, MemorySegment recv, MemorySegment ring, long count,
                    ReduceKernel k, int avg) {
-        long bytes = count * k.type().byteSize();
+        int es = k.type().byteSize();
+        long bytes = count * es;
         boolean ok = false;
         try {
-            for (int q = 0; q < n; q++) {
-                staged[q] = (e.flagsOf(q) & ControlLayout.F_STAGED) != 0;
-                if (q == rank) continue;
-                e.peerBuffer(q, true, staged[q] ? RING : bytes);
-                e.peerBuffer(q, false, staged[q] ? RING : bytes);
-            }
             e.pipelinedOps++;
             boolean mine = ring != null;
-            int es = k.type().byteSize();
             // segments once per op; per chunk only the offsets move (the slot of a ring, the chunk of a buffer)
             for (int q = 0; q < n; q++) {
-                boolean own = q == rank;
-                if (own) staged[q] = mine;
-                in[q] = own ? (mine ? ring : send) : e.sendSeg[q];
-                inBase[q] = own ? 0 : e.sendOff[q];
-                out[q] = own ? (mine ? ring : recv) : e.recvSeg[q];
-                outBase[q] = own ? 0 : e.recvOff[q];
+                staged[q] = (e.flagsOf(q) & ControlLayout.F_STAGED) != 0;
+                if (q == rank) {
+                    in[q] = mine ? ring : send;
+                    out[q] = mine ? ring : recv;
+                    continue;
+                }
+                e.peerBuffer(q, true, staged[q] ? RING : bytes);
+                e.peerBuffer(q, false, staged[q] ? RING : bytes);
+                in[q] = e.sendSeg[q];
+                inBase[q] = e.sendOff[q];
+                out[q] = e.recvSeg[q];
+                outBase[q] = e.recvOff[q];
             }
             long per = CHUNK / es;
             int steps = (int) ((count + per - 1) / per);
