@@ -508,8 +508,8 @@ public class ZeroCopyCollectivesTest {
     }
 
     /**
-     * Steady state allocates nothing: after a warm-up (JIT, first mappings), thousands of blocking zero-copy ops of
-     * every kind allocate (ThreadMXBean) less than a few bytes per op on the calling thread. The spin time is long, so
+     * Steady state allocates nothing: after a warm-up (JIT, first mappings), a window of thousands of blocking zero-copy
+     * ops of every kind allocates (ThreadMXBean) less than a few bytes per op on the calling thread. The spin time is long, so
      * no wait takes the slow path (blocking, which may allocate: it starts listening for notices).
      */
     @Test
@@ -534,20 +534,32 @@ public class ZeroCopyCollectivesTest {
                     c.barrier();
                 };
                 for (int i = 0; i < 3000; i++) round.run();
-                long zc0 = ZeroCopyProbe.zeroCopyOps(c);
                 long tid = Thread.currentThread().threadId();
                 String oldName = Thread.currentThread().getName();
                 Thread.currentThread().setName("zc-faults-" + c.rank()); // the native name too: found in /proc/self/task
                 java.nio.file.Path task = taskOf("zc-faults-" + c.rank());
-                long faults0 = minorFaults(task);
-                long before = mx.getThreadAllocatedBytes(tid);
-                int rounds = 2000;
-                for (int i = 0; i < rounds; i++) round.run();
-                long bytes = mx.getThreadAllocatedBytes(tid) - before;
-                long faults = minorFaults(task) - faults0;
+                // Steady state is what is asserted: on a loaded machine C2 may still be compiling (or recompiling, after
+                // a deopt caused by an earlier test's types) a reduction kernel, and an interpreted or C1-compiled
+                // Vector API kernel allocates its vectors. So measure windows of 500 rounds until one is clean on every
+                // rank (they agree after each window, outside it); an op that allocates allocates in every window.
+                int rounds = 500;
+                long bytes = 0, faults = 0, ops = 0;
+                int[] dirty = new int[1];
+                MemorySegment flag = MemorySegment.ofArray(dirty);
+                for (int window = 0; window < 12; window++) {
+                    long zc0 = ZeroCopyProbe.zeroCopyOps(c);
+                    long faults0 = minorFaults(task);
+                    long before = mx.getThreadAllocatedBytes(tid);
+                    for (int i = 0; i < rounds; i++) round.run();
+                    bytes = mx.getThreadAllocatedBytes(tid) - before;
+                    faults = minorFaults(task) - faults0;
+                    ops = ZeroCopyProbe.zeroCopyOps(c) - zc0;
+                    report.put(c.rank(), bytes + " bytes and " + faults + " page faults in " + ops + " ops (window " + window + ")");
+                    dirty[0] = (double) bytes / ops < 8.0 && faults < 10 ? 0 : 1;
+                    c.allReduce(flag, flag, 1, DataType.INT32, ReduceOp.MAX);
+                    if (dirty[0] == 0) break;
+                }
                 Thread.currentThread().setName(oldName);
-                long ops = ZeroCopyProbe.zeroCopyOps(c) - zc0;
-                report.put(c.rank(), bytes + " bytes and " + faults + " page faults in " + ops + " ops");
                 assertThat(ops).isEqualTo(7L * rounds);
                 assertThat((double) bytes / ops).as("bytes allocated per op on rank %d", c.rank()).isLessThan(8.0);
                 // 6 of the 7 ops touch 16-48 KiB of buffers each (4-12 pages): a fault per page would be tens of thousands
