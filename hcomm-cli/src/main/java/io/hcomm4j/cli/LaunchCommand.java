@@ -78,6 +78,14 @@ final class LaunchCommand implements Callable<Integer> {
             description = "How long stopped ranks get between SIGTERM and SIGKILL (default: ${DEFAULT-VALUE}).")
     Duration gracePeriod;
 
+    @Option(names = "--aot-cache", paramLabel = "FILE",
+            description = "Start Java ranks from the JDK's ahead-of-time cache FILE (classes loaded and linked, method"
+                    + " profiles): if FILE does not exist, this run trains it (local rank 0 runs with"
+                    + " -XX:AOTCacheOutput=FILE and writes it as it exits); if it exists, every rank runs with"
+                    + " -XX:AOTCache=FILE. Passed in JDK_JAVA_OPTIONS, so COMMAND must start its JVM with the java"
+                    + " launcher. Retrain (delete FILE) after changing the JDK or the class path. See docs/performance.md.")
+    java.nio.file.Path aotCache;
+
     @Option(names = "--cpu-bind", paramLabel = "HOW", defaultValue = "auto", converter = CpuBindConverter.class,
             description = "auto (default): when this node's ranks are no more than its CPUs, each rank runs on an equal,"
                     + " contiguous share of them of its own (taskset); with more ranks than CPUs, rank i on CPU i mod CPUs;"
@@ -128,6 +136,7 @@ final class LaunchCommand implements Callable<Integer> {
         }
         return new LocalLauncher("hcomm launch", parent.out, parent.err)
                 .gracePeriod(gracePeriod)
+                .aotCache(aotCache)
                 .cpuBind(cpuBind)
                 .run(job, command);
     }

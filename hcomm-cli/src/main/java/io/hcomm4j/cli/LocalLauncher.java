@@ -131,6 +131,9 @@ final class LocalLauncher {
     private volatile List<Process> started = List.of();
     private CpuBind cpuBind = CpuBind.AUTO;
     private String tasksetPath;
+    private java.nio.file.Path aotCache;
+    /** Set per run: whether this run trains {@link #aotCache} (it did not exist) rather than starts from it. */
+    private boolean aotTraining;
 
     /**
      * Whether each local rank runs on CPUs of its own. AUTO: when this node's ranks are no more than the CPUs this
@@ -143,6 +146,26 @@ final class LocalLauncher {
      * binds too (to a core each for up to 2 ranks).
      */
     enum CpuBind { AUTO, NONE }
+
+    /**
+     * Starts the ranks' JVMs from the JDK's ahead-of-time cache {@code file} (JEP 483/514/515: classes loaded and
+     * linked, and method profiles, from a training run), or trains it: when the file does not exist yet, local rank 0
+     * runs with {@code -XX:AOTCacheOutput} and its JVM writes the cache as it exits; when it exists, every rank runs
+     * with {@code -XX:AOTCache}. The option reaches the ranks' {@code java} launchers through
+     * {@code JDK_JAVA_OPTIONS} (appended to any the environment has). A cache that does not match the JVM or class
+     * path is ignored by the JVM with a warning, and the rank runs as without it.
+     */
+    LocalLauncher aotCache(java.nio.file.Path file) {
+        this.aotCache = file == null ? null : file.toAbsolutePath();
+        return this;
+    }
+
+    /** The {@code JDK_JAVA_OPTIONS} option for local rank {@code local} of this run, or null. */
+    String aotOption(int local) {
+        if (aotCache == null) return null;
+        if (!aotTraining) return "-XX:AOTCache=" + aotCache;
+        return local == 0 ? "-XX:AOTCacheOutput=" + aotCache : null;
+    }
 
     /** Sets how ranks are bound to CPUs (default {@link CpuBind#AUTO}). */
     LocalLauncher cpuBind(CpuBind bind) {
@@ -344,6 +367,12 @@ final class LocalLauncher {
             }
             tasksetPath = taskset;
         }
+        if (aotCache != null) {
+            aotTraining = !java.nio.file.Files.exists(aotCache);
+            err.println(name + ": " + (aotTraining
+                    ? "training the AOT cache " + aotCache + " on local rank 0 (written as its JVM exits; later runs start from it)"
+                    : "ranks start from the AOT cache " + aotCache));
+        }
         Subreaper.activate();
         Ranks ranks = new Ranks(job);
         HostedStore hosted = store;
@@ -419,6 +448,11 @@ final class LocalLauncher {
             CLEARED_VARIABLES.forEach(env::remove);
             env.putAll(extraEnvironment);
             env.putAll(rankEnv);
+            String aot = aotOption(local);
+            if (aot != null) {
+                String given = env.get("JDK_JAVA_OPTIONS");
+                env.put("JDK_JAVA_OPTIONS", given == null || given.isBlank() ? aot : given + " " + aot);
+            }
             int rank = job.firstRank() + local;
             Process p;
             synchronized (this) {

@@ -155,6 +155,11 @@ final class PerfCommand implements Callable<Integer> {
                     + " scheduler.")
     LocalLauncher.CpuBind cpuBind = LocalLauncher.CpuBind.AUTO;
 
+    @Option(names = "--aot-cache", paramLabel = "FILE",
+            description = "With -n: rank JVMs start from the JDK's AOT cache FILE, or train it if it does not exist (as"
+                    + " hcomm launch --aot-cache).")
+    java.nio.file.Path aotCache;
+
     @Option(names = "--mem", paramLabel = "MEM", defaultValue = "native", converter = MemConverter.class,
             description = "Collectives' buffers (one-sided: the origin's): native (default; Arena.ofShared() off-heap memory), pool"
                     + " (registered buffers of comm.memory(): same-host ranks read them in place) or heap (Java arrays).")
@@ -241,7 +246,7 @@ final class PerfCommand implements Callable<Integer> {
             return 2;
         }
         if (job.isPresent()) return cold ? runColdAsRank(coll, plan.getFirst()) : runAsRank(coll, p2p, plan, rma, xfer);
-        LocalLauncher launcher = new LocalLauncher("hcomm perf", parent.out, parent.err).rank0StdoutRaw(true).cpuBind(cpuBind);
+        LocalLauncher launcher = new LocalLauncher("hcomm perf", parent.out, parent.err).rank0StdoutRaw(true).cpuBind(cpuBind).aotCache(aotCache);
         if (coll != null && algo != null) launcher.environment(Map.of(ALGO_ENV, coll.cliName() + "=" + algo));
         if (!cold) return launcher.runJava(ranks, HcommCli.class.getName(), rankArgs());
         return ColdBench.launch(launcher, ranks, plan, rankArgs(), format == PerfReport.Format.CSV, parent.out,

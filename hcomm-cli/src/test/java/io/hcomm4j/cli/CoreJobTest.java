@@ -49,6 +49,65 @@ class CoreJobTest {
         }).isInstanceOf(IOException.class);
     }
 
+    /**
+     * {@code --aot-cache}: the first run trains the JDK's AOT cache (local rank 0 writes it as its JVM exits), the
+     * second starts every rank's JVM from it (the JVM's own log says it opened the cache) and the job still computes
+     * every element right.
+     */
+    @Test
+    @Timeout(240)
+    void aotCacheIsTrainedOnceThenEveryRankStartsFromIt(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+        java.nio.file.Path cache = dir.resolve("job.aot");
+        List<String> rank = jarsOnly(neighbourRank("60s"), dir);
+        List<String> train = new ArrayList<>(List.of("launch", "-n", "2", "--aot-cache", cache.toString(), "--"));
+        train.addAll(rank);
+        int code = HcommCli.execute(train.toArray(String[]::new), io.out, io.err, Map.of());
+        assertThat(code).as(io.toString()).isZero();
+        assertThat(io.outLines()).as(io.toString()).filteredOn(l -> l.endsWith("all correct")).hasSize(2);
+        assertThat(io.errLines()).as(io.toString()).anyMatch(l -> l.startsWith("hcomm launch: training the AOT cache " + cache));
+        assertThat(cache).as(io.toString()).isRegularFile();
+        assertThat(java.nio.file.Files.size(cache)).isGreaterThan(1 << 20);
+
+        Captured again = new Captured();
+        List<String> use = new ArrayList<>(List.of("launch", "-n", "2", "--aot-cache", cache.toString(), "--"));
+        rank.add(1, "-Xlog:aot=info"); // the JVM says whether it opened the cache
+        use.addAll(rank);
+        code = HcommCli.execute(use.toArray(String[]::new), again.out, again.err, Map.of());
+        assertThat(code).as(again.toString()).isZero();
+        assertThat(again.errLines()).as(again.toString()).contains("hcomm launch: ranks start from the AOT cache " + cache);
+        for (int r = 0; r < 2; r++) {
+            String prefix = "[rank " + r + "] ";
+            String correct = prefix + "rank " + r + " of 2 ";
+            assertThat(again.outLines()).as(again.toString())
+                    .anyMatch(l -> l.startsWith(prefix) && l.contains("Opened AOT cache " + cache))
+                    .anyMatch(l -> l.startsWith(correct) && l.endsWith("all correct"));
+        }
+    }
+
+    /**
+     * {@code command} with every directory of its class path packed into a jar in {@code dir}: the JDK writes an AOT
+     * cache only for a class path of jars ("Cannot have non-empty directory in paths"), and tests run from
+     * target/classes.
+     */
+    private static List<String> jarsOnly(List<String> command, java.nio.file.Path dir) {
+        int cp = command.indexOf("-cp") + 1;
+        List<String> jars = new ArrayList<>();
+        for (String entry : command.get(cp).split(java.io.File.pathSeparator)) {
+            java.nio.file.Path p = java.nio.file.Path.of(entry);
+            if (!java.nio.file.Files.isDirectory(p)) {
+                jars.add(entry);
+                continue;
+            }
+            String jar = dir.resolve("cp" + jars.size() + ".jar").toString();
+            var tool = java.util.spi.ToolProvider.findFirst("jar").orElseThrow();
+            assertThat(tool.run(System.out, System.err, "--create", "--file", jar, "-C", entry, ".")).isZero();
+            jars.add(jar);
+        }
+        List<String> out = new ArrayList<>(command);
+        out.set(cp, String.join(java.io.File.pathSeparator, jars));
+        return out;
+    }
+
     private static List<String> neighbourRank(String timeout) {
         List<String> cmd = new ArrayList<>(LocalLauncher.javaCommand(NeighbourRank.class.getName(), List.of()));
         cmd.addAll(1, List.of("-Dhcomm.init.timeout=" + timeout, "-Dhcomm.timeout=" + timeout));

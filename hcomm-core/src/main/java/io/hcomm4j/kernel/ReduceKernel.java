@@ -132,8 +132,9 @@ public interface ReduceKernel {
 
     /**
      * Whether the Vector API is usable in this JVM: the {@code jdk.incubator.vector} module is present (the JVM was
-     * started with {@code --add-modules jdk.incubator.vector}), its first use raised no error and computed what the
-     * scalar kernels compute, and the platform has vectors of at least 128 bits. Decided once per JVM.
+     * started with {@code --add-modules jdk.incubator.vector}), its first use raised no error, and the platform has
+     * vectors of at least 128 bits. Decided once per JVM. Each vector kernel is also run once against its scalar twin
+     * when {@link #of} first returns it; one that fails or computes other bits is replaced by the scalar kernel.
      *
      * @return whether {@link #of} returns vector kernels
      */

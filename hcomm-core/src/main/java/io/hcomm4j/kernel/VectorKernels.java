@@ -3,35 +3,56 @@ package io.hcomm4j.kernel;
 import io.hcomm4j.DataType;
 import io.hcomm4j.ReduceOp;
 import jdk.incubator.vector.IntVector;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
 /**
- * The vector kernels, one shared instance per (type, op). Loaded only through {@link VectorProbe}, after it has seen
- * the {@code jdk.incubator.vector} module: this class and the kernels it creates link against it.
+ * The vector kernels, one shared instance per (type, op), each made and checked on its first use. Loaded only through
+ * {@link VectorProbe}, after it has seen the {@code jdk.incubator.vector} module: this class and the kernels it creates
+ * link against it.
  */
 final class VectorKernels {
+    private static final Logger LOG = LoggerFactory.getLogger(ReduceKernel.class);
+
+    /** Per (type, op): null until first asked for. Kernels are immutable, so a plain read of one made elsewhere is safe. */
+    private static final ReduceKernel[] KERNELS = new ReduceKernel[DataType.values().length * ReduceOp.values().length];
+
     private VectorKernels() {
     }
 
-    /** Created on first use, after {@link #unusableReason} has looked at the vector size: species need it. */
-    private static final class Cache {
-        static final ReduceKernel[] KERNELS = new ReduceKernel[DataType.values().length * ReduceOp.values().length];
-
-        static {
-            for (DataType type : DataType.values()) {
-                for (ReduceOp op : ReduceOp.values()) {
-                    if (!op.collective()) continue; // REPLACE, NO_OP: one-sided, no kernel
-                    KERNELS[ScalarKernels.index(type, op)] = create(type, op);
-                }
-            }
-        }
+    static ReduceKernel of(DataType type, ReduceOp op) {
+        ReduceKernel k = KERNELS[ScalarKernels.index(type, op)];
+        return k != null ? k : first(type, op);
     }
 
-    static ReduceKernel of(DataType type, ReduceOp op) {
-        return Cache.KERNELS[ScalarKernels.index(type, op)];
+    /**
+     * The first use of a (type, op): its kernel is made and its whole-vector part checked once against the scalar
+     * twin; a kernel that fails or computes other bits is replaced by the scalar one. Checking each kernel on first
+     * use rather than all of them up front keeps the first collective of a JVM fast: the whole set, run interpreted,
+     * took 300-400 ms here.
+     */
+    private static synchronized ReduceKernel first(DataType type, ReduceOp op) {
+        int i = ScalarKernels.index(type, op);
+        if (KERNELS[i] == null) {
+            ReduceKernel k;
+            try {
+                k = create(type, op);
+                String wrong = differs(k, ScalarKernels.of(type, op));
+                if (wrong != null) {
+                    LOG.info("reduction kernel {} {} is scalar: {}", type, op, wrong);
+                    k = ScalarKernels.of(type, op);
+                }
+            } catch (LinkageError | RuntimeException e) {
+                LOG.info("reduction kernel {} {} is scalar: the Vector API failed on first use", type, op, e);
+                k = ScalarKernels.of(type, op);
+            }
+            KERNELS[i] = k;
+        }
+        return KERNELS[i];
     }
 
     private static ReduceKernel create(DataType type, ReduceOp op) {
@@ -57,40 +78,38 @@ final class VectorKernels {
     }
 
     /**
-     * Why the vector kernels should not be used here, or {@code null} if they can. Without vectors of at least 128
-     * bits the Vector API computes lane by lane in Java, far slower than the scalar loops. The smoke run makes the
-     * first use (class loading, linking to the module) happen here, where a failure is caught, and checks every
-     * kernel's whole-vector part against its scalar twin once. It runs on native memory: seen from the shared JDK
-     * code, heap segments in the type profiles made 128-bit loops over native segments six times slower (JDK 25).
+     * Why the vector kernels should not be used here, or {@code null} if they can: without vectors of at least 128
+     * bits the Vector API computes lane by lane in Java, far slower than the scalar loops. Touching the species is
+     * the module's first use, where a linkage failure is caught ({@link VectorProbe}).
      */
     static String unusableReason() {
         int bits = IntVector.SPECIES_PREFERRED.vectorBitSize();
-        if (bits < 128) {
-            return "the preferred vector size is " + bits + " bits";
-        }
+        return bits < 128 ? "the preferred vector size is " + bits + " bits" : null;
+    }
+
+    /**
+     * Runs {@code vector} and {@code scalar} once on the same inputs, a few whole vectors and a ragged end at an odd
+     * offset; returns why they differ, or null. Native memory: seen from the shared JDK code, heap segments in the
+     * type profiles made 128-bit loops over native segments six times slower (JDK 25). Float NaN payloads may differ,
+     * as the contract allows, so float32/float64 results are not compared bit for bit here (the parity tests do).
+     */
+    private static String differs(ReduceKernel vector, ReduceKernel scalar) {
         int size = 4 * 64 + 24;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment x = arena.allocate(size);
             MemorySegment y = arena.allocate(size);
-            MemorySegment vector = arena.allocate(size);
-            MemorySegment scalar = arena.allocate(size);
+            MemorySegment v = arena.allocate(size);
+            MemorySegment s = arena.allocate(size);
             for (int i = 0; i < size; i++) {
                 x.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 37 + 11));
                 y.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 91 + 5));
             }
-            for (DataType type : DataType.values()) {
-                for (ReduceOp op : ReduceOp.values()) {
-                    if (!op.collective()) continue; // REPLACE, NO_OP: one-sided, no kernel
-                    long count = (size - 1) / type.byteSize();
-                    of(type, op).combine(x, 1, y, 0, vector, 0, count);
-                    ScalarKernels.of(type, op).combine(x, 1, y, 0, scalar, 0, count);
-                    boolean exact = type != DataType.FLOAT32 && type != DataType.FLOAT64; // NaN payloads may differ
-                    if (exact && vector.mismatch(scalar) >= 0) {
-                        return "the vector " + type + " " + op + " kernel computed other bits than the scalar one";
-                    }
-                }
-            }
+            DataType type = vector.type();
+            long count = (size - 1) / type.byteSize();
+            vector.combine(x, 1, y, 0, v, 0, count);
+            scalar.combine(x, 1, y, 0, s, 0, count);
+            boolean exact = type != DataType.FLOAT32 && type != DataType.FLOAT64;
+            return exact && v.mismatch(s) >= 0 ? "the vector kernel computed other bits than the scalar one" : null;
         }
-        return null;
     }
 }
