@@ -56,6 +56,10 @@ import org.slf4j.LoggerFactory;
  * <p>Ranks here are world ranks; communicators above translate.
  */
 public final class PeerTransport implements AutoCloseable {
+    static {
+        EarlyClassLoading.run(); // before anything that uses segments is compiled
+    }
+
     /** Wildcard for source or tag in {@link #recv}. */
     public static final int ANY = -1;
     /** Largest eager frame a receiver accepts from anyone (the configured limit is at most this). */
