@@ -1,10 +1,14 @@
 package io.hcomm4j.cli;
 
-import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static io.hcomm4j.cli.CheckValues.getBits;
+import static io.hcomm4j.cli.CheckValues.input;
+import static io.hcomm4j.cli.CheckValues.encode;
+import static io.hcomm4j.cli.CheckValues.reference;
+import static io.hcomm4j.cli.CheckValues.pattern;
+import static io.hcomm4j.cli.CheckValues.mask;
+import static io.hcomm4j.cli.CheckValues.setBits;
 import static java.lang.foreign.ValueLayout.JAVA_DOUBLE;
-import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
-import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
 import io.hcomm4j.CommFuture;
 import io.hcomm4j.Communicator;
@@ -217,10 +221,14 @@ final class CollectiveBench {
      *               on rank 0 the maximum over ranks of the means
      * @param wrong  wrong elements found by the check (after {@link #combine} on rank 0: of every rank), -1 when
      *               not checked
+     * @param perCallNanos MEDIAN timing: this rank's time of each call (null for MEAN)
+     * @param tailNanos    the median, 99th percentile and maximum of the time per call, in ns: MEAN, this rank's
+     *                     back-to-back calls (after {@link #combine} on rank 0: the largest of every rank's);
+     *                     MEDIAN, after {@link #combine}, of the slowest rank's time of each call; null if not known
      */
-    record Result(Shape shape, double timeUs, long wrong, long[] perCallNanos) {
+    record Result(Shape shape, double timeUs, long wrong, long[] perCallNanos, long[] tailNanos) {
         Result(Shape shape, double timeUs, long wrong) {
-            this(shape, timeUs, wrong, null);
+            this(shape, timeUs, wrong, null, null);
         }
 
         /** Size / time in GB/s (1e9 B/s). */
@@ -251,10 +259,17 @@ final class CollectiveBench {
             call.fillInputs();
             for (int i = 0; i < t.warmup(); i++) call.run();
             comm.barrier();
-            long[] perCall = timing == Timing.MEDIAN ? new long[t.iters()] : null;
+            long[] perCall = new long[t.iters()];
             long t0 = System.nanoTime();
-            if (perCall == null) {
-                for (int i = 0; i < t.iters(); i++) call.run();
+            if (timing == Timing.MEAN) {
+                // back to back, one clock read per call: the calls' times add up to the loop's
+                long before = t0;
+                for (int i = 0; i < t.iters(); i++) {
+                    call.run();
+                    long now = System.nanoTime();
+                    perCall[i] = now - before;
+                    before = now;
+                }
             } else {
                 for (int i = 0; i < t.iters(); i++) {
                     comm.barrier();
@@ -270,7 +285,8 @@ final class CollectiveBench {
                 call.run();
                 wrong = call.countWrong();
             }
-            return new Result(call.shape, elapsed / 1e3 / t.iters(), wrong, perCall);
+            if (timing == Timing.MEAN) return new Result(call.shape, elapsed / 1e3 / t.iters(), wrong, null, tails(perCall));
+            return new Result(call.shape, elapsed / 1e3 / t.iters(), wrong, perCall, null);
         }
     }
 
@@ -287,15 +303,22 @@ final class CollectiveBench {
                 msg.set(JAVA_LONG, 8, mine.wrong());
                 comm.send(msg, 0, TAG_RESULT);
                 if (mine.perCallNanos() != null) comm.send(mine.perCallNanos(), 0, TAG_RESULT);
+                if (mine.tailNanos() != null) comm.send(mine.tailNanos(), 0, TAG_RESULT);
                 return mine;
             }
             double time = mine.timeUs();
             long wrong = mine.wrong();
+            long[] tails = mine.tailNanos() == null ? null : mine.tailNanos().clone();
+            long[] theirTails = new long[3];
             for (int r = 1; r < comm.size(); r++) {
                 comm.recv(msg, r, TAG_RESULT);
                 time = Math.max(time, msg.get(JAVA_DOUBLE, 0));
                 long w = msg.get(JAVA_LONG, 8);
                 wrong = wrong < 0 || w < 0 ? Math.max(wrong, w) : wrong + w;
+                if (tails != null) {
+                    comm.recv(theirTails, r, TAG_RESULT);
+                    for (int k = 0; k < 3; k++) tails[k] = Math.max(tails[k], theirTails[k]);
+                }
             }
             if (mine.perCallNanos() != null) {
                 long[] slowest = mine.perCallNanos().clone();
@@ -304,13 +327,22 @@ final class CollectiveBench {
                     comm.recv(theirs, r, TAG_RESULT);
                     for (int i = 0; i < slowest.length; i++) slowest[i] = Math.max(slowest[i], theirs[i]);
                 }
+                tails = tails(slowest);
                 java.util.Arrays.sort(slowest);
                 int m = slowest.length;
                 double median = m % 2 == 1 ? slowest[m / 2] : (slowest[m / 2 - 1] + slowest[m / 2]) / 2.0;
                 time = median / 1e3;
             }
-            return new Result(mine.shape(), time, wrong, mine.perCallNanos());
+            return new Result(mine.shape(), time, wrong, mine.perCallNanos(), tails);
         }
+    }
+
+    /** The median, 99th percentile and maximum of {@code nanos} (nearest rank; {@code nanos} is not changed). */
+    static long[] tails(long[] nanos) {
+        long[] sorted = nanos.clone();
+        java.util.Arrays.sort(sorted);
+        int m = sorted.length;
+        return new long[] {sorted[(m - 1) / 2], sorted[(int) Math.ceil(0.99 * m) - 1], sorted[m - 1]};
     }
 
     /** The buffers of one test on this rank, the blocking call and its check. */
@@ -486,143 +518,5 @@ final class CollectiveBench {
 
     private static long scatterSalt(int root, int dest) {
         return ((long) root << 24) | dest;
-    }
-
-    // ------------------------------------------------------------------ inputs and references of the check
-
-    /**
-     * Largest magnitude of the SUM/AVG/MIN/MAX inputs on {@code n} ranks: 3, less when a sum of {@code n} of them
-     * could leave the integers the type holds exactly (float16: 2048, bfloat16: 256, float32: 2^24).
-     */
-    static int amplitude(DataType type, int n) {
-        long exact = switch (type) {
-            case FLOAT16 -> 2048;
-            case BFLOAT16 -> 256;
-            case FLOAT32 -> 1 << 24;
-            default -> Long.MAX_VALUE;
-        };
-        return (int) Math.min(3, exact / n);
-    }
-
-    /**
-     * The value rank {@code r} of {@code n} contributes at element {@code i}: for PROD 2, -1 or 1 (so products are
-     * powers of two, exact in every type or overflowing the same way in any order); otherwise an integer in
-     * [-a, a], {@code a = }{@link #amplitude}. Integer types hold it wrapped (UINT8: -1 is 255).
-     */
-    static long input(ReduceOp op, DataType type, int n, int r, long i) {
-        if (op == ReduceOp.PROD) {
-            if ((i + r) % 3 == 0) return 2;
-            return (i + 2L * r) % 5 == 0 ? -1 : 1;
-        }
-        int a = amplitude(type, n);
-        return Math.floorMod(i * 5 + r * 3L + 1, 2 * a + 1) - a;
-    }
-
-    /** The bits of the integer {@code v} as an element of {@code type}. */
-    static long encode(DataType type, long v) {
-        return switch (type) {
-            case INT8, UINT8 -> v & 0xFF;
-            case INT32 -> v & 0xFFFF_FFFFL;
-            case INT64 -> v;
-            case FLOAT16 -> Float.floatToFloat16((float) v) & 0xFFFF;
-            case BFLOAT16 -> toBf16((float) v);
-            case FLOAT32 -> Float.floatToRawIntBits((float) v) & 0xFFFF_FFFFL;
-            case FLOAT64 -> Double.doubleToRawLongBits(v);
-        };
-    }
-
-    /**
-     * The exact result at element {@code i} of reducing every rank's {@link #input} with {@code op}, as bits of
-     * {@code type}. Integers wrap as in Java (UINT8 compares and divides as 0..255); AVG divides the wrapped sum
-     * with Java integer division, and for floats divides the (exact) sum in the type's arithmetic, float16 and
-     * bfloat16 in float32 rounded once, as the library's kernels do.
-     */
-    static long reference(ReduceOp op, DataType type, int n, long i) {
-        switch (type) {
-            case INT8, UINT8, INT32, INT64 -> {
-                long acc = logical(type, input(op, type, n, 0, i));
-                for (int q = 1; q < n; q++) {
-                    long x = logical(type, input(op, type, n, q, i));
-                    acc = switch (op) {
-                        case SUM, AVG -> acc + x;
-                        case PROD -> acc * x;
-                        case MIN -> Math.min(acc, x);
-                        case MAX -> Math.max(acc, x);
-                        case REPLACE, NO_OP -> throw new IllegalArgumentException(op + " is not a reduction");
-                    };
-                }
-                if (op == ReduceOp.AVG) acc = logical(type, acc) / n;
-                return encode(type, acc);
-            }
-            default -> {
-                double acc = input(op, type, n, 0, i);
-                for (int q = 1; q < n; q++) {
-                    double x = input(op, type, n, q, i);
-                    acc = switch (op) {
-                        case SUM, AVG -> acc + x;
-                        case PROD -> acc * x;
-                        case MIN -> Math.min(acc, x);
-                        case MAX -> Math.max(acc, x);
-                        case REPLACE, NO_OP -> throw new IllegalArgumentException(op + " is not a reduction");
-                    };
-                }
-                boolean avg = op == ReduceOp.AVG;
-                if (type == DataType.FLOAT64) return Double.doubleToRawLongBits(avg ? acc / n : acc);
-                float f = (float) acc;
-                if (avg) f = f / n;
-                return switch (type) {
-                    case FLOAT16 -> Float.floatToFloat16(f) & 0xFFFF;
-                    case BFLOAT16 -> toBf16(f);
-                    default -> Float.floatToRawIntBits(f) & 0xFFFF_FFFFL;
-                };
-            }
-        }
-    }
-
-    /** The integer an element of an integer {@code type} holding {@code v} (wrapped) stands for. */
-    private static long logical(DataType type, long v) {
-        return switch (type) {
-            case INT8 -> (byte) v;
-            case UINT8 -> v & 0xFF;
-            case INT32 -> (int) v;
-            default -> v;
-        };
-    }
-
-    /** float32 to bfloat16 bits, rounding to nearest even (no NaN arises here). */
-    static long toBf16(float f) {
-        int bits = Float.floatToRawIntBits(f);
-        return ((bits + 0x7FFF + ((bits >>> 16) & 1)) >>> 16) & 0xFFFF;
-    }
-
-    /** The bits a data-movement source with {@code salt} writes at element {@code index}: a hash, so displaced data shows. */
-    static long pattern(long salt, long index, int elementSize) {
-        long z = salt * 0x9E3779B97F4A7C15L + index + 1;
-        z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
-        z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
-        return (z ^ (z >>> 31)) & mask(elementSize);
-    }
-
-    static long mask(int elementSize) {
-        return elementSize == 8 ? -1L : (1L << (8 * elementSize)) - 1;
-    }
-
-    /** Element {@code i} of {@code seg} (elements of {@code es} bytes, native order) as unsigned bits. */
-    static long getBits(MemorySegment seg, int es, long i) {
-        return switch (es) {
-            case 1 -> seg.get(JAVA_BYTE, i) & 0xFFL;
-            case 2 -> seg.get(JAVA_SHORT, i * 2) & 0xFFFFL;
-            case 4 -> seg.get(JAVA_INT, i * 4) & 0xFFFF_FFFFL;
-            default -> seg.get(JAVA_LONG, i * 8);
-        };
-    }
-
-    static void setBits(MemorySegment seg, int es, long i, long bits) {
-        switch (es) {
-            case 1 -> seg.set(JAVA_BYTE, i, (byte) bits);
-            case 2 -> seg.set(JAVA_SHORT, i * 2, (short) bits);
-            case 4 -> seg.set(JAVA_INT, i * 4, (int) bits);
-            default -> seg.set(JAVA_LONG, i * 8, bits);
-        }
     }
 }

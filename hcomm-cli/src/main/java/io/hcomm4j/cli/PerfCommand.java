@@ -584,6 +584,12 @@ final class PerfCommand implements Callable<Integer> {
                         t.warmup(), t.iters()));
             }
             CollectiveBench.Result r = CollectiveBench.combine(comm, CollectiveBench.run(comm, t, check, timing));
+            if (rank == 0 && r.tailNanos() != null) {
+                long[] q = r.tailNanos();
+                progress.println(String.format(Locale.ROOT, "# %s %s: per call p50 %.2f us, p99 %.2f us, max %.2f us (%s)",
+                        coll.cliName(), P2pBench.human(shape.bytes()), q[0] / 1e3, q[1] / 1e3, q[2] / 1e3,
+                        timing == CollectiveBench.Timing.MEAN ? "back to back; the largest over ranks" : "the slowest rank's"));
+            }
             if (rank == 0) {
                 double algbw = r.algbwGBs();
                 PerfReport.Row row = new PerfReport.Row(coll.cliName(), algoLabel, n, shape.bytes(), shape.count(),

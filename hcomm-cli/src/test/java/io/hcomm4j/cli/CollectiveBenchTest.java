@@ -81,18 +81,18 @@ class CollectiveBenchTest {
                     ReduceKernel k = ReduceKernel.of(type, op);
                     for (int n = 1; n <= 5; n++) {
                         for (int i = 0; i < count; i++) {
-                            CollectiveBench.setBits(acc, es, i, CollectiveBench.encode(type, CollectiveBench.input(op, type, n, 0, i)));
+                            CheckValues.setBits(acc, es, i, CheckValues.encode(type, CheckValues.input(op, type, n, 0, i)));
                         }
                         for (int r = 1; r < n; r++) {
                             for (int i = 0; i < count; i++) {
-                                CollectiveBench.setBits(in, es, i, CollectiveBench.encode(type, CollectiveBench.input(op, type, n, r, i)));
+                                CheckValues.setBits(in, es, i, CheckValues.encode(type, CheckValues.input(op, type, n, r, i)));
                             }
                             k.accumulate(acc, 0, in, 0, count);
                         }
                         k.finish(acc, 0, count, n);
                         for (int i = 0; i < count; i++) {
-                            assertThat(CollectiveBench.getBits(acc, es, i)).as("%s %s on %d ranks, element %d", type, op, n, i)
-                                    .isEqualTo(CollectiveBench.reference(op, type, n, i));
+                            assertThat(CheckValues.getBits(acc, es, i)).as("%s %s on %d ranks, element %d", type, op, n, i)
+                                    .isEqualTo(CheckValues.reference(op, type, n, i));
                         }
                     }
                 }
@@ -103,29 +103,29 @@ class CollectiveBenchTest {
     @Test
     void referenceResultsAreTheIntendedNumbers() {
         // 3 ranks, element 0: inputs floorMod(0*5 + r*3 + 1, 7) - 3 = -2, 1, -3
-        assertThat(CollectiveBench.input(ReduceOp.SUM, DataType.FLOAT32, 3, 0, 0)).isEqualTo(-2);
-        assertThat(CollectiveBench.input(ReduceOp.SUM, DataType.FLOAT32, 3, 1, 0)).isEqualTo(1);
-        assertThat(CollectiveBench.input(ReduceOp.SUM, DataType.FLOAT32, 3, 2, 0)).isEqualTo(-3);
-        assertThat(Float.intBitsToFloat((int) CollectiveBench.reference(ReduceOp.SUM, DataType.FLOAT32, 3, 0))).isEqualTo(-4f);
-        assertThat(Float.intBitsToFloat((int) CollectiveBench.reference(ReduceOp.AVG, DataType.FLOAT32, 3, 0))).isEqualTo(-4f / 3);
-        assertThat(CollectiveBench.reference(ReduceOp.AVG, DataType.INT32, 3, 0)).isEqualTo(0xFFFF_FFFFL); // -4 / 3 truncates to -1
-        assertThat(CollectiveBench.reference(ReduceOp.MAX, DataType.UINT8, 3, 0)).isEqualTo(254); // -2 is 254 as 0..255
-        assertThat(CollectiveBench.reference(ReduceOp.MAX, DataType.INT8, 3, 0)).isEqualTo(1);
-        assertThat(CollectiveBench.reference(ReduceOp.MIN, DataType.INT64, 3, 0)).isEqualTo(-3);
+        assertThat(CheckValues.input(ReduceOp.SUM, DataType.FLOAT32, 3, 0, 0)).isEqualTo(-2);
+        assertThat(CheckValues.input(ReduceOp.SUM, DataType.FLOAT32, 3, 1, 0)).isEqualTo(1);
+        assertThat(CheckValues.input(ReduceOp.SUM, DataType.FLOAT32, 3, 2, 0)).isEqualTo(-3);
+        assertThat(Float.intBitsToFloat((int) CheckValues.reference(ReduceOp.SUM, DataType.FLOAT32, 3, 0))).isEqualTo(-4f);
+        assertThat(Float.intBitsToFloat((int) CheckValues.reference(ReduceOp.AVG, DataType.FLOAT32, 3, 0))).isEqualTo(-4f / 3);
+        assertThat(CheckValues.reference(ReduceOp.AVG, DataType.INT32, 3, 0)).isEqualTo(0xFFFF_FFFFL); // -4 / 3 truncates to -1
+        assertThat(CheckValues.reference(ReduceOp.MAX, DataType.UINT8, 3, 0)).isEqualTo(254); // -2 is 254 as 0..255
+        assertThat(CheckValues.reference(ReduceOp.MAX, DataType.INT8, 3, 0)).isEqualTo(1);
+        assertThat(CheckValues.reference(ReduceOp.MIN, DataType.INT64, 3, 0)).isEqualTo(-3);
         // the inputs stay exact for the 16-bit floats on many ranks
-        assertThat(CollectiveBench.amplitude(DataType.BFLOAT16, 100)).isEqualTo(2);
-        assertThat(CollectiveBench.amplitude(DataType.FLOAT16, 1000)).isEqualTo(2);
-        assertThat(CollectiveBench.amplitude(DataType.FLOAT32, 1000)).isEqualTo(3);
+        assertThat(CheckValues.amplitude(DataType.BFLOAT16, 100)).isEqualTo(2);
+        assertThat(CheckValues.amplitude(DataType.FLOAT16, 1000)).isEqualTo(2);
+        assertThat(CheckValues.amplitude(DataType.FLOAT32, 1000)).isEqualTo(3);
     }
 
     @Test
     void patternsDifferBySourceAndElement() {
         Set<Long> seen = new HashSet<>();
         for (long salt = 0; salt < 8; salt++) {
-            for (long i = 0; i < 64; i++) seen.add(CollectiveBench.pattern(salt, i, 8));
+            for (long i = 0; i < 64; i++) seen.add(CheckValues.pattern(salt, i, 8));
         }
         assertThat(seen).hasSize(8 * 64);
-        assertThat(CollectiveBench.pattern(3, 5, 2)).isBetween(0L, 0xFFFFL);
-        assertThat(CollectiveBench.pattern(3, 5, 1)).isEqualTo(CollectiveBench.pattern(3, 5, 8) & 0xFF);
+        assertThat(CheckValues.pattern(3, 5, 2)).isBetween(0L, 0xFFFFL);
+        assertThat(CheckValues.pattern(3, 5, 1)).isEqualTo(CheckValues.pattern(3, 5, 8) & 0xFF);
     }
 }

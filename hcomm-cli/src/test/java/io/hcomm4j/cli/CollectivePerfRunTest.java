@@ -139,6 +139,45 @@ class CollectivePerfRunTest {
         java.util.Arrays.sort(slowest);
         assertThat(out.get(0)[1].timeUs()).isEqualTo(slowest[3] / 1e3);
         assertThat(out.get(0)[1].wrong()).isZero();
+        // p50, p99 (nearest rank: the 7th of 7) and max of the slowest rank's times
+        assertThat(out.get(0)[1].tailNanos()).containsExactly(slowest[3], slowest[6], slowest[6]);
+    }
+
+    /**
+     * Mean timing: each rank times its back-to-back calls one by one, and rank 0 reports the largest p50, p99 and max
+     * over ranks, as it reports the largest mean.
+     */
+    @Test
+    void meanTimingReportsTheLargestTailsOverRanks() throws Exception {
+        CollectiveBench.Test t = new CollectiveBench.Test(Coll.ALLREDUCE, 65536, DataType.FLOAT32, ReduceOp.SUM, 0, 200, 2);
+        List<CollectiveBench.Result[]> out = ThreadRanks.run(2, r -> comm -> {
+            CollectiveBench.Result mine = CollectiveBench.run(comm, t, true, CollectiveBench.Timing.MEAN);
+            return new CollectiveBench.Result[] {mine, CollectiveBench.combine(comm, mine)};
+        });
+        long[] a = out.get(0)[0].tailNanos();
+        long[] b = out.get(1)[0].tailNanos();
+        for (long[] q : List.of(a, b)) {
+            assertThat(q).hasSize(3);
+            assertThat(q[0]).isPositive().isLessThanOrEqualTo(q[1]);
+            assertThat(q[1]).isLessThanOrEqualTo(q[2]);
+        }
+        for (int r = 0; r < 2; r++) {
+            // no call took longer than the whole loop, and the mean lies between the fastest call and the longest
+            CollectiveBench.Result mine = out.get(r)[0];
+            assertThat(mine.tailNanos()[2] / 1e3).isLessThanOrEqualTo(mine.timeUs() * 200 + 1e-6).isGreaterThanOrEqualTo(mine.timeUs() - 1e-6);
+        }
+        assertThat(out.get(0)[1].tailNanos()).containsExactly(Math.max(a[0], b[0]), Math.max(a[1], b[1]), Math.max(a[2], b[2]));
+        assertThat(out.get(0)[1].timeUs()).isEqualTo(Math.max(out.get(0)[0].timeUs(), out.get(1)[0].timeUs()));
+        assertThat(out.get(0)[1].wrong()).isZero();
+    }
+
+    @Test
+    void tailsAreNearestRankPercentiles() {
+        long[] nanos = new long[200];
+        for (int i = 0; i < nanos.length; i++) nanos[i] = (i * 7919L) % 200 + 1; // 1..200, shuffled
+        assertThat(CollectiveBench.tails(nanos)).containsExactly(100, 198, 200);
+        assertThat(nanos[1]).isEqualTo(7919 % 200 + 1); // not sorted in place
+        assertThat(CollectiveBench.tails(new long[] {5})).containsExactly(5, 5, 5);
     }
 
     @Test
@@ -162,9 +201,13 @@ class CollectivePerfRunTest {
         assertThat(io.outLines().getFirst()).isEqualTo("op,algo,ranks,bytes,count,dtype,redop,root,time_us,algbw_gbs,busbw_gbs,wrong");
         assertThat(io.outLines().get(1)).matches("reducescatter,ring,2,4096,1024,bfloat16,min,-1,[0-9.]+,[0-9.]+,[0-9.]+,0");
         assertThat(io.outLines().get(2)).matches("reducescatter,ring,2,8192,2048,bfloat16,min,-1,[0-9.]+,[0-9.]+,[0-9.]+,0");
-        assertThat(io.errLines()).containsExactly("# JIT warm-up: 330 calls of reducescatter 4 KiB",
-                "# JIT warm-up: 5 calls of reducescatter 8 KiB",
-                "# reducescatter 4 KiB bfloat16 min: 1 warmup + 3 iters", "# reducescatter 8 KiB bfloat16 min: 1 warmup + 3 iters");
+        assertThat(io.errLines()).hasSize(6);
+        assertThat(io.errLines().subList(0, 3)).containsExactly("# JIT warm-up: 330 calls of reducescatter 4 KiB",
+                "# JIT warm-up: 5 calls of reducescatter 8 KiB", "# reducescatter 4 KiB bfloat16 min: 1 warmup + 3 iters");
+        String tails = "# reducescatter %s: per call p50 [0-9.]+ us, p99 [0-9.]+ us, max [0-9.]+ us \\(back to back; the largest over ranks\\)";
+        assertThat(io.errLines().get(3)).matches(tails.formatted("4 KiB"));
+        assertThat(io.errLines().get(4)).isEqualTo("# reducescatter 8 KiB bfloat16 min: 1 warmup + 3 iters");
+        assertThat(io.errLines().get(5)).matches(tails.formatted("8 KiB"));
     }
 
     private static List<PerfReport.Row> run(Communicator comm, List<CollectiveBench.Test> plan) {
@@ -187,7 +230,7 @@ class CollectivePerfRunTest {
                         MemorySegment recv = (MemorySegment) args[1];
                         int es = ((DataType) args[3]).byteSize();
                         for (long i : new long[] {0, 7, (Long) args[2] - 1}) {
-                            CollectiveBench.setBits(recv, es, i, ~CollectiveBench.getBits(recv, es, i));
+                            CheckValues.setBits(recv, es, i, ~CheckValues.getBits(recv, es, i));
                         }
                     }
                     return result;
