@@ -12,23 +12,19 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.Callable;
 import java.util.regex.Pattern;
-import java.util.stream.Collectors;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.ITypeConverter;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.ParentCommand;
 import picocli.CommandLine.Spec;
-import picocli.CommandLine.TypeConversionException;
 
 /**
  * {@code hcomm perf OP}: measures one communication op like nccl-tests. Outside a job it starts {@code -n}
@@ -49,7 +45,7 @@ final class PerfCommand implements Callable<Integer> {
     /** Its system-property form (HCOMM_X is hcomm.x, see CommConfig), which a rank inside a job sets for --algo. */
     static final String ALGO_PROPERTY = "hcomm.algo";
 
-    /** Default sweep of the collectives: 4 KiB to 64 MiB, times 4. */
+    /** Default PerfPlan.sweep of the collectives: 4 KiB to 64 MiB, times 4. */
     static final long DEFAULT_MIN = 4L << 10;
     static final long DEFAULT_MAX = 64L << 20;
     static final int DEFAULT_FACTOR = 4;
@@ -109,23 +105,23 @@ final class PerfCommand implements Callable<Integer> {
     int ranks;
 
     @Option(names = {"-b", "--minbytes"}, paramLabel = "SIZE", converter = HcommCli.SizeConverter.class,
-            description = "Smallest size of a sweep (4096, 64K, 4M, 1G).")
+            description = "Smallest size of a PerfPlan.sweep (4096, 64K, 4M, 1G).")
     Long minBytes;
 
     @Option(names = {"-e", "--maxbytes"}, paramLabel = "SIZE", converter = HcommCli.SizeConverter.class,
-            description = "Largest size of a sweep.")
+            description = "Largest size of a PerfPlan.sweep.")
     Long maxBytes;
 
     @Option(names = {"-f", "--stepfactor"}, paramLabel = "F",
-            description = "Factor between the sizes of a sweep (default: 2; 4 for the collectives' default sizes).")
+            description = "Factor between the sizes of a PerfPlan.sweep (default: 2; 4 for the collectives' default sizes).")
     Integer factor;
 
-    @Option(names = {"-d", "--dtype"}, paramLabel = "TYPE", defaultValue = "float32", converter = DataTypeConverter.class,
+    @Option(names = {"-d", "--dtype"}, paramLabel = "TYPE", defaultValue = "float32", converter = PerfConverters.DataTypeConverter.class,
             description = "Element type of the collectives: int8, uint8, int32, int64, float16, bfloat16, float32,"
                     + " float64 (default: ${DEFAULT-VALUE}).")
     DataType dtype;
 
-    @Option(names = {"-o", "--op"}, paramLabel = "REDOP", defaultValue = "sum", converter = ReduceOpConverter.class,
+    @Option(names = {"-o", "--op"}, paramLabel = "REDOP", defaultValue = "sum", converter = PerfConverters.ReduceOpConverter.class,
             description = "Reduction of allreduce, reduce, reducescatter: sum, prod, min, max, avg (default: ${DEFAULT-VALUE}).")
     ReduceOp redop;
 
@@ -137,7 +133,7 @@ final class PerfCommand implements Callable<Integer> {
             description = {"Collectives: forces the library's algorithm for the op: the ranks get"
                     + " HCOMM_ALGO=<op>=<ALGO> (e.g. allreduce=ring; init fails on a name the library does not know)."
                     + " Default: the library chooses (algo column: auto, or what HCOMM_ALGO already forces).",
-                "p2p: pingpong or stream only (default: both for a sweep, the default sizes otherwise).",
+                "p2p: pingpong or stream only (default: both for a PerfPlan.sweep, the default sizes otherwise).",
                 "transfer: write or read only (default: both)."})
     String algo;
 
@@ -160,7 +156,7 @@ final class PerfCommand implements Callable<Integer> {
                     + " hcomm launch --aot-cache).")
     java.nio.file.Path aotCache;
 
-    @Option(names = "--mem", paramLabel = "MEM", defaultValue = "native", converter = MemConverter.class,
+    @Option(names = "--mem", paramLabel = "MEM", defaultValue = "native", converter = PerfConverters.MemConverter.class,
             description = "Collectives' buffers (one-sided: the origin's): native (default; Arena.ofShared() off-heap memory), pool"
                     + " (registered buffers of comm.memory(): same-host ranks read them in place) or heap (Java arrays).")
     CollectiveBench.Mem mem = CollectiveBench.Mem.NATIVE;
@@ -179,7 +175,7 @@ final class PerfCommand implements Callable<Integer> {
     boolean inPlace;
 
     @Option(names = "--timing", paramLabel = "HOW", defaultValue = "mean",
-            converter = TimingConverter.class,
+            converter = PerfConverters.TimingConverter.class,
             description = "Collectives: mean (default; nccl-tests: calls back to back, loop time / iters, slowest rank)"
                     + " or median (OSU and the Open MPI baseline ../shared/peers/mpi_bench.c: a barrier before every"
                     + " call, each call timed, the slowest rank's time per call, median over calls).")
@@ -275,7 +271,7 @@ final class PerfCommand implements Callable<Integer> {
 
     /** The p2p plan these options give. */
     List<P2pTest> p2pTests() {
-        return p2pPlan(minBytes, maxBytes, factor != null ? factor : 2, p2pAlgo(algo), iters, warmup);
+        return PerfPlan.p2pPlan(minBytes, maxBytes, factor != null ? factor : 2, PerfPlan.p2pAlgo(algo), iters, warmup);
     }
 
     /** The collective plan these options give (the op must be a collective). */
@@ -306,7 +302,7 @@ final class PerfCommand implements Callable<Integer> {
             }
             if (n == null) n = 1000;
         }
-        return collectivePlan(coll, lo, hi, f, dtype, redop, root, n, warmup).stream()
+        return PerfPlan.collectivePlan(coll, lo, hi, f, dtype, redop, root, n, warmup).stream()
                 .map(t -> new CollectiveBench.Test(t.coll(), t.bytes(), t.type(), t.op(), t.root(), t.iters(), t.warmup(), mem,
                         inPlace))
                 .toList();
@@ -333,111 +329,6 @@ final class PerfCommand implements Callable<Integer> {
         }
         if (plot != null) args.addAll(List.of("--plot", plot.toAbsolutePath().toString()));
         return args;
-    }
-
-    /** {@code --algo} of p2p: null (both), pingpong or stream. */
-    static P2pAlgo p2pAlgo(String algo) {
-        if (algo == null) return null;
-        for (P2pAlgo a : P2pAlgo.values()) {
-            if (a.name().equalsIgnoreCase(algo)) return a;
-        }
-        throw new IllegalArgumentException("p2p --algo must be pingpong or stream, not '" + algo + "'");
-    }
-
-    /**
-     * Sizes from {@code min} to {@code max} (inclusive), each {@code factor} times the one before; one bound
-     * alone is one size.
-     */
-    static List<Long> sweep(Long minBytes, Long maxBytes, int factor) {
-        long min = minBytes != null ? minBytes : maxBytes;
-        long max = maxBytes != null ? maxBytes : minBytes;
-        if (min < 1) throw new IllegalArgumentException("-b must be at least 1 byte, was " + min);
-        if (max < min) throw new IllegalArgumentException("-e (" + max + ") is smaller than -b (" + min + ")");
-        if (factor < 2 && max > min) throw new IllegalArgumentException("-f must be >= 2, was " + factor);
-        List<Long> sizes = new ArrayList<>();
-        for (long b = min; b <= max; b = b > Long.MAX_VALUE / factor ? Long.MAX_VALUE : b * factor) {
-            sizes.add(b);
-            if (b == Long.MAX_VALUE || max == min) break;
-        }
-        return sizes;
-    }
-
-    private static void checkIterations(Integer iters, Integer warmup) {
-        if (iters != null && iters < 1) throw new IllegalArgumentException("--iters must be >= 1, was " + iters);
-        if (warmup != null && warmup < 0) throw new IllegalArgumentException("--warmup must be >= 0, was " + warmup);
-    }
-
-    /**
-     * What p2p measures. Without {@code -b}/{@code -e}: pingpong at 8 B and 4 KiB, stream at 4 MiB and
-     * 64 MiB (or those of {@code algo}). With them: every size from min to max, times {@code factor}, with
-     * each algo (or {@code algo}). Iterations not given are chosen by size so each size takes about a second.
-     */
-    static List<P2pTest> p2pPlan(Long minBytes, Long maxBytes, int factor, P2pAlgo algo, Integer iters, Integer warmup) {
-        checkIterations(iters, warmup);
-        List<P2pTest> plan = new ArrayList<>();
-        if (minBytes == null && maxBytes == null) {
-            for (long b : new long[] {8, 4 << 10}) {
-                if (algo == null || algo == P2pAlgo.PINGPONG) plan.add(test(P2pAlgo.PINGPONG, b, iters, warmup));
-            }
-            for (long b : new long[] {4 << 20, 64 << 20}) {
-                if (algo == null || algo == P2pAlgo.STREAM) plan.add(test(P2pAlgo.STREAM, b, iters, warmup));
-            }
-            return plan;
-        }
-        for (long b : sweep(minBytes, maxBytes, factor)) {
-            for (P2pAlgo a : P2pAlgo.values()) {
-                if (algo == null || algo == a) plan.add(test(a, b, iters, warmup));
-            }
-        }
-        return plan;
-    }
-
-    /**
-     * What a collective measures: without {@code -b}/{@code -e} 4 KiB to 64 MiB times {@code factor} (default 4),
-     * otherwise the sweep from min to max (factor default 2). Iterations not given: 4 GiB / size within 20..1000
-     * (large sizes get their first calls after a size change slower for a while: 16 calls of 64 MiB on 4 ranks gave half
-     * the busbw of 30); warmup: iterations / 5 within 1..200.
-     */
-    static List<CollectiveBench.Test> collectivePlan(Coll coll, Long minBytes, Long maxBytes, Integer factor,
-                                                     DataType type, ReduceOp op, int root, Integer iters, Integer warmup) {
-        checkIterations(iters, warmup);
-        List<Long> sizes = minBytes == null && maxBytes == null
-                ? sweep(DEFAULT_MIN, DEFAULT_MAX, factor != null ? factor : DEFAULT_FACTOR)
-                : sweep(minBytes, maxBytes, factor != null ? factor : 2);
-        List<CollectiveBench.Test> plan = new ArrayList<>();
-        for (long b : sizes) {
-            int n = iters != null ? iters : (int) clamp((4L << 30) / b, 20, 1000);
-            int w = warmup != null ? warmup : (int) clamp(n / 5, 1, 200);
-            plan.add(new CollectiveBench.Test(coll, b, type, op, root, n, w));
-        }
-        return plan;
-    }
-
-    private static P2pTest test(P2pAlgo algo, long bytes, Integer iters, Integer warmup) {
-        if (algo == P2pAlgo.PINGPONG) {
-            int n = iters != null ? iters : (int) clamp((256L << 20) / bytes, 20, 10_000);
-            int w = warmup != null ? warmup : (int) clamp(n / 10, 2, 1_000);
-            return new P2pTest(algo, bytes, n, w, 1);
-        }
-        if (bytes < SMALL_STREAM) {
-            // small messages: a window as OSU's, and enough windows for the JIT to compile the path first (two warmup
-            // windows of 16 left 8 B at 70 µs per message, interpreted; 0.3 µs once compiled)
-            int n = iters != null ? iters : (int) clamp((256L << 20) / (bytes * SMALL_WINDOW), 100, 2_000);
-            int w = warmup != null ? warmup : (int) clamp(n / 4, 100, 500);
-            return new P2pTest(algo, bytes, n, w, SMALL_WINDOW);
-        }
-        int window = (int) clamp((256L << 20) / bytes, 1, 16);
-        int n = iters != null ? iters : (int) clamp((1L << 30) / (bytes * window), 5, 100);
-        int w = warmup != null ? warmup : bytes * window >= (256L << 20) ? 1 : 2;
-        return new P2pTest(algo, bytes, n, w, window);
-    }
-
-    /** Streams of messages below this size go in windows of {@link #SMALL_WINDOW}. */
-    static final long SMALL_STREAM = 64 << 10;
-    static final int SMALL_WINDOW = 64;
-
-    private static long clamp(long v, long lo, long hi) {
-        return Math.max(lo, Math.min(hi, v));
     }
 
     /** Runs the plan as this process's rank of the job; rank 0 prints. */
@@ -651,72 +542,7 @@ final class PerfCommand implements Callable<Integer> {
         return op.name().toLowerCase(Locale.ROOT);
     }
 
-    /** Reads {@code --dtype}: the lower-case type names, and nccl-tests' half, float, double, bf16 ... */
-    static final class TimingConverter implements ITypeConverter<CollectiveBench.Timing> {
-        @Override
-        public CollectiveBench.Timing convert(String value) {
-            return switch (value.trim().toLowerCase(Locale.ROOT)) {
-                case "mean" -> CollectiveBench.Timing.MEAN;
-                case "median" -> CollectiveBench.Timing.MEDIAN;
-                default -> throw new picocli.CommandLine.TypeConversionException(
-                        "'" + value + "' is not a timing; choose mean or median");
-            };
-        }
-    }
-
     private static String placement(CollectiveBench.Test t) {
         return t.inPlace() ? "in place (each call's output is the next one's input)" : "out of place";
-    }
-
-    /** Reads {@code --mem}: native, pool or heap. */
-    static final class MemConverter implements ITypeConverter<CollectiveBench.Mem> {
-        @Override
-        public CollectiveBench.Mem convert(String value) {
-            return switch (value.trim().toLowerCase(Locale.ROOT)) {
-                case "native" -> CollectiveBench.Mem.NATIVE;
-                case "pool" -> CollectiveBench.Mem.POOL;
-                case "heap" -> CollectiveBench.Mem.HEAP;
-                default -> throw new picocli.CommandLine.TypeConversionException(
-                        "'" + value + "' is not a memory kind; choose native, pool or heap");
-            };
-        }
-    }
-
-    static final class DataTypeConverter implements ITypeConverter<DataType> {
-        static final String NAMES = Arrays.stream(DataType.values()).map(PerfCommand::typeName).collect(Collectors.joining(" "));
-
-        @Override
-        public DataType convert(String value) {
-            String v = value.trim().toLowerCase(Locale.ROOT);
-            String name = switch (v) {
-                case "half", "fp16" -> "float16";
-                case "bf16" -> "bfloat16";
-                case "float", "fp32" -> "float32";
-                case "double", "fp64" -> "float64";
-                case "int" -> "int32";
-                case "long" -> "int64";
-                default -> v;
-            };
-            for (DataType t : DataType.values()) {
-                if (typeName(t).equals(name)) return t;
-            }
-            throw new TypeConversionException("'" + value + "' is not a data type: one of " + NAMES);
-        }
-    }
-
-    /** Reads {@code --op}: sum, prod, min, max, avg. */
-    static final class ReduceOpConverter implements ITypeConverter<ReduceOp> {
-        private static final ReduceOp[] COLLECTIVE_OPS =
-                java.util.Arrays.stream(ReduceOp.values()).filter(ReduceOp::collective).toArray(ReduceOp[]::new);
-        static final String NAMES = Arrays.stream(COLLECTIVE_OPS).map(PerfCommand::opName).collect(Collectors.joining(" "));
-
-        @Override
-        public ReduceOp convert(String value) {
-            String v = value.trim().toLowerCase(Locale.ROOT);
-            for (ReduceOp o : COLLECTIVE_OPS) {
-                if (opName(o).equals(v)) return o;
-            }
-            throw new TypeConversionException("'" + value + "' is not a reduction: one of " + NAMES);
-        }
     }
 }

@@ -104,14 +104,14 @@ final class RmaBench {
                 sizes.add(8L);
             }
             case PUT, GET -> {
-                if (sweep) sizes.addAll(PerfCommand.sweep(minBytes, maxBytes, factor != null ? factor : 2));
+                if (sweep) sizes.addAll(PerfPlan.sweep(minBytes, maxBytes, factor != null ? factor : 2));
                 else for (long b : PUT_GET_SIZES) sizes.add(b);
             }
             case ACCUMULATE -> {
                 if (!sweep) {
                     for (long b : ACCUMULATE_SIZES) sizes.add(b);
                 } else {
-                    for (long b : PerfCommand.sweep(minBytes, maxBytes, factor != null ? factor : 2)) {
+                    for (long b : PerfPlan.sweep(minBytes, maxBytes, factor != null ? factor : 2)) {
                         long whole = Math.max(4, b / 4 * 4);
                         if (!sizes.contains(whole)) sizes.add(whole);
                     }

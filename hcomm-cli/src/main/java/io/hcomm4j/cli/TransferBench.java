@@ -99,7 +99,7 @@ final class TransferBench {
             if (kinds.isEmpty()) throw new IllegalArgumentException("transfer --algo must be write or read, not '" + algo + "'");
         }
         List<Long> sizes = minBytes == null && maxBytes == null ? List.of(DEFAULT_SIZE)
-                : PerfCommand.sweep(minBytes, maxBytes, factor != null ? factor : 2);
+                : PerfPlan.sweep(minBytes, maxBytes, factor != null ? factor : 2);
         List<Test> plan = new ArrayList<>();
         for (long s : sizes) {
             if (s > Long.MAX_VALUE / ops) throw new IllegalArgumentException("a batch of " + ops + " x " + s + " B is too large");

@@ -219,7 +219,7 @@ class PerfCollectivesCliTest {
 
     @Test
     void defaultSweepIs4KTo64MTimes4WithIterationsBySize() {
-        List<CollectiveBench.Test> plan = PerfCommand.collectivePlan(Coll.ALLREDUCE, null, null, null, DataType.FLOAT32,
+        List<CollectiveBench.Test> plan = PerfPlan.collectivePlan(Coll.ALLREDUCE, null, null, null, DataType.FLOAT32,
                 ReduceOp.SUM, 0, null, null);
 
         assertThat(plan).extracting(CollectiveBench.Test::bytes)
@@ -227,9 +227,9 @@ class PerfCollectivesCliTest {
         assertThat(plan).extracting(CollectiveBench.Test::iters).containsExactly(1000, 1000, 1000, 1000, 1000, 1000, 256, 64);
         assertThat(plan).extracting(CollectiveBench.Test::warmup).containsExactly(200, 200, 200, 200, 200, 200, 51, 12);
         // an explicit sweep steps by 2 unless -f says otherwise
-        assertThat(PerfCommand.collectivePlan(Coll.ALLREDUCE, 1024L, 8192L, null, DataType.FLOAT32, ReduceOp.SUM, 0, null, null))
+        assertThat(PerfPlan.collectivePlan(Coll.ALLREDUCE, 1024L, 8192L, null, DataType.FLOAT32, ReduceOp.SUM, 0, null, null))
                 .extracting(CollectiveBench.Test::bytes).containsExactly(1024L, 2048L, 4096L, 8192L);
-        assertThat(PerfCommand.collectivePlan(Coll.ALLREDUCE, null, null, 16, DataType.FLOAT32, ReduceOp.SUM, 0, null, null))
+        assertThat(PerfPlan.collectivePlan(Coll.ALLREDUCE, null, null, 16, DataType.FLOAT32, ReduceOp.SUM, 0, null, null))
                 .extracting(CollectiveBench.Test::bytes).containsExactly(4L << 10, 64L << 10, 1L << 20, 16L << 20);
     }
 

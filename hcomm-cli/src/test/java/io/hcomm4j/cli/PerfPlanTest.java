@@ -13,7 +13,7 @@ import org.junit.jupiter.api.Test;
 class PerfPlanTest {
     @Test
     void defaultIsLatencyAt8BAnd4KiBAndBandwidthAt4And64MiB() {
-        List<P2pTest> plan = PerfCommand.p2pPlan(null, null, 2, null, null, null);
+        List<P2pTest> plan = PerfPlan.p2pPlan(null, null, 2, null, null, null);
 
         assertThat(plan).extracting(P2pTest::algo, P2pTest::bytes).containsExactly(
                 org.assertj.core.groups.Tuple.tuple(PINGPONG, 8L),
@@ -33,7 +33,7 @@ class PerfPlanTest {
     /** Small streamed messages: windows of 64, and warmup windows enough for the JIT (thousands of messages). */
     @Test
     void smallStreamsWarmUpLongEnough() {
-        List<P2pTest> plan = PerfCommand.p2pPlan(8L, 262144L, 8, STREAM, null, null);
+        List<P2pTest> plan = PerfPlan.p2pPlan(8L, 262144L, 8, STREAM, null, null);
         assertThat(plan).extracting(P2pTest::bytes).containsExactly(8L, 64L, 512L, 4096L, 32768L, 262144L);
         for (P2pTest t : plan.subList(0, 5)) {
             assertThat(t.window()).as("%d B", t.bytes()).isEqualTo(64);
@@ -48,13 +48,13 @@ class PerfPlanTest {
 
     @Test
     void algoSelectsHalfOfTheDefault() {
-        assertThat(PerfCommand.p2pPlan(null, null, 2, STREAM, null, null))
+        assertThat(PerfPlan.p2pPlan(null, null, 2, STREAM, null, null))
                 .extracting(P2pTest::bytes).containsExactly(4L << 20, 64L << 20);
     }
 
     @Test
     void sweepRunsBothAlgosPerSize() {
-        List<P2pTest> plan = PerfCommand.p2pPlan(1024L, 16384L, 4, null, 7, 3);
+        List<P2pTest> plan = PerfPlan.p2pPlan(1024L, 16384L, 4, null, 7, 3);
 
         assertThat(plan).extracting(P2pTest::bytes).containsExactly(1024L, 1024L, 4096L, 4096L, 16384L, 16384L);
         assertThat(plan).extracting(P2pTest::algo).containsExactly(PINGPONG, STREAM, PINGPONG, STREAM, PINGPONG, STREAM);
@@ -66,22 +66,22 @@ class PerfPlanTest {
 
     @Test
     void sweepStopsAtMaxEvenBetweenSteps() {
-        assertThat(PerfCommand.p2pPlan(3L, 100L, 3, PINGPONG, null, null))
+        assertThat(PerfPlan.p2pPlan(3L, 100L, 3, PINGPONG, null, null))
                 .extracting(P2pTest::bytes).containsExactly(3L, 9L, 27L, 81L);
     }
 
     @Test
     void oneBoundIsOneSize() {
-        assertThat(PerfCommand.p2pPlan(null, 512L, 2, PINGPONG, null, null)).extracting(P2pTest::bytes).containsExactly(512L);
-        assertThat(PerfCommand.p2pPlan(512L, null, 2, PINGPONG, null, null)).extracting(P2pTest::bytes).containsExactly(512L);
+        assertThat(PerfPlan.p2pPlan(null, 512L, 2, PINGPONG, null, null)).extracting(P2pTest::bytes).containsExactly(512L);
+        assertThat(PerfPlan.p2pPlan(512L, null, 2, PINGPONG, null, null)).extracting(P2pTest::bytes).containsExactly(512L);
     }
 
     @Test
     void badArgumentsAreNamed() {
-        assertThatThrownBy(() -> PerfCommand.p2pPlan(0L, 8L, 2, null, null, null)).hasMessageContaining("-b");
-        assertThatThrownBy(() -> PerfCommand.p2pPlan(8L, 4L, 2, null, null, null)).hasMessageContaining("smaller than -b");
-        assertThatThrownBy(() -> PerfCommand.p2pPlan(8L, 64L, 1, null, null, null)).hasMessageContaining("-f");
-        assertThatThrownBy(() -> PerfCommand.p2pPlan(null, null, 2, null, 0, null)).hasMessageContaining("--iters");
-        assertThatThrownBy(() -> PerfCommand.p2pPlan(null, null, 2, null, null, -1)).hasMessageContaining("--warmup");
+        assertThatThrownBy(() -> PerfPlan.p2pPlan(0L, 8L, 2, null, null, null)).hasMessageContaining("-b");
+        assertThatThrownBy(() -> PerfPlan.p2pPlan(8L, 4L, 2, null, null, null)).hasMessageContaining("smaller than -b");
+        assertThatThrownBy(() -> PerfPlan.p2pPlan(8L, 64L, 1, null, null, null)).hasMessageContaining("-f");
+        assertThatThrownBy(() -> PerfPlan.p2pPlan(null, null, 2, null, 0, null)).hasMessageContaining("--iters");
+        assertThatThrownBy(() -> PerfPlan.p2pPlan(null, null, 2, null, null, -1)).hasMessageContaining("--warmup");
     }
 }
