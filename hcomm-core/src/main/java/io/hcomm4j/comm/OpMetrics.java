@@ -52,8 +52,10 @@ final class OpMetrics {
     }
 
     static int bucket(long nanos) {
-        long micros = nanos / 1000;
-        return micros <= 1 ? 0 : Math.min(BUCKETS - 1, 63 - Long.numberOfLeadingZeros(micros));
+        // without a branch: a "micros <= 1" test that profiling never saw true became an uncommon trap in C2's code,
+        // and the first op under 2 µs then deoptimized the whole inlined collective path (seen in -Xlog:deoptimization)
+        long micros = Math.max(0, nanos / 1000) | 1; // 0 and 1 both land in bucket 0
+        return Math.min(BUCKETS - 1, 63 - Long.numberOfLeadingZeros(micros));
     }
 
     /** The ops with at least one call, in the order of the names given. */
