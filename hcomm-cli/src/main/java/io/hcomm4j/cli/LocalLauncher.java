@@ -163,57 +163,15 @@ final class LocalLauncher {
     /** The {@code JDK_JAVA_OPTIONS} option for local rank {@code local} of this run, or null. */
     String aotOption(int local) {
         if (aotCache == null) return null;
-        if (!aotTraining) return "-XX:AOTCache=" + aotCache;
-        return local == 0 ? "-XX:AOTCacheOutput=" + aotCache : null;
+        String option = !aotTraining ? "-XX:AOTCache=" + aotCache : local == 0 ? "-XX:AOTCacheOutput=" + aotCache : null;
+        // JDK_JAVA_OPTIONS splits at white space outside double quotes
+        return option != null && option.chars().anyMatch(Character::isWhitespace) ? '"' + option + '"' : option;
     }
 
     /** Sets how ranks are bound to CPUs (default {@link CpuBind#AUTO}). */
     LocalLauncher cpuBind(CpuBind bind) {
         this.cpuBind = Objects.requireNonNull(bind, "bind");
         return this;
-    }
-
-    /**
-     * The CPUs (a {@code taskset -c} list) local rank {@code local} of {@code ranks} gets out of {@code cpus}, or
-     * null for no binding: an equal contiguous share when the CPUs suffice, else CPU {@code local mod cpus}.
-     */
-    static String cpuShare(List<Integer> cpus, int local, int ranks) {
-        if (ranks < 1 || cpus.isEmpty()) return null;
-        if (cpus.size() < ranks) return String.valueOf(cpus.get(local % cpus.size()));
-        int per = cpus.size() / ranks;
-        StringBuilder b = new StringBuilder();
-        for (int i = local * per; i < (local + 1) * per; i++) {
-            if (b.length() > 0) b.append(',');
-            b.append(cpus.get(i));
-        }
-        return b.toString();
-    }
-
-    /** The CPUs this process may run on (Cpus_allowed_list of /proc/self/status), or 0..n-1 if unreadable. */
-    static List<Integer> allowedCpus() {
-        try {
-            for (String line : java.nio.file.Files.readAllLines(Path.of("/proc/self/status"))) {
-                if (line.startsWith("Cpus_allowed_list:")) return parseCpuList(line.substring(line.indexOf(':') + 1).trim());
-            }
-        } catch (IOException | RuntimeException e) {
-            // not Linux, or an unexpected format: fall back to the count the JVM sees
-        }
-        List<Integer> all = new ArrayList<>();
-        for (int i = 0; i < Runtime.getRuntime().availableProcessors(); i++) all.add(i);
-        return all;
-    }
-
-    /** Parses a CPU list like {@code 0-3,8,10-11}. */
-    static List<Integer> parseCpuList(String list) {
-        List<Integer> cpus = new ArrayList<>();
-        for (String part : list.split(",")) {
-            if (part.isBlank()) continue;
-            String[] range = part.trim().split("-");
-            int from = Integer.parseInt(range[0]);
-            int to = range.length > 1 ? Integer.parseInt(range[1]) : from;
-            for (int c = from; c <= to; c++) cpus.add(c);
-        }
-        return cpus;
     }
 
     /** The {@code taskset} binary on the PATH, or null. */
@@ -360,10 +318,10 @@ final class LocalLauncher {
         int storePort = store != null ? store.address().getPort() : job.masterPort();
         String[] cpuShares = new String[job.procsPerNode()];
         if (cpuBind == CpuBind.AUTO) {
-            List<Integer> cpus = allowedCpus();
+            List<Integer> cpus = CpuShares.allowedCpus();
             String taskset = job.procsPerNode() > 1 ? taskset() : null;
             if (taskset != null) {
-                for (int i = 0; i < cpuShares.length; i++) cpuShares[i] = cpuShare(cpus, i, job.procsPerNode());
+                for (int i = 0; i < cpuShares.length; i++) cpuShares[i] = CpuShares.cpuShare(cpus, i, job.procsPerNode());
             }
             tasksetPath = taskset;
         }

@@ -76,42 +76,42 @@ class LocalLauncherTest {
 
     @Test
     void cpuSharesAreEqualContiguousAndDisjoint() {
-        assertThat(LocalLauncher.parseCpuList("0-3,8,10-11")).containsExactly(0, 1, 2, 3, 8, 10, 11);
-        List<Integer> cpus = LocalLauncher.parseCpuList("0-7");
-        assertThat(LocalLauncher.cpuShare(cpus, 0, 2)).isEqualTo("0,1,2,3");
-        assertThat(LocalLauncher.cpuShare(cpus, 1, 2)).isEqualTo("4,5,6,7");
-        assertThat(LocalLauncher.cpuShare(cpus, 2, 3)).isEqualTo("4,5"); // 8 / 3: two each, CPUs 6 and 7 unused
-        assertThat(LocalLauncher.cpuShare(List.of(0, 1), 1, 2)).isEqualTo("1");
+        assertThat(CpuShares.parseCpuList("0-3,8,10-11")).containsExactly(0, 1, 2, 3, 8, 10, 11);
+        List<Integer> cpus = CpuShares.parseCpuList("0-7");
+        assertThat(CpuShares.cpuShare(cpus, 0, 2)).isEqualTo("0,1,2,3");
+        assertThat(CpuShares.cpuShare(cpus, 1, 2)).isEqualTo("4,5,6,7");
+        assertThat(CpuShares.cpuShare(cpus, 2, 3)).isEqualTo("4,5"); // 8 / 3: two each, CPUs 6 and 7 unused
+        assertThat(CpuShares.cpuShare(List.of(0, 1), 1, 2)).isEqualTo("1");
         // more ranks than CPUs: one CPU each, round robin
-        assertThat(LocalLauncher.cpuShare(List.of(0, 1), 0, 4)).isEqualTo("0");
-        assertThat(LocalLauncher.cpuShare(List.of(0, 1), 1, 4)).isEqualTo("1");
-        assertThat(LocalLauncher.cpuShare(List.of(0, 1), 2, 4)).isEqualTo("0");
-        assertThat(LocalLauncher.cpuShare(List.of(4, 6), 3, 4)).isEqualTo("6");
-        assertThat(LocalLauncher.cpuShare(List.of(), 0, 2)).isNull();
+        assertThat(CpuShares.cpuShare(List.of(0, 1), 0, 4)).isEqualTo("0");
+        assertThat(CpuShares.cpuShare(List.of(0, 1), 1, 4)).isEqualTo("1");
+        assertThat(CpuShares.cpuShare(List.of(0, 1), 2, 4)).isEqualTo("0");
+        assertThat(CpuShares.cpuShare(List.of(4, 6), 3, 4)).isEqualTo("6");
+        assertThat(CpuShares.cpuShare(List.of(), 0, 2)).isNull();
     }
 
     @Test
     void ranksRunOnCpusOfTheirOwnUnlessTold() {
-        List<Integer> cpus = LocalLauncher.allowedCpus();
+        List<Integer> cpus = CpuShares.allowedCpus();
         String affinity = "grep Cpus_allowed_list /proc/self/status | tr -d '\\t' | cut -d: -f2";
         int code = launcher().run(LocalLauncher.Job.local(2, "s"), sh("echo \"cpus $(" + affinity + ")\""));
         assertThat(code).as(io.toString()).isZero();
         if (cpus.size() >= 2 && new java.io.File("/usr/bin/taskset").canExecute()) {
             assertThat(io.outLines()).containsExactlyInAnyOrder(
-                    "[rank 0] cpus " + compact(LocalLauncher.cpuShare(cpus, 0, 2)),
-                    "[rank 1] cpus " + compact(LocalLauncher.cpuShare(cpus, 1, 2)));
+                    "[rank 0] cpus " + compact(CpuShares.cpuShare(cpus, 0, 2)),
+                    "[rank 1] cpus " + compact(CpuShares.cpuShare(cpus, 1, 2)));
         }
         Captured unbound = new Captured();
         code = new LocalLauncher("hcomm launch", unbound.out, unbound.err).storeHost(store).cpuBind(LocalLauncher.CpuBind.NONE)
                 .run(LocalLauncher.Job.local(2, "s"), sh("echo \"cpus $(" + affinity + ")\""));
         assertThat(code).as(unbound.toString()).isZero();
-        List<Integer> seen = LocalLauncher.parseCpuList(unbound.outLines().getFirst().replaceAll(".*cpus ", ""));
+        List<Integer> seen = CpuShares.parseCpuList(unbound.outLines().getFirst().replaceAll(".*cpus ", ""));
         assertThat(seen).containsExactlyElementsOf(cpus);
     }
 
     /** The kernel's form of a CPU list: runs of consecutive CPUs as a-b. */
     private static String compact(String list) {
-        List<Integer> c = LocalLauncher.parseCpuList(list);
+        List<Integer> c = CpuShares.parseCpuList(list);
         StringBuilder b = new StringBuilder();
         for (int i = 0; i < c.size(); ) {
             int j = i;
