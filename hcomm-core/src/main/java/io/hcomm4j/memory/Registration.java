@@ -45,7 +45,7 @@ public record Registration(Path file, long offset, long length) {
             if (offset > size || length > size - offset) { // mapping past the end would grow the file
                 throw new IOException(file + " holds " + size + " bytes, not [" + offset + ", " + offset + " + " + length + ")");
             }
-            return ch.map(FileChannel.MapMode.READ_WRITE, offset, length, arena);
+            return SharedFiles.plain(ch.map(FileChannel.MapMode.READ_WRITE, offset, length, arena), arena);
         }
     }
 }

@@ -76,8 +76,19 @@ public final class SharedFiles {
         try (FileChannel ch = FileChannel.open(file, Set.of(StandardOpenOption.READ, StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS))) {
             long size = ch.size();
             if (size == 0) throw new IOException(file + " is empty");
-            return ch.map(FileChannel.MapMode.READ_WRITE, 0, size, arena);
+            return plain(ch.map(FileChannel.MapMode.READ_WRITE, 0, size, arena), arena);
         }
+    }
+
+    /**
+     * The memory of {@code mapped} as a plain native segment of the same {@code arena} (so it is as valid as the
+     * mapping: closing the arena unmaps it and invalidates both). Every buffer the kernels and copies see is then of
+     * one segment class: a vector kernel compiled while it saw only one class (a user's {@code Arena} memory, say) and
+     * then given the other ran its Java fallback until recompiled, 0.5-1.4 s of calls a hundred times slower in a
+     * micro-benchmark here (native to mapped at 1 KiB float sums, with deoptimization logged).
+     */
+    static MemorySegment plain(MemorySegment mapped, Arena arena) {
+        return MemorySegment.ofAddress(mapped.address()).reinterpret(mapped.byteSize(), arena, null);
     }
 
     /**

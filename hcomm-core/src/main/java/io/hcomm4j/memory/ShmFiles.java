@@ -153,7 +153,7 @@ final class ShmFiles {
                 zeros.limit((int) Math.min(zeros.capacity(), size - pos));
                 pos += ch.write(zeros, pos);
             }
-            MemorySegment segment = ch.map(FileChannel.MapMode.READ_WRITE, 0, size, arena);
+            MemorySegment segment = SharedFiles.plain(ch.map(FileChannel.MapMode.READ_WRITE, 0, size, arena), arena);
             for (long off = 0; off < size; off += SizeClasses.PAGE) segment.set(ValueLayout.JAVA_BYTE, off, (byte) 0);
             return segment;
         } catch (IOException | RuntimeException | Error e) {
