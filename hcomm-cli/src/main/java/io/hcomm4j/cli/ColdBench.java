@@ -90,8 +90,7 @@ final class ColdBench {
             double first = coldMax[0] / 1e3;
             double first100 = mean(coldMax, Math.min(100, n));
             double firstN = mean(coldMax, n);
-            Arrays.sort(steadyMax);
-            double steadyMedian = (n % 2 == 1 ? steadyMax[n / 2] : (steadyMax[n / 2 - 1] + steadyMax[n / 2]) / 2.0) / 1e3;
+            double steadyMedian = P2pBench.median(steadyMax) / 1e3;
             double ratio = steadyMedian > 0 ? firstN / steadyMedian : 0;
             long afterStart = all[2 * n + 1];
             if (csv) {

@@ -328,10 +328,7 @@ final class CollectiveBench {
                     for (int i = 0; i < slowest.length; i++) slowest[i] = Math.max(slowest[i], theirs[i]);
                 }
                 tails = tails(slowest);
-                java.util.Arrays.sort(slowest);
-                int m = slowest.length;
-                double median = m % 2 == 1 ? slowest[m / 2] : (slowest[m / 2 - 1] + slowest[m / 2]) / 2.0;
-                time = median / 1e3;
+                time = P2pBench.median(slowest) / 1e3;
             }
             return new Result(mine.shape(), time, wrong, mine.perCallNanos(), tails);
         }

@@ -125,10 +125,7 @@ class CollectivePerfRunTest {
     @Test
     void medianTimingIsTheMedianOverCallsOfTheSlowestRank() throws Exception {
         CollectiveBench.Test t = new CollectiveBench.Test(Coll.ALLREDUCE, 65536, DataType.FLOAT32, ReduceOp.SUM, 0, 7, 2);
-        List<CollectiveBench.Result[]> out = ThreadRanks.run(2, r -> comm -> {
-            CollectiveBench.Result mine = CollectiveBench.run(comm, t, true, CollectiveBench.Timing.MEDIAN);
-            return new CollectiveBench.Result[] {mine, CollectiveBench.combine(comm, mine)};
-        });
+        List<CollectiveBench.Result[]> out = runAndCombine(t, CollectiveBench.Timing.MEDIAN);
         long[] a = out.get(0)[0].perCallNanos();
         long[] b = out.get(1)[0].perCallNanos();
         assertThat(a).hasSize(7);
@@ -150,10 +147,7 @@ class CollectivePerfRunTest {
     @Test
     void meanTimingReportsTheLargestTailsOverRanks() throws Exception {
         CollectiveBench.Test t = new CollectiveBench.Test(Coll.ALLREDUCE, 65536, DataType.FLOAT32, ReduceOp.SUM, 0, 200, 2);
-        List<CollectiveBench.Result[]> out = ThreadRanks.run(2, r -> comm -> {
-            CollectiveBench.Result mine = CollectiveBench.run(comm, t, true, CollectiveBench.Timing.MEAN);
-            return new CollectiveBench.Result[] {mine, CollectiveBench.combine(comm, mine)};
-        });
+        List<CollectiveBench.Result[]> out = runAndCombine(t, CollectiveBench.Timing.MEAN);
         long[] a = out.get(0)[0].tailNanos();
         long[] b = out.get(1)[0].tailNanos();
         for (long[] q : List.of(a, b)) {
@@ -208,6 +202,14 @@ class CollectivePerfRunTest {
         assertThat(io.errLines().get(3)).matches(tails.formatted("4 KiB"));
         assertThat(io.errLines().get(4)).isEqualTo("# reducescatter 8 KiB bfloat16 min: 1 warmup + 3 iters");
         assertThat(io.errLines().get(5)).matches(tails.formatted("8 KiB"));
+    }
+
+    /** Every rank of 2 runs {@code t} timed as {@code timing}; per rank: its own result, then what {@code combine} gave it. */
+    private static List<CollectiveBench.Result[]> runAndCombine(CollectiveBench.Test t, CollectiveBench.Timing timing) throws Exception {
+        return ThreadRanks.run(2, r -> comm -> {
+            CollectiveBench.Result mine = CollectiveBench.run(comm, t, true, timing);
+            return new CollectiveBench.Result[] {mine, CollectiveBench.combine(comm, mine)};
+        });
     }
 
     private static List<PerfReport.Row> run(Communicator comm, List<CollectiveBench.Test> plan) {

@@ -2,6 +2,7 @@ package io.hcomm4j.transport;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.hcomm4j.testing.Ranks;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -20,11 +21,7 @@ class EarlyClassLoadingTest {
 
     @Test
     void thePeerTransportLoadsWhatWouldLaterDeoptimizeCompiledCode() throws Exception {
-        String java = ProcessHandle.current().info().command()
-                .orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        Process p = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-XX:TieredStopAtLevel=1",
-                "-cp", System.getProperty("java.class.path"), Child.class.getName())
-                .redirectErrorStream(true).start();
+        Process p = new ProcessBuilder(Ranks.javaCommand(Child.class)).redirectErrorStream(true).start();
         p.getOutputStream().close();
         boolean exited = p.waitFor(60, TimeUnit.SECONDS);
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
