@@ -27,6 +27,9 @@ final class Matching {
     /** The match lock (shared with {@link Failures}, whose dead ranks it guards too). */
     private final ReentrantLock lock;
     private final Map<Long, MatchTable> tables = new HashMap<>();
+    /** The table {@link #table} returned last, and its communicator (tables are never removed); guarded by {@link #lock}. */
+    private MatchTable lastTable;
+    private long lastCommId;
     /** Ranks whose ops fail at once (failed, or closed their session); guarded by {@link #lock}. */
     private final boolean[] failed;
     /** How many peers have failed so far (written under the lock after {@link #failed}; read without it). */
@@ -537,7 +540,12 @@ final class Matching {
         return out == null ? List.of() : out;
     }
 
+    /** The table of {@code commId} (lock held); the last one is kept at hand: one communicator's ops usually follow each other. */
     private MatchTable table(long commId) {
-        return tables.computeIfAbsent(commId, id -> new MatchTable());
+        if (lastTable != null && lastCommId == commId) return lastTable;
+        MatchTable t = tables.computeIfAbsent(commId, id -> new MatchTable());
+        lastCommId = commId;
+        lastTable = t;
+        return t;
     }
 }
