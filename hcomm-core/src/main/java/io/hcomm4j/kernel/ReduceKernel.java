@@ -30,9 +30,9 @@ import java.util.Objects;
  *       round-to-nearest-even arithmetic.</li>
  * </ul>
  *
- * <p>Kernels are stateless and thread-safe. Once C2 has compiled them they allocate nothing per call; before that,
- * the Vector API kernels box their vectors and run tens of times slower, so a latency-sensitive caller warms them up
- * (calls over a few MiB of data in all) before the first timed operation.
+ * <p>Kernels are thread-safe and compute the same bits every call. Once C2 has compiled them they allocate nothing per
+ * call. Before that, Vector API code boxes its vectors and runs tens of times slower, so a vector kernel lets its
+ * scalar twin do most of each call until a short timed head of every call shows it compiled.
  */
 public interface ReduceKernel {
 

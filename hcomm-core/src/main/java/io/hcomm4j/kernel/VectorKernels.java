@@ -31,7 +31,8 @@ final class VectorKernels {
 
     /**
      * The first use of a (type, op): its kernel is made and its whole-vector part checked once against the scalar
-     * twin; a kernel that fails or computes other bits is replaced by the scalar one. Checking each kernel on first
+     * twin; a kernel that fails or computes other bits is replaced by the scalar one, one that passes is wrapped in a
+     * {@link WarmingKernel} (the scalar twin works while the JIT compiles it). Checking each kernel on first
      * use rather than all of them up front keeps the first collective of a JVM fast: the whole set, run interpreted,
      * took 300-400 ms here.
      */
@@ -42,9 +43,12 @@ final class VectorKernels {
             try {
                 k = create(type, op);
                 String wrong = differs(k, ScalarKernels.of(type, op));
+                ReduceKernel scalar = ScalarKernels.of(type, op);
                 if (wrong != null) {
                     LOG.info("reduction kernel {} {} is scalar: {}", type, op, wrong);
-                    k = ScalarKernels.of(type, op);
+                    k = scalar;
+                } else if (k.getClass() != scalar.getClass()) {
+                    k = new WarmingKernel((AbstractKernel) k, (AbstractKernel) scalar);
                 }
             } catch (LinkageError | RuntimeException e) {
                 LOG.info("reduction kernel {} {} is scalar: the Vector API failed on first use", type, op, e);

@@ -1,6 +1,7 @@
 package io.hcomm4j.kernel;
 
 import io.hcomm4j.DataType;
+import io.hcomm4j.ReduceOp;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -39,6 +40,16 @@ final class Elements {
                 case DOUBLES -> MemorySegment.ofArray(new double[n]);
             };
         }
+    }
+
+    /**
+     * {@code ReduceKernel.of(type, op, vector)}, but with {@code vector} the vector kernel itself rather than its
+     * {@link WarmingKernel}, which hands most of a call to the scalar kernel until the JIT has compiled the vector one:
+     * the parity tests must run the vector code on every element.
+     */
+    static ReduceKernel kernel(DataType type, ReduceOp op, boolean vector) {
+        ReduceKernel k = ReduceKernel.of(type, op, vector);
+        return k instanceof WarmingKernel w ? w.vector() : k;
     }
 
     static long mask(DataType type) {

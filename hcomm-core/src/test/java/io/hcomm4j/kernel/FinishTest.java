@@ -27,7 +27,7 @@ class FinishTest {
         int n = 1500;
         for (int divisor : DIVISORS) {
             for (boolean vector : new boolean[] {false, true}) {
-                ReduceKernel kernel = ReduceKernel.of(type, ReduceOp.AVG, vector);
+                ReduceKernel kernel = Elements.kernel(type, ReduceOp.AVG, vector);
                 try (Arena arena = Arena.ofConfined()) {
                     MemorySegment buf = arena.allocate((long) n * type.byteSize() + 3);
                     long[] before = new long[n];
@@ -60,7 +60,7 @@ class FinishTest {
     void vectorDivisionEqualsScalarAtEveryLengthAndOffset(DataType type) {
         long seed = ScalarKernelTest.SEED * 19 + type.ordinal();
         SplittableRandom rnd = new SplittableRandom(seed);
-        ReduceKernel vector = ReduceKernel.of(type, ReduceOp.AVG, true);
+        ReduceKernel vector = Elements.kernel(type, ReduceOp.AVG, true);
         ReduceKernel scalar = ReduceKernel.of(type, ReduceOp.AVG, false);
         int c = 0;
         for (long count : COUNTS) {
@@ -98,7 +98,7 @@ class FinishTest {
                 byte[] data = new byte[64];
                 new SplittableRandom(op.ordinal()).nextBytes(data);
                 byte[] copy = data.clone();
-                ReduceKernel kernel = ReduceKernel.of(type, op, vector);
+                ReduceKernel kernel = Elements.kernel(type, op, vector);
                 kernel.finish(MemorySegment.ofArray(data), 0, 64 / type.byteSize(), 3);
                 // no divisor is used, so none is checked; read-only buffers are fine too
                 kernel.finish(MemorySegment.ofArray(data).asReadOnly(), 0, 64 / type.byteSize(), 0);

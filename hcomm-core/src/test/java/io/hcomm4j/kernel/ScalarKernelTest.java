@@ -118,7 +118,7 @@ class ScalarKernelTest {
             MemorySegment b = MemorySegment.ofArray(new byte[type.byteSize()]);
             Elements.set(type, a, 0, 0, x);
             Elements.set(type, b, 0, 0, y);
-            ReduceKernel kernel = ReduceKernel.of(type, op, vector);
+            ReduceKernel kernel = Elements.kernel(type, op, vector);
             kernel.accumulate(a, 0, b, 0, 1);
             assertThat(Elements.hex(type, Elements.get(type, a, 0, 0)))
                     .as("%s on %s %s", kernel, Elements.hex(type, x), Elements.hex(type, y))

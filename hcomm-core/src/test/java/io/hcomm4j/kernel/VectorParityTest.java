@@ -42,7 +42,7 @@ class VectorParityTest {
     @ParameterizedTest(name = "{0} {1}")
     @MethodSource("typesAndOps")
     void vectorEqualsScalar(DataType type, ReduceOp op) {
-        ReduceKernel vector = ReduceKernel.of(type, op, true);
+        ReduceKernel vector = Elements.kernel(type, op, true);
         ReduceKernel scalar = ReduceKernel.of(type, op, false);
         if (type != DataType.FLOAT16 || VectorKernels.fp16Vectorized()) {
             assertThat(vector.toString()).contains("vector");
