@@ -243,5 +243,33 @@ class TransferEngineProcessTest {
     private static void signal(String sig, Process p) throws Exception {
         Process k = new ProcessBuilder("kill", "-" + sig, String.valueOf(p.pid())).inheritIO().start();
         assertThat(k.waitFor()).isZero();
+        if (sig.equals("STOP")) awaitStopped(p);
+    }
+
+    /**
+     * Waits until every thread of {@code p} is stopped: {@code kill} returns once the signal is sent, and on a loaded
+     * machine a thread of the target may still run for a while (it once served a whole read after the kill returned).
+     */
+    private static void awaitStopped(Process p) throws Exception {
+        Path tasks = Path.of("/proc", String.valueOf(p.pid()), "task");
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        while (true) {
+            boolean all = true;
+            try (var ts = Files.list(tasks)) {
+                for (Path t : ts.toList()) {
+                    String stat;
+                    try {
+                        stat = Files.readString(t.resolve("stat"));
+                    } catch (java.io.IOException gone) {
+                        continue; // the thread ended meanwhile
+                    }
+                    char state = stat.charAt(stat.lastIndexOf(')') + 2); // after "pid (comm) "
+                    if (state != 'T' && state != 't') all = false;
+                }
+            }
+            if (all) return;
+            assertThat(System.nanoTime()).as("process %d stopped within 10 s", p.pid()).isLessThan(deadline);
+            Thread.sleep(1);
+        }
     }
 }
