@@ -508,6 +508,44 @@ public class ZeroCopyCollectivesTest {
     }
 
     /**
+     * Small all-reduces go in one step (each rank reduces every input itself and leaves without waiting): back to back,
+     * with ranks delayed at random before and after their calls, every rank's result of every op is right, though a
+     * rank may leave an op while another still reads its input slot (reused two ops later). Native, heap and in place.
+     */
+    @Test
+    void smallAllReducesInOneStepStayRightWhenRanksDrift() throws Exception {
+        int n = 3;
+        int ops = 3000;
+        Ranks.runThreads(n, Duration.ofMinutes(3), h -> {
+            Communicator c = h.world();
+            int me = c.rank();
+            Random delays = new Random(0xD81F7L + me);
+            try (Arena arena = Arena.ofShared()) {
+                long zc0 = ZeroCopyProbe.zeroCopyOps(c);
+                for (int i = 0; i < ops; i++) {
+                    int count = 1 + (i * 37) % 1024; // up to 4 KiB of int32: all in one step
+                    int kind = i % 3;
+                    MemorySegment send = kind == 1 ? MemorySegment.ofArray(new int[count]) : arena.allocate(count * 4L, 4);
+                    for (int e = 0; e < count; e++) send.setAtIndex(ValueLayout.JAVA_INT, e, i * 1_000 + e * 7 + me);
+                    MemorySegment recv = kind == 2 ? send : arena.allocate(count * 4L, 4);
+                    if (delays.nextInt(50) == 0) java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
+                    c.allReduce(send, recv, count, DataType.INT32, ReduceOp.SUM);
+                    if (delays.nextInt(50) == 0) java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
+                    for (int e = 0; e < count; e++) {
+                        int want = n * (i * 1_000 + e * 7) + n * (n - 1) / 2;
+                        int got = recv.getAtIndex(ValueLayout.JAVA_INT, e);
+                        if (got != want) {
+                            throw new AssertionError("rank " + me + ", op " + i + " (" + count + " elements, kind " + kind
+                                    + "), element " + e + ": " + got + ", want " + want);
+                        }
+                    }
+                }
+                assertThat(ZeroCopyProbe.zeroCopyOps(c) - zc0).as("every op ran in shared memory").isEqualTo(ops);
+            }
+        });
+    }
+
+    /**
      * Steady state allocates nothing: after a warm-up (JIT, first mappings), a window of thousands of blocking zero-copy
      * ops of every kind allocates (ThreadMXBean) less than a few bytes per op on the calling thread. The spin time is long, so
      * no wait takes the slow path (blocking, which may allocate: it starts listening for notices).

@@ -350,6 +350,23 @@ final class ZeroCopyEngine implements AutoCloseable {
         }
     }
 
+    /**
+     * This rank's part of a one-step op is over (or failed): say so and return at once. Only for ops whose every rank
+     * computes its own result from inputs copied before it arrived, so no rank's result depends on another's part.
+     */
+    void finishAlone(long seq, boolean ok) {
+        long me = ControlLayout.slot(rank);
+        if (!ok) LONG.setRelease(ctrl, me + ControlLayout.ERROR_OFFSET, seq);
+        LONG.setRelease(ctrl, me + ControlLayout.DONE_OFFSET, seq);
+        waiter.wakeSleepers();
+        if (ok) zeroCopyOps++;
+    }
+
+    /** Waits until every rank is done with op {@code seq} (at once if it is: the usual case). */
+    void awaitDone(long seq, String op) {
+        waiter.await(ZeroCopyWaiter.DONE_PHASE, seq, op);
+    }
+
     /** Publishes that this rank has done step {@code k} of the pipelined op {@code seq}. */
     void step(long seq, int k) {
         LONG.setRelease(ctrl, ControlLayout.slot(rank) + ControlLayout.STEP_OFFSET, seq << ControlLayout.STEP_BITS | k);

@@ -39,6 +39,11 @@ final class ZeroCopyReductions extends ZeroCopyOps {
                       int avg, boolean want) {
         if (!e.ready(op)) return false;
         long bytes = count * k.type().byteSize();
+        // every rank with capable && want takes this branch (same bytes everywhere), and any rank without them
+        // clears a bit every rank needs: so all ranks run the same path or all fall back
+        if (bytes > 0 && bytes <= ZeroCopyStaging.SLOT_MAX && e.capable && want) {
+            return oneStep(seq, fp, op, send, recv, count, k, avg, bytes);
+        }
         int flags = e.base(want);
         MemorySegment out = recv;
         boolean unregistered = e.capable && want && !(e.where(send, bytes) && e.where(recv, bytes));
@@ -84,6 +89,44 @@ final class ZeroCopyReductions extends ZeroCopyOps {
         if (staged != null) MemorySegment.copy(staged, 0, out, 0, bytes);
         return true;
     }
+
+    /**
+     * A small all-reduce in one step: each rank copies its input into a registered slot (by op parity), arrives, and
+     * reduces all of every rank's slot itself, in rank order, into its own receive buffer (any memory: no peer writes
+     * it); then it leaves without waiting for the others. One synchronisation instead of two (arrive, finish), which with
+     * more ranks than cores saves a round of context switches. A slot is written again two ops later: by then every
+     * rank has arrived at the op between, so it is done reading it (checked: its done word, free in the usual case).
+     * Every rank computes the same bits: the same inputs, in the same order, as the sliced reduction.
+     */
+    private boolean oneStep(long seq, int fp, String op, MemorySegment send, MemorySegment recv, long count, ReduceKernel k,
+                            int avg, long bytes) {
+        int parity = (int) (seq & 1);
+        if (slotSeq[parity] > 0) e.awaitDone(slotSeq[parity], op);
+        MemorySegment slot = e.buffers.slot(parity);
+        int flags = e.base(true) | F_SAFE;
+        if (slot != null) {
+            MemorySegment.copy(send, 0, slot, 0, bytes);
+            flags |= e.sendAt(slot, 0, bytes);
+        }
+        int all = e.arrive(seq, fp, op, flags);
+        int need = F_CAPABLE | F_WANT | F_SEND | F_SAFE;
+        if ((all & need) != need) return e.fellBack();
+        slotSeq[parity] = seq;
+        boolean ok = false;
+        try {
+            e.map(true, slot, bytes);
+            // through the private scratch, chunk by chunk: the kernels only ever see off-heap memory (a heap receive
+            // buffer in their type profiles slowed every vector kernel of the JVM)
+            ZeroCopyCollectives.reduceScatter(sendSeg, sendOff, n, 0, count, recv, 0, k, avg, scratch);
+            ok = true;
+        } finally {
+            e.finishAlone(seq, ok);
+        }
+        return true;
+    }
+
+    /** The seq of the op that last used each input slot (0: none yet). */
+    private final long[] slotSeq = new long[2];
 
     /**
      * Reduce-scatter: block {@code r} (elements {@code [at(r), at(r+1))} of the send buffers) goes to rank {@code r}. With
