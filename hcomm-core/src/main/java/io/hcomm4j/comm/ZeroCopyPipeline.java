@@ -103,6 +103,7 @@ final class ZeroCopyPipeline {
                     // off-heap, this rank's own slice is read from and written to its own buffers: only the slices
                     // the peers reduce go through its ring (heap arrays go whole: the kernels would meet heap segments)
                     direct = !mine || (send.isNative() && recv.isNative());
+                    staged[q] = !direct; // its own slice then lies where a registered rank's does
                     in[q] = direct ? send : ring;
                     out[q] = direct ? recv : ring;
                     inBase[q] = 0;
@@ -141,7 +142,7 @@ final class ZeroCopyPipeline {
         long len = Math.min(per, count - s * per) * es;
         long slot = (s & 1) * CHUNK;
         for (int q = 0; q < n; q++) {
-            long where = staged[q] && !(q == rank && direct) ? slot : at;
+            long where = staged[q] ? slot : at;
             inOff[q] = inBase[q] + where;
             outOff[q] = outBase[q] + where;
         }

@@ -14,7 +14,7 @@ abstract class AbstractKernel implements ReduceKernel {
     final DataType type;
     final ReduceOp op;
     /** log2 of the element size: byte counts are {@code count << shift}. */
-    private final int shift;
+    final int shift;
 
     AbstractKernel(DataType type, ReduceOp op) {
         this.type = type;

@@ -42,8 +42,8 @@ final class VectorKernels {
             ReduceKernel k;
             try {
                 k = create(type, op);
-                String wrong = differs(k, ScalarKernels.of(type, op));
                 ReduceKernel scalar = ScalarKernels.of(type, op);
+                String wrong = differs(k, scalar);
                 if (wrong != null) {
                     LOG.info("reduction kernel {} {} is scalar: {}", type, op, wrong);
                     k = scalar;

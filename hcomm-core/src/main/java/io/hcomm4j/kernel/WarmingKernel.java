@@ -29,7 +29,6 @@ final class WarmingKernel extends AbstractKernel {
 
     private final AbstractKernel vector;
     private final AbstractKernel scalar;
-    private final int shift;
     /** Set once, never cleared; a racing reader that still sees false only runs one more scalar call. */
     private volatile boolean warm;
     /** Fast heads in a row so far (racy counting between threads is harmless: at worst it takes a little longer). */
@@ -39,7 +38,6 @@ final class WarmingKernel extends AbstractKernel {
         super(vector.type, vector.op);
         this.vector = vector;
         this.scalar = scalar;
-        this.shift = Integer.numberOfTrailingZeros(vector.type.byteSize());
     }
 
     /** Whether the vector kernel does all the work now. */
