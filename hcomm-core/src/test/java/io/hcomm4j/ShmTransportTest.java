@@ -178,6 +178,56 @@ class ShmTransportTest {
         });
     }
 
+    /**
+     * Messages of one tag keep their order across the three roads (slots up to 32 bytes, eager frames in the ring,
+     * rendezvous beyond the ring), both ways at once: every message is sent before the peer posts its receive, so the
+     * 64 slots fill up and the rest overflows into the ring, and the eager credit runs out into rendezvous. Every
+     * byte of every message is checked, as is its size (which says whether an overtaking one came first).
+     */
+    @Test
+    void oneTagKeepsItsOrderAcrossSlotsRingAndRendezvous() throws Exception {
+        int messages = 3000;
+        Ranks.runThreads(2, TIMEOUT, this::shm, h -> {
+            Communicator c = h.world();
+            int me = c.rank(), peer = 1 - me;
+            int[] mine = sizes(new Random(11 + me), messages);
+            int[] theirs = sizes(new Random(11 + peer), messages);
+            List<CommFuture<Void>> sends = new ArrayList<>();
+            try (Arena arena = Arena.ofShared()) {
+                for (int m = 0; m < messages; m++) {
+                    MemorySegment out = m % 2 == 0 ? MemorySegment.ofArray(new byte[mine[m]]) : arena.allocate(Math.max(1, mine[m])).asSlice(0, mine[m]);
+                    fill(out, me * 100_000L + m);
+                    sends.add(c.sendAsync(out, peer, 7));
+                }
+                try {
+                    Thread.sleep(200); // the peer's sends are unexpected by now
+                } catch (InterruptedException e) {
+                    throw new RuntimeException(e);
+                }
+                MemorySegment in = arena.allocate(160_000);
+                byte[] heapIn = new byte[160_000];
+                for (int m = 0; m < messages; m++) {
+                    MemorySegment into = m % 3 == 0 ? MemorySegment.ofArray(heapIn) : in;
+                    Status st = c.recv(into, peer, 7);
+                    assertThat(st.bytes()).as("size of message %d", m).isEqualTo(theirs[m]);
+                    check(into, theirs[m], peer * 100_000L + m, "message " + m);
+                }
+                for (CommFuture<Void> s : sends) s.await();
+            }
+            allShm(h);
+        });
+    }
+
+    /** Mostly slot-sized (0-32 bytes), many ring eager ones, a few larger than the ring. */
+    private static int[] sizes(Random rnd, int n) {
+        int[] sizes = new int[n];
+        for (int i = 0; i < n; i++) {
+            int kind = rnd.nextInt(20);
+            sizes[i] = kind < 11 ? rnd.nextInt(33) : kind < 19 ? 33 + rnd.nextInt(2000) : 70_000 + rnd.nextInt(80_000);
+        }
+        return sizes;
+    }
+
     /** Several threads per rank send and receive at once on their own tags. */
     @Test
     void concurrentThreadsPerRank() throws Exception {

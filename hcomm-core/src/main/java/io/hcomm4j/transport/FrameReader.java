@@ -163,7 +163,9 @@ final class FrameReader {
 
     /** Reads what the conduit has, and acts on every frame it completes, while the link is connected. */
     void read() throws IOException {
+        ShmSlots slots = link.ch instanceof ShmConduit sc ? sc.rxSlots() : null;
         while (link.state == PeerLink.State.CONNECTED) {
+            if (slots != null && !inPayload && takeSlot(slots)) continue;
             if (inPayload && rx.position() == 0 && dest != null && dest.isNative() && remaining >= DIRECT_READ_MIN) {
                 long chunk = Math.min(remaining, PeerLink.NATIVE_CHUNK);
                 int n = link.ch.read(dest.asSlice(destOff, chunk).asByteBuffer());
@@ -196,7 +198,7 @@ final class FrameReader {
             if (hold) writer.beginBatch();
             boolean handled = false;
             try {
-                consumeBuffered();
+                consumeBuffered(slots);
                 handled = true;
             } finally {
                 rx.compact();
@@ -218,7 +220,7 @@ final class FrameReader {
         return new EOFException(link.peerSaidBye ? "rank " + peer + " closed its session" : "connection closed by rank " + peer);
     }
 
-    private void consumeBuffered() throws PeerLink.ProtocolException {
+    private void consumeBuffered(ShmSlots slots) throws IOException {
         while (true) {
             if (inPayload) {
                 int avail = rx.remaining();
@@ -231,6 +233,7 @@ final class FrameReader {
                 if (remaining > 0) return;
                 finishPayload();
             } else {
+                if (slots != null && takeSlot(slots)) continue;
                 if (rx.remaining() < Frame.HEADER) return;
                 int p = rx.position();
                 rx.position(p + Frame.HEADER);
@@ -241,6 +244,44 @@ final class FrameReader {
                 }
             }
         }
+    }
+
+    /**
+     * The short road of shared memory: takes the message in the peer's next slot if it is the next frame in seq order
+     * (true); a slot whose frames of the ring come first waits for them. The message is matched like an EAGER frame and
+     * its payload copied straight from the slot to where the match says.
+     */
+    private boolean takeSlot(ShmSlots slots) throws IOException {
+        long stamp = slots.peek();
+        if (stamp == 0) return false;
+        if (stamp != rxSeq + 1) {
+            if (stamp <= rxSeq) throw protocol("slot frame seq " + stamp + " after " + rxSeq);
+            return false;
+        }
+        long commId = slots.commId();
+        int tag = slots.tag();
+        int flags = slots.flags();
+        int length = slots.length();
+        if (length < 0 || length > ShmSlots.PAYLOAD_MAX) throw protocol("slot message of " + length + " bytes");
+        rxBytes += ShmSlots.SLOT;
+        if (rxBytes >= dropAtRx) dropByHook();
+        long heldNow = eagerHeld.addAndGet(length + Frame.EAGER_OVERHEAD);
+        if (heldNow > unexpectedLimit) {
+            throw protocol("eager bytes " + heldNow + " beyond the credit given (limit " + unexpectedLimit + ")");
+        }
+        rxSeq = stamp;
+        hdrType = Frame.EAGER;
+        hdrSeq = stamp;
+        host.onEager(link, commId, tag, length, flags); // sets up the payload (a length of 0 is finished already)
+        if (inPayload) {
+            if (dest != null) slots.copyPayload(dest, destOff, length);
+            remaining = 0;
+            slots.release(stamp);
+            finishPayload();
+        } else {
+            slots.release(stamp);
+        }
+        return true;
     }
 
     /** Checks and acts on the header at {@code p} (the buffer position is already past it). */

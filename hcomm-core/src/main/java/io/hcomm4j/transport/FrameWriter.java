@@ -143,6 +143,14 @@ final class FrameWriter {
                 if (sendCredit < credit) return NO_CREDIT;
                 sendCredit -= credit;
             }
+            if (type == Frame.EAGER && length <= ShmSlots.PAYLOAD_MAX && st == PeerLink.State.CONNECTED && log == null
+                    && txQueue.isEmpty() && !holding && link.ch instanceof ShmConduit sc && sc.slotFree()) {
+                // the short road: one cache line the receiver polls, no header, no ring index (see ShmSlots)
+                sc.writeSlot(++txSeq, commId, tag, flags, payload);
+                lock.unlock();
+                if (completes != null) completes.succeed(null);
+                return SENT;
+            }
             long seq = ++txSeq;
             long ack = link.reader.rxDone();
             lg = log;

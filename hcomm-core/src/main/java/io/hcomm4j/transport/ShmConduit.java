@@ -31,12 +31,17 @@ import java.nio.file.Path;
  *    0 i64 magic   8 i32 version   12 i32 connecting rank   16 i32 accepting rank   20 i32 ring capacity   24 i64 job token
  * 4096 ring: connecting → accepting rank
  * 4096 + 4096 + capacity: ring: accepting → connecting rank
+ * 4096 + 2 (4096 + capacity): slots ({@link ShmSlots}): connecting → accepting rank, then accepting → connecting rank
  * </pre>
+ *
+ * <p><b>Two roads.</b> Eager messages of at most {@link ShmSlots#PAYLOAD_MAX} bytes go through the slots while one is
+ * free (the receiver polls the slot's own line and copies the payload straight to the receive), every other frame
+ * through the ring; both carry the link's frame seqs, and the reader takes them in seq order.
  */
 final class ShmConduit implements Conduit {
     static final long FILE_HEADER = 4096;
     private static final long MAGIC = 0x474E52534D484348L; // "HCHMSRNG" little-endian
-    private static final int VERSION = 1;
+    private static final int VERSION = 2;
     /** Mapped files of the peer kept for one-copy reads (least recently used closed beyond it). */
     private static final int PEER_FILES = 64;
 
@@ -46,6 +51,8 @@ final class ShmConduit implements Conduit {
     private final Arena arena;
     private final ShmRing tx;
     private final ShmRing rx;
+    private final ShmSlots txSlots;
+    private final ShmSlots rxSlots;
     /** Spin polls report room for a waiting writer only from this much on, so a stream is copied in large pieces. */
     private final int roomMin;
     /** The directory of shared-memory files, and the prefix of the peer process's file names there. */
@@ -81,6 +88,11 @@ final class ShmConduit implements Conduit {
         ShmRing second = new ShmRing(file.asSlice(FILE_HEADER + ringBytes, ringBytes), capacity);
         this.tx = connecting ? first : second;
         this.rx = connecting ? second : first;
+        long slotBytes = ShmSlots.regionBytes();
+        ShmSlots firstSlots = new ShmSlots(file.asSlice(FILE_HEADER + 2 * ringBytes, slotBytes));
+        ShmSlots secondSlots = new ShmSlots(file.asSlice(FILE_HEADER + 2 * ringBytes + slotBytes, slotBytes));
+        this.txSlots = connecting ? firstSlots : secondSlots;
+        this.rxSlots = connecting ? secondSlots : firstSlots;
         this.roomMin = Math.max(1, capacity / 8);
         socket.configureBlocking(false);
         socket.setOption(StandardSocketOptions.TCP_NODELAY, true);
@@ -88,7 +100,7 @@ final class ShmConduit implements Conduit {
 
     /** Bytes of a pair's file with rings of {@code capacity}. */
     static long fileBytes(int capacity) {
-        return FILE_HEADER + 2 * ShmRing.regionBytes(capacity);
+        return FILE_HEADER + 2 * ShmRing.regionBytes(capacity) + 2 * ShmSlots.regionBytes();
     }
 
     /** A mapped pair file (before the conduit exists). */
@@ -195,6 +207,25 @@ final class ShmConduit implements Conduit {
         return n;
     }
 
+    /**
+     * The short road (under the link's tx lock, after {@link #slotFree} said yes): puts a small eager message, frame
+     * {@code seq}, in the next slot. {@code payload} has at most {@link ShmSlots#PAYLOAD_MAX} bytes.
+     */
+    void writeSlot(long seq, long commId, int tag, int flags, MemorySegment payload) {
+        txSlots.put(seq, commId, tag, flags, payload);
+        if (tx.readerToWake()) ring(bellFromWriter); // the reader sleeps on the ring's flag for both roads
+    }
+
+    /** Whether a slot is free for {@link #writeSlot} (under the link's tx lock). */
+    boolean slotFree() {
+        return txSlots.hasRoom();
+    }
+
+    /** The slots the peer writes to (read by the link's reader, holding the progress token). */
+    ShmSlots rxSlots() {
+        return rxSlots;
+    }
+
     private void ring(ByteBuffer bell) {
         bell.clear();
         try {
@@ -252,7 +283,7 @@ final class ShmConduit implements Conduit {
         if (closed) return false;
         try {
             if (readSinceWake) wakeWriter();
-            return rx.readable() || (writeWanted && tx.hasRoom(roomMin));
+            return rxSlots.peek() != 0 || rx.readable() || (writeWanted && tx.hasRoom(roomMin));
         } catch (IllegalStateException e) {
             return false; // unmapped by a concurrent close
         }
@@ -276,7 +307,8 @@ final class ShmConduit implements Conduit {
         if (closed) return false;
         try {
             if (readSinceWake) wakeWriter();
-            boolean ready = rx.armReader();
+            boolean ready = rx.armReader(); // a full fence after the flag: the slots' stamps are loaded after it
+            ready |= rxSlots.peek() != 0;
             if (writeWanted) ready |= tx.armWriter(roomMin);
             return ready;
         } catch (IllegalStateException e) {
