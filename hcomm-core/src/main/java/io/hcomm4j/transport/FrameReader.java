@@ -17,6 +17,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * this side owes (the last frame received completely) and the eager credit it gives back are decided here. An RMA
  * frame's payload goes straight into the segment its {@link RmaHandler} gives (through {@link LinkHost#rmaTarget}).
  *
+ * <p>Over shared memory, small eager messages may come by the pair's slots ({@link ShmSlots}) instead of the ring: before
+ * each frame of the ring the reader takes the next slot if its stamp is the next seq ({@link #takeSlot}).
+ *
  * <p>On a reliable link a frame that comes a second time is read and dropped, and a payload cut off with a lost
  * connection is read again whole, into the same place, when its frame comes first on the new one.
  */

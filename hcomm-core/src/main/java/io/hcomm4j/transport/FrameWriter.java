@@ -16,6 +16,9 @@ import java.util.function.Predicate;
  * in one write after it. On a reliable link every frame also goes to the {@link ResendLog} until the peer acknowledges
  * it. The eager send credit (what the peer still buffers for us) is taken here (RMA frames take none).
  *
+ * <p>Over shared memory an EAGER message of at most {@link ShmSlots#PAYLOAD_MAX} bytes goes into the pair's next free
+ * slot instead, when nothing is queued ({@link ShmConduit#writeSlot}); its seq comes from the same counter.
+ *
  * <p>Nothing on the per-message path allocates, except a frame that has to be queued behind others.
  */
 final class FrameWriter {
