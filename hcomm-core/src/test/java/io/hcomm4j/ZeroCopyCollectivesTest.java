@@ -514,16 +514,27 @@ public class ZeroCopyCollectivesTest {
      */
     @Test
     void smallAllReducesInOneStepStayRightWhenRanksDrift() throws Exception {
+        oneStepWithDrift(4 * 1024);
+    }
+
+    /** The same up to 16 KiB, the one-step limit where ranks outnumber the cores (forced here on any machine). */
+    @Test
+    void oneStepUpTo16KiBStaysRightWhenRanksDrift() throws Exception {
+        oneStepWithDrift(16 * 1024);
+    }
+
+    private static void oneStepWithDrift(int maxBytes) throws Exception {
         int n = 3;
         int ops = 3000;
         Ranks.runThreads(n, Duration.ofMinutes(3), h -> {
             Communicator c = h.world();
             int me = c.rank();
+            ZeroCopyProbe.oneStepMax(c, maxBytes);
             Random delays = new Random(0xD81F7L + me);
             try (Arena arena = Arena.ofShared()) {
                 long zc0 = ZeroCopyProbe.zeroCopyOps(c);
                 for (int i = 0; i < ops; i++) {
-                    int count = 1 + (i * 37) % 1024; // up to 4 KiB of int32: all in one step
+                    int count = 1 + (i * 37) % (maxBytes / 4); // int32 up to the limit: all in one step
                     int kind = i % 3;
                     MemorySegment send = kind == 1 ? MemorySegment.ofArray(new int[count]) : arena.allocate(count * 4L, 4);
                     for (int e = 0; e < count; e++) send.setAtIndex(ValueLayout.JAVA_INT, e, i * 1_000 + e * 7 + me);
@@ -541,6 +552,47 @@ public class ZeroCopyCollectivesTest {
                     }
                 }
                 assertThat(ZeroCopyProbe.zeroCopyOps(c) - zc0).as("every op ran in shared memory").isEqualTo(ops);
+            }
+        });
+    }
+
+    /**
+     * Ranks whose one-step limits differ (their hosts' oversubscription seen differently) must not each run their own
+     * path: every all-reduce between the two limits falls back to the transport on every rank, with the right result
+     * on every rank; those below both limits still go in one step. Native, heap and in place.
+     */
+    @Test
+    void ranksThatDisagreeOnOneStepAllFallBack() throws Exception {
+        int n = 3;
+        Ranks.runThreads(n, Duration.ofMinutes(3), h -> {
+            Communicator c = h.world();
+            int me = c.rank();
+            ZeroCopyProbe.oneStepMax(c, me == 1 ? 16 * 1024 : 4 * 1024);
+            try (Arena arena = Arena.ofShared()) {
+                int[] counts = {1, 1024, 1025, 2000, 4096, 3, 4095};
+                long between = 0;
+                long zc0 = ZeroCopyProbe.zeroCopyOps(c);
+                long fb0 = ZeroCopyProbe.fallbackOps(c);
+                for (int i = 0; i < counts.length * 3; i++) {
+                    int count = counts[i % counts.length];
+                    if (count > 1024) between++;
+                    int kind = i % 3;
+                    MemorySegment send = kind == 1 ? MemorySegment.ofArray(new int[count]) : arena.allocate(count * 4L, 4);
+                    for (int e = 0; e < count; e++) send.setAtIndex(ValueLayout.JAVA_INT, e, i * 1_000 + e * 7 + me);
+                    MemorySegment recv = kind == 2 ? send : arena.allocate(count * 4L, 4);
+                    c.allReduce(send, recv, count, DataType.INT32, ReduceOp.SUM);
+                    for (int e = 0; e < count; e++) {
+                        int want = n * (i * 1_000 + e * 7) + n * (n - 1) / 2;
+                        int got = recv.getAtIndex(ValueLayout.JAVA_INT, e);
+                        if (got != want) {
+                            throw new AssertionError("rank " + me + ", op " + i + " (" + count + " elements), element " + e
+                                    + ": " + got + ", want " + want);
+                        }
+                    }
+                }
+                assertThat(ZeroCopyProbe.fallbackOps(c) - fb0).as("ops between the limits fell back").isEqualTo(between);
+                assertThat(ZeroCopyProbe.zeroCopyOps(c) - zc0).as("ops below both limits ran in one step")
+                        .isEqualTo(counts.length * 3 - between);
             }
         });
     }

@@ -72,6 +72,13 @@ final class ControlLayout {
      * chunk by chunk ({@link ZeroCopyPipeline}).
      */
     static final int F_STAGED = 64;
+    /** This rank runs the small all-reduce in one step ({@link ZeroCopyReductions}): every rank must. */
+    static final int F_ONE_STEP = 128;
+    /**
+     * This rank runs the all-reduce in the usual steps: every rank must. With {@link #F_ONE_STEP}, ranks that disagree on
+     * the path (their one-step limits differ) all fall back to the transport instead of each running its own.
+     */
+    static final int F_SLICED = 256;
 
     /** One block-table entry pair (offset and length), per rank. */
     private static final long TABLE_ENTRY_LENGTH = 16;

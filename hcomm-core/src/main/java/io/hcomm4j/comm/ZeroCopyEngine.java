@@ -136,6 +136,16 @@ final class ZeroCopyEngine implements AutoCloseable {
     private final ZeroCopyTurn turn;
 
     /** Ops that ran in shared memory / fell back to the transport (diagnostics and tests). */
+    /** Test hook: the one-step all-reduce limit, instead of the one this host's oversubscription gives (-1: none). */
+    volatile long oneStepMaxOverride = -1;
+
+    /** All-reduces of up to this many bytes go in one step ({@link ZeroCopyReductions#ONE_STEP_MAX}). */
+    long oneStepMax() {
+        long forced = oneStepMaxOverride;
+        if (forced >= 0) return Math.min(forced, ZeroCopyStaging.SLOT_MAX);
+        return transport.oversubscribed() ? ZeroCopyReductions.ONE_STEP_MAX_OVERSUBSCRIBED : ZeroCopyReductions.ONE_STEP_MAX;
+    }
+
     volatile long zeroCopyOps;
     volatile long fallbackOps;
     /** Of the zero-copy ops, all-reduces that went chunk by chunk through staging rings ({@link ZeroCopyPipeline}). */

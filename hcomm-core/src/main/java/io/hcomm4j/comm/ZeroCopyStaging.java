@@ -76,12 +76,8 @@ final class ZeroCopyStaging {
         return slot[parity];
     }
 
-    /**
-     * Bytes of one small all-reduce input slot: all-reduces up to this size go in one step. Above it two steps are
-     * faster again where ranks have cores to themselves (2 ranks, 16 KiB: 6.4-7.0 µs in one step, 2.8-3.9 in two),
-     * though not with more ranks than cores (4 ranks on 2 cores, 16 KiB: 16-32 µs against 29-115).
-     */
-    static final long SLOT_MAX = 4 * 1024;
+    /** Bytes of one small all-reduce input slot: the largest one-step all-reduce ({@link ZeroCopyReductions#ONE_STEP_MAX}). */
+    static final long SLOT_MAX = 16 * 1024;
     private Buffer slots;
     /** The two slots as segments, made once: an op allocates nothing. */
     private final MemorySegment[] slot = new MemorySegment[2];

@@ -217,6 +217,11 @@ public final class PeerTransport implements AutoCloseable {
         progress.oversubscribed = yes;
     }
 
+    /** Whether this host runs more ranks than they have CPUs ({@link #oversubscribed(boolean)}). */
+    public boolean oversubscribed() {
+        return progress.oversubscribed;
+    }
+
     /** Talk to the peers {@code options.sameHost()} names through shared-memory rings (call before {@link #start}). */
     public void enableShm(ShmOptions options) {
         this.shm = options;

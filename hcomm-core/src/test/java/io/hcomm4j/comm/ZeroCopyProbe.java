@@ -24,4 +24,9 @@ public final class ZeroCopyProbe {
         ZeroCopyEngine z = ((CommunicatorImpl) c).zeroCopy();
         return z == null ? -1 : z.pipelinedOps;
     }
+
+    /** Test hook: all-reduces of up to {@code bytes} go in one step on this rank (at most 16 KiB; -1: the host's default). */
+    public static void oneStepMax(Communicator c, long bytes) {
+        ((CommunicatorImpl) c).zeroCopy().oneStepMaxOverride = bytes;
+    }
 }
