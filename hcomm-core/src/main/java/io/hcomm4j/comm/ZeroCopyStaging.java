@@ -99,7 +99,8 @@ final class ZeroCopyStaging {
             try {
                 b.close();
             } catch (RuntimeException e) {
-                LOG.debug("rank {}: staging buffer not returned to the pool: {}", rank, e.toString());
+                LOG.debug("rank {}: {} not returned to the pool: {}", rank, b == stage ? "staging buffer" : "one-step slots",
+                        e.toString());
             }
         }
     }

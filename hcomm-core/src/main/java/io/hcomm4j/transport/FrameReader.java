@@ -268,23 +268,27 @@ final class FrameReader {
         if (length < 0 || length > ShmSlots.PAYLOAD_MAX) throw protocol("slot message of " + length + " bytes");
         rxBytes += ShmSlots.SLOT;
         if (rxBytes >= dropAtRx) dropByHook();
-        long heldNow = eagerHeld.addAndGet(length + Frame.EAGER_OVERHEAD);
-        if (heldNow > unexpectedLimit) {
-            throw protocol("eager bytes " + heldNow + " beyond the credit given (limit " + unexpectedLimit + ")");
-        }
+        holdEager(length);
         rxSeq = stamp;
         hdrType = Frame.EAGER;
         hdrSeq = stamp;
         host.onEager(link, commId, tag, length, flags); // sets up the payload (a length of 0 is finished already)
-        if (inPayload) {
+        boolean payload = inPayload;
+        if (payload) {
             if (dest != null) slots.copyPayload(dest, destOff, length);
             remaining = 0;
-            slots.release(stamp);
-            finishPayload();
-        } else {
-            slots.release(stamp);
         }
+        slots.release(stamp);
+        if (payload) finishPayload();
         return true;
+    }
+
+    /** An eager message of {@code length} bytes is held against the credit this side gave (beyond it: a protocol error). */
+    private void holdEager(long length) throws PeerLink.ProtocolException {
+        long heldNow = eagerHeld.addAndGet(length + Frame.EAGER_OVERHEAD);
+        if (heldNow > unexpectedLimit) {
+            throw protocol("eager bytes " + heldNow + " beyond the credit given (limit " + unexpectedLimit + ")");
+        }
     }
 
     /** Checks and acts on the header at {@code p} (the buffer position is already past it). */
@@ -330,10 +334,7 @@ final class FrameReader {
         switch (type) {
             case Frame.EAGER -> {
                 if (length > PeerTransport.MAX_EAGER) throw protocol("eager frame of " + length + " bytes");
-                long heldNow = eagerHeld.addAndGet(length + Frame.EAGER_OVERHEAD);
-                if (heldNow > unexpectedLimit) {
-                    throw protocol("eager bytes " + heldNow + " beyond the credit given (limit " + unexpectedLimit + ")");
-                }
+                holdEager(length);
                 rxSeq = seq;
                 host.onEager(link, commId, tag, length, flags);
                 return;
