@@ -45,6 +45,7 @@ public final class CommConfig {
     private final Duration heartbeatTimeout;
     private final Duration heartbeatInterval;
     private final Duration stuckReport;
+    private final Duration warmUp;
     private final boolean zeroCopy;
     private final int retryMax;
     private final Duration retryInterval;
@@ -89,6 +90,7 @@ public final class CommConfig {
         this.heartbeatTimeout = b.heartbeatTimeout;
         this.heartbeatInterval = b.heartbeatInterval != null ? b.heartbeatInterval : b.heartbeatTimeout.dividedBy(4);
         this.stuckReport = b.stuckReport;
+        this.warmUp = b.warmUp;
         this.zeroCopy = b.zeroCopy;
         this.retryMax = b.retryMax;
         this.retryInterval = b.retryInterval;
@@ -233,6 +235,13 @@ public final class CommConfig {
     public Duration stuckReport() { return stuckReport; }
 
     /**
+     * {@code HCOMM_WARMUP}: at init, the world communicator runs {@link Communicator#warmUp} for at most this long, so
+     * that the job's first collectives run compiled code (a fresh JVM runs them 100-1000x slower than steady state for
+     * its first thousands of calls). Default {@link Duration#ZERO}: no warm-up (init stays short).
+     */
+    public Duration warmUp() { return warmUp; }
+
+    /**
      * {@code HCOMM_ZERO_COPY}: when every rank of a communicator is on this host with shared memory, allReduce,
      * reduceScatter(V), allGather(V), broadcast, reduce, gather, scatter and allToAll read the other ranks' buffers directly
      * instead of sending messages (registered buffers, {@code comm.memory()}, in place; other memory staged through a
@@ -267,7 +276,7 @@ public final class CommConfig {
                 + ", storeHosted=" + storeHosted + ", storePort=" + storePort + ", storeReconnect=" + storeReconnect + ", algo=" + algo + ", check=" + (fullCheck ? "full" : "cheap")
                 + ", memPoolMax=" + memPoolMax + ", shmDir=" + shmDir + ", memDebug=" + memDebug
                 + ", transport=" + transport.name().toLowerCase(Locale.ROOT) + ", hostId=" + hostId + ", shmRingSize=" + shmRingSize
-                + ", heartbeatTimeout=" + heartbeatTimeout + ", heartbeatInterval=" + heartbeatInterval + ", stuckReport=" + stuckReport + ", zeroCopy=" + zeroCopy
+                + ", heartbeatTimeout=" + heartbeatTimeout + ", heartbeatInterval=" + heartbeatInterval + ", stuckReport=" + stuckReport + ", warmUp=" + warmUp + ", zeroCopy=" + zeroCopy
                 + ", retryMax=" + retryMax + ", retryInterval=" + retryInterval + "}";
     }
 
@@ -299,6 +308,7 @@ public final class CommConfig {
         /** null: a quarter of the timeout. */
         private Duration heartbeatInterval;
         private Duration stuckReport = Duration.ofSeconds(60);
+        private Duration warmUp = Duration.ZERO;
         private boolean zeroCopy = true;
         private int retryMax = 5;
         private Duration retryInterval = Duration.ofMillis(100);
@@ -380,6 +390,8 @@ public final class CommConfig {
 
         /** @param after how long an op waits before it is reported as stuck, or zero: never (HCOMM_STUCK_REPORT) */
         public Builder stuckReport(Duration after) { this.stuckReport = Objects.requireNonNull(after, "stuckReport"); return this; }
+        /** @param budget how long init may warm the collectives up, or zero: no warm-up (HCOMM_WARMUP) */
+        public Builder warmUp(Duration budget) { this.warmUp = Objects.requireNonNull(budget, "warmUp"); return this; }
         /** @param on false: no zero-copy collectives on shared memory, everything through the transport (HCOMM_ZERO_COPY) */
         public Builder zeroCopy(boolean on) { this.zeroCopy = on; return this; }
 
@@ -434,6 +446,9 @@ public final class CommConfig {
                 }
             }
             if (stuckReport.isNegative()) throw new IllegalArgumentException("stuckReport (HCOMM_STUCK_REPORT) must be >= 0, was " + stuckReport);
+            if (warmUp.isNegative() || warmUp.compareTo(Duration.ofMinutes(10)) > 0) {
+                throw new IllegalArgumentException("warmUp (HCOMM_WARMUP) must be in [0, 10m], was " + warmUp);
+            }
             if (retryMax < 0 || retryMax > 1000) throw new IllegalArgumentException("retryMax (HCOMM_RETRY_MAX) must be in [0, 1000], was " + retryMax);
             if (retryInterval.compareTo(Duration.ofMillis(1)) < 0 || retryInterval.compareTo(Duration.ofMinutes(1)) > 0) {
                 throw new IllegalArgumentException("retryInterval (HCOMM_RETRY_INTERVAL) must be in [1ms, 1m], was " + retryInterval);
@@ -545,6 +560,7 @@ public final class CommConfig {
         HEARTBEAT_TIMEOUT { void apply(Builder b, String v) { b.heartbeatTimeout(parseDuration(v)); } },
         HEARTBEAT_INTERVAL { void apply(Builder b, String v) { b.heartbeatInterval(parseDuration(v)); } },
         STUCK_REPORT { void apply(Builder b, String v) { b.stuckReport(parseDuration(v)); } },
+        WARMUP { void apply(Builder b, String v) { b.warmUp(parseDuration(v)); } },
         ZERO_COPY { void apply(Builder b, String v) { b.zeroCopy(parseBool(v)); } },
         RETRY_MAX { void apply(Builder b, String v) { b.retryMax(parseInt(v)); } },
         RETRY_INTERVAL { void apply(Builder b, String v) { b.retryInterval(parseDuration(v)); } },

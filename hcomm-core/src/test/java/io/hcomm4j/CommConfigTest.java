@@ -147,6 +147,19 @@ class CommConfigTest {
     }
 
     @Test
+    void warmUpSetting() {
+        assertThat(CommConfig.builder().build().warmUp()).as("off by default: init stays short").isZero();
+        assertThat(CommConfig.builderFrom(Map.of("HCOMM_WARMUP", "20s"), k -> null).build().warmUp()).isEqualTo(Duration.ofSeconds(20));
+        CommConfig fromProp = CommConfig.builderFrom(Map.of("HCOMM_WARMUP", "20s"), Map.of("hcomm.warmup", "500ms")::get).build();
+        assertThat(fromProp.warmUp()).isEqualTo(Duration.ofMillis(500));
+        assertThat(fromProp.toString()).contains("warmUp=PT0.5S");
+        assertThatThrownBy(() -> CommConfig.builderFrom(Map.of("HCOMM_WARMUP", "11m"), k -> null).build())
+                .hasMessageContaining("HCOMM_WARMUP").hasMessageContaining("[0, 10m]").hasMessageContaining("PT11M");
+        assertThatThrownBy(() -> CommConfig.builder().warmUp(Duration.ofSeconds(-1)).build()).hasMessageContaining("warmUp");
+        assertThatThrownBy(() -> CommConfig.builder().warmUp(null)).isInstanceOf(NullPointerException.class).hasMessageContaining("warmUp");
+    }
+
+    @Test
     void zeroCopySetting() {
         assertThat(CommConfig.builder().build().zeroCopy()).isTrue();
         assertThat(CommConfig.builderFrom(Map.of("HCOMM_ZERO_COPY", "0"), k -> null).build().zeroCopy()).isFalse();

@@ -29,12 +29,12 @@ final class ColdBench {
 
     /**
      * The launcher's side: a job of {@code ranks} new JVMs per test of {@code plan} (each its one size), after the
-     * header. Returns the worst exit code.
+     * header; {@code warmUp} is the ranks' {@code HCOMM_WARMUP}, or null. Returns the worst exit code.
      */
     static int launch(LocalLauncher launcher, int ranks, java.util.List<CollectiveBench.Test> plan, java.util.List<String> rankArgs,
-                      boolean csv, PrintStream out, String op, String details) {
+                      boolean csv, PrintStream out, String op, String details, String warmUp) {
         if (csv) out.println(CSV_HEADER);
-        else header(out, op, ranks, details);
+        else header(out, op, ranks, details, warmUp);
         int rc = 0;
         for (CollectiveBench.Test t : plan) {
             java.util.List<String> args = new java.util.ArrayList<>(rankArgs);
@@ -106,9 +106,9 @@ final class ColdBench {
     }
 
     /** The table's header lines. */
-    static void header(PrintStream out, String op, int ranks, String details) {
-        out.printf("# hcomm perf %s --cold: %d ranks, %s; fresh JVMs for every size, no warm-up before the first call%n", op, ranks,
-                details);
+    static void header(PrintStream out, String op, int ranks, String details, String warmUp) {
+        out.printf("# hcomm perf %s --cold: %d ranks, %s; fresh JVMs for every size, %s%n", op, ranks, details,
+                warmUp == null ? "no warm-up before the first call" : "init warms up first (HCOMM_WARMUP=" + warmUp + ")");
         out.printf("# per call: the slowest rank's time, a barrier before each; steady: median after %d untimed calls%n", STEADY_WARMUP);
         out.printf("#%11s %12s %12s %12s %8s %12s %10s %14s %8s%n", "size", "first (us)", "first 100", "first N", "N",
                 "steady (us)", "N / steady", "1st end (ms)", "#wrong");

@@ -63,6 +63,8 @@ final class PerfCommand implements Callable<Integer> {
      * still compiling; p90 234 µs after 15000).
      */
     static final java.time.Duration JIT_WARMUP_BUDGET = java.time.Duration.ofSeconds(2);
+    /** At most this long for {@link Communicator#warmUp} before the op's own warm-up (it stops once the JIT is quiet). */
+    static final java.time.Duration LIBRARY_WARMUP_BUDGET = java.time.Duration.ofSeconds(30);
     /**
      * And before those, this many times as many calls at the smallest size (at most 4 KiB): the small-message path
      * needs far more calls than a few hundred before C2 compiles it (measured: 4 KiB allreduce 95 µs after 2000
@@ -246,7 +248,13 @@ final class PerfCommand implements Callable<Integer> {
         if (coll != null && algo != null) launcher.environment(Map.of(ALGO_ENV, coll.cliName() + "=" + algo));
         if (!cold) return launcher.runJava(ranks, HcommCli.class.getName(), rankArgs());
         return ColdBench.launch(launcher, ranks, plan, rankArgs(), format == PerfReport.Format.CSV, parent.out,
-                op, typeName(dtype) + " " + opName(redop) + ", " + mem.name().toLowerCase(Locale.ROOT) + " memory");
+                op, typeName(dtype) + " " + opName(redop) + ", " + mem.name().toLowerCase(Locale.ROOT) + " memory", warmUpSetting());
+    }
+
+    /** The ranks' {@code HCOMM_WARMUP} (they inherit this process's environment), or null when unset or zero. */
+    private String warmUpSetting() {
+        String v = parent.env.get("HCOMM_WARMUP");
+        return v == null || v.isBlank() || v.trim().matches("0+(us|ms|s|m|h)?") ? null : v.trim();
     }
 
     private void checkCold(Coll coll) {
@@ -435,6 +443,12 @@ final class PerfCommand implements Callable<Integer> {
                             : "size = bytes of the buffer; count = elements",
                     String.format(Locale.ROOT, "algbw = size / time, busbw = algbw * %s = algbw * %.4f, GB/s = 1e9 B/s%s",
                             coll.busFactorFormula(), coll.busFactor(n), check ? "; #wrong = wrong elements on all ranks" : ""));
+        }
+        if (jitWarmupCalls > 0 && !jitWarmupBudget.isZero()) {
+            // every collective on every path first, so that C2 compiles code for all of them and the sweep's change of
+            // size does not deoptimize it (docs/performance.md, "Tails with more ranks than cores")
+            int rounds = comm.warmUp(LIBRARY_WARMUP_BUDGET);
+            if (rank == 0) progress.println("# JIT warm-up: " + rounds + " rounds of every collective (Communicator.warmUp)");
         }
         if (jitWarmupCalls > 0) {
             long smallest = plan.stream().mapToLong(CollectiveBench.Test::bytes).min().orElseThrow();

@@ -404,6 +404,14 @@ final class CommunicatorImpl implements Communicator {
     }
 
     @Override
+    public int warmUp(java.time.Duration budget) {
+        java.util.Objects.requireNonNull(budget, "budget");
+        if (budget.isNegative()) throw new IllegalArgumentException("rank " + rank() + ": warmUp budget must be >= 0, was " + budget);
+        if (budget.compareTo(java.time.Duration.ofHours(1)) > 0) budget = java.time.Duration.ofHours(1); // nanoseconds fit a long
+        return WarmUp.run(this, budget);
+    }
+
+    @Override
     public CommFuture<Void> barrierAsync() {
         return barrier(Mode.ASYNC);
     }

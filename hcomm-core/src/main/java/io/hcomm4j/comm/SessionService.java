@@ -15,7 +15,16 @@ public final class SessionService implements SessionProvider {
 
     @Override
     public SessionProvider.SessionHandle open(CommConfig config) {
-        return Session.open(config);
+        Session s = Session.open(config);
+        if (!config.warmUp().isZero()) {
+            try {
+                s.world().warmUp(config.warmUp());
+            } catch (RuntimeException e) {
+                s.close();
+                throw e;
+            }
+        }
+        return s;
     }
 
     @Override
