@@ -534,25 +534,37 @@ public class ZeroCopyCollectivesTest {
                 long zc0 = ZeroCopyProbe.zeroCopyOps(c);
                 for (int i = 0; i < ops; i++) {
                     int count = 1 + (i * 37) % (maxBytes / 4); // int32 up to the limit: all in one step
-                    int kind = i % 3;
-                    MemorySegment send = kind == 1 ? MemorySegment.ofArray(new int[count]) : arena.allocate(count * 4L, 4);
-                    for (int e = 0; e < count; e++) send.setAtIndex(ValueLayout.JAVA_INT, e, i * 1_000 + e * 7 + me);
-                    MemorySegment recv = kind == 2 ? send : arena.allocate(count * 4L, 4);
                     if (delays.nextInt(50) == 0) java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
-                    c.allReduce(send, recv, count, DataType.INT32, ReduceOp.SUM);
-                    if (delays.nextInt(50) == 0) java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
-                    for (int e = 0; e < count; e++) {
-                        int want = n * (i * 1_000 + e * 7) + n * (n - 1) / 2;
-                        int got = recv.getAtIndex(ValueLayout.JAVA_INT, e);
-                        if (got != want) {
-                            throw new AssertionError("rank " + me + ", op " + i + " (" + count + " elements, kind " + kind
-                                    + "), element " + e + ": " + got + ", want " + want);
-                        }
-                    }
+                    checkedIntSum(c, arena, i, count, () -> {
+                        if (delays.nextInt(50) == 0) java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
+                    });
                 }
                 assertThat(ZeroCopyProbe.zeroCopyOps(c) - zc0).as("every op ran in shared memory").isEqualTo(ops);
             }
         });
+    }
+
+    /**
+     * Op {@code i} of the one-step tests: an int32 sum of {@code count} elements of native memory, a heap array or in
+     * place (by {@code i % 3}), {@code afterCall} run right after it, then every element checked on this rank.
+     */
+    private static void checkedIntSum(Communicator c, Arena arena, int i, int count, Runnable afterCall) {
+        int n = c.size();
+        int me = c.rank();
+        int kind = i % 3;
+        MemorySegment send = kind == 1 ? MemorySegment.ofArray(new int[count]) : arena.allocate(count * 4L, 4);
+        for (int e = 0; e < count; e++) send.setAtIndex(ValueLayout.JAVA_INT, e, i * 1_000 + e * 7 + me);
+        MemorySegment recv = kind == 2 ? send : arena.allocate(count * 4L, 4);
+        c.allReduce(send, recv, count, DataType.INT32, ReduceOp.SUM);
+        afterCall.run();
+        for (int e = 0; e < count; e++) {
+            int want = n * (i * 1_000 + e * 7) + n * (n - 1) / 2;
+            int got = recv.getAtIndex(ValueLayout.JAVA_INT, e);
+            if (got != want) {
+                throw new AssertionError("rank " + me + ", op " + i + " (" + count + " elements, kind " + kind + "), element "
+                        + e + ": " + got + ", want " + want);
+            }
+        }
     }
 
     /**
@@ -575,19 +587,7 @@ public class ZeroCopyCollectivesTest {
                 for (int i = 0; i < counts.length * 3; i++) {
                     int count = counts[i % counts.length];
                     if (count > 1024) between++;
-                    int kind = i % 3;
-                    MemorySegment send = kind == 1 ? MemorySegment.ofArray(new int[count]) : arena.allocate(count * 4L, 4);
-                    for (int e = 0; e < count; e++) send.setAtIndex(ValueLayout.JAVA_INT, e, i * 1_000 + e * 7 + me);
-                    MemorySegment recv = kind == 2 ? send : arena.allocate(count * 4L, 4);
-                    c.allReduce(send, recv, count, DataType.INT32, ReduceOp.SUM);
-                    for (int e = 0; e < count; e++) {
-                        int want = n * (i * 1_000 + e * 7) + n * (n - 1) / 2;
-                        int got = recv.getAtIndex(ValueLayout.JAVA_INT, e);
-                        if (got != want) {
-                            throw new AssertionError("rank " + me + ", op " + i + " (" + count + " elements), element " + e
-                                    + ": " + got + ", want " + want);
-                        }
-                    }
+                    checkedIntSum(c, arena, i, count, () -> { });
                 }
                 assertThat(ZeroCopyProbe.fallbackOps(c) - fb0).as("ops between the limits fell back").isEqualTo(between);
                 assertThat(ZeroCopyProbe.zeroCopyOps(c) - zc0).as("ops below both limits ran in one step")
