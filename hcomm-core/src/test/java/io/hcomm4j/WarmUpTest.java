@@ -55,6 +55,17 @@ class WarmUpTest {
     }
 
     @Test
+    void aPoolTooSmallFailsEveryRankAndGetsItsBuffersBack() throws Exception {
+        Ranks.runThreads(2, Duration.ofMinutes(3), b -> b.memPoolMax(2L << 20), h -> {
+            Communicator c = h.world();
+            // the 256 KiB pair fits in 2 MiB, the 4 MiB pair does not: every rank fails before its first collective
+            assertThatThrownBy(() -> c.warmUp(Duration.ofSeconds(1))).isInstanceOf(MemoryLimitException.class);
+            assertThat(h.memory().stats().bytesInUse()).as("rank %d: what it took went back", c.rank()).isZero();
+            checkAllReduce(c, 300);
+        });
+    }
+
+    @Test
     void initWarmsUpWhenConfigured() throws Exception {
         Map<Integer, Long> highWater = new ConcurrentHashMap<>();
         Ranks.runThreads(2, Duration.ofMinutes(3), b -> b.warmUp(Duration.ofMillis(1)), h -> {

@@ -64,8 +64,13 @@ final class WarmUp {
             long bytes = Math.max(COUNTS[s], n) * Float.BYTES; // the blocked ops move whole parts of count / n, at least 1
             native_[s] = arena.allocate(bytes, 64);
             nativeOut[s] = arena.allocate(bytes, 64);
-            registered[s] = comm.memory().allocate(bytes);
-            registeredOut[s] = comm.memory().allocate(bytes);
+            try {
+                registered[s] = comm.memory().allocate(bytes);
+                registeredOut[s] = comm.memory().allocate(bytes);
+            } catch (RuntimeException e) { // a full pool (HCOMM_MEM_POOL_MAX): give back what was taken
+                closeRegistered();
+                throw e;
+            }
             heap[s] = new float[(int) (bytes / Float.BYTES)];
             heapOut[s] = new float[(int) (bytes / Float.BYTES)];
             template[s] = arena.allocate(COUNTS[s] * Float.BYTES, 64);
@@ -124,10 +129,14 @@ final class WarmUp {
                         quiet >= QUIET_ROUNDS ? ", until the JIT was quiet" : ", the whole budget");
                 return rounds;
             } finally {
-                for (RegisteredBuffer b : w.registered) b.close();
-                for (RegisteredBuffer b : w.registeredOut) b.close();
+                w.closeRegistered();
             }
         }
+    }
+
+    private void closeRegistered() {
+        for (RegisteredBuffer b : registered) if (b != null) b.close();
+        for (RegisteredBuffer b : registeredOut) if (b != null) b.close();
     }
 
     /** One round: every size, every memory kind, every collective. */
