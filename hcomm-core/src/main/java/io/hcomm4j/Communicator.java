@@ -398,6 +398,8 @@ public interface Communicator extends AutoCloseable {
      * use (about 8 MiB), as it would after calls of those sizes.
      *
      * @throws IllegalArgumentException if {@code budget} is negative
+     * @throws MemoryLimitException if the pool cannot lend its buffers ({@code HCOMM_MEM_POOL_MAX}); it then fails
+     *         before its first collective and gives back what it took
      * @throws IllegalStateException if a result came out wrong
      */
     int warmUp(java.time.Duration budget);
