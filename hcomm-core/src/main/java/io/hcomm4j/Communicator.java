@@ -390,10 +390,10 @@ public interface Communicator extends AutoCloseable {
      * Collective: runs every collective over sizes and kinds of memory that take each of the library's paths, with
      * checked results, in rounds until no rank's JIT compiler has had anything to compile for a few rounds or the
      * shortest of the ranks' {@code budget}s is spent (one round at least; the ranks decide together, so every rank
-     * stops after the same round). Its calls count in {@link #metrics()} like any others. A fresh JVM runs the collectives interpreted until its JIT has compiled them,
-     * 100-1000x slower than steady state for the first thousands of calls; call this before the first latency-sensitive work (an
-     * inference service before it takes requests), or set {@code HCOMM_WARMUP} to have init do it. Returns the rounds
-     * run. While it runs it holds about 9 MiB of registered memory from the pool ({@link #memory()}), as much off-heap
+     * stops after the same round). Its calls count in {@link #metrics()} like any others. A fresh JVM runs the
+     * collectives interpreted until its JIT has compiled them, 100-1000x slower than steady state for the first thousands
+     * of calls; call this before the first latency-sensitive work (an inference service before it takes requests), or set
+     * {@code HCOMM_WARMUP} to have init do it. Returns the rounds run. While it runs it holds about 9 MiB of registered memory from the pool ({@link #memory()}), as much off-heap
      * and as much on the heap; afterwards the communicator keeps the staging buffers its paths for unregistered memory
      * use (about 8 MiB), as it would after calls of those sizes.
      *

@@ -446,7 +446,8 @@ final class PerfCommand implements Callable<Integer> {
         }
         if (jitWarmupCalls > 0 && !jitWarmupBudget.isZero()) {
             // every collective on every path first, so that C2 compiles code for all of them and the sweep's change of
-            // size does not deoptimize it (docs/performance.md, "Tails with more ranks than cores")
+            // size does not deoptimize it (docs/performance.md, "Tails with more ranks than cores"); only with the full
+            // warm-up of a real run (the overload without a budget, which tests use, runs one short round instead)
             int rounds = comm.warmUp(LIBRARY_WARMUP_BUDGET);
             if (rank == 0) progress.println("# JIT warm-up: " + rounds + " rounds of every collective (Communicator.warmUp)");
         }
