@@ -499,10 +499,35 @@ final class ZeroCopyEngine implements AutoCloseable {
         transport.wakeLocal(); // a waiter blocked in this rank's progress engine looks again
     }
 
+    /** At most this long, a closing rank waits for peers still to read its input of the last one-step all-reduce. */
+    private static final long SLOT_READERS_WAIT_NANOS = 10_000_000_000L;
+
+    /**
+     * Before the one-step slots go back to the pool (where the next allocation may write them) and, when the session
+     * closes, their file is unlinked: a one-step all-reduce returns without waiting for the others, so a peer may not
+     * have read this rank's input yet. Every peer has arrived at that op, so unless it died it is done within
+     * microseconds; wait for that (bounded), as {@link #finish} would have.
+     */
+    private void awaitSlotReaders() {
+        long last = reductions.lastOneStep();
+        if (last <= 0 || ctrl == null || aborted != null || transport.isClosing()) return;
+        long budget = Math.min(timeoutNanos, SLOT_READERS_WAIT_NANOS);
+        try {
+            // a waiter of its own: an op of another thread may still be using the engine's
+            new ZeroCopyWaiter(this, transport, world, new long[n], budget).await(ZeroCopyWaiter.DONE_PHASE, last, "close");
+        } catch (PeerFailedException | CommAbortedException ex) {
+            LOG.debug("rank {}: communicator {} closes without waiting for a failed peer: {}", rank, commId, ex.getMessage());
+        } catch (RuntimeException ex) {
+            LOG.warn("rank {}: communicator {} closes while a peer may still read its last small all-reduce input: {}", rank,
+                    commId, ex.getMessage());
+        }
+    }
+
     /** Unmaps the control file and the peers' files (an op still running on another thread then fails, never crashes). */
     @Override
     public void close() {
         if (closed) return;
+        awaitSlotReaders();
         closed = true;
         synchronized (turn) {
             control.unlink();

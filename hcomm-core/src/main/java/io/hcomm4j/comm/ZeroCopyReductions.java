@@ -116,6 +116,7 @@ final class ZeroCopyReductions extends ZeroCopyOps {
         slotSeq[parity] = seq;
         boolean ok = false;
         try {
+            pauseForTest();
             e.map(true, slot, bytes);
             // through the private scratch, chunk by chunk: the kernels only ever see off-heap memory (a heap receive
             // buffer in their type profiles slowed every vector kernel of the JVM)
@@ -138,6 +139,24 @@ final class ZeroCopyReductions extends ZeroCopyOps {
 
     /** The seq of the op that last used each input slot (0: none yet). */
     private final long[] slotSeq = new long[2];
+
+    /** The last one-step all-reduce, whose input slot peers may still be reading (0: none yet). */
+    long lastOneStep() {
+        return Math.max(slotSeq[0], slotSeq[1]);
+    }
+
+    /** Test hook: milliseconds a one-step all-reduce sleeps between arriving and reading the peers' slots (0: none). */
+    volatile long readDelayMillisForTest;
+
+    private void pauseForTest() {
+        long ms = readDelayMillisForTest;
+        if (ms <= 0) return;
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException ex) {
+            Thread.currentThread().interrupt();
+        }
+    }
 
     /**
      * Reduce-scatter: block {@code r} (elements {@code [at(r), at(r+1))} of the send buffers) goes to rank {@code r}. With

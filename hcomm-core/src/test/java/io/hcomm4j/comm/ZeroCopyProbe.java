@@ -29,4 +29,9 @@ public final class ZeroCopyProbe {
     public static void oneStepMax(Communicator c, long bytes) {
         ((CommunicatorImpl) c).zeroCopy().oneStepMaxOverride = bytes;
     }
+
+    /** Test hook: this rank's one-step all-reduces wait {@code millis} after arriving before they read the peers' inputs. */
+    public static void oneStepReadDelay(Communicator c, long millis) {
+        ((CommunicatorImpl) c).zeroCopy().reductions.readDelayMillisForTest = millis;
+    }
 }
