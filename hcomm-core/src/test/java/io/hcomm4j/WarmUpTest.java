@@ -33,6 +33,9 @@ class WarmUpTest {
                     .satisfies(m -> assertThat(m.calls()).isEqualTo(321L * r));
             assertThat(c.metrics()).filteredOn(m -> m.op().equals("allToAll")).singleElement()
                     .satisfies(m -> assertThat(m.calls()).isEqualTo(321L * r));
+            // a barrier after each call's eight collectives (nine ops: both sequence parities for each) and one per round
+            assertThat(c.metrics()).filteredOn(m -> m.op().equals("barrier")).singleElement()
+                    .satisfies(m -> assertThat(m.calls()).isEqualTo(322L * r));
             checkAllReduce(c, 1000);
             assertThat(c.warmUp(Duration.ZERO)).isEqualTo(1);
             assertThat(h.memory().stats().bytesInUse()).as("rank %d: a second warm-up holds on to nothing more", c.rank()).isEqualTo(inUse);

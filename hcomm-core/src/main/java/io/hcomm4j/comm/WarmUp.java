@@ -152,8 +152,8 @@ final class WarmUp {
     }
 
     /**
-     * Every collective on size {@code s}: {@code count} elements, or for the blocked ones parts of {@code count / n} (at
-     * least one) per rank; checks the all-reduce and the all-gather.
+     * Every collective on size {@code s}, and a barrier: {@code count} elements, or for the blocked ones parts of
+     * {@code count / n} (at least one) per rank; checks the all-reduce and the all-gather.
      */
     private void collectives(MemorySegment in, MemorySegment out, int s) {
         long count = COUNTS[s];
@@ -170,6 +170,11 @@ final class WarmUp {
         comm.allToAll(in, out, part, DataType.FLOAT32);
         comm.gather(in.asSlice(0, part * Float.BYTES), out, part, DataType.FLOAT32, root);
         comm.scatter(in, out.asSlice(0, part * Float.BYTES), part, DataType.FLOAT32, root);
+        // nine collectives, an odd number: each op above meets both parities of the sequence number on alternate calls
+        // (ops alternate shared state by it). With eight, every all-reduce had the same parity, the one-step path's
+        // other slot was never used, and a program whose all-reduces came at the other parity deoptimized it at its
+        // first call (then ran it in C1 code while C2 compiled it again: 1-5 ms stalls in its first few hundred calls)
+        comm.barrier();
     }
 
     private static long check(MemorySegment seg, long from, long count, float expected) {
