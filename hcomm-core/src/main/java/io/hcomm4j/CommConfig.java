@@ -39,6 +39,7 @@ public final class CommConfig {
     private final long memPoolMax;
     private final String shmDir;
     private final boolean memDebug;
+    private final boolean memAdopt;
     private final Transport transport;
     private final String hostId;
     private final long shmRingSize;
@@ -84,6 +85,7 @@ public final class CommConfig {
         this.memPoolMax = b.memPoolMax;
         this.shmDir = b.shmDir;
         this.memDebug = b.memDebug;
+        this.memAdopt = b.memAdopt;
         this.transport = b.transport;
         this.hostId = b.hostId;
         this.shmRingSize = b.shmRingSize;
@@ -113,7 +115,7 @@ public final class CommConfig {
 
     static Builder builderFrom(Map<String, String> env, Function<String, String> props) {
         Builder b = new Builder();
-        for (Setting s : Setting.values()) {
+        for (ConfigSetting s : ConfigSetting.values()) {
             String prop = props.apply(s.property());
             String value = prop != null ? prop : env.get(s.env());
             if (value != null && !value.isBlank()) {
@@ -201,6 +203,16 @@ public final class CommConfig {
      */
     public boolean memDebug() { return memDebug; }
 
+    /**
+     * {@code HCOMM_MEM_ADOPT}: a large off-heap buffer of the caller's own (an {@code Arena}'s, not the pool's) that
+     * comes to a second all-reduce is adopted: its pages are moved into a shared-memory file at the same addresses
+     * (contents kept), so peers on the host read it in place, at registered-memory speed, with no copy per op. Never
+     * for heap arrays, file mappings, global-scope segments ({@code MemorySegment.ofAddress}) or memory other than a
+     * private anonymous mapping; turn it off for memory a device or another library has pinned by address (a CUDA
+     * host registration), which would keep the old pages. Default on.
+     */
+    public boolean memAdopt() { return memAdopt; }
+
     /** {@code HCOMM_TRANSPORT}: {@code auto} (default), {@code tcp} or {@code shm}; see {@link Transport}. */
     public Transport transport() { return transport; }
 
@@ -274,7 +286,7 @@ public final class CommConfig {
                 + ", initTimeout=" + initTimeout + ", socketIfname=" + socketIfname + ", socketAddr=" + socketAddr
                 + ", spinTime=" + spinTime + ", eagerLimit=" + eagerLimit + ", unexpectedLimit=" + unexpectedLimit
                 + ", storeHosted=" + storeHosted + ", storePort=" + storePort + ", storeReconnect=" + storeReconnect + ", algo=" + algo + ", check=" + (fullCheck ? "full" : "cheap")
-                + ", memPoolMax=" + memPoolMax + ", shmDir=" + shmDir + ", memDebug=" + memDebug
+                + ", memPoolMax=" + memPoolMax + ", shmDir=" + shmDir + ", memDebug=" + memDebug + ", memAdopt=" + memAdopt
                 + ", transport=" + transport.name().toLowerCase(Locale.ROOT) + ", hostId=" + hostId + ", shmRingSize=" + shmRingSize
                 + ", heartbeatTimeout=" + heartbeatTimeout + ", heartbeatInterval=" + heartbeatInterval + ", stuckReport=" + stuckReport + ", warmUp=" + warmUp + ", zeroCopy=" + zeroCopy
                 + ", retryMax=" + retryMax + ", retryInterval=" + retryInterval + "}";
@@ -301,6 +313,7 @@ public final class CommConfig {
         private long memPoolMax = 4L << 30;
         private String shmDir = "/dev/shm";
         private boolean memDebug;
+        private boolean memAdopt = true;
         private Transport transport = Transport.AUTO;
         private String hostId;
         private long shmRingSize = 1L << 20;
@@ -372,6 +385,9 @@ public final class CommConfig {
 
         /** @param debug true: record allocation sites and invalidate closed buffers (HCOMM_MEM_DEBUG) */
         public Builder memDebug(boolean debug) { this.memDebug = debug; return this; }
+
+        /** @param adopt true: share the caller's reused large off-heap buffers with peers in place (HCOMM_MEM_ADOPT) */
+        public Builder memAdopt(boolean adopt) { this.memAdopt = adopt; return this; }
 
         /** @param transport {@code AUTO}, {@code TCP} or {@code SHM} (HCOMM_TRANSPORT) */
         public Builder transport(Transport transport) { this.transport = Objects.requireNonNull(transport, "transport"); return this; }
@@ -523,77 +539,6 @@ public final class CommConfig {
             return Math.multiplyExact(v, mult);
         } catch (NumberFormatException | ArithmeticException e) {
             throw new IllegalArgumentException("'" + text + "' is not a size such as 4096, 64K, 1M, 2G");
-        }
-    }
-
-    private enum Setting {
-        INIT_METHOD { void apply(Builder b, String v) { b.initMethod(v); } },
-        RANK { void apply(Builder b, String v) { b.rank(parseInt(v)); } },
-        WORLD_SIZE { void apply(Builder b, String v) { b.worldSize(parseInt(v)); } },
-        SECRET { void apply(Builder b, String v) { b.secret(v); } },
-        TIMEOUT { void apply(Builder b, String v) { b.timeout(parseDuration(v)); } },
-        INIT_TIMEOUT { void apply(Builder b, String v) { b.initTimeout(parseDuration(v)); } },
-        SOCKET_IFNAME { void apply(Builder b, String v) { b.socketIfname(v); } },
-        SOCKET_ADDR { void apply(Builder b, String v) { b.socketAddr(v); } },
-        SPIN_TIME { void apply(Builder b, String v) { b.spinTime(parseDuration(v)); } },
-        EAGER_LIMIT { void apply(Builder b, String v) { b.eagerLimit(parseSize(v)); } },
-        UNEXPECTED_LIMIT { void apply(Builder b, String v) { b.unexpectedLimit(parseSize(v)); } },
-        STORE_HOSTED { void apply(Builder b, String v) { b.storeHosted(parseBool(v)); } },
-        STORE_PORT { void apply(Builder b, String v) { b.storePort(parseInt(v)); } },
-        STORE_RECONNECT { void apply(Builder b, String v) { b.storeReconnect(parseDuration(v)); } },
-        ALGO { void apply(Builder b, String v) { b.algo(v); } },
-        MEM_POOL_MAX { void apply(Builder b, String v) { b.memPoolMax(parseSize(v)); } },
-        SHM_DIR { void apply(Builder b, String v) { b.shmDir(v); } },
-        MEM_DEBUG { void apply(Builder b, String v) { b.memDebug(parseBool(v)); } },
-        TRANSPORT {
-            void apply(Builder b, String v) {
-                switch (v.toLowerCase(Locale.ROOT)) {
-                    case "auto" -> b.transport(Transport.AUTO);
-                    case "tcp" -> b.transport(Transport.TCP);
-                    case "shm" -> b.transport(Transport.SHM);
-                    default -> throw new IllegalArgumentException("not one of auto, tcp, shm");
-                }
-            }
-        },
-        HOST_ID { void apply(Builder b, String v) { b.hostId(v); } },
-        SHM_RING_SIZE { void apply(Builder b, String v) { b.shmRingSize(parseSize(v)); } },
-        HEARTBEAT_TIMEOUT { void apply(Builder b, String v) { b.heartbeatTimeout(parseDuration(v)); } },
-        HEARTBEAT_INTERVAL { void apply(Builder b, String v) { b.heartbeatInterval(parseDuration(v)); } },
-        STUCK_REPORT { void apply(Builder b, String v) { b.stuckReport(parseDuration(v)); } },
-        WARMUP { void apply(Builder b, String v) { b.warmUp(parseDuration(v)); } },
-        ZERO_COPY { void apply(Builder b, String v) { b.zeroCopy(parseBool(v)); } },
-        RETRY_MAX { void apply(Builder b, String v) { b.retryMax(parseInt(v)); } },
-        RETRY_INTERVAL { void apply(Builder b, String v) { b.retryInterval(parseDuration(v)); } },
-        CHECK {
-            void apply(Builder b, String v) {
-                switch (v.toLowerCase(Locale.ROOT)) {
-                    case "cheap" -> b.fullCheck(false);
-                    case "full" -> b.fullCheck(true);
-                    default -> throw new IllegalArgumentException("not one of cheap, full");
-                }
-            }
-        };
-
-        abstract void apply(Builder b, String value);
-
-        String env() { return "HCOMM_" + name(); }
-
-        String property() { return "hcomm." + name().toLowerCase(Locale.ROOT).replace('_', '.'); }
-
-        static int parseInt(String v) {
-            try {
-                return Integer.parseInt(v);
-            } catch (NumberFormatException e) {
-                throw new IllegalArgumentException("not an integer");
-            }
-        }
-
-        static boolean parseBool(String v) {
-            return switch (v.toLowerCase(Locale.ROOT)) {
-                case "1", "true", "yes", "on" -> true;
-                case "0", "false", "no", "off" -> false;
-                default -> throw new IllegalArgumentException("not a boolean (1/0, true/false)");
-            };
         }
     }
 }

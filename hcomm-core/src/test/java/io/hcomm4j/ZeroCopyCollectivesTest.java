@@ -827,6 +827,57 @@ public class ZeroCopyCollectivesTest {
     }
 
     /**
+     * A caller's own large off-heap buffers are adopted at their second all-reduce (HCOMM_MEM_ADOPT, on by default):
+     * from then on the op runs as on registered memory (no rings), with every element right on every rank, in and out
+     * of place, from buffers that start mid-page and end mid-page, beside a rank whose heap arrays still go through its
+     * ring; and buffers of a closed arena are dropped, their successors adopted in turn.
+     */
+    @Test
+    void callersBuffersAreAdoptedAtTheirSecondAllReduce() throws Exception {
+        int n = 3;
+        long count = 786_433; // 3 MiB of float32 and a ragged end
+        Ranks.runThreads(n, Duration.ofMinutes(3), h -> {
+            Communicator c = h.world();
+            int me = c.rank();
+            for (int round = 0; round < 2; round++) {
+                try (Arena arena = Arena.ofShared()) {
+                    long skew = 4L * (me + 1) + 4096L * round;
+                    MemorySegment send = arena.allocate(count * 4 + skew + 64, 8).asSlice(skew, count * 4);
+                    MemorySegment recv = arena.allocate(count * 4 + 64, 8).asSlice(12, count * 4);
+                    float[] heap = new float[(int) count];
+                    for (int iter = 0; iter < 4; iter++) {
+                        // out of place on every rank's own memory
+                        for (long i = 0; i < count; i++) send.setAtIndex(ValueLayout.JAVA_FLOAT, i, (i % 4093) * (me + 1) + iter);
+                        recv.fill((byte) 0x7f);
+                        long p0 = ZeroCopyProbe.pipelinedOps(c);
+                        long z0 = ZeroCopyProbe.zeroCopyOps(c);
+                        c.allReduce(send, recv, count, DataType.FLOAT32, ReduceOp.SUM);
+                        for (long i = 0; i < count; i++) {
+                            float want = (i % 4093) * 6f + 3 * iter;
+                            float got = recv.getAtIndex(ValueLayout.JAVA_FLOAT, i);
+                            if (got != want) throw new AssertionError("round " + round + " iter " + iter + " rank " + me + " element " + i + ": " + got + ", want " + want);
+                        }
+                        assertThat(ZeroCopyProbe.zeroCopyOps(c) - z0).as("iter %d in shared memory", iter).isEqualTo(1);
+                        assertThat(ZeroCopyProbe.pipelinedOps(c) - p0).as("round %d iter %d: chunk by chunk only at first use", round, iter)
+                                .isEqualTo(iter == 0 ? 1 : 0);
+                        assertThat(c.memory().stats().adoptedBuffers()).as("iter %d: send and receive buffers adopted", iter)
+                                .isEqualTo(iter == 0 ? 0 : 2);
+                        // in place, rank 2 on a heap array (through its ring): the others' adopted send buffers too
+                        MemorySegment mine = me == 2 ? MemorySegment.ofArray(heap) : send;
+                        for (long i = 0; i < count; i++) mine.setAtIndex(ValueLayout.JAVA_FLOAT, i, (i % 4091) * (me + 2) - iter);
+                        c.allReduce(mine, mine, count, DataType.FLOAT32, ReduceOp.SUM);
+                        for (long i = 0; i < count; i++) {
+                            float want = (i % 4091) * 9f - 3 * iter;
+                            float got = mine.getAtIndex(ValueLayout.JAVA_FLOAT, i);
+                            if (got != want) throw new AssertionError("in place, round " + round + " iter " + iter + " rank " + me + " element " + i + ": " + got + ", want " + want);
+                        }
+                    }
+                }
+            }
+        });
+    }
+
+    /**
      * Ranks on two "hosts" (HCOMM_HOST_ID): the world has no zero-copy engine (its collectives take the transport),
      * the per-host communicators of a split have one each.
      */

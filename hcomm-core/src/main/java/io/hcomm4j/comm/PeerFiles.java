@@ -10,7 +10,7 @@ import java.nio.file.Path;
 /**
  * The peers' memory-pool files that a zero-copy engine has mapped: up to {@value #FILES_PER_PEER} per peer, each
  * mapped once (pre-faulted) and kept, least recently used evicted first (never one the current op uses), so steady
- * state maps nothing and takes no page fault.
+ * state maps nothing and takes no page fault. Files their owner has unlinked are unmapped when a new one is mapped.
  */
 final class PeerFiles {
     static final int FILES_PER_PEER = 64;
@@ -58,6 +58,7 @@ final class PeerFiles {
             if (used[i] != opStamp && (victim < 0 || (segs[victim] != null && used[i] < used[victim]))) victim = i;
         }
         if (victim < 0) throw new HcommException("rank " + rank + ": no room to map rank " + q + "'s buffer");
+        dropUnlinked(q);
         Arena a = Arena.ofShared();
         MemorySegment seg;
         try {
@@ -74,6 +75,21 @@ final class PeerFiles {
         segs[victim] = seg;
         used[victim] = opStamp;
         return seg;
+    }
+
+    /**
+     * Unmaps peer {@code q}'s files that it has unlinked since (a dropped adopted buffer, a trimmed pool mapping): it
+     * will not name them again, and a mapping kept would hold their memory. Checked only when a new file is mapped.
+     */
+    private void dropUnlinked(int q) {
+        for (int i = 0; i < FILES_PER_PEER; i++) {
+            if (fileSeg[q][i] == null || fileUsed[q][i] == opStamp) continue;
+            if (!java.nio.file.Files.exists(dir.resolve(prefix[q] + fileSeq[q][i]))) {
+                closeQuietly(fileArena[q][i]);
+                fileArena[q][i] = null;
+                fileSeg[q][i] = null;
+            }
+        }
     }
 
     /** Touches every page of a fresh mapping so no op pays page faults later ({@link SharedFiles#prefault}). */

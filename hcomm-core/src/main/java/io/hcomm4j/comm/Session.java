@@ -200,7 +200,7 @@ public final class Session implements SessionProvider.SessionHandle {
     }
 
     private static MemoryPool openPool(CommConfig config, Path shmDir) {
-        return MemoryPool.open(new MemoryPool.Options(shmDir, config.memPoolMax(), config.memDebug()));
+        return MemoryPool.open(new MemoryPool.Options(shmDir, config.memPoolMax(), config.memDebug(), config.memAdopt()));
     }
 
     /** Runs init: rendezvous through the store, data listener, world communicator. */

@@ -66,7 +66,7 @@ final class ZeroCopyEngine implements AutoCloseable {
     static final long SCRATCH_BYTES = 32 * 1024;
 
     private final PeerTransport transport;
-    private final MemoryPool pool;
+    final MemoryPool pool;
     private final long timeoutNanos;
     private final Duration attachTimeout;
     final int rank;

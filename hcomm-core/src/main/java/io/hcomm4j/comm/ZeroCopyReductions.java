@@ -49,6 +49,19 @@ final class ZeroCopyReductions extends ZeroCopyOps {
         int flags = e.base(want) | F_SLICED;
         MemorySegment out = recv;
         boolean unregistered = e.capable && want && !(e.where(send, bytes) && e.where(recv, bytes));
+        MemorySegment userRecv = null;
+        if (unregistered && bytes >= ZeroCopyPipeline.MIN_BYTES) {
+            // the caller's reused large buffers, moved into shared memory in place: then as registered ones
+            MemorySegment s = e.where(send, bytes) ? send : e.pool.adopted(send, bytes);
+            MemorySegment r = sameAddress(send, 0, recv, 0) ? s : e.where(recv, bytes) ? recv : e.pool.adopted(recv, bytes);
+            if (s != null && r != null) {
+                if (s != send) e.pool.syncAdopted(send, s, bytes, true);
+                if (r != recv) userRecv = recv;
+                send = s;
+                recv = r;
+                unregistered = false;
+            }
+        }
         // large: chunk by chunk through a small ring; else whole through a staging buffer
         MemorySegment ring = unregistered && ZeroCopyPipeline.fits(send, recv, bytes) ? e.buffers.staging(ZeroCopyPipeline.RING) : null;
         MemorySegment staged = unregistered && ring == null ? e.buffers.staging(bytes) : null;
@@ -71,6 +84,7 @@ final class ZeroCopyReductions extends ZeroCopyOps {
         if ((all & need) != need) return e.fellBack();
         if (ring != null || pipeline.anyStaged()) {
             pipeline.allReduce(seq, op, send, recv, ring, count, k, avg);
+            if (userRecv != null) e.pool.syncAdopted(userRecv, recv, bytes, false);
             return true;
         }
         boolean ok = false;
@@ -89,6 +103,7 @@ final class ZeroCopyReductions extends ZeroCopyOps {
         // every rank is done writing into the staging buffer (finish waited), and none starts the next op before this
         // rank arrives at it
         if (staged != null) MemorySegment.copy(staged, 0, out, 0, bytes);
+        if (userRecv != null) e.pool.syncAdopted(userRecv, recv, bytes, false);
         return true;
     }
 

@@ -65,14 +65,21 @@ public final class MemoryPool implements Memory, AutoCloseable {
      * @param directory where the shared-memory files go, e.g. {@code /dev/shm}
      * @param maxBytes  most bytes the pool maps, in [4096, 2^50]
      * @param debug     record allocation sites and invalidate the segments of closed buffers
+     * @param adopt     move the caller's reused large off-heap buffers into shared memory in place
+     *                  ({@link #adopted}, {@code HCOMM_MEM_ADOPT})
      */
-    public record Options(Path directory, long maxBytes, boolean debug) {
+    public record Options(Path directory, long maxBytes, boolean debug, boolean adopt) {
         /** Checks the arguments. */
         public Options {
             Objects.requireNonNull(directory, "directory");
             if (maxBytes < SizeClasses.PAGE || maxBytes > SizeClasses.MAX) {
                 throw new IllegalArgumentException("maxBytes must be in [4096, 2^50], was " + maxBytes);
             }
+        }
+
+        /** Options that adopt nothing. */
+        public Options(Path directory, long maxBytes, boolean debug) {
+            this(directory, maxBytes, debug, false);
         }
     }
 
@@ -132,8 +139,12 @@ public final class MemoryPool implements Memory, AutoCloseable {
     /** Tests: sees every leak report. */
     volatile Consumer<String> leakListener;
 
+    /** The caller's buffers moved into shared memory, or null if {@link Options#adopt()} is off. */
+    private final Adoptions adoptions;
+
     private MemoryPool(Options options) {
         this.options = options;
+        this.adoptions = options.adopt() ? new Adoptions(options.directory()) : null;
         for (int i = 0; i < classes.length; i++) classes[i] = new SizeClass(i);
     }
 
@@ -205,7 +216,8 @@ public final class MemoryPool implements Memory, AutoCloseable {
     @Override
     public MemoryStats stats() {
         return new MemoryStats(inUse.get(), buffersInUse.get(), highWater.get(), mappedBytes, mappings.length, allocations.get(),
-                reuses.get(), leaks.get(), options.maxBytes());
+                reuses.get(), leaks.get(), options.maxBytes(), adoptions == null ? 0 : adoptions.adoptedBuffers(),
+                adoptions == null ? 0 : adoptions.adoptedBytes());
     }
 
     /**
@@ -241,10 +253,35 @@ public final class MemoryPool implements Memory, AutoCloseable {
         if (!segment.isNative() || closed) return false;
         long address = segment.address();
         Mapping m = mappingHolding(address, length);
-        if (m == null || m.sequence < 0) return false;
+        if (m == null) return adoptions != null && adoptions.locate(address, length, out);
+        if (m.sequence < 0) return false;
         out[0] = m.sequence;
         out[1] = address - m.address;
         return true;
+    }
+
+    /**
+     * The first {@code bytes} of {@code segment}, a caller's buffer outside the pool, as registered memory that peers can
+     * map ({@link #locate} finds it), or null if it is not adopted. A buffer is adopted at its second call (a native
+     * segment of a closable arena, at least 2 MiB, in private anonymous memory; with {@link Options#adopt()} on): its
+     * whole pages move, in place and with their contents, into a shared-memory file; the returned view maps the whole
+     * file elsewhere, so its partial end pages (which stay private) must be copied with {@link #syncAdopted} before
+     * and after each use. The caller's segment stays valid throughout and after the pool closes.
+     *
+     * <p><b>Internal:</b> for same-host collectives; applications need not call it.
+     */
+    public MemorySegment adopted(MemorySegment segment, long bytes) {
+        return adoptions == null || closed ? null : adoptions.view(segment, bytes);
+    }
+
+    /**
+     * Copies the bytes of the first {@code bytes} of {@code user} that its view from {@link #adopted} does not share
+     * (at most a page at either end) into the view ({@code toView}) or back into {@code user}.
+     *
+     * <p><b>Internal:</b> for same-host collectives.
+     */
+    public void syncAdopted(MemorySegment user, MemorySegment view, long bytes, boolean toView) {
+        adoptions.syncEnds(user, view, bytes, toView);
     }
 
     /** The mapping that holds {@code [address, address + length)}, or null (binary search of the sorted mappings). */
@@ -294,6 +331,7 @@ public final class MemoryPool implements Memory, AutoCloseable {
                 else kept++;
             }
         }
+        if (adoptions != null) adoptions.close();
         // files of processes that died while this one ran (a killed peer rank) go now, not only at the next init
         ShmFiles.removeStale(options.directory());
         if (kept > 0) {
