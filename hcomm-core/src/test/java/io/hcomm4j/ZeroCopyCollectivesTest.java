@@ -874,6 +874,20 @@ public class ZeroCopyCollectivesTest {
                     }
                 }
             }
+            // send and receive buffers overlapping by half, again and again: never adopted (staged whole), right each time
+            try (Arena arena = Arena.ofShared()) {
+                long half = 600_001;
+                MemorySegment buf = arena.allocate(half * 4 * 3 / 2, 8);
+                MemorySegment send = buf.asSlice(0, half * 4);
+                MemorySegment recv = buf.asSlice(half * 2, half * 4);
+                for (int iter = 0; iter < 3; iter++) {
+                    for (long i = 0; i < half; i++) ReductionCollectivesTest.put(send, DataType.FLOAT32, i, ReductionCollectivesTest.input(DataType.FLOAT32, ReduceOp.SUM, me, 700 + iter, i));
+                    c.allReduce(send, recv, half, DataType.FLOAT32, ReduceOp.SUM);
+                    ReductionCollectivesTest.check(recv, 0, DataType.FLOAT32, ReduceOp.SUM, n, 700 + iter, 0, half, "overlapping, iter " + iter + ", rank " + me);
+                    // the earlier arenas' buffers were dropped at the first call (closed), and these are never taken
+                    assertThat(c.memory().stats().adoptedBuffers()).as("overlapping buffers are not adopted").isZero();
+                }
+            }
         });
     }
 

@@ -50,7 +50,7 @@ final class ZeroCopyReductions extends ZeroCopyOps {
         MemorySegment out = recv;
         boolean unregistered = e.capable && want && !(e.where(send, bytes) && e.where(recv, bytes));
         MemorySegment userRecv = null;
-        if (unregistered && bytes >= ZeroCopyPipeline.MIN_BYTES) {
+        if (unregistered && bytes >= ZeroCopyPipeline.MIN_BYTES && sameOrDisjoint(send, recv, bytes)) {
             // the caller's reused large buffers, moved into shared memory in place: then as registered ones
             MemorySegment s = e.where(send, bytes) ? send : e.pool.adopted(send, bytes);
             MemorySegment r = sameAddress(send, 0, recv, 0) ? s : e.where(recv, bytes) ? recv : e.pool.adopted(recv, bytes);

@@ -173,11 +173,14 @@ final class Adoptions {
         else MemorySegment.copy(view, at, user, at, len);
     }
 
+    /** Buffers adopted now (those of closed arenas dropped first). */
     synchronized int adoptedBuffers() {
+        dropDead();
         return count;
     }
 
     synchronized long adoptedBytes() {
+        dropDead();
         return adoptedBytes;
     }
 
@@ -278,6 +281,15 @@ final class Adoptions {
         }
     }
 
+    private static long maxMapCount() {
+        try {
+            // readAllLines: readString stops after a byte on this procfs file (its size reads as 0)
+            return Long.parseLong(Files.readAllLines(Path.of("/proc/sys/vm/max_map_count")).get(0).trim());
+        } catch (IOException | RuntimeException e) {
+            return 65_530; // the kernel's default
+        }
+    }
+
     /**
      * True for a file of this process's that was unlinked while still mapped: the pages of a buffer adopted and dropped
      * since (or of a pool closed with buffers open), which the caller's allocator may have handed out again. Nothing
@@ -304,6 +316,8 @@ final class Adoptions {
         } catch (IOException e) {
             return "cannot read /proc/self/maps: " + e.getMessage();
         }
+        // a MAP_FIXED that fails on an older kernel may leave the range unmapped: never near the mapping limit
+        if (lines.size() + 8 > maxMapCount()) return lines.size() + " mappings, near vm.max_map_count";
         long covered = from;
         for (String line : lines) {
             int dash = line.indexOf('-');
