@@ -205,7 +205,7 @@ public final class CommConfig {
 
     /**
      * {@code HCOMM_MEM_ADOPT}: a large off-heap buffer of the caller's own (an {@code Arena}'s, not the pool's) that
-     * comes to a second all-reduce is adopted: its pages are moved into a shared-memory file at the same addresses
+     * comes to a second collective (all-reduce's buffers, the others' send buffers) is adopted: its pages are moved into a shared-memory file at the same addresses
      * (contents kept), so peers on the host read it in place, at registered-memory speed, with no copy per op. Never
      * for heap arrays, file mappings, global-scope segments ({@code MemorySegment.ofAddress}) or memory other than a
      * private anonymous mapping; turn it off for memory a device or another library has pinned by address (a CUDA

@@ -892,6 +892,74 @@ public class ZeroCopyCollectivesTest {
     }
 
     /**
+     * The other collectives offer the caller's large send buffers adopted too, from their second op on: allGather (also
+     * in place), reduceScatter, broadcast, allToAll, scatter and gather, each three times on the same native buffers, every
+     * element checked on every rank, and the buffers adopted by the end.
+     */
+    @Test
+    void otherCollectivesOfferAdoptedSendBuffers() throws Exception {
+        int n = 3;
+        long count = 600_011; // per rank: 2.4 MB of int32, a whole buffer of 7.2 MB
+        Ranks.runThreads(n, Duration.ofMinutes(3), h -> {
+            Communicator c = h.world();
+            int me = c.rank();
+            try (Arena arena = Arena.ofShared()) {
+                MemorySegment small = arena.allocate(count * 4 + 8, 8).asSlice(4, count * 4);
+                MemorySegment big = arena.allocate(n * count * 4 + 8, 8).asSlice(8, n * count * 4);
+                MemorySegment out = arena.allocate(n * count * 4, 8);
+                for (int iter = 0; iter < 3; iter++) {
+                    String at = " iter " + iter + " rank " + me + " element ";
+                    // allGather: block of rank r holds r * 1_000_000 + i + iter
+                    for (long i = 0; i < count; i++) small.setAtIndex(ValueLayout.JAVA_INT, i, (int) (me * 1_000_000 + i + iter));
+                    c.allGather(small, out, count, DataType.INT32);
+                    for (long j = 0; j < n * count; j++) {
+                        int want = (int) ((j / count) * 1_000_000 + j % count + iter);
+                        if (out.getAtIndex(ValueLayout.JAVA_INT, j) != want) throw new AssertionError("allGather" + at + j);
+                    }
+                    // allGather in place: rank r's block of big already holds its values
+                    for (long i = 0; i < count; i++) big.setAtIndex(ValueLayout.JAVA_INT, me * count + i, (int) (me * 7 + i - iter));
+                    c.allGather(big.asSlice(me * count * 4, count * 4), big, count, DataType.INT32);
+                    for (long j = 0; j < n * count; j++) {
+                        int want = (int) ((j / count) * 7 + j % count - iter);
+                        if (big.getAtIndex(ValueLayout.JAVA_INT, j) != want) throw new AssertionError("allGather in place" + at + j);
+                    }
+                    // reduceScatter: element j of rank r's send is r + j + iter; block me sums over ranks
+                    for (long j = 0; j < n * count; j++) big.setAtIndex(ValueLayout.JAVA_INT, j, (int) (me + j + iter));
+                    c.reduceScatter(big, small, count, DataType.INT32, ReduceOp.SUM);
+                    for (long i = 0; i < count; i++) {
+                        int want = (int) (3 + 3 * (me * count + i + iter)); // 0 + 1 + 2
+                        if (small.getAtIndex(ValueLayout.JAVA_INT, i) != want) throw new AssertionError("reduceScatter" + at + i);
+                    }
+                    // broadcast from rank 1
+                    for (long j = 0; j < n * count; j++) big.setAtIndex(ValueLayout.JAVA_INT, j, me == 1 ? (int) (j * 3 + iter) : -1);
+                    c.broadcast(big, n * count, DataType.INT32, 1);
+                    for (long j = 0; j < n * count; j++) {
+                        if (big.getAtIndex(ValueLayout.JAVA_INT, j) != (int) (j * 3 + iter)) throw new AssertionError("broadcast" + at + j);
+                    }
+                    // allToAll: rank r's block q holds r * 100 + q * 10_000_000 + i
+                    for (long j = 0; j < n * count; j++) big.setAtIndex(ValueLayout.JAVA_INT, j, (int) (me * 100 + (j / count) * 10_000_000 + j % count + iter));
+                    c.allToAll(big, out, count, DataType.INT32);
+                    for (long j = 0; j < n * count; j++) {
+                        int want = (int) ((j / count) * 100 + me * 10_000_000L + j % count + iter);
+                        if (out.getAtIndex(ValueLayout.JAVA_INT, j) != want) throw new AssertionError("allToAll" + at + j);
+                    }
+                    // scatter from rank 2, gather to rank 0
+                    for (long j = 0; j < n * count; j++) big.setAtIndex(ValueLayout.JAVA_INT, j, me == 2 ? (int) (j ^ iter) : -1);
+                    c.scatter(big, small, count, DataType.INT32, 2);
+                    for (long i = 0; i < count; i++) {
+                        if (small.getAtIndex(ValueLayout.JAVA_INT, i) != (int) ((me * count + i) ^ iter)) throw new AssertionError("scatter" + at + i);
+                    }
+                    c.gather(small, out, count, DataType.INT32, 0);
+                    for (long j = 0; me == 0 && j < n * count; j++) {
+                        if (out.getAtIndex(ValueLayout.JAVA_INT, j) != (int) (j ^ iter)) throw new AssertionError("gather" + at + j);
+                    }
+                }
+                assertThat(c.memory().stats().adoptedBuffers()).as("rank %d: send buffers adopted", me).isPositive();
+            }
+        });
+    }
+
+    /**
      * Ranks on two "hosts" (HCOMM_HOST_ID): the world has no zero-copy engine (its collectives take the transport),
      * the per-host communicators of a split have one each.
      */

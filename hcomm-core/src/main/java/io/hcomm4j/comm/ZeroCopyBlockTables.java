@@ -40,7 +40,7 @@ final class ZeroCopyBlockTables extends ZeroCopyOps {
         if (rank == root) {
             long total = off == null ? n * len[0] : 0;
             for (int q = 0; off != null && q < n; q++) total = Math.max(total, off[q] + len[q]);
-            MemorySegment from = e.offer(send, 0, total, want);
+            MemorySegment from = e.offer(send, 0, total, want, disjoint(send, 0, total, recv, recv.byteSize()));
             flags |= e.sendAt(from, 0, total);
             if (off != null) publishTable(off, len);
         }
@@ -82,7 +82,7 @@ final class ZeroCopyBlockTables extends ZeroCopyOps {
                       MemorySegment recv, long[] rOff, long[] rLen, long recvBytes, boolean want) {
         if (!e.ready(op)) return false;
         int flags = e.base(want);
-        MemorySegment offered = e.offer(send, 0, sendBytes, want);
+        MemorySegment offered = e.offer(send, 0, sendBytes, want, disjoint(send, 0, sendBytes, recv, recvBytes));
         flags |= e.sendAt(offered, 0, sendBytes);
         // the others read this rank's send buffer while it writes its receive buffer
         if (disjoint(offered, 0, sendBytes, recv, recvBytes)) flags |= F_SAFE;

@@ -27,7 +27,7 @@ final class ZeroCopyDataMovement extends ZeroCopyOps {
     boolean broadcast(long seq, int fp, String op, MemorySegment buf, long bytes, int root, boolean want) {
         if (!e.ready(op)) return false;
         int flags = e.base(want) | F_SAFE;
-        MemorySegment from = rank == root ? e.offer(buf, 0, bytes, want) : buf;
+        MemorySegment from = rank == root ? e.offer(buf, 0, bytes, want, true) : buf;
         flags |= e.sendAt(from, 0, bytes);
         int all = e.arrive(seq, fp, op, flags);
         int need = F_CAPABLE | F_WANT;
@@ -62,14 +62,15 @@ final class ZeroCopyDataMovement extends ZeroCopyOps {
         long recvBytes = 0;
         for (int r = 0; r < n; r++) recvBytes = Math.max(recvBytes, off == null ? (r + 1) * blockBytes : off[r] + len[r]);
         int flags = e.base(want);
-        MemorySegment offered = e.offer(mine, mineOff, myLen, want);
+        // the others read this rank's block while it writes theirs into its receive buffer (in place: its own block
+        // there is already in place, whatever it offers)
+        boolean inPlace = sameAddress(recv, myOff, mine, mineOff);
+        MemorySegment offered = e.offer(mine, mineOff, myLen, want, inPlace || disjoint(mine, mineOff, myLen, recv, recvBytes));
         if (offered != mine) {
             mine = offered;
             mineOff = 0;
         }
         flags |= e.sendAt(mine, mineOff, myLen);
-        // the others read this rank's block while it writes theirs into its receive buffer
-        boolean inPlace = sameAddress(recv, myOff, mine, mineOff);
         if (inPlace || disjoint(mine, mineOff, myLen, recv, recvBytes)) flags |= F_SAFE;
         int all = e.arrive(seq, fp, op, flags);
         int need = F_CAPABLE | F_WANT | F_SEND | F_SAFE;
@@ -111,7 +112,7 @@ final class ZeroCopyDataMovement extends ZeroCopyOps {
         long myLen = off == null ? len[0] : len[rank];
         int flags = e.base(want) | F_SAFE;
         // nobody reads the root's block
-        flags |= rank == root ? F_SEND : e.sendAt(e.offer(mine, 0, myLen, want), 0, myLen);
+        flags |= rank == root ? F_SEND : e.sendAt(e.offer(mine, 0, myLen, want, true), 0, myLen);
         int all = e.arrive(seq, fp, op, flags);
         int need = F_CAPABLE | F_WANT | F_SEND;
         if ((all & need) != need) return e.fellBack();

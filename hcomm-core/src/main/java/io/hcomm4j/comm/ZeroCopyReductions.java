@@ -191,9 +191,9 @@ final class ZeroCopyReductions extends ZeroCopyOps {
         long mine = counts == null ? blockCount : counts[rank];
         long totalBytes = total * es;
         int flags = e.base(want);
-        send = e.offer(send, 0, totalBytes, want);
-        flags |= e.sendAt(send, 0, totalBytes);
         // this rank writes its receive buffer while the others read every block of its send buffer but its own
+        send = e.offer(send, 0, totalBytes, want, disjoint(recv, 0, mine * es, send, totalBytes) || sameAddress(send, from * es, recv, 0));
+        flags |= e.sendAt(send, 0, totalBytes);
         if (disjoint(recv, 0, mine * es, send, totalBytes) || sameAddress(send, from * es, recv, 0)) flags |= F_SAFE;
         int all = e.arrive(seq, fp, op, flags);
         int need = F_CAPABLE | F_WANT | F_SEND | F_SAFE;

@@ -104,14 +104,14 @@ final class Adoptions {
     }
 
     /**
-     * The view of the first {@code bytes} of {@code seg} if it is adopted, adopting it now if this is its second op;
-     * else null (the caller copies as before).
+     * The view of {@code bytes} of {@code seg} from {@code offset} if they are adopted, adopting them now if this is
+     * their second op; else null (the caller copies as before).
      */
-    synchronized MemorySegment view(MemorySegment seg, long bytes) {
-        if (off || closed || bytes < MIN_BYTES || !seg.isNative() || seg.isMapped() || bytes > seg.byteSize()) return null;
+    synchronized MemorySegment view(MemorySegment seg, long offset, long bytes) {
+        if (off || closed || bytes < MIN_BYTES || !seg.isNative() || seg.isMapped() || offset < 0 || offset > seg.byteSize() - bytes) return null;
         MemorySegment.Scope scope = seg.scope();
         if (scope == GLOBAL) return null;
-        long a = seg.address();
+        long a = seg.address() + offset;
         dropDead();
         for (int i = 0; i < count; i++) {
             Adopted x = adopted[i];
@@ -148,10 +148,10 @@ final class Adoptions {
     }
 
     /**
-     * Copies the bytes of {@code user}'s first {@code bytes} that its adopted view does not share (the partial pages
+     * Copies the bytes of {@code user}'s {@code bytes} from {@code userOff} that their adopted view does not share (the partial pages
      * at the ends of the adopted buffer) into {@code view} ({@code toView}) or back.
      */
-    synchronized void syncEnds(MemorySegment user, MemorySegment view, long bytes, boolean toView) {
+    synchronized void syncEnds(MemorySegment user, long userOff, MemorySegment view, long bytes, boolean toView) {
         long v = view.address();
         for (int i = 0; i < count; i++) {
             Adopted x = adopted[i];
@@ -159,18 +159,18 @@ final class Adoptions {
             long a = x.first + (v - x.viewAddress); // the caller's address of the view's first byte
             long shared0 = (x.start + PAGE - 1) & -PAGE;
             long shared1 = x.end & -PAGE;
-            copy(user, view, 0, Math.min(bytes, shared0 - a), toView);
+            copy(user, userOff, view, 0, Math.min(bytes, shared0 - a), toView);
             long from = Math.max(0, shared1 - a);
-            copy(user, view, from, bytes - from, toView);
+            copy(user, userOff, view, from, bytes - from, toView);
             return;
         }
         throw new IllegalStateException("no adopted buffer holds the view at 0x" + Long.toHexString(v));
     }
 
-    private static void copy(MemorySegment user, MemorySegment view, long at, long len, boolean toView) {
+    private static void copy(MemorySegment user, long userOff, MemorySegment view, long at, long len, boolean toView) {
         if (len <= 0) return;
-        if (toView) MemorySegment.copy(user, at, view, at, len);
-        else MemorySegment.copy(view, at, user, at, len);
+        if (toView) MemorySegment.copy(user, userOff + at, view, at, len);
+        else MemorySegment.copy(view, at, user, userOff + at, len);
     }
 
     /** Buffers adopted now (those of closed arenas dropped first). */

@@ -271,7 +271,12 @@ public final class MemoryPool implements Memory, AutoCloseable {
      * <p><b>Internal:</b> for same-host collectives; applications need not call it.
      */
     public MemorySegment adopted(MemorySegment segment, long bytes) {
-        return adoptions == null || closed ? null : adoptions.view(segment, bytes);
+        return adopted(segment, 0, bytes);
+    }
+
+    /** As {@link #adopted(MemorySegment, long)}, for {@code bytes} of {@code segment} from {@code offset}. */
+    public MemorySegment adopted(MemorySegment segment, long offset, long bytes) {
+        return adoptions == null || closed ? null : adoptions.view(segment, offset, bytes);
     }
 
     /**
@@ -281,7 +286,12 @@ public final class MemoryPool implements Memory, AutoCloseable {
      * <p><b>Internal:</b> for same-host collectives.
      */
     public void syncAdopted(MemorySegment user, MemorySegment view, long bytes, boolean toView) {
-        adoptions.syncEnds(user, view, bytes, toView);
+        adoptions.syncEnds(user, 0, view, bytes, toView);
+    }
+
+    /** As {@link #syncAdopted(MemorySegment, MemorySegment, long, boolean)}, for {@code user}'s bytes from {@code userOff}. */
+    public void syncAdopted(MemorySegment user, long userOff, MemorySegment view, long bytes, boolean toView) {
+        adoptions.syncEnds(user, userOff, view, bytes, toView);
     }
 
     /** The mapping that holds {@code [address, address + length)}, or null (binary search of the sorted mappings). */
