@@ -25,7 +25,9 @@ import org.slf4j.LoggerFactory;
  * memory may be freed without this pool knowing), of at least {@link #MIN_BYTES}, lying in private anonymous memory
  * ({@code /proc/self/maps}: no file mappings, nothing shared), and only at their second op: a buffer used once is not
  * worth a file. An adopted buffer is dropped (its file unlinked, the view unmapped) once its arena is closed or
- * unreachable, when a new adoption overlaps it, when {@link #MAX} others were used since, and when the pool closes;
+ * unreachable, when a new adoption overlaps it, and when the pool closes. At most {@link #MAX} are kept: past that a
+ * new buffer is copied as before, never a live adoption dropped for it (a loop over more buffers than that would
+ * otherwise adopt anew at every op, each time at the cost of allocating the buffer);
  * the caller's pages stay mapped to the unlinked file until the caller frees them, so nothing it holds goes invalid.
  *
  * <p>Thread-safe (one lock; an op takes it twice, for its buffers and for the end pieces). In steady state an op
@@ -36,8 +38,8 @@ final class Adoptions {
 
     /** Smallest buffer adopted: below it a staging copy is cheap next to the op's synchronisation. */
     static final long MIN_BYTES = 2L << 20;
-    /** Adopted buffers kept; the least recently used goes first. */
-    static final int MAX = 16;
+    /** Adopted buffers kept at most (each a file that every peer maps: {@code PeerFiles} keeps 64 per peer). */
+    static final int MAX = 32;
     /** Buffers seen once, waiting for their second op. */
     private static final int WATCH = 16;
     private static final long PAGE = SizeClasses.PAGE;
@@ -56,7 +58,6 @@ final class Adoptions {
         final MemorySegment view;
         /** Unmaps {@link #view} when closed. */
         Arena arena;
-        long used;
         /** The view slice of the last op, kept so a repeated op allocates nothing. */
         long sliceAt = -1;
         long sliceBytes;
@@ -92,7 +93,6 @@ final class Adoptions {
     private int count;
     private final Seen[] seen = new Seen[WATCH];
     private int nextSeen;
-    private long clock;
     private long adoptedBytes;
     private boolean closed;
     /** Set after a failure to create or map a file (a full file system, no native access): no more tries. */
@@ -120,7 +120,7 @@ final class Adoptions {
         for (int i = 0; i < WATCH; i++) {
             Seen s = seen[i];
             if (s == null || !s.is(scope, a, bytes)) continue;
-            if (s.refused()) return null;
+            if (s.refused() || count == MAX && !overlapsAdopted(a, a + bytes)) return null;
             seen[i] = null;
             Adopted x = adopt(scope, a, bytes);
             if (x == null) {
@@ -193,7 +193,6 @@ final class Adoptions {
     // ------------------------------------------------------------------------------------------ internals
 
     private MemorySegment slice(Adopted x, long a, long bytes) {
-        x.used = ++clock;
         long at = a - x.first;
         if (x.sliceAt != at || x.sliceBytes != bytes) {
             x.slice = x.view.asSlice(at, bytes);
@@ -201,6 +200,11 @@ final class Adoptions {
             x.sliceBytes = bytes;
         }
         return x.slice;
+    }
+
+    private boolean overlapsAdopted(long start, long end) {
+        for (int i = 0; i < count; i++) if (adopted[i].start < end && start < adopted[i].end) return true;
+        return false;
     }
 
     private void dropDead() {
@@ -219,11 +223,6 @@ final class Adoptions {
         if (why != null) {
             LOG.debug("not adopting the buffer at 0x{} ({} bytes): {}", Long.toHexString(a), bytes, why);
             return null;
-        }
-        if (count == MAX) {
-            int lru = 0;
-            for (int i = 1; i < count; i++) if (adopted[i].used < adopted[lru].used) lru = i;
-            drop(lru);
         }
         long first = a & -PAGE;
         long span = ((end + PAGE - 1) & -PAGE) - first;

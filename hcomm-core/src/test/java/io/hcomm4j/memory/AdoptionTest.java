@@ -194,15 +194,25 @@ class AdoptionTest {
     }
 
     @Test
-    void theLeastRecentlyUsedGoesBeyondTheLimit() {
+    void pastTheLimitNewBuffersAreCopiedAndNoAdoptionIsDropped() {
         long bytes = Adoptions.MIN_BYTES;
         try (Arena user = Arena.ofConfined()) {
-            MemorySegment[] segs = new MemorySegment[Adoptions.MAX + 1];
+            MemorySegment[] segs = new MemorySegment[Adoptions.MAX + 2];
+            MemorySegment[] views = new MemorySegment[segs.length];
             for (int i = 0; i < segs.length; i++) {
                 segs[i] = user.allocate(bytes, 8);
                 fill(segs[i], SEED + i);
                 pool.adopted(segs[i], bytes);
-                assertThat(pool.adopted(segs[i], bytes)).as("buffer %d", i).isNotNull();
+                views[i] = pool.adopted(segs[i], bytes);
+                if (i < Adoptions.MAX) assertThat(views[i]).as("buffer %d", i).isNotNull();
+                else assertThat(views[i]).as("buffer %d, past the limit", i).isNull();
+            }
+            for (int round = 0; round < 2; round++) {
+                for (int i = 0; i < segs.length; i++) {
+                    MemorySegment v = pool.adopted(segs[i], bytes);
+                    if (i < Adoptions.MAX) assertThat(v).as("round %d: buffer %d keeps its view", round, i).isSameAs(views[i]);
+                    else assertThat(v).as("round %d: buffer %d still copied", round, i).isNull();
+                }
             }
             assertThat(pool.stats().adoptedBuffers()).isEqualTo(Adoptions.MAX);
             assertThat(dir.list()).hasSize(Adoptions.MAX);
