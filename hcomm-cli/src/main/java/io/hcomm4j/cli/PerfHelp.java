@@ -47,7 +47,7 @@ final class PerfHelp implements IModelTransformer {
         "    in place) or heap (Java arrays). The defaults (native, mean)",
         "    are what a program that allocates with Arena and calls in a loop",
         "    gets; median is a faster figure (docs/performance.md). Native",
-        "    buffers of 2 MiB and more are adopted into shared memory at their",
+        "    buffers of 256 KiB and more are adopted into shared memory at their",
         "    second call (HCOMM_MEM_ADOPT) and then run as fast as pool ones;",
         "    smaller ones and heap arrays are copied through staging memory.",
         "  --in-place (allreduce): receive into the send buffer; each call's",

@@ -223,7 +223,7 @@ final class ZeroCopyEngine implements AutoCloseable {
      */
     MemorySegment offer(MemorySegment seg, long off, long bytes, boolean want, boolean mayAlias) {
         if (!capable || !want || bytes == 0 || where(seg, off, bytes)) return seg;
-        MemorySegment adopted = mayAlias && bytes >= ZeroCopyPipeline.MIN_BYTES ? pool.adopted(seg, off, bytes) : null;
+        MemorySegment adopted = mayAlias && bytes >= MemoryPool.ADOPT_MIN_BYTES ? pool.adopted(seg, off, bytes) : null;
         if (adopted != null) {
             pool.syncAdopted(seg, off, adopted, bytes, true);
             return adopted;

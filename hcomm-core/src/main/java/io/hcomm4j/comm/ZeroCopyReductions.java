@@ -12,6 +12,7 @@ import static io.hcomm4j.comm.ControlLayout.F_WANT;
 
 import io.hcomm4j.algo.ZeroCopyCollectives;
 import io.hcomm4j.kernel.ReduceKernel;
+import io.hcomm4j.memory.MemoryPool;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -50,17 +51,12 @@ final class ZeroCopyReductions extends ZeroCopyOps {
         MemorySegment out = recv;
         boolean unregistered = e.capable && want && !(e.where(send, bytes) && e.where(recv, bytes));
         MemorySegment userRecv = null;
-        if (unregistered && bytes >= ZeroCopyPipeline.MIN_BYTES && sameOrDisjoint(send, recv, bytes)) {
-            // the caller's reused large buffers, moved into shared memory in place: then as registered ones
-            MemorySegment s = e.where(send, bytes) ? send : e.pool.adopted(send, bytes);
-            MemorySegment r = sameAddress(send, 0, recv, 0) ? s : e.where(recv, bytes) ? recv : e.pool.adopted(recv, bytes);
-            if (s != null && r != null) {
-                if (s != send) e.pool.syncAdopted(send, s, bytes, true);
-                if (r != recv) userRecv = recv;
-                send = s;
-                recv = r;
-                unregistered = false;
-            }
+        if (unregistered && bytes >= MemoryPool.ADOPT_MIN_BYTES && adopt(send, recv, bytes)) {
+            // the caller's reused buffers, moved into shared memory in place: then as registered ones
+            if (adoptedRecv != recv) userRecv = recv;
+            send = adoptedSend;
+            recv = adoptedRecv;
+            unregistered = false;
         }
         // large: chunk by chunk through a small ring; else whole through a staging buffer
         MemorySegment ring = unregistered && ZeroCopyPipeline.fits(send, recv, bytes) ? e.buffers.staging(ZeroCopyPipeline.RING) : null;
@@ -104,6 +100,26 @@ final class ZeroCopyReductions extends ZeroCopyOps {
         // rank arrives at it
         if (staged != null) MemorySegment.copy(staged, 0, out, 0, bytes);
         if (userRecv != null) e.pool.syncAdopted(userRecv, recv, bytes, false);
+        return true;
+    }
+
+    /** The views of the last {@link #adopt}: fields, so an op allocates nothing for them. */
+    private MemorySegment adoptedSend;
+    private MemorySegment adoptedRecv;
+
+    /**
+     * True if {@code send} and {@code recv} are registered or adopted ({@link io.hcomm4j.memory.MemoryPool#adopted}):
+     * their views (or themselves) are then in {@link #adoptedSend} and {@link #adoptedRecv}, the send buffer's end
+     * pieces synced into its view. Out of line, so the op's own method stays as small for the JIT as before adoption.
+     */
+    private boolean adopt(MemorySegment send, MemorySegment recv, long bytes) {
+        if (!sameOrDisjoint(send, recv, bytes)) return false;
+        MemorySegment s = e.where(send, bytes) ? send : e.pool.adopted(send, bytes);
+        MemorySegment r = sameAddress(send, 0, recv, 0) ? s : e.where(recv, bytes) ? recv : e.pool.adopted(recv, bytes);
+        if (s == null || r == null) return false;
+        if (s != send) e.pool.syncAdopted(send, s, bytes, true);
+        adoptedSend = s;
+        adoptedRecv = r;
         return true;
     }
 

@@ -139,6 +139,9 @@ public final class MemoryPool implements Memory, AutoCloseable {
     /** Tests: sees every leak report. */
     volatile Consumer<String> leakListener;
 
+    /** Smallest buffer {@link #adopted} takes. */
+    public static final long ADOPT_MIN_BYTES = Adoptions.MIN_BYTES;
+
     /** The caller's buffers moved into shared memory, or null if {@link Options#adopt()} is off. */
     private final Adoptions adoptions;
 
@@ -263,7 +266,7 @@ public final class MemoryPool implements Memory, AutoCloseable {
     /**
      * The first {@code bytes} of {@code segment}, a caller's buffer outside the pool, as registered memory that peers can
      * map ({@link #locate} finds it), or null if it is not adopted. A buffer is adopted at its second call (a native
-     * segment of a closable arena, at least 2 MiB, in private anonymous memory; with {@link Options#adopt()} on): its
+     * segment of a closable arena, at least 256 KiB, in private anonymous memory; with {@link Options#adopt()} on): its
      * whole pages move, in place and with their contents, into a shared-memory file; the returned view maps the whole
      * file elsewhere, so its partial end pages (which stay private) must be copied with {@link #syncAdopted} before
      * and after each use. The caller's segment stays valid throughout and after the pool closes.
