@@ -204,9 +204,10 @@ public final class CommConfig {
     public boolean memDebug() { return memDebug; }
 
     /**
-     * {@code HCOMM_MEM_ADOPT}: an off-heap buffer (256 KiB or more) of the caller's own (an {@code Arena}'s, not the pool's) that
-     * comes to a second collective (all-reduce's buffers, the others' send buffers) is adopted: its pages are moved into a shared-memory file at the same addresses
-     * (contents kept), so peers on the host read it in place, at registered-memory speed, with no copy per op. Never
+     * {@code HCOMM_MEM_ADOPT}: an off-heap buffer (256 KiB or more) of the caller's own (an {@code Arena}'s, not the
+     * pool's) that comes to a second collective (all-reduce's buffers, the others' send buffers) is adopted: its pages
+     * are moved into a shared-memory file at the same addresses (contents kept), so peers on the host read it in
+     * place, at registered-memory speed, with no copy per op. Never
      * for heap arrays, file mappings, global-scope segments ({@code MemorySegment.ofAddress}) or memory other than a
      * private anonymous mapping; turn it off for memory a device or another library has pinned by address (a CUDA
      * host registration), which would keep the old pages. Default on.

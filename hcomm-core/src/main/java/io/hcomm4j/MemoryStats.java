@@ -13,7 +13,7 @@ package io.hcomm4j;
  * @param reuses         allocations served with memory that an earlier buffer had used (no new mapping)
  * @param leaks          buffers that became unreachable without {@code close()}
  * @param limitBytes     the limit on {@code mappedBytes}
- * @param adoptedBuffers the caller's own buffers now in shared memory (adopted at their second large all-reduce,
+ * @param adoptedBuffers the caller's own buffers now in shared memory (adopted at their second collective,
  *                       {@code HCOMM_MEM_ADOPT}); not counted in the figures above
  * @param adoptedBytes   their bytes, in whole pages
  */

@@ -217,7 +217,7 @@ final class ZeroCopyEngine implements AutoCloseable {
     /**
      * What this rank offers the others to read: {@code bytes} of {@code seg} from {@code off}: {@code seg} itself if they
      * are registered (or nothing will run here, or the pool gives no staging buffer: the op then falls back), else their
-     * adopted view if the pool has adopted them (2 MiB and more, from their second op on), else a copy at the start of
+     * adopted view if the pool has adopted them (256 KiB and more, from their second op on), else a copy at the start of
      * the staging buffer. {@code mayAlias}: what the rank writes in the op does not overlap these bytes (a copy would
      * hide an overlap from the op's checks; an adopted view shares the caller's pages, so it must not).
      */

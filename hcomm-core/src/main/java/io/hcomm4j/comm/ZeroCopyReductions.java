@@ -49,9 +49,11 @@ final class ZeroCopyReductions extends ZeroCopyOps {
         }
         int flags = e.base(want) | F_SLICED;
         MemorySegment out = recv;
-        boolean unregistered = e.capable && want && !(e.where(send, bytes) && e.where(recv, bytes));
+        boolean sendIn = e.where(send, bytes);
+        boolean recvIn = e.where(recv, bytes);
+        boolean unregistered = e.capable && want && !(sendIn && recvIn);
         MemorySegment userRecv = null;
-        if (unregistered && bytes >= MemoryPool.ADOPT_MIN_BYTES && adopt(send, recv, bytes)) {
+        if (unregistered && bytes >= MemoryPool.ADOPT_MIN_BYTES && adopt(send, sendIn, recv, recvIn, bytes)) {
             // the caller's reused buffers, moved into shared memory in place: then as registered ones
             if (adoptedRecv != recv) userRecv = recv;
             send = adoptedSend;
@@ -108,14 +110,14 @@ final class ZeroCopyReductions extends ZeroCopyOps {
     private MemorySegment adoptedRecv;
 
     /**
-     * True if {@code send} and {@code recv} are registered or adopted ({@link io.hcomm4j.memory.MemoryPool#adopted}):
+     * True if {@code send} and {@code recv} are registered ({@code sendIn}, {@code recvIn}) or adopted ({@link io.hcomm4j.memory.MemoryPool#adopted}):
      * their views (or themselves) are then in {@link #adoptedSend} and {@link #adoptedRecv}, the send buffer's end
      * pieces synced into its view. Out of line, so the op's own method stays as small for the JIT as before adoption.
      */
-    private boolean adopt(MemorySegment send, MemorySegment recv, long bytes) {
+    private boolean adopt(MemorySegment send, boolean sendIn, MemorySegment recv, boolean recvIn, long bytes) {
         if (!sameOrDisjoint(send, recv, bytes)) return false;
-        MemorySegment s = e.where(send, bytes) ? send : e.pool.adopted(send, bytes);
-        MemorySegment r = sameAddress(send, 0, recv, 0) ? s : e.where(recv, bytes) ? recv : e.pool.adopted(recv, bytes);
+        MemorySegment s = sendIn ? send : e.pool.adopted(send, bytes);
+        MemorySegment r = sameAddress(send, 0, recv, 0) ? s : recvIn ? recv : e.pool.adopted(recv, bytes);
         if (s == null || r == null) return false;
         if (s != send) e.pool.syncAdopted(send, s, bytes, true);
         adoptedSend = s;
