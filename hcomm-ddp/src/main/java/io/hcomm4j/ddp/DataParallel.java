@@ -225,7 +225,9 @@ public final class DataParallel implements AutoCloseable {
 
     /**
      * Backward's report that tensor {@code tensor}'s gradient is final for this step. Starts the reduction of every
-     * bucket, in bucket order, whose tensors are all reported. Ignored inside {@link #noSync()}.
+     * bucket, in bucket order, whose tensors are all reported. Ignored inside {@link #noSync()}. A collective that
+     * cannot start (the communicator failed or was aborted) throws here, in backward; {@link #synchronize()} then
+     * ends the step (it throws too) and the layer takes a new step after it.
      *
      * @param tensor the tensor's index, in forward order
      * @throws IndexOutOfBoundsException if there is no such tensor
@@ -243,7 +245,7 @@ public final class DataParallel implements AutoCloseable {
         int b = bucketOf[tensor];
         pending[b]--;
         if (overlap) {
-            while (nextStart < buckets.length && pending[nextStart] == 0) start(nextStart++);
+            while (nextStart < buckets.length && pending[nextStart] == 0) startNext();
         }
     }
 
@@ -259,7 +261,7 @@ public final class DataParallel implements AutoCloseable {
         checkOpen();
         long t0 = System.nanoTime();
         try {
-            while (nextStart < buckets.length) start(nextStart++);
+            while (nextStart < buckets.length) startNext();
             for (int b = 0; b < buckets.length; b++) {
                 inFlight[b].await();
                 inFlight[b] = null;
@@ -372,8 +374,10 @@ public final class DataParallel implements AutoCloseable {
         return wires.get(b.index()).computeIfAbsent(type, t -> comm.memory().allocate(t, b.count())).segment();
     }
 
-    private void start(int b) {
-        inFlight[b] = hook.start(comm, buckets[b]);
+    /** Starts bucket {@link #nextStart}; if the hook throws (an aborted communicator), the bucket stays unstarted. */
+    private void startNext() {
+        inFlight[nextStart] = hook.start(comm, buckets[nextStart]);
+        nextStart++;
     }
 
     private void resetStep() {

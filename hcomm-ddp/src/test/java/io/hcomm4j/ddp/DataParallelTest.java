@@ -246,6 +246,35 @@ class DataParallelTest {
     }
 
     @Test
+    void aRankThatAbortsMidStepIsAnExceptionFromSynchronizeOnEveryRankNotAHang() throws Exception {
+        ThreadRanks.run(2, comm -> {
+            try (DataParallel ddp = model(comm).build()) {
+                ddp.zeroGradients();
+                backward(ddp, 0);
+                ddp.synchronize();                      // one good step first
+                ddp.zeroGradients();
+                long t0 = System.nanoTime();
+                // rank 0 meets the abort while backward starts its buckets, or in synchronize; rank 1 in synchronize
+                Throwable thrown = org.assertj.core.api.Assertions.catchThrowable(() -> {
+                    if (comm.rank() == 1) {
+                        ddp.gradientReady(5);           // bucket 0 in flight, then this rank gives up
+                        comm.abort();
+                    } else {
+                        backward(ddp, 1);
+                    }
+                    ddp.synchronize();
+                });
+                assertThat(thrown).isInstanceOf(io.hcomm4j.HcommException.class).hasMessageContaining("rank 1 aborted");
+                // well within the 60 s op timeout: the abort reached the peer, nobody waited it out
+                assertThat(System.nanoTime() - t0).isLessThan(30_000_000_000L);
+                if (comm.rank() == 0) assertThatThrownBy(ddp::synchronize).isInstanceOf(io.hcomm4j.HcommException.class);
+                ddp.zeroGradients();                    // the failed step is over
+                assertThat(ddp.startedBuckets()).isZero();
+            }
+        });
+    }
+
+    @Test
     void trainingOnTwoRanksMatchesOneProcessOnTheGlobalBatchAndKeepsReplicasIdentical() throws Exception {
         // linear regression y = w.x + b on 8 features; each rank takes 4 samples a step, the reference all 8
         int features = 8;
