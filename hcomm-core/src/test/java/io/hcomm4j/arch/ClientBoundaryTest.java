@@ -28,8 +28,11 @@ class ClientBoundaryTest {
             "hcomm-cli", Set.of("bootstrap", "monitor", "security"),
             // benchmarks of the reduction kernels themselves
             "hcomm-bench", Set.of("kernel"),
-            // the examples show what an application writes: the API only
-            "hcomm-examples", Set.of());
+            // the data-parallel layer is an application of the API, as PyTorch DDP is of torch.distributed
+            "hcomm-ddp", Set.of(),
+            // the examples show what an application writes: the API only, and the data-parallel layer (module
+            // hcomm-ddp, a library of its own and not a package of hcomm-core)
+            "hcomm-examples", Set.of("ddp"));
     /** {@code io.hcomm4j.<lower-case package>.} in code; the module's own package is excluded below. */
     private static final Pattern REFERENCE = Pattern.compile("\\bio\\.hcomm4j\\.([a-z][a-z0-9_]*)\\.");
     private static final Pattern OWN = Pattern.compile("^package io\\.hcomm4j\\.([a-z0-9_]+)", Pattern.MULTILINE);
