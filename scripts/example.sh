@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # example.sh - runs one of the HComm4J examples (module hcomm-examples), from a fresh checkout.
 #
-#   scripts/example.sh training [-n N] [OPTIONS]              data-parallel training
+#   scripts/example.sh training [-n N] [OPTIONS]              data-parallel training (a small perceptron)
+#   scripts/example.sh gpt [-n N] [OPTIONS]                   distributed GPT training on hcomm-ddp
+#   scripts/example.sh gpt-bench [-n N] [OPTIONS]             what gradient communication costs a step (vs PyTorch DDP)
 #   scripts/example.sh parameter-server [-n N] [OPTIONS]      sharded parameter server (messages)
 #   scripts/example.sh rma-parameter-server [-n N] [OPTIONS]  the same on one-sided windows (RMA)
 #   scripts/example.sh inference [-n N] [OPTIONS]             inference fan-out
@@ -18,7 +20,9 @@
 #   mpirun -np 2 -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=29500 -x HCOMM_SECRET scripts/example.sh inference
 #   srun scripts/example.sh parameter-server                 (with MASTER_ADDR/MASTER_PORT exported, docs/deploy.md)
 #
-# OPTIONS go to the example: training --steps --batch --lr --loss-bound; parameter-server --servers --rounds --lr;
+# OPTIONS go to the example: training --steps --batch --lr --loss-bound; gpt --steps --layers --dim --heads --context
+# --batch --lr --optim --loss-bound --hook --bucket-cap-mb (--model mlp --widths ...); gpt-bench the same shape options
+# and --bucket-cap-mb 25[,5] --overlap yes|no|both --hook none,bf16,fp16 --naive yes --steps --warmup-steps; parameter-server --servers --rounds --lr;
 # rma-parameter-server --servers --colocated --mode sync|ssp --staleness --steps --lr --jitter-ms; inference --batches;
 # elastic --steps --batch --lr --kill-rank --kill-step --grow-step --loss-bound; kv-cache --requests --blocks
 # --region-mib --kill-prefill --kill-after. JAVA_OPTS adds JVM flags. Builds the project first when a source is newer
@@ -36,20 +40,22 @@ SELF=$ROOT/scripts/example.sh
 . "$ROOT/scripts/common.sh"
 
 usage() {
-  sed -n '2,30p' "$SELF" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,34p' "$SELF" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
 [ $# -ge 1 ] || usage
 case $1 in
   training) CLASS=io.hcomm4j.examples.DataParallelTraining ;;
+  gpt) CLASS=io.hcomm4j.examples.GptTraining ;;
+  gpt-bench) CLASS=io.hcomm4j.examples.GptBench ;;
   parameter-server | ps) CLASS=io.hcomm4j.examples.ParameterServer ;;
   rma-parameter-server | rma-ps) CLASS=io.hcomm4j.examples.RmaParameterServer ;;
   inference) CLASS=io.hcomm4j.examples.InferenceFanOut ;;
   elastic) CLASS=io.hcomm4j.examples.ElasticTraining ;;
   kv-cache | kv) CLASS=io.hcomm4j.examples.KvCacheHandoff ;;
   -h | --help) usage ;;
-  *) echo "example.sh: no example '$1' (choose training, parameter-server, rma-parameter-server, inference, elastic or kv-cache)" >&2; exit 2 ;;
+  *) echo "example.sh: no example '$1' (choose training, gpt, gpt-bench, parameter-server, rma-parameter-server, inference, elastic or kv-cache)" >&2; exit 2 ;;
 esac
 NAME=$1
 shift
