@@ -221,6 +221,7 @@ FAILED=()
 # collect LOG ROUND SETTING SHAPE: appends LOG's CSV rows to results.csv; fails when it has none
 collect() {
   awk -F, -v r="$2" -v s="$3" -v sh="$4" '
+    {sub(/^\[rank [0-9]+\] /, "")}   # hcomm launch prefixes each line with its rank
     /^framework,model,params,/ {on = 1; next}
     on && ($1 == "hcomm4j" || $1 == "torch-gloo") && NF >= 15 {
       line = $0

@@ -47,8 +47,9 @@ public final class GptTraining {
             Communicator comm = hcomm.world();
             int rank = comm.rank();
             int n = comm.size();
+            long cap = (long) (o.doubleValue("bucket-cap-mb", 25) * (1 << 20));
             DataParallel.Builder b = DataParallel.builder(comm).hook(GptModels.hook(o.stringValue("hook", "none")))
-                    .bucketCapBytes((long) (o.doubleValue("bucket-cap-mb", 25) * (1 << 20)));
+                    .bucketCapBytes(cap).firstBucketBytes(Math.min(1 << 20, cap));
             model.tensors().forEach(t -> b.tensor(t.name(), t.count()));
             long t0 = System.nanoTime();
             try (DataParallel ddp = b.build()) {

@@ -20,7 +20,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 @Timeout(200)
 class ExamplesTest {
     /** {@code <example> rank R/N[ (role)]: <detail>: OK|FAILED}, as {@link Examples#result} prints it. */
-    static final Pattern RESULT = Pattern.compile("(training|parameter-server|rma-parameter-server|inference|elastic|kv-cache) rank (\\d+)/(\\d+)(?: \\(([^)]*)\\))?: (.*): (OK|FAILED)");
+    static final Pattern RESULT = Pattern.compile("(training|gpt|parameter-server|rma-parameter-server|inference|elastic|kv-cache) rank (\\d+)/(\\d+)(?: \\(([^)]*)\\))?: (.*): (OK|FAILED)");
 
     /** One parsed result line. */
     record Result(String example, int rank, int size, String role, String detail, boolean ok) {
@@ -81,6 +81,27 @@ class ExamplesTest {
             assertThat(Double.parseDouble(m.group(7))).isLessThanOrEqualTo(DataParallelTraining.REFERENCE_TOLERANCE);
             if (hash == null) hash = m.group(6);
             assertThat(m.group(6)).as("every rank prints the same hash").isEqualTo(hash);
+        }
+    }
+
+    @Test
+    void gptTrainingOnHcommDdpLowersTheLossWithBitIdenticalReplicas() throws Exception {
+        // a small GPT, so that it learns within the test's time on 2 busy cores: 120 steps of 2 ranks x 8 windows
+        List<Result> results = passed("gpt", 2, RankJobs.torchrun(2, GptTraining.class, "--layers", "1", "--dim", "64",
+                "--heads", "4", "--context", "32", "--steps", "120", "--lr", "0.003", "--loss-bound", "3.2",
+                "--bucket-cap-mb", "0.1"));
+        Pattern detail = Pattern.compile("gpt-l1-d64-h4-c32-v256-b8, (\\d+) params, 120 steps x 2 ranks x 8 sequences in .*, "
+                + "(\\d+) buckets, .* loss ([\\d.]+) -> ([\\d.]+) \\(mean of the last 10 steps; bound 3.2000\\), "
+                + "parameters bit-identical on all 2 ranks \\(hash ([0-9a-f]{16})\\)");
+        String hash = null;
+        for (Result r : results) {
+            Matcher m = detail.matcher(r.detail());
+            assertThat(m.matches()).as(r.detail()).isTrue();
+            assertThat(Integer.parseInt(m.group(2))).as("several buckets").isGreaterThan(1);
+            assertThat(Double.parseDouble(m.group(3))).as("ln 256 = 5.55 at the start, about").isGreaterThan(5.0);
+            assertThat(Double.parseDouble(m.group(4))).isLessThan(3.2);
+            if (hash == null) hash = m.group(5);
+            assertThat(m.group(5)).as("every rank prints the same hash").isEqualTo(hash);
         }
     }
 
