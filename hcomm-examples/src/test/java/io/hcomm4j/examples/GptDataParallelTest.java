@@ -48,25 +48,7 @@ class GptDataParallelTest {
     @Test
     void twoRanksKeepIdenticalReplicasAndMatchOneProcessOnTheGlobalBatch() throws Exception {
         Map<Integer, float[]> finals = new ConcurrentHashMap<>();
-        runRanks(2, comm -> {
-            Gpt model = new Gpt(SHAPE);
-            // small buckets: many of them, started during backward
-            DataParallel.Builder b = DataParallel.builder(comm).firstBucketBytes(4096).bucketCapBytes(16384);
-            model.tensors().forEach(t -> b.tensor(t.name(), t.count()));
-            try (DataParallel ddp = b.build()) {
-                assertThat(ddp.buckets().size()).isGreaterThan(3);
-                model.init(1, ddp.parameters());
-                ddp.broadcastParameters();
-                Optimizer opt = new Sgd(ddp.parameterCount(), LR);
-                for (int s = 0; s < STEPS; s++) {
-                    ddp.zeroGradients();
-                    model.forwardBackward(ddp.parameters(), ddp.gradients(), model.batch(s, comm.rank()), ddp::gradientReady);
-                    ddp.synchronize();
-                    opt.step(ddp.parameters(), ddp.gradients());
-                }
-                finals.put(comm.rank(), ddp.parameters().toArray(ValueLayout.JAVA_FLOAT));
-            }
-        });
+        runRanks(2, comm -> finals.put(comm.rank(), train(comm, CommHook.average(), n -> new Sgd(n, LR))));
         assertThat(finals.get(1)).as("replicas bit-identical").containsExactly(finals.get(0));
 
         // one process: the gradient of the global batch (both ranks' windows) is the mean of the two batch gradients
@@ -101,24 +83,29 @@ class GptDataParallelTest {
     void everyHookKeepsTheReplicasBitIdenticalUnderAdamW() throws Exception {
         for (CommHook hook : List.of(CommHook.average(), CommHook.bf16Compress(), CommHook.fp16Compress())) {
             Map<Integer, float[]> finals = new ConcurrentHashMap<>();
-            runRanks(2, comm -> {
-                Gpt model = new Gpt(SHAPE);
-                DataParallel.Builder b = DataParallel.builder(comm).hook(hook).firstBucketBytes(4096).bucketCapBytes(16384);
-                model.tensors().forEach(t -> b.tensor(t.name(), t.count()));
-                try (DataParallel ddp = b.build()) {
-                    model.init(1, ddp.parameters());
-                    ddp.broadcastParameters();
-                    Optimizer opt = new io.hcomm4j.examples.gpt.AdamW(ddp.parameterCount(), 1e-3f);
-                    for (int s = 0; s < STEPS; s++) {
-                        ddp.zeroGradients();
-                        model.forwardBackward(ddp.parameters(), ddp.gradients(), model.batch(s, comm.rank()), ddp::gradientReady);
-                        ddp.synchronize();
-                        opt.step(ddp.parameters(), ddp.gradients());
-                    }
-                    finals.put(comm.rank(), ddp.parameters().toArray(ValueLayout.JAVA_FLOAT));
-                }
-            });
+            runRanks(2, comm -> finals.put(comm.rank(),
+                    train(comm, hook, n -> new io.hcomm4j.examples.gpt.AdamW(n, 1e-3f))));
             assertThat(finals.get(1)).as("replicas bit-identical with hook %s", hook).containsExactly(finals.get(0));
+        }
+    }
+
+    /** {@link #STEPS} data-parallel steps of the GPT on this rank, in small buckets (many, started during backward). */
+    private static float[] train(Communicator comm, CommHook hook, java.util.function.LongFunction<Optimizer> optimizer) {
+        Gpt model = new Gpt(SHAPE);
+        DataParallel.Builder b = DataParallel.builder(comm).hook(hook).firstBucketBytes(4096).bucketCapBytes(16384);
+        model.tensors().forEach(t -> b.tensor(t.name(), t.count()));
+        try (DataParallel ddp = b.build()) {
+            assertThat(ddp.buckets().size()).isGreaterThan(3);
+            model.init(1, ddp.parameters());
+            ddp.broadcastParameters();
+            Optimizer opt = optimizer.apply(ddp.parameterCount());
+            for (int s = 0; s < STEPS; s++) {
+                ddp.zeroGradients();
+                model.forwardBackward(ddp.parameters(), ddp.gradients(), model.batch(s, comm.rank()), ddp::gradientReady);
+                ddp.synchronize();
+                opt.step(ddp.parameters(), ddp.gradients());
+            }
+            return ddp.parameters().toArray(ValueLayout.JAVA_FLOAT);
         }
     }
 
