@@ -65,14 +65,35 @@ final class Hooks {
         return (short) ((bits + 0x7FFF + ((bits >>> 16) & 1)) >>> 16);
     }
 
+    /**
+     * Whether the JVM has the Vector API ({@code --add-modules jdk.incubator.vector}): then the bfloat16 conversions run
+     * in {@link HalfVectors}, which is loaded only then.
+     */
+    static final boolean VECTOR = ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent()
+            && !Boolean.getBoolean("hcomm.ddp.scalar");
+
     static void toBf16(MemorySegment f32, MemorySegment out, long count) {
-        for (long i = 0; i < count; i++) out.setAtIndex(U16, i, bf16(f32.getAtIndex(F32, i)));
+        long head = VECTOR ? count - count % HalfVectors.lanes() : 0;
+        if (head > 0) HalfVectors.toBf16(f32, out, head);
+        toBf16Scalar(f32, out, head, count);
     }
 
     /** {@code f32[i] = widen(bf16[i]) / divisor}, in float32. */
     static void fromBf16(MemorySegment bf16, MemorySegment f32, long count, int divisor) {
+        long head = VECTOR ? count - count % HalfVectors.lanes() : 0;
+        if (head > 0) HalfVectors.fromBf16(bf16, f32, head, divisor);
+        fromBf16Scalar(bf16, f32, head, count, divisor);
+    }
+
+    /** Elements {@code [from, to)} of {@link #toBf16} without the Vector API. */
+    static void toBf16Scalar(MemorySegment f32, MemorySegment out, long from, long to) {
+        for (long i = from; i < to; i++) out.setAtIndex(U16, i, bf16(f32.getAtIndex(F32, i)));
+    }
+
+    /** Elements {@code [from, to)} of {@link #fromBf16} without the Vector API. */
+    static void fromBf16Scalar(MemorySegment bf16, MemorySegment f32, long from, long to, int divisor) {
         float d = divisor;
-        for (long i = 0; i < count; i++) {
+        for (long i = from; i < to; i++) {
             f32.setAtIndex(F32, i, Float.intBitsToFloat((bf16.getAtIndex(U16, i) & 0xFFFF) << 16) / d);
         }
     }
