@@ -59,6 +59,23 @@ final class Examples {
         return h;
     }
 
+    /** {@link #hash(float[])} of the first {@code count} floats of a segment (native order), without copying them out. */
+    static long hash(java.lang.foreign.MemorySegment floats, long count) {
+        long h = 0xcbf29ce484222325L;
+        for (long i = 0; i < count; i++) {
+            h ^= Float.floatToRawIntBits(floats.getAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT_UNALIGNED, i));
+            h *= 0x100000001b3L;
+        }
+        return h;
+    }
+
+    /** Every rank's {@code hash}, all-gathered, in rank order: equal entries mean bit-identical replicas. */
+    static long[] allHashes(io.hcomm4j.Communicator comm, long hash) {
+        long[] all = new long[comm.size()];
+        comm.allGather(new long[] {hash}, all);
+        return all;
+    }
+
     /** {@link #hash(float[])} for longs. */
     static long hash(long[] values) {
         long h = 0xcbf29ce484222325L;

@@ -10,7 +10,6 @@ import io.hcomm4j.examples.gpt.Batch;
 import io.hcomm4j.examples.gpt.Model;
 import io.hcomm4j.examples.gpt.Tensor;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -43,7 +42,6 @@ public final class GptBench {
     static final String NAME = "gpt-bench";
     static final String CSV_COLS = "framework,model,params,grad_bytes,ranks,bucket_mb,overlap,step_ms,compute_ms,"
             + "exposed_comm_ms,exposed_share,allreduce_ms,allreduce_busbw_gbs,loss_first,loss_last,transport,hook,mode";
-    private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED;
 
     private GptBench() {
     }
@@ -204,16 +202,8 @@ public final class GptBench {
     }
 
     private static boolean identical(Communicator comm, MemorySegment params, long count) {
-        long h = 0xcbf29ce484222325L;
-        for (long i = 0; i < count; i++) {
-            h ^= Float.floatToRawIntBits(params.getAtIndex(F32, i));
-            h *= 0x100000001b3L;
-        }
-        long[] mine = {h};
-        long[] all = new long[comm.size()];
-        comm.allGather(MemorySegment.ofArray(mine), MemorySegment.ofArray(all), 1, DataType.INT64);
-        for (long x : all) if (x != h) return false;
-        return true;
+        long h = Examples.hash(params, count);
+        return Arrays.stream(Examples.allHashes(comm, h)).allMatch(x -> x == h);
     }
 
     private static double median(double[] v) {

@@ -1,14 +1,12 @@
 package io.hcomm4j.examples;
 
 import io.hcomm4j.Communicator;
-import io.hcomm4j.DataType;
 import io.hcomm4j.Hcomm;
 import io.hcomm4j.ReduceOp;
 import io.hcomm4j.ddp.DataParallel;
 import io.hcomm4j.examples.gpt.Model;
 import io.hcomm4j.examples.gpt.Optimizer;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 
 /**
  * Distributed GPT training, as one rank of a job: a byte-level GPT-style language model written in Java (package
@@ -27,7 +25,6 @@ import java.lang.foreign.ValueLayout;
  */
 public final class GptTraining {
     static final String NAME = "gpt";
-    private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED;
 
     private GptTraining() {
     }
@@ -78,9 +75,8 @@ public final class GptTraining {
                     }
                 }
                 double seconds = (System.nanoTime() - t0) / 1e9;
-                long hash = hash(params, ddp.parameterCount());
-                long[] all = new long[n];
-                comm.allGather(MemorySegment.ofArray(new long[] {hash}), MemorySegment.ofArray(all), 1, DataType.INT64);
+                long hash = Examples.hash(params, ddp.parameterCount());
+                long[] all = Examples.allHashes(comm, hash);
                 boolean identical = java.util.Arrays.stream(all).allMatch(h -> h == hash);
                 boolean learned = lastTen < bound;
                 DataParallel.Stats st = ddp.stats();
@@ -93,14 +89,5 @@ public final class GptTraining {
                 return Examples.result(NAME, rank, n, "", detail, identical && learned);
             }
         }
-    }
-
-    private static long hash(MemorySegment s, long count) {
-        long h = 0xcbf29ce484222325L;
-        for (long i = 0; i < count; i++) {
-            h ^= Float.floatToRawIntBits(s.getAtIndex(F32, i));
-            h *= 0x100000001b3L;
-        }
-        return h;
     }
 }
