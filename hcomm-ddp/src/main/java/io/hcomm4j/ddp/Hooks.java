@@ -69,8 +69,7 @@ final class Hooks {
      * Whether the JVM has the Vector API ({@code --add-modules jdk.incubator.vector}): then the bfloat16 conversions run
      * in {@link HalfVectors}, which is loaded only then.
      */
-    static final boolean VECTOR = ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent()
-            && !Boolean.getBoolean("hcomm.ddp.scalar");
+    static final boolean VECTOR = ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent();
 
     static void toBf16(MemorySegment f32, MemorySegment out, long count) {
         long head = VECTOR ? count - count % HalfVectors.lanes() : 0;
