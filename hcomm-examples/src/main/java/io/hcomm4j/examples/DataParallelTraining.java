@@ -1,11 +1,11 @@
 package io.hcomm4j.examples;
 
-import io.hcomm4j.CommFuture;
 import io.hcomm4j.Communicator;
-import io.hcomm4j.DataType;
 import io.hcomm4j.Hcomm;
 import io.hcomm4j.ReduceOp;
+import io.hcomm4j.ddp.DataParallel;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.Arrays;
 import java.util.SplittableRandom;
 
@@ -13,15 +13,17 @@ import java.util.SplittableRandom;
  * Data-parallel training, the way PyTorch DDP or Horovod do it, as one rank of a job.
  *
  * <p>Every rank holds a full copy of a small model (a 2-layer perceptron, 8 inputs, 16 tanh units, one sigmoid
- * output: 161 parameters in plain {@code float[]}s) and its own shard of a synthetic dataset (4096 points, label 1
+ * output: 161 parameters) and its own shard of a synthetic dataset (4096 points, label 1
  * inside a circle in the first two coordinates). Each step a rank computes the gradient of the logistic loss on a
  * mini-batch of its shard, the ranks average their gradients with an all-reduce, and every rank applies the same
  * averaged gradient, so the copies never drift apart. The global batch is {@code size × batch}: more ranks, more
  * samples per step at the same cost per rank.
  *
- * <p>Communication overlaps computation as in DDP's gradient buckets: back-propagation produces the output layer's
- * gradients first, so that bucket's {@link Communicator#allReduceAsync} starts while the hidden layer's gradients
- * are still being computed; the step waits for both buckets only before it updates the weights.
+ * <p>It is the smallest user of hcomm-ddp's {@link DataParallel} (the GPT of {@link GptTraining} is the real one):
+ * the layer owns the parameters and gradients in registered buffers and broadcasts rank 0's initial weights; its
+ * first bucket is the output layer, whose gradients back-propagation finishes first, so that bucket's all-reduce
+ * runs while the hidden layer's gradients are computed; {@link DataParallel#synchronize()} is the one wait before
+ * the weights are updated.
  *
  * <p>Checks, printed in one line per rank (exit code 1 if one fails):
  * <ol>
@@ -76,55 +78,54 @@ public final class DataParallelTraining {
             int size = comm.size();
             Shard shard = Shard.of(rank, size);               // this rank reads only its part of the data
 
-            // Rank 0 initializes the model and broadcasts it: every replica must start from the same weights, and
-            // broadcasting (rather than seeding every rank alike) keeps that true for any initialization.
-            float[] params = new float[PARAMS];
-            if (rank == 0) initialize(params);
-            comm.broadcast(params, 0);
+            // The parameters in forward order: hidden layer (W1, b1), output layer (w2, b2). The output layer's
+            // gradients (17 floats) are the first bucket: its all-reduce starts while the hidden layer's are computed.
+            DataParallel.Builder layer = DataParallel.builder(comm)
+                    .tensor("W1", HIDDEN * FEATURES).tensor("b1", HIDDEN).tensor("w2", HIDDEN).tensor("b2", 1)
+                    .firstBucketBytes((long) (PARAMS - W2) * Float.BYTES);
+            try (DataParallel ddp = layer.build()) {
+                MemorySegment params = ddp.parameters();      // one flat buffer, the layout above
+                MemorySegment grads = ddp.gradients();
+                // Rank 0 initializes the model and broadcasts it: every replica must start from the same weights, and
+                // broadcasting (rather than seeding every rank alike) keeps that true for any initialization.
+                if (rank == 0) initialize(params);
+                ddp.broadcastParameters();
 
-            double lossBefore = globalLoss(comm, params, shard);
+                double lossBefore = globalLoss(comm, params, shard);
+                Activations act = new Activations(batch);
+                for (int step = 0; step < steps; step++) {
+                    int[] rows = shard.batch(step, batch);
+                    forward(params, shard, rows, act);
+                    ddp.zeroGradients();
+                    backwardOutputLayer(act, shard, rows, grads);
+                    ddp.gradientReady(3);                      // b2 and w2 final: bucket 0 starts averaging now, on
+                    ddp.gradientReady(2);                      // the communicator's collective thread
+                    backwardHiddenLayer(params, act, shard, rows, grads);
+                    ddp.gradientReady(1);
+                    ddp.gradientReady(0);
+                    ddp.synchronize();                        // the one wait: grads hold the mean over the ranks
+                    sgd(params, grads, lr);                   // the same averaged gradient on every rank
+                }
 
-            float[] grads = new float[PARAMS];
-            // Views of the two gradient buckets; heap arrays work directly as MemorySegments.
-            MemorySegment all = MemorySegment.ofArray(grads);
-            MemorySegment hiddenBucket = all.asSlice(0, (long) W2 * Float.BYTES);
-            MemorySegment outputBucket = all.asSlice((long) W2 * Float.BYTES);
-            Activations act = new Activations(batch);
-            for (int step = 0; step < steps; step++) {
-                int[] rows = shard.batch(step, batch);
-                forward(params, shard, rows, act);
-                Arrays.fill(grads, 0f);
-                backwardOutputLayer(act, shard, rows, grads);
-                // Bucket 1 is complete: start averaging it now. The op runs on the communicator's collective
-                // thread; this thread goes on with the hidden layer, which reads params and act, not that bucket.
-                CommFuture<Void> output = comm.allReduceAsync(outputBucket, outputBucket, PARAMS - W2, DataType.FLOAT32, ReduceOp.AVG);
-                backwardHiddenLayer(params, act, shard, rows, grads);
-                CommFuture<Void> hidden = comm.allReduceAsync(hiddenBucket, hiddenBucket, W2, DataType.FLOAT32, ReduceOp.AVG);
-                // Async collectives run in call order on every rank, so the two never mix; wait for both.
-                output.await();
-                hidden.await();
-                sgd(params, grads, lr);                       // the same averaged gradient on every rank
+                double lossAfter = globalLoss(comm, params, shard);
+
+                // Check 1: bit-identical replicas. One 64-bit hash per rank, all-gathered, is enough to compare.
+                long[] hashes = Examples.allHashes(comm, Examples.hash(params, PARAMS));
+                boolean identical = Arrays.stream(hashes).allMatch(h -> h == hashes[0]);
+
+                // Check 3: the same training in one process, from every shard (cheap here; a real job would not).
+                float[] reference = referenceTraining(size, steps, batch, lr);
+                double maxDiff = 0;
+                for (int i = 0; i < PARAMS; i++) maxDiff = Math.max(maxDiff, Math.abs(get(params, i) - reference[i]));
+
+                boolean ok = identical && lossAfter <= lossBound && lossAfter < lossBefore && maxDiff <= REFERENCE_TOLERANCE;
+                String detail = Examples.fmt("%d steps x %d ranks x %d samples, loss %.4f -> %.4f (bound %.4f), weights %s"
+                                + " (hash %016x), max |w - single-process reference| %.1e",
+                        steps, size, batch, lossBefore, lossAfter, lossBound,
+                        identical ? "bit-identical on all " + size + " ranks" : "DIFFER between ranks " + Arrays.toString(hashes),
+                        hashes[rank], maxDiff);
+                return Examples.result(NAME, rank, size, "", detail, ok);
             }
-
-            double lossAfter = globalLoss(comm, params, shard);
-
-            // Check 1: bit-identical replicas. One 64-bit hash per rank, all-gathered, is enough to compare.
-            long[] hashes = new long[size];
-            comm.allGather(new long[] {Examples.hash(params)}, hashes);
-            boolean identical = Arrays.stream(hashes).allMatch(h -> h == hashes[0]);
-
-            // Check 3: the same training in one process, from every shard (cheap here; a real job would not).
-            float[] reference = referenceTraining(size, steps, batch, lr);
-            double maxDiff = 0;
-            for (int i = 0; i < PARAMS; i++) maxDiff = Math.max(maxDiff, Math.abs(params[i] - reference[i]));
-
-            boolean ok = identical && lossAfter <= lossBound && lossAfter < lossBefore && maxDiff <= REFERENCE_TOLERANCE;
-            String detail = Examples.fmt("%d steps x %d ranks x %d samples, loss %.4f -> %.4f (bound %.4f), weights %s"
-                            + " (hash %016x), max |w - single-process reference| %.1e",
-                    steps, size, batch, lossBefore, lossAfter, lossBound,
-                    identical ? "bit-identical on all " + size + " ranks" : "DIFFER between ranks " + Arrays.toString(hashes),
-                    hashes[rank], maxDiff);
-            return Examples.result(NAME, rank, size, "", detail, ok);
         }
     }
 
@@ -167,10 +168,25 @@ public final class DataParallelTraining {
     // ----------------------------------------------------------------------------------------------------- model
 
     /** Initial weights: small Gaussians scaled by fan-in, zero biases. */
-    static void initialize(float[] params) {
+    static void initialize(MemorySegment params) {
         SplittableRandom random = new SplittableRandom(SEED ^ 0x5DEECE66DL);
-        for (int i = W1; i < B1; i++) params[i] = (float) (random.nextGaussian() / Math.sqrt(FEATURES));
-        for (int i = W2; i < B2; i++) params[i] = (float) (random.nextGaussian() / Math.sqrt(HIDDEN));
+        params.asSlice(0, (long) PARAMS * Float.BYTES).fill((byte) 0);
+        for (int i = W1; i < B1; i++) set(params, i, (float) (random.nextGaussian() / Math.sqrt(FEATURES)));
+        for (int i = W2; i < B2; i++) set(params, i, (float) (random.nextGaussian() / Math.sqrt(HIDDEN)));
+    }
+
+    // The model reads and writes its parameters and gradients in MemorySegments: hcomm-ddp's registered buffers here,
+    // heap arrays (MemorySegment.ofArray) in ElasticTraining and in the reference.
+    static float get(MemorySegment floats, int i) {
+        return floats.getAtIndex(ValueLayout.JAVA_FLOAT, i);
+    }
+
+    static void set(MemorySegment floats, int i, float value) {
+        floats.setAtIndex(ValueLayout.JAVA_FLOAT, i, value);
+    }
+
+    static void add(MemorySegment floats, int i, float value) {
+        set(floats, i, get(floats, i) + value);
     }
 
     /** What the forward pass keeps for the backward pass. */
@@ -186,50 +202,50 @@ public final class DataParallelTraining {
         }
     }
 
-    static void forward(float[] p, Shard data, int[] rows, Activations act) {
+    static void forward(MemorySegment p, Shard data, int[] rows, Activations act) {
         for (int k = 0; k < rows.length; k++) {
             float[] x = data.x()[rows[k]];
-            float z2 = p[B2];
+            float z2 = get(p, B2);
             for (int j = 0; j < HIDDEN; j++) {
-                float z1 = p[B1 + j];
-                for (int f = 0; f < FEATURES; f++) z1 += p[W1 + j * FEATURES + f] * x[f];
+                float z1 = get(p, B1 + j);
+                for (int f = 0; f < FEATURES; f++) z1 += get(p, W1 + j * FEATURES + f) * x[f];
                 // StrictMath, not Math: Math.tanh may give other last bits in the interpreter than in compiled code,
                 // and the reference below must compute exactly what the ranks compute.
                 float h = (float) StrictMath.tanh(z1);
                 act.hidden[k][j] = h;
-                z2 += p[W2 + j] * h;
+                z2 += get(p, W2 + j) * h;
             }
             act.logit[k] = z2;
         }
     }
 
     /** Output layer: gradients of w2 and b2, the bucket that is ready first. Mean over the batch. */
-    static void backwardOutputLayer(Activations act, Shard data, int[] rows, float[] g) {
+    static void backwardOutputLayer(Activations act, Shard data, int[] rows, MemorySegment g) {
         int n = rows.length;
         for (int k = 0; k < n; k++) {
             // Logistic loss: d loss / d logit = sigmoid(logit) - label.
             float d = (sigmoid(act.logit[k]) - data.y()[rows[k]]) / n;
             act.delta[k] = d;
-            for (int j = 0; j < HIDDEN; j++) g[W2 + j] += d * act.hidden[k][j];
-            g[B2] += d;
+            for (int j = 0; j < HIDDEN; j++) add(g, W2 + j, d * act.hidden[k][j]);
+            add(g, B2, d);
         }
     }
 
     /** Hidden layer: gradients of W1 and b1, back-propagated through w2 and tanh. */
-    static void backwardHiddenLayer(float[] p, Activations act, Shard data, int[] rows, float[] g) {
+    static void backwardHiddenLayer(MemorySegment p, Activations act, Shard data, int[] rows, MemorySegment g) {
         for (int k = 0; k < rows.length; k++) {
             float[] x = data.x()[rows[k]];
             for (int j = 0; j < HIDDEN; j++) {
                 float h = act.hidden[k][j];
-                float d = act.delta[k] * p[W2 + j] * (1 - h * h);
-                for (int f = 0; f < FEATURES; f++) g[W1 + j * FEATURES + f] += d * x[f];
-                g[B1 + j] += d;
+                float d = act.delta[k] * get(p, W2 + j) * (1 - h * h);
+                for (int f = 0; f < FEATURES; f++) add(g, W1 + j * FEATURES + f, d * x[f]);
+                add(g, B1 + j, d);
             }
         }
     }
 
-    static void sgd(float[] params, float[] grads, float lr) {
-        for (int i = 0; i < PARAMS; i++) params[i] -= lr * grads[i];
+    static void sgd(MemorySegment params, MemorySegment grads, float lr) {
+        for (int i = 0; i < PARAMS; i++) set(params, i, get(params, i) - lr * get(grads, i));
     }
 
     static float sigmoid(float z) {
@@ -237,7 +253,7 @@ public final class DataParallelTraining {
     }
 
     /** Summed logistic loss of the shard's rows, in double: log(1 + e^z) - y z, written to avoid overflow. */
-    static double lossSum(float[] params, Shard data) {
+    static double lossSum(MemorySegment params, Shard data) {
         int[] rows = new int[data.rows()];
         for (int i = 0; i < rows.length; i++) rows[i] = i;
         Activations act = new Activations(rows.length);
@@ -251,7 +267,7 @@ public final class DataParallelTraining {
     }
 
     /** Mean loss over the whole dataset: each rank sums its shard, one all-reduce adds the sums and the counts. */
-    static double globalLoss(Communicator comm, float[] params, Shard shard) {
+    static double globalLoss(Communicator comm, MemorySegment params, Shard shard) {
         double[] sumAndCount = {lossSum(params, shard), shard.rows()};
         comm.allReduce(sumAndCount, ReduceOp.SUM);            // the array overload: in place, FLOAT64
         return sumAndCount[0] / sumAndCount[1];
@@ -267,8 +283,10 @@ public final class DataParallelTraining {
         Shard[] shards = new Shard[size];
         for (int r = 0; r < size; r++) shards[r] = Shard.of(r, size);
         float[] params = new float[PARAMS];
-        initialize(params);
+        MemorySegment p = MemorySegment.ofArray(params);
+        initialize(p);
         float[] grads = new float[PARAMS];
+        MemorySegment g = MemorySegment.ofArray(grads);
         float[] sum = new float[PARAMS];
         Activations act = new Activations(batch);
         for (int step = 0; step < steps; step++) {
@@ -276,13 +294,13 @@ public final class DataParallelTraining {
             for (int r = 0; r < size; r++) {
                 int[] rows = shards[r].batch(step, batch);
                 Arrays.fill(grads, 0f);
-                forward(params, shards[r], rows, act);
-                backwardOutputLayer(act, shards[r], rows, grads);
-                backwardHiddenLayer(params, act, shards[r], rows, grads);
+                forward(p, shards[r], rows, act);
+                backwardOutputLayer(act, shards[r], rows, g);
+                backwardHiddenLayer(p, act, shards[r], rows, g);
                 for (int i = 0; i < PARAMS; i++) sum[i] += grads[i];
             }
             for (int i = 0; i < PARAMS; i++) sum[i] /= size;
-            sgd(params, sum, lr);
+            sgd(p, MemorySegment.ofArray(sum), lr);
         }
         return params;
     }

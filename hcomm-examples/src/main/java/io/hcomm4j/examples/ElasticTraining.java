@@ -9,6 +9,7 @@ import io.hcomm4j.PeerFailedException;
 import io.hcomm4j.ReduceOp;
 import io.hcomm4j.examples.DataParallelTraining.Activations;
 import io.hcomm4j.examples.DataParallelTraining.Shard;
+import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -119,10 +120,10 @@ public final class ElasticTraining {
                 receiveState(comm, st);                // the counterpart of the others' sendState after grow()
                 say(comm, "going on from step " + st.step + " with " + comm.size() + " ranks");
             } else {
-                if (comm.rank() == 0) DataParallelTraining.initialize(st.params);
+                if (comm.rank() == 0) DataParallelTraining.initialize(MemorySegment.ofArray(st.params));
                 comm.broadcast(st.params, 0);          // every replica starts from rank 0's weights
                 st.history.add(new int[] {0, comm.size()});
-                st.lossBefore = DataParallelTraining.globalLoss(comm, st.params, data.shards(comm.size())[comm.rank()]);
+                st.lossBefore = DataParallelTraining.globalLoss(comm, MemorySegment.ofArray(st.params), data.shards(comm.size())[comm.rank()]);
             }
 
             while (st.step < steps) {
@@ -177,7 +178,7 @@ public final class ElasticTraining {
             }
         }
         System.arraycopy(st.params, 0, st.before, 0, PARAMS);
-        DataParallelTraining.sgd(st.params, grads, lr);
+        DataParallelTraining.sgd(MemorySegment.ofArray(st.params), MemorySegment.ofArray(grads), lr);
         st.step++;
     }
 
@@ -225,7 +226,7 @@ public final class ElasticTraining {
                           boolean replacement) {
         int rank = comm.rank();
         int size = comm.size();
-        double lossAfter = DataParallelTraining.globalLoss(comm, st.params, data.shards(size)[rank]);
+        double lossAfter = DataParallelTraining.globalLoss(comm, MemorySegment.ofArray(st.params), data.shards(size)[rank]);
         long[] hashes = new long[size];
         comm.allGather(new long[] {Examples.hash(st.params)}, hashes);
         boolean identical = Arrays.stream(hashes).allMatch(h -> h == hashes[0]);
@@ -258,12 +259,13 @@ public final class ElasticTraining {
     /** The whole run in one process: each step averages the gradients of the shards of that step's membership. */
     static float[] replay(Data data, List<int[]> history, int steps, int batch, float lr) {
         float[] params = new float[PARAMS];
-        DataParallelTraining.initialize(params);
+        DataParallelTraining.initialize(MemorySegment.ofArray(params));
         Activations act = new Activations(batch);
         int phase = 0;
         for (int step = 0; step < steps; step++) {
             while (phase + 1 < history.size() && history.get(phase + 1)[0] <= step) phase++;
-            DataParallelTraining.sgd(params, average(params, data.shards(history.get(phase)[1]), step, batch, act), lr);
+            DataParallelTraining.sgd(MemorySegment.ofArray(params),
+                    MemorySegment.ofArray(average(params, data.shards(history.get(phase)[1]), step, batch, act)), lr);
         }
         return params;
     }
@@ -272,9 +274,10 @@ public final class ElasticTraining {
     static float[] gradient(float[] params, Shard shard, int step, int batch, Activations act) {
         int[] rows = shard.batch(step, batch);
         float[] g = new float[PARAMS];
-        DataParallelTraining.forward(params, shard, rows, act);
-        DataParallelTraining.backwardOutputLayer(act, shard, rows, g);
-        DataParallelTraining.backwardHiddenLayer(params, act, shard, rows, g);
+        MemorySegment p = MemorySegment.ofArray(params);
+        DataParallelTraining.forward(p, shard, rows, act);
+        DataParallelTraining.backwardOutputLayer(act, shard, rows, MemorySegment.ofArray(g));
+        DataParallelTraining.backwardHiddenLayer(p, act, shard, rows, MemorySegment.ofArray(g));
         return g;
     }
 
