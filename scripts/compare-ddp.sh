@@ -18,7 +18,8 @@
 #   tc tbf rate RATE on both ends, rank r in namespace r, rank 0 serving the rendezvous on 10.78.0.1:
 #     twohosts     scripts/example.sh gpt-bench SHAPE --overlap both --hook none,bf16  (HCOMM_TRANSPORT unset: TCP)
 #     twohosts     $PEERS/torch_ddp_bench.py SHAPE --both                             (GLOO_SOCKET_IFNAME=eth0)
-# --steps / --warmup-steps go to both programs (without them, their defaults: 20 and 3). --only runs one side alone.
+# --steps / --warmup-steps go to both programs (without them, their defaults: 20 steps; 10 warm-up steps for
+# gpt-bench, whose kernels the JIT compiles meanwhile, 3 for torch). --only runs one side alone.
 # A run that takes longer than --timeout seconds is stopped and counts as failed; the sitting goes on.
 #
 # Prints its output directory OUT first. OUT/results.csv gets every CSV row of every run with round,setting,shape in

@@ -22,7 +22,8 @@
 #
 # OPTIONS go to the example: training --steps --batch --lr --loss-bound; gpt --steps --layers --dim --heads --context
 # --batch --lr --optim --loss-bound --hook --bucket-cap-mb (--model mlp --widths ...); gpt-bench the same shape options
-# and --bucket-cap-mb 25[,5] --overlap yes|no|both --hook none,bf16,fp16 --naive yes --steps --warmup-steps; parameter-server --servers --rounds --lr;
+# and --bucket-cap-mb 25[,5] --overlap yes|no|both --hook none,bf16,fp16 --naive yes --steps --warmup-steps --trace yes;
+# parameter-server --servers --rounds --lr;
 # rma-parameter-server --servers --colocated --mode sync|ssp --staleness --steps --lr --jitter-ms; inference --batches;
 # elastic --steps --batch --lr --kill-rank --kill-step --grow-step --loss-bound; kv-cache --requests --blocks
 # --region-mib --kill-prefill --kill-after. JAVA_OPTS adds JVM flags. Builds the project first when a source is newer
@@ -40,7 +41,7 @@ SELF=$ROOT/scripts/example.sh
 . "$ROOT/scripts/common.sh"
 
 usage() {
-  sed -n '2,34p' "$SELF" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,35p' "$SELF" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -59,6 +60,10 @@ case $1 in
 esac
 NAME=$1
 shift
+# The GPT's kernels: C2 hoists checks out of their vector loops on the strength of profiles that other loops share
+# (profiled loop predicates); when such a check fails, the loop is deoptimized, runs in C1 with its vectors boxed
+# (AdamW's step: 60 ms instead of 1.5) and is compiled again, over and over. Without them the step is steady.
+case $NAME in gpt | gpt-bench) JAVA_OPTS="-XX:-UseProfiledLoopPredicate ${JAVA_OPTS:-}" ;; esac
 RANKS=4
 if [ "${1:-}" = -n ]; then
   [ $# -ge 2 ] || usage

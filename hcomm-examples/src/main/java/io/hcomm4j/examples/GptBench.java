@@ -18,8 +18,9 @@ import java.util.List;
  * What gradient communication costs a data-parallel training step on HComm4J, measured exactly as
  * {@code shared/peers/torch_ddp_bench.py} measures PyTorch DDP on Gloo, on the same model shapes, as one rank of a job.
  *
- * <p>Per configuration (row), after {@code --warmup-steps}, the median over {@code --steps} timed steps of the slowest
- * rank (every step starts after an untimed barrier) of:
+ * <p>Per configuration (row), after {@code --warmup-steps} (10 by default: the JIT compiles the model's kernels for
+ * about that many steps, and a step measured meanwhile varies by 2x), the median over {@code --steps} timed steps of
+ * the slowest rank (every step starts after an untimed barrier) of:
  * <ul>
  *   <li>{@code step_ms}: forward + backward + AdamW step with gradient synchronisation: {@link DataParallel}'s buckets
  *       all-reduced while backward goes on (overlap), or with {@code --overlap no} one all-reduce of all gradients
@@ -36,7 +37,10 @@ import java.util.List;
  *
  * <p>Run: {@code scripts/example.sh gpt-bench -n 2 [--model gpt|mlp] [--layers 4 --dim 256 --heads 4 --context 128
  * --batch 8] [--widths 2048,4096,4096,2048] [--bucket-cap-mb 25[,5,...]] [--overlap yes|no|both] [--hook
- * none|bf16|fp16] [--naive yes] [--steps 20] [--warmup-steps 3]}. {@code HCOMM_TRANSPORT=tcp} for sockets.
+ * none|bf16|fp16] [--naive yes] [--steps 20] [--warmup-steps 10] [--trace yes]}. {@code HCOMM_TRANSPORT=tcp} for
+ * sockets. {@code --trace yes}: every rank prints each step's phases (forward + backward, the wait in
+ * {@code synchronize}, the optimizer), the CPU time its training thread and HComm4J's threads used in the step, and its
+ * compute-only time, to see where a step's time goes.
  */
 public final class GptBench {
     static final String NAME = "gpt-bench";
@@ -59,6 +63,10 @@ public final class GptBench {
         boolean overlap() {
             return mode.equals("overlap");
         }
+
+        String label() {
+            return mode + " " + hook + (overlap() ? " " + bucketMb + " MB" : "");
+        }
     }
 
     /** One row's results (the slowest rank's medians). */
@@ -68,11 +76,11 @@ public final class GptBench {
 
     static boolean run(String[] args) {
         Examples.Options o = new Examples.Options(args, "model", "layers", "dim", "heads", "context", "vocab", "batch",
-                "widths", "untied", "steps", "warmup-steps", "seed", "lr", "bucket-cap-mb", "overlap", "hook", "naive");
+                "widths", "untied", "steps", "warmup-steps", "seed", "lr", "bucket-cap-mb", "overlap", "hook", "naive", "trace");
         long seed = GptModels.seed(o);
         Model model = GptModels.fromOptions(o, GptModels.BENCH_DEFAULTS);
         int steps = o.intValue("steps", 20);
-        int warmup = o.intValue("warmup-steps", 3);
+        int warmup = o.intValue("warmup-steps", 10);
         if (steps < 1 || warmup < 1) throw new IllegalArgumentException("need --steps >= 1 and --warmup-steps >= 1");
         float lr = (float) o.doubleValue("lr", GptModels.isMlp(o) ? 2e-4 : 1e-3);
         List<Config> configs = new ArrayList<>();
@@ -86,6 +94,7 @@ public final class GptBench {
             if (overlap.equals("no") || overlap.equals("both")) configs.add(new Config("blocking", 0, hook.trim()));
         }
         if (o.stringValue("naive", "no").equals("yes")) configs.add(new Config("naive", 0, "none"));
+        boolean trace = o.stringValue("trace", "no").equals("yes");
         try (Hcomm hcomm = Hcomm.init()) {
             Communicator comm = hcomm.world();
             String transport = comm.size() > 1 ? hcomm.transportTo(comm.rank() == 0 ? 1 : 0) : "self";
@@ -94,7 +103,7 @@ public final class GptBench {
                         + "data: %s", comm.size(), lr, warmup, steps, model.name(), GptModels.dataSource(model)));
             }
             List<Row> rows = new ArrayList<>();
-            for (Config c : configs) rows.add(runConfig(comm, model, c, steps, warmup, lr, seed));
+            for (Config c : configs) rows.add(runConfig(comm, model, c, steps, warmup, lr, seed, trace));
             // the transport is known once connections exist: after the first row
             transport = comm.size() > 1 ? hcomm.transportTo(comm.rank() == 0 ? 1 : 0) : "self";
             boolean ok = rows.stream().allMatch(Row::identical);
@@ -103,7 +112,8 @@ public final class GptBench {
         }
     }
 
-    private static Row runConfig(Communicator comm, Model model, Config c, int steps, int warmup, float lr, long seed) {
+    private static Row runConfig(Communicator comm, Model model, Config c, int steps, int warmup, float lr, long seed,
+                                 boolean trace) {
         List<Tensor> tensors = model.tensors();
         DataParallel.Builder b = DataParallel.builder(comm).hook(GptModels.hook(c.hook()));
         if (c.overlap()) {
@@ -125,14 +135,19 @@ public final class GptBench {
             MemorySegment savedParams = java.lang.foreign.Arena.ofAuto().allocate(count * 4, 64);
             double[] stepTimes = new double[steps];
             double[] computeTimes = new double[steps];
+            long[] phases = new long[2];
             float lossFirst = Float.NaN;
             float lossLast = Float.NaN;
             for (int i = 0; i < warmup + steps; i++) {
                 Batch batch = model.batch(i, rank);
                 comm.barrier();
+                long cpu0 = trace ? CpuTimes.main() : 0, commCpu0 = trace ? CpuTimes.library() : 0;
                 long t0 = System.nanoTime();
-                float loss = syncedStep(comm, ddp, model, opt, batch, c, tensors);
+                float loss = syncedStep(comm, ddp, model, opt, batch, c, tensors, phases);
                 double dtSync = (System.nanoTime() - t0) / 1e6;
+                double backwardEnd = (phases[0] - t0) / 1e6;
+                double syncEnd = (phases[1] - t0) / 1e6;
+                double cpu = trace ? (CpuTimes.main() - cpu0) / 1e6 : 0, commCpu = trace ? (CpuTimes.library() - commCpu0) / 1e6 : 0;
                 MemorySegment.copy(params, 0, savedParams, 0, count * 4);
                 copyState(opt, savedOpt);
                 comm.barrier();
@@ -145,6 +160,12 @@ public final class GptBench {
                 double dtComp = (System.nanoTime() - t0) / 1e6;
                 MemorySegment.copy(savedParams, 0, params, 0, count * 4);
                 copyState(savedOpt, opt);
+                if (trace) {
+                    System.out.println(Examples.fmt("trace %s rank %d step %d: synced step %.2f ms (forward+backward"
+                                    + " %.2f, synchronize %.2f, optimizer %.2f; CPU: training thread %.2f, HComm4J's"
+                                    + " threads %.2f), compute %.2f ms", c.label(), rank, i, dtSync, backwardEnd,
+                            syncEnd - backwardEnd, dtSync - syncEnd, cpu, commCpu, dtComp));
+                }
                 if (i >= warmup) {
                     stepTimes[i - warmup] = dtSync;
                     computeTimes[i - warmup] = dtComp;
@@ -171,9 +192,12 @@ public final class GptBench {
         }
     }
 
-    /** A step with gradient synchronisation; returns the batch's loss. */
+    /**
+     * A step with gradient synchronisation; returns the batch's loss and puts into {@code phases} the nanoTime when
+     * backward returned and when the gradients were synchronised.
+     */
     private static float syncedStep(Communicator comm, DataParallel ddp, Model model, AdamW opt, Batch batch, Config c,
-                                    List<Tensor> tensors) {
+                                    List<Tensor> tensors, long[] phases) {
         MemorySegment params = ddp.parameters();
         MemorySegment grads = ddp.gradients();
         ddp.zeroGradients();
@@ -182,14 +206,17 @@ public final class GptBench {
             try (DataParallel.NoSync s = ddp.noSync()) {
                 loss = model.forwardBackward(params, grads, batch, ddp::gradientReady);
             }
+            phases[0] = System.nanoTime();
             for (int t = 0; t < tensors.size(); t++) {
                 MemorySegment g = ddp.gradient(t);
                 comm.allReduce(g, g, tensors.get(t).count(), DataType.FLOAT32, ReduceOp.AVG);
             }
         } else {
             loss = model.forwardBackward(params, grads, batch, ddp::gradientReady);
+            phases[0] = System.nanoTime();
             ddp.synchronize();
         }
+        phases[1] = System.nanoTime();
         opt.step(params, grads);
         return loss;
     }
@@ -204,6 +231,24 @@ public final class GptBench {
     private static boolean identical(Communicator comm, MemorySegment params, long count) {
         long h = Examples.hash(params, count);
         return Arrays.stream(Examples.allHashes(comm, h)).allMatch(x -> x == h);
+    }
+
+    /** CPU time of this thread and of the library's threads (named hcomm-*), for {@code --trace}. */
+    private static final class CpuTimes {
+        private static final java.lang.management.ThreadMXBean MX = java.lang.management.ManagementFactory.getThreadMXBean();
+
+        static long main() {
+            return MX.getCurrentThreadCpuTime();
+        }
+
+        /** User + kernel CPU time of the library's threads (its collective, progress and store threads). */
+        static long library() {
+            long sum = 0;
+            for (Thread t : Thread.getAllStackTraces().keySet()) {
+                if (t.getName().startsWith("hcomm-")) sum += Math.max(0, MX.getThreadCpuTime(t.threadId()));
+            }
+            return sum;
+        }
     }
 
     private static double median(double[] v) {
