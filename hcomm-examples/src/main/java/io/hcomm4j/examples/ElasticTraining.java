@@ -227,8 +227,7 @@ public final class ElasticTraining {
         int rank = comm.rank();
         int size = comm.size();
         double lossAfter = DataParallelTraining.globalLoss(comm, MemorySegment.ofArray(st.params), data.shards(size)[rank]);
-        long[] hashes = new long[size];
-        comm.allGather(new long[] {Examples.hash(st.params)}, hashes);
+        long[] hashes = Examples.allHashes(comm, Examples.hash(st.params));
         boolean identical = Arrays.stream(hashes).allMatch(h -> h == hashes[0]);
         float[] replay = replay(data, st.history, steps, batch, lr);
         double maxDiff = 0;
@@ -274,10 +273,10 @@ public final class ElasticTraining {
     static float[] gradient(float[] params, Shard shard, int step, int batch, Activations act) {
         int[] rows = shard.batch(step, batch);
         float[] g = new float[PARAMS];
-        MemorySegment p = MemorySegment.ofArray(params);
+        MemorySegment p = MemorySegment.ofArray(params), gs = MemorySegment.ofArray(g);
         DataParallelTraining.forward(p, shard, rows, act);
-        DataParallelTraining.backwardOutputLayer(act, shard, rows, MemorySegment.ofArray(g));
-        DataParallelTraining.backwardHiddenLayer(p, act, shard, rows, MemorySegment.ofArray(g));
+        DataParallelTraining.backwardOutputLayer(act, shard, rows, gs);
+        DataParallelTraining.backwardHiddenLayer(p, act, shard, rows, gs);
         return g;
     }
 

@@ -51,15 +51,10 @@ final class Examples {
 
     /** FNV-1a over the raw bits of every element: equal hashes mean bit-identical arrays (with overwhelming odds). */
     static long hash(float[] values) {
-        long h = 0xcbf29ce484222325L;
-        for (float v : values) {
-            h ^= Float.floatToRawIntBits(v);
-            h *= 0x100000001b3L;
-        }
-        return h;
+        return hash(java.lang.foreign.MemorySegment.ofArray(values), values.length);
     }
 
-    /** {@link #hash(float[])} of the first {@code count} floats of a segment (native order), without copying them out. */
+    /** {@link #hash(float[])} of the first {@code count} floats of a segment, without copying them out. */
     static long hash(java.lang.foreign.MemorySegment floats, long count) {
         long h = 0xcbf29ce484222325L;
         for (long i = 0; i < count; i++) {
