@@ -32,6 +32,35 @@ final class Progress implements AutoCloseable {
     private static final long BACKGROUND_LONG_NANOS = 100_000_000;
     /** Polls of a wait before its first clock read (about a microsecond). */
     private static final int QUICK_POLLS = 32;
+    /**
+     * How long a waiter looks on after handling something that came {@code gap} ns after the previous thing (or the
+     * wait's start). Frames that come close together (a message's next frames, loopback or shared memory) are worth
+     * the whole spin: the next one is due before a wake-up (~60 µs here) would end. Frames that come further apart
+     * than half the spin are a trickle (a transfer paced by a slow link: a 2 Gbit/s veth delivers 64 KiB every
+     * 260 µs): spinning through each gap burnt a core for the whole transfer (38 ms of CPU per 16 MiB all-reduce
+     * over that link, against 18 ms blocking at once), the core that the application's computation, which
+     * asynchronous ops are meant to overlap, needs. Then it looks only briefly and blocks in the selector, whose
+     * wake-up comes long before the next frame is due.
+     */
+    private long spinAfterWork(long gap) {
+        return gap <= spinNanos / 2 ? spinNanos : Math.min(spinNanos, TRICKLE_SPIN_NANOS);
+    }
+
+    /**
+     * Waits in a row whose first frame came after a whole spin. From {@link #LATE_STARTS_LIMIT} on, a wait's first
+     * spin is as brief as a trickle's: a transfer paced by a slow link runs as a chain of waits (one per chunk or ring
+     * step) that each spun 100 µs in vain. One wait whose first frame comes within the spin brings the full spin back.
+     * Not volatile: a hint, like {@link #busyWindow}.
+     */
+    private int lateStarts;
+    private static final int LATE_STARTS_LIMIT = 4;
+
+    private void noteFirstArrival(long gap) {
+        lateStarts = gap <= spinNanos ? 0 : Math.min(lateStarts + 1, LATE_STARTS_LIMIT);
+    }
+
+    /** The brief look after a frame of a trickle (see {@link #spinAfterWork}). */
+    private static final long TRICKLE_SPIN_NANOS = 20_000;
     /** Bounds of the flat-out part of a spin (see {@link #adaptBusyWindow}). */
     private static final long BUSY_MIN_NANOS = 20_000;
     private static final long BUSY_MAX_NANOS = 35_000;
@@ -195,10 +224,12 @@ final class Progress implements AutoCloseable {
             }
             // it usually comes within microseconds: spin flat out that long, then spin yielding the core
             long waitStart = System.nanoTime();
-            long spinEnd = waitStart + spinNanos;
+            long spinEnd = waitStart + (lateStarts >= LATE_STARTS_LIMIT ? Math.min(spinNanos, TRICKLE_SPIN_NANOS) : spinNanos);
             long busy = oversubscribed ? 0 : busyWindow;
             long busyUntil = waitStart + busy;
             long now = waitStart;
+            long lastWork = waitStart;
+            long firstGap = -1;
             int turns = 0;
             while (!r.finished()) {
                 // reading the clock costs about as much as polling a ring: while spinning flat out, every 8th turn only
@@ -214,7 +245,9 @@ final class Progress implements AutoCloseable {
                             if (pollNow() > 0) {
                                 if (r.finished()) continue; // done: no clock read on the way out of a finished wait
                                 now = System.nanoTime();
-                                spinEnd = now + spinNanos;
+                                if (firstGap < 0) firstGap = now - waitStart;
+                                spinEnd = now + spinAfterWork(now - lastWork);
+                                lastWork = now;
                                 busyUntil = now + busy;
                             } else if (now - busyUntil < 0) {
                                 Thread.onSpinWait();
@@ -225,7 +258,10 @@ final class Progress implements AutoCloseable {
                             // a shared condition is armed too: a peer that changes it rings the doorbell
                             pollBlocking(Math.max(1, Math.min(MAX_BLOCK_MS, (deadline - now) / 1_000_000)),
                                     r instanceof PolledWait p ? p.w() : null);
-                            spinEnd = System.nanoTime() + spinNanos;
+                            // woken after a whole spin found nothing: a trickle, look briefly for what follows at once
+                            lastWork = System.nanoTime();
+                            if (firstGap < 0) firstGap = lastWork - waitStart;
+                            spinEnd = lastWork + Math.min(spinNanos, TRICKLE_SPIN_NANOS);
                         }
                     } finally {
                         token.unlock();
@@ -242,10 +278,15 @@ final class Progress implements AutoCloseable {
                     r.waiter(null);
                 }
             }
-            adaptBusyWindow(System.nanoTime() - waitStart);
+            long waited = System.nanoTime() - waitStart;
+            adaptBusyWindow(waited);
+            noteFirstArrival(firstGap < 0 ? waited : firstGap);
             return true;
         } finally {
-            if (quick) adaptBusyWindow(0);
+            if (quick) {
+                adaptBusyWindow(0);
+                lateStarts = 0;
+            }
             waitsEnded++;
             waiters.decrementAndGet();
             waitEnded();
@@ -462,10 +503,13 @@ final class Progress implements AutoCloseable {
      * comes takes over at once.
      */
     private void lingerAfterWork() {
-        long end = System.nanoTime() + spinNanos;
+        long lastWork = System.nanoTime();
+        long end = lastWork + spinNanos;
         while (waiters.get() == 0 && !closed && urgent == 0) {
             if (pollNow() > 0) {
-                end = System.nanoTime() + spinNanos;
+                long now = System.nanoTime();
+                end = now + spinAfterWork(now - lastWork);
+                lastWork = now;
             } else {
                 if (System.nanoTime() - end >= 0) return;
                 Thread.yield();
