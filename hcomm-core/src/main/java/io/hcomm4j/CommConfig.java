@@ -35,6 +35,7 @@ public final class CommConfig {
     private final int storePort;
     private final Duration storeReconnect;
     private final String algo;
+    private final String tuningFile;
     private final boolean fullCheck;
     private final long memPoolMax;
     private final String shmDir;
@@ -81,6 +82,7 @@ public final class CommConfig {
         this.storePort = b.storePort;
         this.storeReconnect = b.storeReconnect;
         this.algo = b.algo;
+        this.tuningFile = b.tuningFile;
         this.fullCheck = b.fullCheck;
         this.memPoolMax = b.memPoolMax;
         this.shmDir = b.shmDir;
@@ -179,6 +181,9 @@ public final class CommConfig {
 
     /** Forced collective algorithms ({@code HCOMM_ALGO}, e.g. {@code allreduce=ring;broadcast=tree}); empty: the cost model picks. */
     public String algo() { return algo; }
+
+    /** A measured tuning table ({@code HCOMM_TUNING_FILE}, written by {@code hcomm tune}); empty: the cost model alone. */
+    public Optional<String> tuningFile() { return Optional.ofNullable(tuningFile); }
 
     /**
      * {@code HCOMM_CHECK=full}: before each collective the ranks exchange its fingerprint (op, count, type, reduce
@@ -286,7 +291,7 @@ public final class CommConfig {
                 + ", secret=" + (secret == null ? "unset" : "***") + ", timeout=" + timeout
                 + ", initTimeout=" + initTimeout + ", socketIfname=" + socketIfname + ", socketAddr=" + socketAddr
                 + ", spinTime=" + spinTime + ", eagerLimit=" + eagerLimit + ", unexpectedLimit=" + unexpectedLimit
-                + ", storeHosted=" + storeHosted + ", storePort=" + storePort + ", storeReconnect=" + storeReconnect + ", algo=" + algo + ", check=" + (fullCheck ? "full" : "cheap")
+                + ", storeHosted=" + storeHosted + ", storePort=" + storePort + ", storeReconnect=" + storeReconnect + ", algo=" + algo + ", tuningFile=" + tuningFile + ", check=" + (fullCheck ? "full" : "cheap")
                 + ", memPoolMax=" + memPoolMax + ", shmDir=" + shmDir + ", memDebug=" + memDebug + ", memAdopt=" + memAdopt
                 + ", transport=" + transport.name().toLowerCase(Locale.ROOT) + ", hostId=" + hostId + ", shmRingSize=" + shmRingSize
                 + ", heartbeatTimeout=" + heartbeatTimeout + ", heartbeatInterval=" + heartbeatInterval + ", stuckReport=" + stuckReport + ", warmUp=" + warmUp + ", zeroCopy=" + zeroCopy
@@ -310,6 +315,7 @@ public final class CommConfig {
         private int storePort = UNSET;
         private Duration storeReconnect = Duration.ofSeconds(30);
         private String algo = "";
+        private String tuningFile;
         private boolean fullCheck;
         private long memPoolMax = 4L << 30;
         private String shmDir = "/dev/shm";
@@ -374,6 +380,9 @@ public final class CommConfig {
 
         /** @param algo forced algorithms, {@code op=algo;...} (see docs/configuration.md); empty for the cost model */
         public Builder algo(String algo) { this.algo = algo == null ? "" : algo; return this; }
+
+        /** @param file a tuning table written by {@code hcomm tune} (HCOMM_TUNING_FILE); null or empty for none */
+        public Builder tuningFile(String file) { this.tuningFile = file == null || file.isBlank() ? null : file; return this; }
 
         /** @param full true: exchange each collective's fingerprint before it runs (HCOMM_CHECK=full) */
         public Builder fullCheck(boolean full) { this.fullCheck = full; return this; }

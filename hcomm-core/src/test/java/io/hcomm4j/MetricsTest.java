@@ -85,6 +85,9 @@ class MetricsTest {
                 assertThat(e.getInt("ranks")).isEqualTo(3);
                 assertThat(e.getString("outcome")).isEqualTo("ok");
                 assertThat(e.getDuration().toNanos()).isPositive();
+                // threads of one host: shared memory, or the tuner's transport algorithm where that path declines
+                assertThat(e.getString("algorithm")).isIn("zero_copy", "fixed", "ring", "recursive_doubling",
+                        "halving_doubling", "tree", "chain", "dissemination");
             });
             assertThat(mine.stream().filter(e -> e.getString("op").equals("allReduce"))).allSatisfy(e -> assertThat(e.getLong("bytes")).isEqualTo(4096));
         }

@@ -25,7 +25,7 @@ import picocli.CommandLine.Spec;
  * process of its own. The exit code of the command (for {@code launch}: of the job) is the exit code of the process.
  */
 @Command(name = "hcomm", mixinStandardHelpOptions = true, versionProvider = HcommCli.Version.class,
-        subcommands = {LaunchCommand.class, DemoCommand.class, PerfCommand.class, StatusCommand.class, StoreCommand.class},
+        subcommands = {LaunchCommand.class, DemoCommand.class, PerfCommand.class, TuneCommand.class, StatusCommand.class, StoreCommand.class},
         description = "HComm4J: communication between JVM processes (point-to-point and collectives), "
                 + "and the tools to launch, measure and inspect its jobs.",
         footer = {"", "Run 'hcomm COMMAND --help' for the options of a command."})

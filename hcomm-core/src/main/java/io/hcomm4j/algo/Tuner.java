@@ -104,10 +104,64 @@ public final class Tuner {
     /** Within a host (the levels of a hierarchical op that stay on one host). */
     private final LinkCost local;
     private final Map<Op, Algo> forced;
+    /** A measured table ({@code HCOMM_TUNING_FILE}), or null: the model alone. */
+    private final TuningTable table;
+    private final String withinTransport;
+    private final String betweenTransport;
+    /** The table's entry per communicator shape (absent: none matches), looked up once per shape. */
+    private final java.util.concurrent.ConcurrentHashMap<Shape, java.util.Optional<TuningTable.Entry>> entries =
+            new java.util.concurrent.ConcurrentHashMap<>();
+    /**
+     * Algorithms {@code hcomm tune} forces while it measures, in every Tuner of this JVM (a rank of a tuning job runs one
+     * session): copy-on-write, read once per choice.
+     */
+    private static volatile Map<Op, Algo> tuning = Map.of();
 
     /** One link type everywhere. @param forced the parsed {@code HCOMM_ALGO} (op → algorithm), possibly empty */
     public Tuner(LinkCost cost, Map<Op, Algo> forced) {
         this(cost, cost, forced);
+    }
+
+    /**
+     * With a measured table: a communicator whose shape and transports match one of its entries takes that entry's
+     * choices (after {@code forced}); the others the model's, over {@code between} and {@code within} (the caller
+     * passes the table's measured links for the world where it has them).
+     *
+     * @param withinTransport {@code shm} or {@code tcp}: what links ranks of one host
+     * @param betweenTransport {@code tcp}
+     */
+    public Tuner(LinkCost between, LinkCost within, Map<Op, Algo> forced, TuningTable table, String withinTransport,
+                 String betweenTransport) {
+        this.cost = between;
+        this.local = within;
+        this.forced = Map.copyOf(forced);
+        this.table = table;
+        this.withinTransport = withinTransport;
+        this.betweenTransport = betweenTransport;
+    }
+
+    /**
+     * For {@code hcomm tune}: every Tuner of this JVM runs {@code algo} for {@code op} ({@code null}: chooses again).
+     * All ranks must switch between the same two calls (the tool switches between barriers).
+     */
+    public static synchronized void forceForTuning(Op op, Algo algo) {
+        Map<Op, Algo> m = new EnumMap<>(Op.class);
+        m.putAll(tuning);
+        if (algo == null) m.remove(op);
+        else m.put(op, algo);
+        tuning = Map.copyOf(m);
+    }
+
+    /** The measured table this tuner consults, or null. */
+    public TuningTable table() {
+        return table;
+    }
+
+    /** The table's entry for communicators placed as {@code shape}, or null. */
+    public TuningTable.Entry entry(Shape shape) {
+        if (table == null) return null;
+        return entries.computeIfAbsent(shape, s -> java.util.Optional.ofNullable(
+                table.find(TuningTable.Signature.of(s, withinTransport, betweenTransport)))).orElse(null);
     }
 
     /**
@@ -116,9 +170,7 @@ public final class Tuner {
      * @param forced  the parsed {@code HCOMM_ALGO} (op → algorithm), possibly empty
      */
     public Tuner(LinkCost between, LinkCost within, Map<Op, Algo> forced) {
-        this.cost = between;
-        this.local = within;
-        this.forced = Map.copyOf(forced);
+        this(between, within, forced, null, "shm", "tcp");
     }
 
     /**
@@ -178,9 +230,10 @@ public final class Tuner {
         return sb.substring(0, sb.length() - 2);
     }
 
-    /** The forced algorithm of {@code op}, if HCOMM_ALGO names one. */
+    /** The forced algorithm of {@code op}, if HCOMM_ALGO names one (or {@code hcomm tune} forces one while it measures). */
     public Algo forced(Op op) {
-        return forced.get(op);
+        Algo f = forced.get(op);
+        return f != null ? f : tuning.get(op);
     }
 
     /** The algorithm for {@code op} on {@code bytes} (the whole vector) over {@code n} ranks of one host. */
@@ -196,8 +249,15 @@ public final class Tuner {
     public Algo choose(Op op, long bytes, Shape shape) {
         Algo f = forced.get(op);
         if (f != null) return f;
+        f = tuning.get(op);
+        if (f != null) return f;
         List<Algo> candidates = SERVES.get(op);
         if (candidates.size() == 1) return candidates.get(0);
+        if (table != null) {
+            TuningTable.Entry e = entry(shape);
+            Algo measured = e == null ? null : e.choice(op, bytes);
+            if (measured != null && (measured != Algo.HIERARCHICAL || shape.multiLevel())) return measured;
+        }
         Algo best = null;
         double bestCost = Double.MAX_VALUE;
         for (Algo a : candidates) {

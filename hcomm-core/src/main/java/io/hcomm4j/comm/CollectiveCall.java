@@ -44,6 +44,8 @@ final class CollectiveCall implements Runnable {
     long recvBytes;
     /** Async only: the future its worker completes. */
     WorkerFuture<Void> future;
+    /** The transport algorithm the tuner chose for it (null: the op has one, or it ran in shared memory). */
+    io.hcomm4j.algo.Tuner.Algo algo;
 
     CollectiveCall(CollectiveFrame frame) {
         this.frame = frame;

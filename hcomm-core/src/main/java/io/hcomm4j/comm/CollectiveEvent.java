@@ -47,6 +47,10 @@ final class CollectiveEvent extends jdk.jfr.Event {
     @DataAmount
     long bytes;
 
+    @Label("Algorithm")
+    @Description("The tuner's choice (ring, recursive_doubling ...), zero_copy for the shared-memory path, fixed for an op with one algorithm")
+    String algorithm;
+
     @Label("Outcome")
     @Description("ok, or the exception's simple class name")
     String outcome;

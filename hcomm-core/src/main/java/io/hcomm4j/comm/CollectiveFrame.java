@@ -167,7 +167,8 @@ final class CollectiveFrame {
             z.opBytes(c.bytes);
             if (zeroCopy(z, c)) {
                 metrics.record(c.op.ordinal(), c.bytes, System.nanoTime() - t0, false);
-                commitEvent(ev, c, null);
+                c.algo = null;
+                commitEvent(ev, c, null, "zero_copy");
             } else {
                 runTransport(c, true);
             }
@@ -212,6 +213,7 @@ final class CollectiveFrame {
         if (event != null) event.begin();
         long t0 = System.nanoTime();
         Throwable failure = null;
+        c.algo = null;
         try {
             runLinks(c, checked);
         } catch (RuntimeException | Error e) {
@@ -219,7 +221,7 @@ final class CollectiveFrame {
             throw e;
         } finally {
             metrics.record(c.op.ordinal(), c.bytes, System.nanoTime() - t0, failure != null);
-            commitEvent(event, c, failure);
+            commitEvent(event, c, failure, "fixed");
         }
     }
 
@@ -267,8 +269,11 @@ final class CollectiveFrame {
         }
     }
 
-    /** Ends {@code event} (null: no recording wants it) and commits it with the op's fields; {@code failure} null: ok. */
-    private void commitEvent(CollectiveEvent event, CollectiveCall c, Throwable failure) {
+    /**
+     * Ends {@code event} (null: no recording wants it) and commits it with the op's fields; {@code failure} null: ok;
+     * {@code path} the algorithm column when the tuner chose none.
+     */
+    private void commitEvent(CollectiveEvent event, CollectiveCall c, Throwable failure, String path) {
         if (event == null) return;
         event.end();
         if (event.shouldCommit()) {
@@ -279,6 +284,7 @@ final class CollectiveFrame {
             event.sequence = c.seq;
             event.bytes = Math.max(0, c.bytes);
             event.outcome = failure == null ? "ok" : failure.getClass().getSimpleName();
+            event.algorithm = c.algo == null ? path : io.hcomm4j.algo.Tuner.name(c.algo);
             event.commit();
         }
     }

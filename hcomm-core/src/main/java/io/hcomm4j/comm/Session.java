@@ -67,7 +67,7 @@ public final class Session implements SessionProvider.SessionHandle {
 
     private Session(CommConfig config, Bootstrap.Joined joined, String namespace, PeerTransport transport, MemoryPool memory,
                     Events events, InetSocketAddress[] book, boolean[] sameHost, String[] hostIds, String hostId,
-                    long worldId, int[] worldGroup, boolean[] zeroCopyRanks) {
+                    long worldId, int[] worldGroup, boolean[] zeroCopyRanks, io.hcomm4j.algo.TuningTable table) {
         this.book = book;
         this.sameHost = sameHost;
         this.hostIds = hostIds;
@@ -79,8 +79,7 @@ public final class Session implements SessionProvider.SessionHandle {
         this.transport = transport;
         this.memory = memory;
         // within a host: the rings, unless HCOMM_TRANSPORT=tcp keeps same-host pairs on loopback TCP
-        Tuner.LinkCost within = config.transport() == CommConfig.Transport.TCP ? Tuner.LinkCost.TCP_LOOPBACK : Tuner.LinkCost.SHM;
-        this.tuner = new Tuner(Tuner.LinkCost.TCP_LOOPBACK, within, Tuner.parse(config.algo()));
+        this.tuner = SessionTuning.tuner(config, table, joined.rank(), hostIds);
         this.monitor = new OpMonitor(this, transport, joined.store(), namespace, joined.rank(), joined.worldSize(),
                 config.stuckReport().toNanos());
         if (worldGroup == null) {
@@ -225,6 +224,7 @@ public final class Session implements SessionProvider.SessionHandle {
                 store.set(ns + "token", ByteBuffer.allocate(8).putLong(RANDOM.nextLong()).array());
             }
             long token = ByteBuffer.wrap(store.get(ns + "token", initTimeout)).getLong();
+            io.hcomm4j.algo.TuningTable table = SessionTuning.load(config, rank);
             PeerTransport.Options options = transportOptions(config);
             t = PeerTransport.open(rank, size, j.dataAddress(), Auth.of(config.secret().orElse(null)), token, options);
             InetSocketAddress me = t.listenAddress();
@@ -233,8 +233,9 @@ public final class Session implements SessionProvider.SessionHandle {
             String zc = config.transport() != CommConfig.Transport.TCP && config.zeroCopy() ? "zc" : "-";
             // the fifth: the CPUs this process may use, so the ranks of a host know whether they have a CPU each
             String cpus = CpuSet.own();
+            // the sixth: the tuning table's fingerprint, which every rank must share
             store.set(ns + "addr/" + rank, (me.getAddress().getHostAddress() + " " + me.getPort() + " " + host + " " + zc
-                    + " " + (cpus == null ? "-" : cpus)).getBytes(StandardCharsets.UTF_8));
+                    + " " + (cpus == null ? "-" : cpus) + " " + SessionTuning.field(table)).getBytes(StandardCharsets.UTF_8));
             store.add(ns + "joined", 1); // a count for `hcomm status`; init itself waits for the addresses
             // Wait for every rank's address rather than for a "last one in" flag: the keys each rank wrote are all it
             // takes, so a store that restarts meanwhile is whole again once every rank has written its own back
@@ -254,6 +255,7 @@ public final class Session implements SessionProvider.SessionHandle {
             boolean[] zeroCopyRanks = new boolean[size];
             List<Integer> elsewhere = new java.util.ArrayList<>();
             List<String> localCpus = new java.util.ArrayList<>();
+            String[] tables = new String[size];
             for (int p = 0; p < size; p++) {
                 String[] hp = new String(store.get(ns + "addr/" + p, initTimeout), StandardCharsets.UTF_8).split(" ");
                 book[p] = new InetSocketAddress(hp[0], Integer.parseInt(hp[1]));
@@ -263,10 +265,16 @@ public final class Session implements SessionProvider.SessionHandle {
                 sameHost[p] = p != rank && hp.length > 2 && hp[2].equals(host);
                 if (p != rank && !sameHost[p]) elsewhere.add(p);
                 if (p == rank || sameHost[p]) localCpus.add(hp.length > 4 && !hp[4].equals("-") ? hp[4] : null);
+                tables[p] = hp.length > 5 ? hp[5] : SessionTuning.NONE;
             }
             int local = localCpus.size();
             t.oversubscribed(CpuSet.oversubscribed(local, localCpus, Runtime.getRuntime().availableProcessors()));
             store.add(ns + "started", 1);
+            String tablesDiffer = SessionTuning.disagreement(rank, tables, table);
+            if (tablesDiffer != null) {
+                if (j.owned() != null) awaitStarted(store, ns, size, config);
+                throw new HcommException(tablesDiffer);
+            }
             if (config.transport() == CommConfig.Transport.SHM && !elsewhere.isEmpty()) {
                 // every rank fails the same way; the store's host lets the others read the addresses first
                 if (j.owned() != null) awaitStarted(store, ns, size, config);
@@ -279,7 +287,7 @@ public final class Session implements SessionProvider.SessionHandle {
             Events events = new Events();
             t.setEvents(events);
             t.start(p -> book[p]);
-            Session s = new Session(config, j, ns, t, pool, events, book, sameHost, hostIds, host, 0L, null, zeroCopyRanks);
+            Session s = new Session(config, j, ns, t, pool, events, book, sameHost, hostIds, host, 0L, null, zeroCopyRanks, table);
             LOG.debug("rank {}/{}: init took {} ms, listening on {}", rank, size, (System.nanoTime() - start) / 1_000_000, me);
             return s;
         } catch (RuntimeException e) {
@@ -377,7 +385,10 @@ public final class Session implements SessionProvider.SessionHandle {
             }
             t.connectNeighbourNow();
             Bootstrap.Joined as = new Bootstrap.Joined(slot, size, store, j.dataAddress(), null);
-            Session s = new Session(config, as, ns, t, pool, events, book, sameHost, hostIds, host, plan.id(), plan.members(), zeroCopyRanks);
+            // a joiner loads its own table without comparing it: the running ranks' fingerprints are in their addresses,
+            // but they chose their algorithms long ago, and a replacement started from the same job spec has the same file
+            Session s = new Session(config, as, ns, t, pool, events, book, sameHost, hostIds, host, plan.id(), plan.members(),
+                    zeroCopyRanks, SessionTuning.load(config, slot));
             LOG.debug("rank {}/{}: joined in {} ms as incarnation {}", slot, size, (System.nanoTime() - start) / 1_000_000, plan.incarnations()[me]);
             return s;
         } catch (InterruptedException e) {

@@ -57,6 +57,7 @@ final class TransportCollectives {
         MemorySegment send = c.send.asSlice(0, n);
         MemorySegment recv = c.recv.asSlice(0, n);
         Tuner.Algo algo = tuner.choose(Tuner.Op.ALLREDUCE, n, shape);
+        c.algo = algo;
         if (algo == Tuner.Algo.HIERARCHICAL) {
             Hierarchical.allReduce(l, topology, levels(algo, Tuner.Op.ALLREDUCE, n), send, recv, c.count, c.kernel, c.avg);
         } else if (algo == Tuner.Algo.RING) {
@@ -85,6 +86,7 @@ final class TransportCollectives {
         long es = c.kernel.type().byteSize();
         long total = at[size] * es;
         Tuner.Algo algo = tuner.choose(Tuner.Op.REDUCESCATTER, total, shape);
+        c.algo = algo;
         if (algo == Tuner.Algo.HIERARCHICAL) {
             Hierarchical.reduceScatter(l, topology, levels(algo, Tuner.Op.REDUCESCATTER, total), c.send, c.recv, counts, c.kernel, c.avg);
             return;
@@ -105,6 +107,7 @@ final class TransportCollectives {
         MemorySegment data = c.send.asSlice(0, n);
         Tuner.Algo algo = size <= 2 && tuner.forced(Tuner.Op.BROADCAST) == null ? Tuner.Algo.TREE
                 : tuner.choose(Tuner.Op.BROADCAST, n, shape);
+        c.algo = algo;
         if (algo == Tuner.Algo.HIERARCHICAL) Hierarchical.broadcast(l, topology, levels(algo, Tuner.Op.BROADCAST, n), data, c.root);
         else if (algo == Tuner.Algo.TREE) Broadcast.binomialTree(l, data, c.root);
         else Broadcast.pipelinedChain(l, data, c.root, Broadcast.CHAIN_CHUNK);
@@ -126,6 +129,7 @@ final class TransportCollectives {
         MemorySegment own = c.recv.asSlice(off[rank], len[rank]);
         MemorySegment mine = c.inPlace ? own : c.mine;
         Tuner.Algo algo = c.recvOff == null ? tuner.choose(Tuner.Op.ALLGATHER, blk * size, shape) : Tuner.Algo.RING;
+        c.algo = algo;
         if (algo == Tuner.Algo.HIERARCHICAL) {
             Hierarchical.allGather(l, topology, levels(algo, Tuner.Op.ALLGATHER, blk * size), mine.asSlice(0, blk), c.recv, blk);
             return;
@@ -137,7 +141,8 @@ final class TransportCollectives {
 
     private void allToAll(CollectiveCall c, CollectiveLinks l) {
         // Bruck needs equal blocks: allToAllV always exchanges pairwise
-        Tuner.Algo algo = c.op == CollectiveOp.ALL_TO_ALL ? tuner.choose(Tuner.Op.ALLTOALL, c.sendBytes, size) : Tuner.Algo.PAIRWISE;
+        Tuner.Algo algo = c.op == CollectiveOp.ALL_TO_ALL ? tuner.choose(Tuner.Op.ALLTOALL, c.sendBytes, shape) : Tuner.Algo.PAIRWISE;
+        c.algo = algo;
         if (algo == Tuner.Algo.BRUCK) {
             AllToAll.bruck(l, c.send, c.recv, c.blockBytes); // reads all of send before writing recv: in place needs no copy
             return;

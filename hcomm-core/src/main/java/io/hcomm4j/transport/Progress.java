@@ -46,19 +46,6 @@ final class Progress implements AutoCloseable {
         return gap <= spinNanos / 2 ? spinNanos : Math.min(spinNanos, TRICKLE_SPIN_NANOS);
     }
 
-    /**
-     * Waits in a row whose first frame came after a whole spin. From {@link #LATE_STARTS_LIMIT} on, a wait's first
-     * spin is as brief as a trickle's: a transfer paced by a slow link runs as a chain of waits (one per chunk or ring
-     * step) that each spun 100 µs in vain. One wait whose first frame comes within the spin brings the full spin back.
-     * Not volatile: a hint, like {@link #busyWindow}.
-     */
-    private int lateStarts;
-    private static final int LATE_STARTS_LIMIT = 4;
-
-    private void noteFirstArrival(long gap) {
-        lateStarts = gap <= spinNanos ? 0 : Math.min(lateStarts + 1, LATE_STARTS_LIMIT);
-    }
-
     /** The brief look after a frame of a trickle (see {@link #spinAfterWork}). */
     private static final long TRICKLE_SPIN_NANOS = 20_000;
     /** Bounds of the flat-out part of a spin (see {@link #adaptBusyWindow}). */
@@ -224,12 +211,11 @@ final class Progress implements AutoCloseable {
             }
             // it usually comes within microseconds: spin flat out that long, then spin yielding the core
             long waitStart = System.nanoTime();
-            long spinEnd = waitStart + (lateStarts >= LATE_STARTS_LIMIT ? Math.min(spinNanos, TRICKLE_SPIN_NANOS) : spinNanos);
+            long spinEnd = waitStart + spinNanos;
             long busy = oversubscribed ? 0 : busyWindow;
             long busyUntil = waitStart + busy;
             long now = waitStart;
             long lastWork = waitStart;
-            long firstGap = -1;
             int turns = 0;
             while (!r.finished()) {
                 // reading the clock costs about as much as polling a ring: while spinning flat out, every 8th turn only
@@ -245,7 +231,6 @@ final class Progress implements AutoCloseable {
                             if (pollNow() > 0) {
                                 if (r.finished()) continue; // done: no clock read on the way out of a finished wait
                                 now = System.nanoTime();
-                                if (firstGap < 0) firstGap = now - waitStart;
                                 spinEnd = now + spinAfterWork(now - lastWork);
                                 lastWork = now;
                                 busyUntil = now + busy;
@@ -260,7 +245,6 @@ final class Progress implements AutoCloseable {
                                     r instanceof PolledWait p ? p.w() : null);
                             // woken after a whole spin found nothing: a trickle, look briefly for what follows at once
                             lastWork = System.nanoTime();
-                            if (firstGap < 0) firstGap = lastWork - waitStart;
                             spinEnd = lastWork + Math.min(spinNanos, TRICKLE_SPIN_NANOS);
                         }
                     } finally {
@@ -278,15 +262,10 @@ final class Progress implements AutoCloseable {
                     r.waiter(null);
                 }
             }
-            long waited = System.nanoTime() - waitStart;
-            adaptBusyWindow(waited);
-            noteFirstArrival(firstGap < 0 ? waited : firstGap);
+            adaptBusyWindow(System.nanoTime() - waitStart);
             return true;
         } finally {
-            if (quick) {
-                adaptBusyWindow(0);
-                lateStarts = 0;
-            }
+            if (quick) adaptBusyWindow(0);
             waitsEnded++;
             waiters.decrementAndGet();
             waitEnded();

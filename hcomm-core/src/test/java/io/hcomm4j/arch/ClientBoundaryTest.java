@@ -24,8 +24,9 @@ import org.junit.jupiter.api.Test;
 class ClientBoundaryTest {
     /** Internal packages each module may use, and why (the lead reviews additions). */
     private static final Map<String, Set<String>> ALLOWED = Map.of(
-            // `hcomm store` serves a TcpStoreServer, `hcomm status` reads the store and the job's state, launches sign
-            "hcomm-cli", Set.of("bootstrap", "monitor", "security"),
+            // `hcomm store` serves a TcpStoreServer, `hcomm status` reads the store and the job's state, launches sign,
+            // `hcomm tune` switches the tuner's algorithm while it measures and writes its table
+            "hcomm-cli", Set.of("bootstrap", "monitor", "security", "algo"),
             // benchmarks of the reduction kernels themselves
             "hcomm-bench", Set.of("kernel"),
             // the data-parallel layer is an application of the API, as PyTorch DDP is of torch.distributed

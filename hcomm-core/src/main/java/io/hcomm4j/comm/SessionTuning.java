@@ -1,0 +1,87 @@
+package io.hcomm4j.comm;
+
+import io.hcomm4j.CommConfig;
+import io.hcomm4j.HcommException;
+import io.hcomm4j.Topology;
+import io.hcomm4j.algo.Tuner;
+import io.hcomm4j.algo.TuningTable;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A session's algorithm choice: the measured table ({@code HCOMM_TUNING_FILE}) read before init publishes this rank's
+ * address, its fingerprint published with the address and compared across ranks (a rank that chose differently would
+ * run another algorithm and the collective would hang or mix data), and the {@link Tuner} built from it.
+ */
+final class SessionTuning {
+    private static final Logger LOG = LoggerFactory.getLogger(SessionTuning.class);
+    /** The address field of a rank without a table. */
+    static final String NONE = "-";
+
+    private SessionTuning() {
+    }
+
+    /** The table {@code config} names, or null. @throws HcommException naming the rank and the file */
+    static TuningTable load(CommConfig config, int rank) {
+        String file = config.tuningFile().orElse(null);
+        if (file == null) return null;
+        try {
+            return TuningTable.read(Path.of(file));
+        } catch (IllegalArgumentException e) {
+            throw new HcommException("rank " + rank + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** What this rank publishes with its address: the table's fingerprint, or {@link #NONE}. */
+    static String field(TuningTable table) {
+        return table == null ? NONE : table.fingerprint();
+    }
+
+    /**
+     * Null if every rank published the same fingerprint, else the message every rank fails init with: which ranks
+     * loaded which table.
+     */
+    static String disagreement(int rank, String[] fingerprints, TuningTable mine) {
+        Map<String, List<Integer>> by = new LinkedHashMap<>();
+        for (int p = 0; p < fingerprints.length; p++) by.computeIfAbsent(fingerprints[p], k -> new ArrayList<>()).add(p);
+        if (by.size() <= 1) return null;
+        StringBuilder b = new StringBuilder("rank " + rank + ": the ranks loaded different tuning tables (HCOMM_TUNING_FILE; "
+                + "every rank must load the same file, or none): ");
+        String sep = "";
+        for (Map.Entry<String, List<Integer>> e : by.entrySet()) {
+            b.append(sep).append("ranks ").append(e.getValue()).append(e.getKey().equals(NONE) ? " none"
+                    : " fingerprint " + e.getKey());
+            sep = "; ";
+        }
+        b.append(" (this rank: ").append(mine == null ? "none" : mine.source() + ", fingerprint " + mine.fingerprint()).append(')');
+        return b.toString();
+    }
+
+    /**
+     * The session's tuner: {@code HCOMM_ALGO} first; then, with a table, the entry of each communicator's shape; the
+     * model over the measured links of the world's entry where it has them, else over the built-in ones.
+     */
+    static Tuner tuner(CommConfig config, TuningTable table, int rank, String[] hostIds) {
+        String within = config.transport() == CommConfig.Transport.TCP ? "tcp" : "shm";
+        Tuner.LinkCost withinCost = within.equals("tcp") ? Tuner.LinkCost.TCP_LOOPBACK : Tuner.LinkCost.SHM;
+        Tuner.LinkCost between = Tuner.LinkCost.TCP_LOOPBACK;
+        if (table != null) {
+            Tuner.Shape shape = Tuner.Shape.of(Topology.of(rank, hostIds));
+            TuningTable.Entry world = table.find(TuningTable.Signature.of(shape, within, "tcp"));
+            if (world != null) {
+                if (world.between() != null) between = world.between();
+                if (world.within() != null) withinCost = world.within();
+                if (rank == 0) LOG.info("tuning table {} ({}): entry for {}", table.source(), table.fingerprint(), world.signature());
+            } else if (rank == 0) {
+                LOG.warn("tuning table {} has no entry for this job ({}); the cost model chooses",
+                        table.source(), TuningTable.Signature.of(shape, within, "tcp"));
+            }
+        }
+        return new Tuner(between, withinCost, Tuner.parse(config.algo()), table, within, "tcp");
+    }
+}
