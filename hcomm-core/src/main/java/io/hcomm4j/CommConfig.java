@@ -36,6 +36,7 @@ public final class CommConfig {
     private final Duration storeReconnect;
     private final String algo;
     private final String tuningFile;
+    private final boolean feedback;
     private final boolean fullCheck;
     private final long memPoolMax;
     private final String shmDir;
@@ -83,6 +84,7 @@ public final class CommConfig {
         this.storeReconnect = b.storeReconnect;
         this.algo = b.algo;
         this.tuningFile = b.tuningFile;
+        this.feedback = b.feedback;
         this.fullCheck = b.fullCheck;
         this.memPoolMax = b.memPoolMax;
         this.shmDir = b.shmDir;
@@ -184,6 +186,14 @@ public final class CommConfig {
 
     /** A measured tuning table ({@code HCOMM_TUNING_FILE}, written by {@code hcomm tune}); empty: the cost model alone. */
     public Optional<String> tuningFile() { return Optional.ofNullable(tuningFile); }
+
+    /**
+     * Whether collectives time their algorithms and switch a size class away from one that became slow
+     * ({@code HCOMM_FEEDBACK}, default false). A switch changes the order of a reduction: results stay identical on
+     * every rank but may differ in the last bits from a run that did not switch, so it is off unless asked for: by
+     * default the same job gives the same bits every run.
+     */
+    public boolean feedback() { return feedback; }
 
     /**
      * {@code HCOMM_CHECK=full}: before each collective the ranks exchange its fingerprint (op, count, type, reduce
@@ -291,7 +301,7 @@ public final class CommConfig {
                 + ", secret=" + (secret == null ? "unset" : "***") + ", timeout=" + timeout
                 + ", initTimeout=" + initTimeout + ", socketIfname=" + socketIfname + ", socketAddr=" + socketAddr
                 + ", spinTime=" + spinTime + ", eagerLimit=" + eagerLimit + ", unexpectedLimit=" + unexpectedLimit
-                + ", storeHosted=" + storeHosted + ", storePort=" + storePort + ", storeReconnect=" + storeReconnect + ", algo=" + algo + ", tuningFile=" + tuningFile + ", check=" + (fullCheck ? "full" : "cheap")
+                + ", storeHosted=" + storeHosted + ", storePort=" + storePort + ", storeReconnect=" + storeReconnect + ", algo=" + algo + ", tuningFile=" + tuningFile + ", feedback=" + feedback + ", check=" + (fullCheck ? "full" : "cheap")
                 + ", memPoolMax=" + memPoolMax + ", shmDir=" + shmDir + ", memDebug=" + memDebug + ", memAdopt=" + memAdopt
                 + ", transport=" + transport.name().toLowerCase(Locale.ROOT) + ", hostId=" + hostId + ", shmRingSize=" + shmRingSize
                 + ", heartbeatTimeout=" + heartbeatTimeout + ", heartbeatInterval=" + heartbeatInterval + ", stuckReport=" + stuckReport + ", warmUp=" + warmUp + ", zeroCopy=" + zeroCopy
@@ -316,6 +326,7 @@ public final class CommConfig {
         private Duration storeReconnect = Duration.ofSeconds(30);
         private String algo = "";
         private String tuningFile;
+        private boolean feedback;
         private boolean fullCheck;
         private long memPoolMax = 4L << 30;
         private String shmDir = "/dev/shm";
@@ -383,6 +394,9 @@ public final class CommConfig {
 
         /** @param file a tuning table written by {@code hcomm tune} (HCOMM_TUNING_FILE); null or empty for none */
         public Builder tuningFile(String file) { this.tuningFile = file == null || file.isBlank() ? null : file; return this; }
+
+        /** @param on time the algorithms and replace one that became slow (HCOMM_FEEDBACK, default false) */
+        public Builder feedback(boolean on) { this.feedback = on; return this; }
 
         /** @param full true: exchange each collective's fingerprint before it runs (HCOMM_CHECK=full) */
         public Builder fullCheck(boolean full) { this.fullCheck = full; return this; }

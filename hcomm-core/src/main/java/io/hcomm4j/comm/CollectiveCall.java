@@ -46,6 +46,8 @@ final class CollectiveCall implements Runnable {
     WorkerFuture<Void> future;
     /** The transport algorithm the tuner chose for it (null: the op has one, or it ran in shared memory). */
     io.hcomm4j.algo.Tuner.Algo algo;
+    /** The bytes the tuner chose {@link #algo} for, which feedback times it under; -1: no choice was made. */
+    long tunedBytes = -1;
 
     CollectiveCall(CollectiveFrame frame) {
         this.frame = frame;

@@ -97,6 +97,11 @@ final class CollectiveFrame {
         this.algorithms = algorithms;
     }
 
+    /** The transport algorithms of this communicator (tests look at their feedback). */
+    TransportCollectives algorithms() {
+        return algorithms;
+    }
+
     /** Collectives called so far (the sequence number of the last one). */
     long called() {
         return called.get();

@@ -68,10 +68,15 @@ final class CommunicatorImpl implements Communicator {
         this.check = new ArgumentChecks(transport, rank, size);
         this.health = new CommunicatorHealth(this, session, transport, rank, size);
         this.frame = new CollectiveFrame(this, session, transport, commId, rank, size, group, zc, health,
-                new TransportCollectives(session.tuner(), topology, rank, size));
+                new TransportCollectives(session.tuner(), topology, rank, size, session.config().feedback()));
         this.membership = new Membership(this, health, session, transport, topology);
         this.p2p = new PointToPoint(this, transport, commId, rank, size, worldToComm, check, health, frame.metrics);
         this.blocks = new BlockCollectives(frame, check, rank, size);
+    }
+
+    /** The transport algorithms (and their feedback) of this communicator. */
+    TransportCollectives transportCollectives() {
+        return frame.algorithms();
     }
 
     /** A communicator of world ranks {@code group} (in rank order), seen from world rank {@code me}. */

@@ -5,6 +5,7 @@ import io.hcomm4j.algo.AllGather;
 import io.hcomm4j.algo.AllToAll;
 import io.hcomm4j.algo.Broadcast;
 import io.hcomm4j.algo.CollectiveLinks;
+import io.hcomm4j.algo.Feedback;
 import io.hcomm4j.algo.HalvingDoubling;
 import io.hcomm4j.algo.Hierarchical;
 import io.hcomm4j.algo.Reductions;
@@ -22,16 +23,60 @@ final class TransportCollectives {
     private final Tuner.Shape shape;
     private final int rank;
     private final int size;
+    /** Times the tuner's choices and switches a class of ops away from an algorithm that became slow; null: off. */
+    final Feedback feedback;
+    /** A test hook: this algorithm of this op takes this much longer (null: none). */
+    private static volatile Slowdown slowdown;
 
-    TransportCollectives(Tuner tuner, Topology topology, int rank, int size) {
+    /** A delay added to every run of {@code algo} for {@code op} (tests of feedback). */
+    record Slowdown(Tuner.Op op, Tuner.Algo algo, long nanos) {
+    }
+
+    /** Sets or (null) clears the delay every communicator of this JVM adds to one algorithm: tests only. */
+    static void slowDownForTest(Slowdown s) {
+        slowdown = s;
+    }
+
+    TransportCollectives(Tuner tuner, Topology topology, int rank, int size, boolean feedback) {
         this.tuner = tuner;
         this.topology = topology;
         this.shape = Tuner.Shape.of(topology);
         this.rank = rank;
         this.size = size;
+        this.feedback = feedback ? new Feedback(tuner, shape, rank) : null;
+    }
+
+    /** What the tuner alone would choose for {@code op} on {@code bytes} here (tests). */
+    Tuner.Algo tunerChoice(Tuner.Op op, long bytes) {
+        return tuner.choose(op, bytes, shape);
+    }
+
+    /** The algorithm for {@code op} on {@code bytes}, noted in {@code c} for feedback and the JFR event. */
+    private Tuner.Algo choose(CollectiveCall c, Tuner.Op op, long bytes) {
+        Tuner.Algo algo = tuner.choose(op, bytes, shape);
+        if (feedback != null) algo = feedback.choose(op, bytes, algo);
+        c.algo = algo;
+        c.tunedBytes = bytes;
+        return algo;
     }
 
     void run(CollectiveCall c, CollectiveLinks l) {
+        c.tunedBytes = -1;
+        long t0 = System.nanoTime();
+        runAlgorithm(c, l);
+        if (c.tunedBytes < 0) return;
+        Tuner.Op op = c.op.tunerOp();
+        Slowdown slow = slowdown;
+        if (slow != null && slow.op() == op && slow.algo() == c.algo) java.util.concurrent.locks.LockSupport.parkNanos(slow.nanos());
+        if (feedback == null) return;
+        // every VOTE_EVERY-th op of a class ends with the ranks' vote on its algorithm, over this op's links
+        if (feedback.observe(op, c.tunedBytes, c.algo, System.nanoTime() - t0)) {
+            Feedback.Switch s = feedback.vote(l, op, c.tunedBytes);
+            if (s != null) AlgorithmSwitchEvent.commit(s, rank, c.seq);
+        }
+    }
+
+    private void runAlgorithm(CollectiveCall c, CollectiveLinks l) {
         switch (c.op) {
             case ALL_REDUCE -> allReduce(c, l);
             case REDUCE -> reduce(c, l);
@@ -56,8 +101,7 @@ final class TransportCollectives {
         int es = c.kernel.type().byteSize();
         MemorySegment send = c.send.asSlice(0, n);
         MemorySegment recv = c.recv.asSlice(0, n);
-        Tuner.Algo algo = tuner.choose(Tuner.Op.ALLREDUCE, n, shape);
-        c.algo = algo;
+        Tuner.Algo algo = choose(c, Tuner.Op.ALLREDUCE, n);
         if (algo == Tuner.Algo.HIERARCHICAL) {
             Hierarchical.allReduce(l, topology, levels(algo, Tuner.Op.ALLREDUCE, n), send, recv, c.count, c.kernel, c.avg);
         } else if (algo == Tuner.Algo.RING) {
@@ -85,8 +129,7 @@ final class TransportCollectives {
         for (int r = 0; r < size; r++) at[r + 1] = at[r] + counts[r];
         long es = c.kernel.type().byteSize();
         long total = at[size] * es;
-        Tuner.Algo algo = tuner.choose(Tuner.Op.REDUCESCATTER, total, shape);
-        c.algo = algo;
+        Tuner.Algo algo = choose(c, Tuner.Op.REDUCESCATTER, total);
         if (algo == Tuner.Algo.HIERARCHICAL) {
             Hierarchical.reduceScatter(l, topology, levels(algo, Tuner.Op.REDUCESCATTER, total), c.send, c.recv, counts, c.kernel, c.avg);
             return;
@@ -105,9 +148,13 @@ final class TransportCollectives {
     private void broadcast(CollectiveCall c, CollectiveLinks l) {
         long n = c.bytes;
         MemorySegment data = c.send.asSlice(0, n);
-        Tuner.Algo algo = size <= 2 && tuner.forced(Tuner.Op.BROADCAST) == null ? Tuner.Algo.TREE
-                : tuner.choose(Tuner.Op.BROADCAST, n, shape);
-        c.algo = algo;
+        Tuner.Algo algo;
+        if (size <= 2 && tuner.forced(Tuner.Op.BROADCAST) == null) {
+            algo = Tuner.Algo.TREE; // one send: nothing to choose
+            c.algo = algo;
+        } else {
+            algo = choose(c, Tuner.Op.BROADCAST, n);
+        }
         if (algo == Tuner.Algo.HIERARCHICAL) Hierarchical.broadcast(l, topology, levels(algo, Tuner.Op.BROADCAST, n), data, c.root);
         else if (algo == Tuner.Algo.TREE) Broadcast.binomialTree(l, data, c.root);
         else Broadcast.pipelinedChain(l, data, c.root, Broadcast.CHAIN_CHUNK);
@@ -128,7 +175,7 @@ final class TransportCollectives {
         }
         MemorySegment own = c.recv.asSlice(off[rank], len[rank]);
         MemorySegment mine = c.inPlace ? own : c.mine;
-        Tuner.Algo algo = c.recvOff == null ? tuner.choose(Tuner.Op.ALLGATHER, blk * size, shape) : Tuner.Algo.RING;
+        Tuner.Algo algo = c.recvOff == null ? choose(c, Tuner.Op.ALLGATHER, blk * size) : Tuner.Algo.RING;
         c.algo = algo;
         if (algo == Tuner.Algo.HIERARCHICAL) {
             Hierarchical.allGather(l, topology, levels(algo, Tuner.Op.ALLGATHER, blk * size), mine.asSlice(0, blk), c.recv, blk);
@@ -141,7 +188,7 @@ final class TransportCollectives {
 
     private void allToAll(CollectiveCall c, CollectiveLinks l) {
         // Bruck needs equal blocks: allToAllV always exchanges pairwise
-        Tuner.Algo algo = c.op == CollectiveOp.ALL_TO_ALL ? tuner.choose(Tuner.Op.ALLTOALL, c.sendBytes, shape) : Tuner.Algo.PAIRWISE;
+        Tuner.Algo algo = c.op == CollectiveOp.ALL_TO_ALL ? choose(c, Tuner.Op.ALLTOALL, c.sendBytes) : Tuner.Algo.PAIRWISE;
         c.algo = algo;
         if (algo == Tuner.Algo.BRUCK) {
             AllToAll.bruck(l, c.send, c.recv, c.blockBytes); // reads all of send before writing recv: in place needs no copy
