@@ -37,6 +37,7 @@ public final class CommConfig {
     private final String algo;
     private final String tuningFile;
     private final boolean feedback;
+    private final boolean tuneAtInit;
     private final boolean fullCheck;
     private final long memPoolMax;
     private final String shmDir;
@@ -85,6 +86,7 @@ public final class CommConfig {
         this.algo = b.algo;
         this.tuningFile = b.tuningFile;
         this.feedback = b.feedback;
+        this.tuneAtInit = b.tuneAtInit;
         this.fullCheck = b.fullCheck;
         this.memPoolMax = b.memPoolMax;
         this.shmDir = b.shmDir;
@@ -196,6 +198,12 @@ public final class CommConfig {
     public boolean feedback() { return feedback; }
 
     /**
+     * Whether init measures the links' α and β ({@code HCOMM_TUNE_AT_INIT}, default false) for the cost model when no
+     * tuning table covers the job: two probes of 50 ms (between hosts, within a host), about 0.1 s more init.
+     */
+    public boolean tuneAtInit() { return tuneAtInit; }
+
+    /**
      * {@code HCOMM_CHECK=full}: before each collective the ranks exchange its fingerprint (op, count, type, reduce
      * op, root), so every rank fails together on a mismatch, before any data moves. Default {@code cheap}: the
      * fingerprint travels with the data and is checked where data arrives.
@@ -301,7 +309,7 @@ public final class CommConfig {
                 + ", secret=" + (secret == null ? "unset" : "***") + ", timeout=" + timeout
                 + ", initTimeout=" + initTimeout + ", socketIfname=" + socketIfname + ", socketAddr=" + socketAddr
                 + ", spinTime=" + spinTime + ", eagerLimit=" + eagerLimit + ", unexpectedLimit=" + unexpectedLimit
-                + ", storeHosted=" + storeHosted + ", storePort=" + storePort + ", storeReconnect=" + storeReconnect + ", algo=" + algo + ", tuningFile=" + tuningFile + ", feedback=" + feedback + ", check=" + (fullCheck ? "full" : "cheap")
+                + ", storeHosted=" + storeHosted + ", storePort=" + storePort + ", storeReconnect=" + storeReconnect + ", algo=" + algo + ", tuningFile=" + tuningFile + ", feedback=" + feedback + ", tuneAtInit=" + tuneAtInit + ", check=" + (fullCheck ? "full" : "cheap")
                 + ", memPoolMax=" + memPoolMax + ", shmDir=" + shmDir + ", memDebug=" + memDebug + ", memAdopt=" + memAdopt
                 + ", transport=" + transport.name().toLowerCase(Locale.ROOT) + ", hostId=" + hostId + ", shmRingSize=" + shmRingSize
                 + ", heartbeatTimeout=" + heartbeatTimeout + ", heartbeatInterval=" + heartbeatInterval + ", stuckReport=" + stuckReport + ", warmUp=" + warmUp + ", zeroCopy=" + zeroCopy
@@ -327,6 +335,7 @@ public final class CommConfig {
         private String algo = "";
         private String tuningFile;
         private boolean feedback;
+        private boolean tuneAtInit;
         private boolean fullCheck;
         private long memPoolMax = 4L << 30;
         private String shmDir = "/dev/shm";
@@ -397,6 +406,9 @@ public final class CommConfig {
 
         /** @param on time the algorithms and replace one that became slow (HCOMM_FEEDBACK, default false) */
         public Builder feedback(boolean on) { this.feedback = on; return this; }
+
+        /** @param on measure the links at init for the cost model when no tuning table covers the job (HCOMM_TUNE_AT_INIT) */
+        public Builder tuneAtInit(boolean on) { this.tuneAtInit = on; return this; }
 
         /** @param full true: exchange each collective's fingerprint before it runs (HCOMM_CHECK=full) */
         public Builder fullCheck(boolean full) { this.fullCheck = full; return this; }

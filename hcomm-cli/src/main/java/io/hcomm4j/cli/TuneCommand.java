@@ -5,6 +5,7 @@ import io.hcomm4j.DataType;
 import io.hcomm4j.Hcomm;
 import io.hcomm4j.ReduceOp;
 import io.hcomm4j.Topology;
+import io.hcomm4j.algo.LinkProbe;
 import io.hcomm4j.algo.Tuner;
 import io.hcomm4j.algo.Tuner.Algo;
 import io.hcomm4j.algo.Tuner.Op;
@@ -144,6 +145,9 @@ final class TuneCommand implements Callable<Integer> {
         };
     }
 
+    /** Time of each link probe: half a second (the table is measured once; init's own probe takes 50 ms). */
+    static final long PROBE_NANOS = 500_000_000L;
+
     /** Rounds of each size, the algorithms in turn. */
     static final int ROUNDS = 3;
     /** How much faster than the model's choice another algorithm must be, in every round, to replace it. */
@@ -229,8 +233,8 @@ final class TuneCommand implements Callable<Integer> {
             Tuner.Shape shape = Tuner.Shape.of(topo);
             String within = "tcp".equalsIgnoreCase(parent.env.getOrDefault("HCOMM_TRANSPORT", "auto").trim()) ? "tcp" : "shm";
             comm.warmUp(Duration.ofSeconds(20));
-            LinkProbe.Result between = LinkProbe.between(comm, topo);
-            LinkProbe.Result local = LinkProbe.within(comm, topo);
+            LinkProbe.Result between = LinkProbe.between(comm, topo, PROBE_NANOS);
+            LinkProbe.Result local = LinkProbe.within(comm, topo, PROBE_NANOS);
             Map<Op, Map<Algo, double[][]>> measured = new EnumMap<>(Op.class);
             long wrong = 0;
             Tuner model = model(within);
@@ -334,95 +338,6 @@ final class TuneCommand implements Callable<Integer> {
                 row.append(String.format(Locale.ROOT, " %20s %20s %10s", Tuner.name(tuned), Tuner.name(byModel),
                         mt == null ? "-" : String.format(Locale.ROOT, "%.2f", mt[k] / tt)));
                 out.println(row);
-            }
-        }
-    }
-
-    /** α and β of one link, from a ping-pong and a stream between two ranks; the other ranks wait at barriers. */
-    static final class LinkProbe {
-        record Result(double alphaUs, double gbps) {
-            Tuner.LinkCost cost() {
-                // the reduction's speed is the kernel's, not the link's: the model's own figure
-                return new Tuner.LinkCost(alphaUs * 1e-6, 1 / (gbps * 1e9), Tuner.LinkCost.TCP_LOOPBACK.gamma());
-            }
-
-            @Override
-            public String toString() {
-                return String.format(Locale.ROOT, "alpha %.1f us (half an 8-byte round trip), %.3f GB/s (4 MiB messages)", alphaUs, gbps);
-            }
-        }
-
-        /** Rank 0 and the first rank of another host; null on one host. */
-        static Result between(Communicator comm, Topology t) {
-            if (t.hosts() < 2) return null;
-            int peer = t.ranksOn(t.hostOf(0) == 0 ? 1 : 0)[0];
-            return probe(comm, 0, peer);
-        }
-
-        /** The first two ranks of the first host that has two; null if none has. */
-        static Result within(Communicator comm, Topology t) {
-            for (int h = 0; h < t.hosts(); h++) {
-                int[] on = t.ranksOn(h);
-                if (on.length >= 2) return probe(comm, on[0], on[1]);
-            }
-            return null;
-        }
-
-        private static final int TAG = 0x7e57;
-
-        /** Every rank calls it; {@code a} and {@code b} measure, the others wait. Returns the result on every rank. */
-        static Result probe(Communicator comm, int a, int b) {
-            int me = comm.rank();
-            double[] res = new double[2];
-            comm.barrier();
-            if (me == a || me == b) {
-                int other = me == a ? b : a;
-                try (Arena arena = Arena.ofShared()) {
-                    MemorySegment small = arena.allocate(8);
-                    MemorySegment big = arena.allocate(4L << 20);
-                    int pings = 2000;
-                    long best = Long.MAX_VALUE;
-                    // the first rounds compile the path: untimed
-                    for (int round = -4; round < 3; round++) {
-                        long t0 = System.nanoTime();
-                        for (int i = 0; i < pings; i++) {
-                            if (me == a) {
-                                comm.send(small, other, TAG);
-                                comm.recv(small, other, TAG);
-                            } else {
-                                comm.recv(small, other, TAG);
-                                comm.send(small, other, TAG);
-                            }
-                        }
-                        if (round >= 0) best = Math.min(best, System.nanoTime() - t0);
-                    }
-                    res[0] = best / 1e3 / pings / 2;
-                    int msgs = 16;
-                    long bestStream = Long.MAX_VALUE;
-                    for (int round = 0; round < 3; round++) {
-                        long t0 = System.nanoTime();
-                        for (int i = 0; i < msgs; i++) {
-                            if (me == a) comm.send(big, other, TAG);
-                            else comm.recv(big, other, TAG);
-                        }
-                        // the receiver's acknowledgement ends the stream on the sender's clock
-                        if (me == a) comm.recv(small, other, TAG);
-                        else comm.send(small, other, TAG);
-                        bestStream = Math.min(bestStream, System.nanoTime() - t0);
-                    }
-                    res[1] = (double) msgs * big.byteSize() / bestStream; // bytes per ns = GB/s
-                }
-            }
-            // rank a's figures to everyone
-            try (Arena arena = Arena.ofShared()) {
-                MemorySegment buf = arena.allocate(16);
-                if (me == a) {
-                    buf.set(java.lang.foreign.ValueLayout.JAVA_DOUBLE, 0, res[0]);
-                    buf.set(java.lang.foreign.ValueLayout.JAVA_DOUBLE, 8, res[1]);
-                }
-                comm.broadcast(buf, 2, DataType.FLOAT64, a);
-                return new Result(buf.get(java.lang.foreign.ValueLayout.JAVA_DOUBLE, 0),
-                        buf.get(java.lang.foreign.ValueLayout.JAVA_DOUBLE, 8));
             }
         }
     }

@@ -100,9 +100,10 @@ public final class Tuner {
     private static final double COPY = 1 / 10e9;
 
     /** Between hosts, and for flat algorithms. */
-    private final LinkCost cost;
+    // volatile: init may replace them with measured ones (HCOMM_TUNE_AT_INIT), before any op of the user's
+    private volatile LinkCost cost;
     /** Within a host (the levels of a hierarchical op that stay on one host). */
-    private final LinkCost local;
+    private volatile LinkCost local;
     private final Map<Op, Algo> forced;
     /** A measured table ({@code HCOMM_TUNING_FILE}), or null: the model alone. */
     private final TuningTable table;
@@ -150,6 +151,25 @@ public final class Tuner {
         if (algo == null) m.remove(op);
         else m.put(op, algo);
         tuning = Map.copyOf(m);
+    }
+
+    /**
+     * Costs the model from now on with measured links (null: keeps that one). Every rank must call it with the same
+     * figures between the same two ops: init does, with figures broadcast from one rank.
+     */
+    public void useLinks(LinkCost between, LinkCost within) {
+        if (between != null) this.cost = between;
+        if (within != null) this.local = within;
+    }
+
+    /** The link cost between hosts (and of flat algorithms) the model uses now. */
+    public LinkCost between() {
+        return cost;
+    }
+
+    /** The link cost within a host the model uses now. */
+    public LinkCost within() {
+        return local;
     }
 
     /** The measured table this tuner consults, or null. */

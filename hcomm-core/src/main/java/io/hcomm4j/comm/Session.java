@@ -202,8 +202,19 @@ public final class Session implements SessionProvider.SessionHandle {
         return MemoryPool.open(new MemoryPool.Options(shmDir, config.memPoolMax(), config.memDebug(), config.memAdopt()));
     }
 
-    /** Runs init: rendezvous through the store, data listener, world communicator. */
+    /** Runs init: rendezvous through the store, data listener, world communicator (then HCOMM_TUNE_AT_INIT's probe). */
     public static Session open(CommConfig config) {
+        Session s = rendezvous(config);
+        try {
+            SessionTuning.measureAtInit(config, s.tuner, s.world);
+        } catch (RuntimeException e) {
+            s.close();
+            throw e;
+        }
+        return s;
+    }
+
+    private static Session rendezvous(CommConfig config) {
         long start = System.nanoTime();
         Bootstrap.Joined j = Bootstrap.join(config);
         PeerTransport t = null;

@@ -1,8 +1,10 @@
 package io.hcomm4j.comm;
 
 import io.hcomm4j.CommConfig;
+import io.hcomm4j.Communicator;
 import io.hcomm4j.HcommException;
 import io.hcomm4j.Topology;
+import io.hcomm4j.algo.LinkProbe;
 import io.hcomm4j.algo.Tuner;
 import io.hcomm4j.algo.TuningTable;
 import java.nio.file.Path;
@@ -60,6 +62,27 @@ final class SessionTuning {
         }
         b.append(" (this rank: ").append(mine == null ? "none" : mine.source() + ", fingerprint " + mine.fingerprint()).append(')');
         return b.toString();
+    }
+
+    /** Budget of each of init's link probes. */
+    static final long INIT_PROBE_NANOS = 50_000_000;
+
+    /**
+     * {@code HCOMM_TUNE_AT_INIT}: when no table entry covers the world, measures the link between hosts and the one
+     * within a host ({@link LinkProbe}, 50 ms each) and costs the model with them. Every rank calls it at the end of
+     * init, before any op of the user's; the figures come from one rank, so every rank's tuner changes alike.
+     */
+    static void measureAtInit(CommConfig config, Tuner tuner, Communicator world) {
+        if (!config.tuneAtInit() || world.size() < 2) return;
+        if (tuner.table() != null && tuner.entry(Tuner.Shape.of(world.topology())) != null) return;
+        long t0 = System.nanoTime();
+        LinkProbe.Result between = LinkProbe.between(world, world.topology(), INIT_PROBE_NANOS);
+        LinkProbe.Result within = LinkProbe.within(world, world.topology(), INIT_PROBE_NANOS);
+        tuner.useLinks(between == null ? null : between.cost(), within == null ? null : within.cost());
+        if (world.rank() == 0) {
+            LOG.info("HCOMM_TUNE_AT_INIT: measured in {} ms: between hosts {}; within a host {}",
+                    (System.nanoTime() - t0) / 1_000_000, between == null ? "none" : between, within == null ? "none" : within);
+        }
     }
 
     /**

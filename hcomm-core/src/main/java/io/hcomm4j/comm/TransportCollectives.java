@@ -46,6 +46,11 @@ final class TransportCollectives {
         this.feedback = feedback ? new Feedback(tuner, shape, rank) : null;
     }
 
+    /** The session's tuner (tests). */
+    Tuner tuner() {
+        return tuner;
+    }
+
     /** What the tuner alone would choose for {@code op} on {@code bytes} here (tests). */
     Tuner.Algo tunerChoice(Tuner.Op op, long bytes) {
         return tuner.choose(op, bytes, shape);
