@@ -68,6 +68,7 @@ public final class Feedback {
     private final Map<Op, Slot[]> slots = new EnumMap<>(Op.class);
     private long switches;
 
+    /** Feedback on {@code tuner}'s choices for a communicator of {@code shape}, as its rank {@code rank} (rank 0 logs). */
     public Feedback(Tuner tuner, Tuner.Shape shape, int rank) {
         this.tuner = tuner;
         this.shape = shape;
