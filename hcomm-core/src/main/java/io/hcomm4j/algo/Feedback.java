@@ -23,8 +23,8 @@ import java.util.Map;
  * {@link #DEGRADE} times slower than that, it is replaced by the algorithm expected to be fastest, if that is
  * {@link #MARGIN} faster than the current time: an algorithm that ran before in this class is expected at its last
  * voted time; one that never ran at the model's ratio to the current one's baseline. If the replacement's first vote
- * is slower than the degraded time it replaced, the previous algorithm comes back. A switch is logged, committed as a
- * JFR event by the caller, and counted ({@link #switches()}). Steady algorithms are never explored, so feedback costs
+ * is slower than the degraded time it replaced, the previous algorithm comes back. A switch is logged and committed
+ * as a JFR event by the caller. Steady algorithms are never explored, so feedback costs
  * one small all-reduce every {@value #VOTE_EVERY} ops of a class and nothing else. A switch made during a slow phase
  * of the whole machine may keep an algorithm a little slower than the one it replaced, until that one degrades in
  * turn: without running both again nothing tells the two apart. Not thread-safe: the communicator runs its collectives one at
@@ -66,7 +66,6 @@ public final class Feedback {
     private final Tuner.Shape shape;
     private final int rank;
     private final Map<Op, Slot[]> slots = new EnumMap<>(Op.class);
-    private long switches;
 
     /** Feedback on {@code tuner}'s choices for a communicator of {@code shape}, as its rank {@code rank} (rank 0 logs). */
     public Feedback(Tuner tuner, Tuner.Shape shape, int rank) {
@@ -162,16 +161,10 @@ public final class Feedback {
         s.baseline = Double.NaN;
         s.recent = Double.NaN;
         s.strikes = 0;
-        switches++;
         if (rank == 0) {
             LOG.info("{} of ~{} bytes: {} took {} µs a call; switched to {} (expected {} µs)", Tuner.name(op), bytes,
                     Tuner.name(from), Math.round(time * 1e6), Tuner.name(to), Math.round(expected * 1e6));
         }
         return sw;
-    }
-
-    /** Switches made so far. */
-    public long switches() {
-        return switches;
     }
 }

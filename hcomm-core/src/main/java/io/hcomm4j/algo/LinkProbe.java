@@ -18,6 +18,8 @@ import java.util.Locale;
 public final class LinkProbe {
     private static final int TAG = 0x7e57;
     private static final long STREAM_MESSAGE = 1L << 20;
+    /** Messages of one stream window. */
+    private static final int WINDOW = 4;
 
     private LinkProbe() {
     }
@@ -91,8 +93,7 @@ public final class LinkProbe {
                 long bestStream = Long.MAX_VALUE;
                 for (int round = 0; ; round++) {
                     long t0 = System.nanoTime();
-                    int msgs = 4;
-                    for (int i = 0; i < msgs; i++) {
+                    for (int i = 0; i < WINDOW; i++) {
                         if (me == a) comm.send(big, other, TAG);
                         else comm.recv(big, other, TAG);
                     }
@@ -111,7 +112,7 @@ public final class LinkProbe {
                     bestStream = Math.min(bestStream, System.nanoTime() - t0);
                     if (go == 0) break;
                 }
-                res[1] = (double) 4 * STREAM_MESSAGE / bestStream; // bytes per ns = GB/s
+                res[1] = (double) WINDOW * STREAM_MESSAGE / bestStream; // bytes per ns = GB/s
             }
         }
         try (Arena arena = Arena.ofShared()) {

@@ -172,11 +172,6 @@ public final class Tuner {
         return local;
     }
 
-    /** The measured table this tuner consults, or null. */
-    public TuningTable table() {
-        return table;
-    }
-
     /** The table's entry for communicators placed as {@code shape}, or null. */
     public TuningTable.Entry entry(Shape shape) {
         if (table == null) return null;

@@ -105,8 +105,7 @@ public final class TuningTable {
 
     /** A table of {@code entries} (not read from a file: fingerprint of its JSON). */
     public static TuningTable of(List<Entry> entries) {
-        TuningTable t = new TuningTable(entries, "", "memory");
-        return new TuningTable(entries, sha256(t.toJson().getBytes(StandardCharsets.UTF_8)), "memory");
+        return new TuningTable(entries, sha256(json(entries).getBytes(StandardCharsets.UTF_8)), "memory");
     }
 
     /** @throws IllegalArgumentException naming the file and what is wrong in it */
@@ -239,6 +238,10 @@ public final class TuningTable {
 
     /** The table as JSON (the format above). */
     public String toJson() {
+        return json(entries);
+    }
+
+    private static String json(List<Entry> entries) {
         List<Object> list = new ArrayList<>();
         for (Entry e : entries) {
             Map<String, Object> m = new LinkedHashMap<>();

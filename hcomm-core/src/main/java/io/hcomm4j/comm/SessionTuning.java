@@ -74,7 +74,7 @@ final class SessionTuning {
      */
     static void measureAtInit(CommConfig config, Tuner tuner, Communicator world) {
         if (!config.tuneAtInit() || world.size() < 2) return;
-        if (tuner.table() != null && tuner.entry(Tuner.Shape.of(world.topology())) != null) return;
+        if (tuner.entry(Tuner.Shape.of(world.topology())) != null) return;
         long t0 = System.nanoTime();
         LinkProbe.Result between = LinkProbe.between(world, world.topology(), INIT_PROBE_NANOS);
         LinkProbe.Result within = LinkProbe.within(world, world.topology(), INIT_PROBE_NANOS);
@@ -91,20 +91,19 @@ final class SessionTuning {
      */
     static Tuner tuner(CommConfig config, TuningTable table, int rank, String[] hostIds) {
         String within = config.transport() == CommConfig.Transport.TCP ? "tcp" : "shm";
-        Tuner.LinkCost withinCost = within.equals("tcp") ? Tuner.LinkCost.TCP_LOOPBACK : Tuner.LinkCost.SHM;
-        Tuner.LinkCost between = Tuner.LinkCost.TCP_LOOPBACK;
+        Tuner tuner = new Tuner(Tuner.LinkCost.TCP_LOOPBACK, within.equals("tcp") ? Tuner.LinkCost.TCP_LOOPBACK : Tuner.LinkCost.SHM,
+                Tuner.parse(config.algo()), table, within, "tcp");
         if (table != null) {
             Tuner.Shape shape = Tuner.Shape.of(Topology.of(rank, hostIds));
-            TuningTable.Entry world = table.find(TuningTable.Signature.of(shape, within, "tcp"));
+            TuningTable.Entry world = tuner.entry(shape);
             if (world != null) {
-                if (world.between() != null) between = world.between();
-                if (world.within() != null) withinCost = world.within();
+                tuner.useLinks(world.between(), world.within());
                 if (rank == 0) LOG.info("tuning table {} ({}): entry for {}", table.source(), table.fingerprint(), world.signature());
             } else if (rank == 0) {
                 LOG.warn("tuning table {} has no entry for this job ({}); the cost model chooses",
                         table.source(), TuningTable.Signature.of(shape, within, "tcp"));
             }
         }
-        return new Tuner(between, withinCost, Tuner.parse(config.algo()), table, within, "tcp");
+        return tuner;
     }
 }
