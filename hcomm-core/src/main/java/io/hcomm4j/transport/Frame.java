@@ -82,6 +82,21 @@ final class Frame {
      * and the receiver acknowledges such a frame at once, so that wait is one round trip).
      */
     static final long RMA_COPY_MAX = 64 << 10;
+    /**
+     * One chunk of a large message's payload over TCP, after a CTS: {@code msgId} the message, {@code commId} the byte
+     * offset of the chunk in it (a multiple of {@link #CHUNK}), {@code length} the chunk's bytes (a multiple of
+     * {@link #CHUNK}, or what is left of the message), which follow. The chunks of one message may travel over any of
+     * the links to the peer ({@link DataPump}), in any order; the receiver acknowledges each at once.
+     */
+    static final byte DATA_PART = 15;
+    /**
+     * The unit of {@link #DATA_PART} chunks: each starts at a multiple of it and spans whole units (the last chunk of a
+     * message: to its end). The receiver keeps one bit per unit (which came), so a chunk sent again after a link failed
+     * is recognised.
+     */
+    static final long CHUNK = 256 << 10;
+    /** Largest {@link #DATA_PART} a sender makes (see {@link DataPump.Lane#chunkBytes}). */
+    static final long CHUNK_MAX = 4 << 20;
 
     /** FAILED flags: the connection to the failed rank broke (end of stream or I/O error, without BYE). */
     static final int FAIL_LOST = 1;
@@ -143,6 +158,7 @@ final class Frame {
             case ABORT -> "ABORT";
             case STATUS_REQUEST -> "STATUS_REQUEST";
             case RMA -> "RMA";
+            case DATA_PART -> "DATA_PART";
             default -> "type " + type;
         };
     }

@@ -58,6 +58,8 @@ final class FrameReader {
     private MemorySegment rxSeg;
     /** Bytes read from the peer so far: the watchdog's sign of life (written by the poller, read opaquely). */
     private long rxBytes;
+    /** The highest message id of an RTS from the peer (primary link): a DATA_PART naming one up to it may come late. */
+    long maxRtsMsgId;
     /** Seq of the last header read. */
     private long rxSeq;
     /**
@@ -183,7 +185,7 @@ final class FrameReader {
             }
             // A DATA frame we gave a CTS for may come next: read just its header, so that its payload goes
             // straight into the receive buffer above instead of half of it through rx (a second copy).
-            if (!inPayload && rx.position() < Frame.HEADER && !link.awaitingData.isEmpty()) rx.limit(Frame.HEADER);
+            if (!inPayload && rx.position() < Frame.HEADER && !link.owner.awaitingData.isEmpty()) rx.limit(Frame.HEADER);
             Conduit c = link.ch;
             int n = c.read(rx);
             if (n < 0) throw eof();
@@ -318,6 +320,7 @@ final class FrameReader {
         if (ack > peerAcked) {
             peerAcked = ack;
             if (link.reliable) acknowledged(ack);
+            if (link.lane.count > 0) chunksAcknowledged(ack);
         }
         hdrType = type;
         hdrSeq = seq;
@@ -339,9 +342,17 @@ final class FrameReader {
                 host.onEager(link, commId, tag, length, flags);
                 return;
             }
-            case Frame.RTS -> host.onRts(link, commId, tag, length, msgId, flags);
+            case Frame.RTS -> {
+                if (msgId > maxRtsMsgId) maxRtsMsgId = msgId;
+                host.onRts(link, commId, tag, length, msgId, flags);
+            }
             case Frame.CTS -> onCts(msgId, flags);
             case Frame.DATA -> onData(msgId, commId, tag, length, flags);
+            case Frame.DATA_PART -> {
+                rxSeq = seq;
+                onDataPart(msgId, commId, length);
+                return;
+            }
             case Frame.DATA_REF -> host.onDataRef(link, msgId, commId, ((long) tag << 32) | (flags & 0xFFFFFFFFL), length);
             case Frame.DATA_DONE -> host.onDataDone(link, msgId, flags);
             case Frame.ACK, Frame.HEARTBEAT -> { }
@@ -396,7 +407,7 @@ final class FrameReader {
 
     /** The data of a rendezvous message we gave a CTS for: its payload goes into the matched receive's buffer. */
     private void onData(long msgId, long commId, int tag, long length, int flags) throws PeerLink.ProtocolException {
-        RecvRequest r = link.awaitingData.remove(msgId);
+        RecvRequest r = link.owner.awaitingData.remove(msgId);
         if (r == null) throw protocol("DATA for unknown message " + msgId);
         if ((flags & Frame.CTS_DISCARD) != 0) {
             if (length != 0) throw protocol("cancelled DATA with " + length + " bytes");
@@ -408,6 +419,35 @@ final class FrameReader {
             if (r.finished()) expectPayload(null, length, null, null, commId, tag, 0);
             else expectPayload(r.buf, length, r, null, commId, tag, 0);
         }
+    }
+
+    /**
+     * One chunk of a rendezvous message we gave a CTS for, at byte {@code offset} of it: read straight into its place in
+     * the receive buffer. A chunk of a message no longer waited for (it failed or was given up, or this chunk came
+     * already: sent again after a link failed) is read and dropped.
+     */
+    private void onDataPart(long msgId, long offset, long length) throws PeerLink.ProtocolException {
+        PeerLink owner = link.owner;
+        RecvRequest r = owner.awaitingData.get(msgId);
+        if (r == null) {
+            if (msgId <= 0 || msgId > owner.reader.maxRtsMsgId) throw protocol("DATA_PART for unknown message " + msgId);
+            expectPayload(null, length, null, null, 0, 0, 0); // the message ended meanwhile
+            return;
+        }
+        long size = r.matchedSize;
+        if (offset < 0 || offset >= size || offset % Frame.CHUNK != 0 || length <= 0 || length > size - offset
+                || (length % Frame.CHUNK != 0 && length != size - offset)) {
+            throw protocol("DATA_PART [" + offset + ", +" + length + ") of a message of " + size + " bytes");
+        }
+        if (r.chunkCame(offset / Frame.CHUNK)) {
+            expectPayload(null, length, null, null, 0, 0, 0);
+            return;
+        }
+        // a receive that failed meanwhile no longer owns its buffer: its chunks are dropped, but counted, so that it
+        // leaves the map with the last one
+        expectPayload(r.finished() ? null : r.buf, length, r, null, msgId, 0, 0);
+        destOff = offset;
+        payloadOffset = offset;
     }
 
     /**
@@ -440,6 +480,10 @@ final class FrameReader {
 
     private void finishPayload() {
         inPayload = false;
+        if (payloadType == Frame.DATA_PART) {
+            finishChunk();
+            return;
+        }
         RecvRequest r = payloadRecv;
         byte[] u = payloadUnexpected;
         MemorySegment landed = dest;
@@ -466,6 +510,32 @@ final class FrameReader {
         }
     }
 
+    /** A chunk is in (or was dropped): acknowledged at once (its sender counts on it); the last one completes its receive. */
+    private void finishChunk() {
+        RecvRequest r = payloadRecv;
+        dest = null;
+        payloadRecv = null;
+        if (dupPayload) {
+            dupPayload = false;
+            return;
+        }
+        setRxDone(payloadSeq);
+        sendAck();
+        if (r != null && r.chunkDone(payloadOffset / Frame.CHUNK, payloadLength)) {
+            link.owner.awaitingData.remove(payloadCommId);
+            if (!r.isDone()) r.succeedMatched();
+        }
+    }
+
+    /** Our chunks up to frame {@code ack} were acknowledged: sends whose last chunk that was complete. */
+    private void chunksAcknowledged(long ack) {
+        ArrayList<SendRequest> done = completedByAck;
+        boolean wasFull = link.pump.acked(link.lane, ack, done);
+        for (int i = 0; i < done.size(); i++) done.get(i).succeed(null);
+        done.clear();
+        if (wasFull) writer.kick();
+    }
+
     private void sendAck() {
         ackSoon = false;
         rxSinceAck = 0;
@@ -487,7 +557,7 @@ final class FrameReader {
         host.countDuplicate();
         LOG.warn("rank {}: frame {} ({}) from rank {} came a second time (last received {}); dropped", rank, seq,
                 Frame.typeName(type), peer, rxSeq);
-        if (type == Frame.EAGER || type == Frame.DATA || type == Frame.RMA) {
+        if (type == Frame.EAGER || type == Frame.DATA || type == Frame.RMA || type == Frame.DATA_PART) {
             hdrType = type;
             hdrSeq = seq;
             dupPayload = true;
@@ -501,7 +571,7 @@ final class FrameReader {
         RecvRequest r = payloadRecv;
         if (r != null && r.finished()) dest = null; // failed meanwhile: its buffer is no longer ours to write
         inPayload = true;
-        destOff = 0;
+        destOff = payloadType == Frame.DATA_PART ? payloadOffset : 0;
         remaining = payloadLength;
     }
 

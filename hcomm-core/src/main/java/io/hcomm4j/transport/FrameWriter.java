@@ -330,6 +330,7 @@ final class FrameWriter {
             try {
                 OutFrame f = txQueue.peek();
                 if (f == null) {
+                    if (fillChunks()) continue;
                     link.ch.writeDone();
                     return;
                 }
@@ -353,6 +354,64 @@ final class FrameWriter {
             }
             if (completed != null) completed.succeed(null);
         } while (true);
+    }
+
+    /**
+     * Writes chunks of the peer's large messages ({@link DataPump}) while nothing else waits to be written (lock held):
+     * each goes when the one before was taken whole by the conduit; one taken in part waits in the queue like any frame.
+     *
+     * @return whether it wrote or queued anything
+     */
+    boolean fillChunks() throws IOException {
+        DataPump pump = link.pump;
+        DataPump.Lane lane = link.lane;
+        boolean any = false;
+        while (txQueue.isEmpty() && link.state == PeerLink.State.CONNECTED && !(link.ch instanceof ShmConduit)) {
+            long seq = txSeq + 1;
+            int what = pump.next(lane, seq);
+            if (what == DataPump.NONE) return any;
+            SendRequest s = lane.nextReq;
+            lane.nextReq = null;
+            txSeq = seq;
+            long ack = link.reader.rxDone();
+            any = true;
+            if (what == DataPump.DISCARD) {
+                if (log != null) log.append(Frame.DATA, Frame.CTS_DISCARD, seq, ack, s.commId, s.tag, rank, 0, s.msgId, null, false, null);
+                writeOrQueue(Frame.DATA, Frame.CTS_DISCARD, seq, ack, s.commId, s.tag, 0, s.msgId, null, null);
+                continue;
+            }
+            long off = lane.nextOffset;
+            long len = lane.nextLength;
+            MemorySegment payload = s.buf.asSlice(off, len);
+            if (log != null) log.append(Frame.DATA_PART, 0, seq, ack, off, 0, rank, len, s.msgId, payload, false, null);
+            writeOrQueue(Frame.DATA_PART, 0, seq, ack, off, 0, len, s.msgId, payload, null);
+        }
+        return any;
+    }
+
+    /**
+     * The peer's pump has chunks: take what fits now if the lock is free (any thread, no tx lock held), else ask the
+     * poller to, once the conduit is writable.
+     */
+    void kick() {
+        if (link.state != PeerLink.State.CONNECTED) return;
+        if (!lock.tryLock()) {
+            Conduit c = link.ch;
+            if (c != null) c.wantWrite();
+            progress.wakeup();
+            return;
+        }
+        try {
+            if (txQueue.isEmpty()) fillChunks();
+        } catch (IOException e) {
+            lock.unlock();
+            link.lost(e);
+        } catch (RuntimeException e) {
+            lock.unlock();
+            if (!lostMeanwhile(e)) link.fail(new IOException(e));
+        } finally {
+            if (lock.isHeldByCurrentThread()) lock.unlock();
+        }
     }
 
     /** The peer gave back {@code bytes} of eager credit (poller). */
@@ -405,6 +464,7 @@ final class FrameWriter {
         try {
             for (OutFrame f : txQueue) if (f.completes != null && keep.test(f.completes)) out.add(f.completes);
             if (log != null) log.pending(keep, out);
+            if (link.rail == 0) link.pump.pending(keep, out);
         } finally {
             lock.unlock();
         }
@@ -414,7 +474,7 @@ final class FrameWriter {
     boolean delivered() {
         lock.lock();
         try {
-            return txQueue.isEmpty() && (log == null || log.frames() == 0);
+            return txQueue.isEmpty() && (log == null || log.frames() == 0) && (link.rail != 0 || link.pump.idle());
         } finally {
             lock.unlock();
         }
@@ -428,6 +488,7 @@ final class FrameWriter {
             for (OutFrame f : txQueue) if (f.completes != null) out.add(f.completes);
             txQueue.clear();
             if (log != null) log.clear(out);
+            if (link.rail == 0) link.pump.drain(out);
         } finally {
             lock.unlock();
         }
@@ -458,6 +519,7 @@ final class FrameWriter {
                     + ", but frames " + log.firstSeq() + ".." + txSeq + " are the ones not acknowledged");
         }
         log.acknowledge(peerResume, done);
+        link.pump.acked(link.lane, peerResume, done);
         for (OutFrame f : txQueue) if (f.completes != null) done.add(f.completes);
         txQueue.clear();
         held.clear();

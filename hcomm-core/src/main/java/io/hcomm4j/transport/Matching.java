@@ -221,6 +221,7 @@ final class Matching {
         // a rendezvous RTS: ask for the data
         PeerLink l = links[u.src()];
         r.msgId = u.msgId();
+        if (!(l.ch instanceof ShmConduit)) r.expectChunks(u.size()); // over TCP the payload comes as DATA_PART chunks
         l.awaitingData.put(u.msgId(), r);
         return () -> {
             if (!l.sendFrame(Frame.CTS, 0, u.commId(), u.tag(), 0, u.msgId(), null, null)) {

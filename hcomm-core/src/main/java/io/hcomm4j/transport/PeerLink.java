@@ -83,7 +83,27 @@ final class PeerLink {
     /** Sends whose data the peer reads from our mapping (DATA_REF, shared memory), by msgId, until its DATA_DONE. */
     final ConcurrentHashMap<Long, SendRequest> awaitingDone = new ConcurrentHashMap<>();
 
+    /**
+     * 0 for the peer's primary link (every frame of the protocol); n &gt; 0 for its n-th extra link, a rail (another
+     * interface or connection to the same peer: only the chunks of large messages, see {@link DataPump}).
+     */
+    final int rail;
+    /** The peer's primary link (this one, or the one a rail belongs to): its maps hold the messages in flight. */
+    final PeerLink owner;
+    /** The chunks of the peer's large messages, shared by all its links. */
+    final DataPump pump;
+    /** The chunks this link wrote that wait for their acknowledgement, and its measured rate. */
+    final DataPump.Lane lane = new DataPump.Lane();
+
     PeerLink(LinkHost host, int peer) {
+        this(host, peer, 0, null);
+    }
+
+    /** A rail of {@code owner} (rail &gt; 0), or a primary link ({@code owner} null). */
+    PeerLink(LinkHost host, int peer, int rail, PeerLink owner) {
+        this.rail = rail;
+        this.owner = owner == null ? this : owner;
+        this.pump = owner == null ? new DataPump(this) : owner.pump;
         this.host = host;
         this.peer = peer;
         this.rank = host.rank();
@@ -160,7 +180,13 @@ final class PeerLink {
     }
 
     void onReady(SelectionKey k) {
-        onReady(k.isValid() && k.isWritable(), k.isValid() && k.isReadable());
+        int ready;
+        try {
+            ready = k.readyOps();
+        } catch (java.nio.channels.CancelledKeyException e) {
+            return; // the conduit was closed by another thread (lost, replaced) after the selector chose the key
+        }
+        onReady((ready & SelectionKey.OP_WRITE) != 0, (ready & SelectionKey.OP_READ) != 0);
     }
 
     /** The conduit may take more bytes ({@code writable}) or has bytes to read ({@code readable}). */
@@ -216,6 +242,7 @@ final class PeerLink {
         progress.wakeup();
         progress.selector.wakeup();
         notifyAll();
+        pump.kick(); // a rail that joins takes its share of what waits
         // a connection that completes while the session closes was missed by close's BYE round: its end is orderly too
         if (host.closing()) sendFrame(Frame.BYE, 0, 0, 0, 0, 0, null, null);
     }
@@ -297,6 +324,7 @@ final class PeerLink {
         }
         reader.peerResumedAfter(peerResume);
         reconnects++;
+        pump.kick();
         host.countResumed(lastResent, lastResentBytes);
         notifyAll();
         progress.wakeup();

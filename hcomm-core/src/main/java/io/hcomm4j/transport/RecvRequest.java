@@ -13,6 +13,14 @@ public final class RecvRequest extends Request<Status> {
     int matchedSrc;
     int matchedTag;
     long matchedSize;
+    /**
+     * A rendezvous message whose payload comes in chunks ({@link Frame#DATA_PART}, poller only): bytes still to come, and
+     * which chunks came (bit i: chunk i; past the first 64, {@link #moreChunks}), so a chunk sent again over another link
+     * after a link failed is dropped if it came already.
+     */
+    long dataLeft;
+    private long chunks;
+    private long[] moreChunks;
 
     /** Whether a matched message must carry {@link #expectFlags} (collectives check their fingerprint). */
     final boolean checkFlags;
@@ -30,6 +38,30 @@ public final class RecvRequest extends Request<Status> {
     /** The mismatch failure if a message with {@code flags} from world rank {@code from} must not be taken, else null. */
     FingerprintMismatchException mismatch(int from, int flags) {
         return checkFlags && flags != expectFlags ? new FingerprintMismatchException(from, flags, expectFlags) : null;
+    }
+
+    /** The payload of {@code size} bytes comes in chunks from now on (its CTS goes out). */
+    void expectChunks(long size) {
+        dataLeft = size;
+        chunks = 0;
+        long n = (size + Frame.CHUNK - 1) / Frame.CHUNK;
+        moreChunks = n > 64 ? new long[(int) ((n - 64 + 63) / 64)] : null;
+    }
+
+    /** Whether the chunk unit {@code index} ({@link Frame#CHUNK} bytes from {@code index * CHUNK}) came already. */
+    boolean chunkCame(long index) {
+        return index < 64 ? (chunks & (1L << index)) != 0 : (moreChunks[(int) ((index - 64) >>> 6)] & (1L << (index & 63))) != 0;
+    }
+
+    /** The {@code bytes} from unit {@code index} on came: true if they were the last. */
+    boolean chunkDone(long index, long bytes) {
+        long end = index + (bytes + Frame.CHUNK - 1) / Frame.CHUNK;
+        for (long i = index; i < end; i++) {
+            if (i < 64) chunks |= 1L << i;
+            else moreChunks[(int) ((i - 64) >>> 6)] |= 1L << (i & 63);
+        }
+        dataLeft -= bytes;
+        return dataLeft == 0;
     }
 
     boolean matches(int msgSrc, int msgTag) {

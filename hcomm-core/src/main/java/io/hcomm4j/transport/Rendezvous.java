@@ -72,7 +72,8 @@ final class Rendezvous {
     /**
      * The CTS for {@code s} came: send its data. To a peer on this host, a buffer from this session's memory pool goes as
      * a DATA_REF (where it lies in our file; the peer copies it straight out and answers DATA_DONE); anything else
-     * streams through the link (through the ring for a peer on this host: two copies, pipelined).
+     * streams through the ring for a peer on this host (two copies, pipelined), or goes over TCP as chunks that the
+     * links to the peer take as they have room ({@link DataPump}).
      */
     void sendData(PeerLink l, SendRequest s, long msgId) {
         PeerTransport.ShmOptions so = t.shm();
@@ -90,7 +91,11 @@ final class Rendezvous {
                 return;
             }
         }
-        l.sendFrame(Frame.DATA, 0, s.commId, s.tag, s.size, msgId, s.buf, s);
+        if (l.ch instanceof ShmConduit || s.size == 0) {
+            l.sendFrame(Frame.DATA, 0, s.commId, s.tag, s.size, msgId, s.buf, s);
+        } else {
+            l.pump.add(s); // in chunks, over whichever links to the peer have room
+        }
     }
 
     /** The sequence number of our pool file {@code file}, or -1 if it is not one of ours. */

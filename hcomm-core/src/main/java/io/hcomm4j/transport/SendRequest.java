@@ -16,6 +16,11 @@ public final class SendRequest extends Request<Void> {
     private final int[] rankMap;
     /** An RMA frame: its window id is no communicator's, so aborts and stuck-op scans of communicators leave it alone. */
     final boolean rma;
+    /** {@link DataPump#HIGH}: the chunks of its payload go before those of other messages to the same peer. */
+    byte priority;
+    /** Chunked payload ({@link DataPump}, under its monitor): bytes handed to links so far, bytes not yet acknowledged. */
+    long sentOffset;
+    long unacked;
 
     SendRequest(PeerTransport transport, long commId, int dst, int tag, MemorySegment buf, int flags, int[] rankMap) {
         this(transport, commId, dst, tag, buf, flags, rankMap, false);

@@ -1,0 +1,219 @@
+package io.hcomm4j.transport;
+
+import java.util.ArrayDeque;
+import java.util.List;
+import java.util.function.Predicate;
+
+/**
+ * The payloads of one peer's large messages over TCP, cut into {@link Frame#CHUNK}-byte {@link Frame#DATA_PART} frames
+ * that the links to the peer take whenever they have room: a link's writer with nothing queued takes the next chunk
+ * ({@link FrameWriter#fillChunks}). So a link that drains faster takes more chunks, in proportion to how fast it drains,
+ * and a link that slows down takes fewer from then on; no split is fixed in advance. Control frames and small messages
+ * go ahead of the next chunk on their link, and the chunks of high-priority messages ahead of the others', so a
+ * latency-critical message waits at most for the chunk being written and what the socket already holds.
+ *
+ * <p>A send completes when the peer has acknowledged every chunk of it (the receiver acknowledges each chunk at once).
+ * Each link keeps the chunks it wrote in its {@link Lane} until then; the acknowledgements also measure the link's
+ * rate, which {@code hcomm perf} reports beside each link's share of the bytes.
+ *
+ * <p>Guarded by its own monitor, taken after a link's tx lock and never before: {@link #next} runs under the tx lock of
+ * the link that writes, {@link #acked} on the poller.
+ */
+final class DataPump {
+    /** Chunks one link may have written and not yet seen acknowledged. */
+    static final int LANE_CAPACITY = 64;
+    /** Time one chunk should take on its link (see {@link Lane#chunkBytes}). */
+    private static final long CHUNK_NANOS = 1_000_000;
+    /** A link's chunks until its rate is measured. */
+    private static final long FIRST_CHUNK = 1 << 20;
+    /** Weight of a new rate sample in a lane's running estimate. */
+    private static final double RATE_WEIGHT = 1.0 / 8;
+
+    /** {@link #next}: nothing for this link now. */
+    static final int NONE = 0;
+    /** {@link #next}: write the chunk the lane names. */
+    static final int CHUNK = 1;
+    /** {@link #next}: the lane's request was given up by its sender: tell the receiver (a DATA frame with CTS_DISCARD). */
+    static final int DISCARD = 2;
+
+    private final ArrayDeque<SendRequest> high = new ArrayDeque<>();
+    private final ArrayDeque<SendRequest> normal = new ArrayDeque<>();
+    /** The links that take chunks, the peer's primary link first (replaced whole when one comes or goes). */
+    private volatile PeerLink[] links;
+
+    DataPump(PeerLink primary) {
+        this.links = new PeerLink[] {primary};
+    }
+
+    PeerLink[] links() {
+        return links;
+    }
+
+    /** The data of {@code s} may go (its CTS came): its chunks join the queue of its priority. */
+    void add(SendRequest s) {
+        synchronized (this) {
+            s.sentOffset = 0;
+            s.unacked = s.size;
+            (s.priority > 0 ? high : normal).add(s);
+        }
+        kick();
+    }
+
+    /** Every link takes what it has room for (no tx lock held by the caller). */
+    void kick() {
+        for (PeerLink l : links) l.writer.kick();
+    }
+
+    /**
+     * The next thing link {@code lane} writes (under its tx lock): {@link #CHUNK} with the chunk in the lane's {@code next*}
+     * fields (recorded as in flight with {@code seq}), {@link #DISCARD} with the request in {@code nextReq}, or {@link #NONE}.
+     */
+    synchronized int next(Lane lane, long seq) {
+        while (true) {
+            if (lane.count == LANE_CAPACITY) return NONE;
+            ArrayDeque<SendRequest> q = high.isEmpty() ? normal : high;
+            SendRequest s = q.peek();
+            if (s == null) return NONE;
+            if (s.isDone()) {
+                // given up (its communicator aborted, its waiter left): no more of it goes; the receiver is told
+                q.poll();
+                lane.nextReq = s;
+                return DISCARD;
+            }
+            long off = s.sentOffset;
+            long len = Math.min(lane.chunkBytes(), s.size - off);
+            s.sentOffset = off + len;
+            if (s.sentOffset == s.size) q.poll();
+            lane.nextReq = s;
+            lane.nextOffset = off;
+            lane.nextLength = len;
+            lane.push(seq, s, len, System.nanoTime());
+            return CHUNK;
+        }
+    }
+
+    /**
+     * The peer acknowledged every frame of {@code lane}'s link up to {@code ack} (poller): its chunks up to there are
+     * delivered; sends whose last chunk that was go to {@code done}.
+     *
+     * @return whether the lane was full before (its link may take chunks again)
+     */
+    synchronized boolean acked(Lane lane, long ack, List<SendRequest> done) {
+        boolean wasFull = lane.count == LANE_CAPACITY;
+        if (lane.count == 0 || lane.seq[lane.head] > ack) return false;
+        long now = System.nanoTime();
+        long from = Math.max(lane.sentAt[lane.head], lane.lastAckAt);
+        long bytes = 0;
+        while (lane.count > 0 && lane.seq[lane.head] <= ack) {
+            int h = lane.head;
+            SendRequest s = lane.req[h];
+            bytes += lane.bytes[h];
+            lane.req[h] = null;
+            lane.head = (h + 1) % LANE_CAPACITY;
+            lane.count--;
+            if ((s.unacked -= lane.bytes[h]) == 0) done.add(s);
+        }
+        lane.sample(bytes, from, now);
+        return wasFull;
+    }
+
+    /** Whether nothing is queued and nothing written waits for its acknowledgement (close waits for it). */
+    synchronized boolean idle() {
+        if (!high.isEmpty() || !normal.isEmpty()) return false;
+        for (PeerLink l : links) if (l.lane.count > 0) return false;
+        return true;
+    }
+
+    /** Adds the sends with chunks queued or unacknowledged that {@code keep} selects to {@code out}. */
+    synchronized void pending(Predicate<SendRequest> keep, List<? super SendRequest> out) {
+        for (SendRequest s : high) if (keep.test(s)) out.add(s);
+        for (SendRequest s : normal) if (keep.test(s)) out.add(s);
+        for (PeerLink l : links) {
+            Lane lane = l.lane;
+            for (int i = 0; i < lane.count; i++) {
+                SendRequest s = lane.req[(lane.head + i) % LANE_CAPACITY];
+                if (keep.test(s) && !out.contains(s)) out.add(s);
+            }
+        }
+    }
+
+    /** The peer is gone for good: every send queued or in flight goes to {@code out}, and the pump is empty. */
+    synchronized void drain(List<? super SendRequest> out) {
+        pending(s -> true, out);
+        high.clear();
+        normal.clear();
+        for (PeerLink l : links) l.lane.clear();
+    }
+
+    /**
+     * One link's chunks written and not yet acknowledged, in the order written (a ring), and its measured rate: each
+     * acknowledgement gives a sample, the chunk's bytes over the time from when the link began on it (its write, or the
+     * previous chunk's acknowledgement if that came later) to its acknowledgement.
+     */
+    static final class Lane {
+        final long[] seq = new long[LANE_CAPACITY];
+        final SendRequest[] req = new SendRequest[LANE_CAPACITY];
+        final long[] bytes = new long[LANE_CAPACITY];
+        final long[] sentAt = new long[LANE_CAPACITY];
+        int head;
+        /** Chunks in flight (written, not acknowledged); read without the pump's monitor only as a hint. */
+        volatile int count;
+        /** The chunk {@link #next} chose. */
+        SendRequest nextReq;
+        long nextOffset;
+        long nextLength;
+        private long lastAckAt;
+        /** Running estimate of the link's rate, in bytes per nanosecond (0: not measured yet). */
+        private double rate;
+        private long ackedBytes;
+
+        private void push(long s, SendRequest r, long b, long now) {
+            int i = (head + count) % LANE_CAPACITY;
+            seq[i] = s;
+            req[i] = r;
+            bytes[i] = b;
+            sentAt[i] = now;
+            count++;
+        }
+
+        /** {@code b} bytes were acknowledged at {@code now}, the link having worked on them since {@code from}. */
+        private void sample(long b, long from, long now) {
+            lastAckAt = now;
+            ackedBytes += b;
+            long took = now - from;
+            if (took <= 0) return;
+            double r = (double) b / took;
+            rate = rate == 0 ? r : rate + (r - rate) * RATE_WEIGHT;
+        }
+
+        private void clear() {
+            for (int i = 0; i < LANE_CAPACITY; i++) req[i] = null;
+            head = 0;
+            count = 0;
+        }
+
+        /**
+         * Bytes of the next chunk: what the link moves in {@link #CHUNK_NANOS} at its measured rate, in whole
+         * {@link Frame#CHUNK} units, at most {@link Frame#CHUNK_MAX}. Each chunk costs its own system calls on both sides
+         * (a write, a header read, a payload read, an acknowledgement each way; 4 MiB exchanges over loopback took twice
+         * as long in 256 KiB chunks), while a message of higher priority waits for the chunk under way: a fixed time
+         * bounds that wait on any link, and on a fast one the chunks get large enough for the calls not to count.
+         */
+        long chunkBytes() {
+            double r = rate;
+            if (r == 0) return FIRST_CHUNK;
+            long units = (long) (r * CHUNK_NANOS) / Frame.CHUNK;
+            return Math.max(1, Math.min(Frame.CHUNK_MAX / Frame.CHUNK, units)) * Frame.CHUNK;
+        }
+
+        /** Measured rate in bytes per second (0: not measured yet). */
+        double bytesPerSecond() {
+            return rate * 1e9;
+        }
+
+        /** Chunk bytes the peer acknowledged on this link so far. */
+        long ackedBytes() {
+            return ackedBytes;
+        }
+    }
+}
