@@ -37,6 +37,7 @@ public final class CommConfig {
     private final String algo;
     private final String tuningFile;
     private final boolean feedback;
+    private final int channels;
     private final boolean tuneAtInit;
     private final boolean fullCheck;
     private final long memPoolMax;
@@ -86,6 +87,7 @@ public final class CommConfig {
         this.algo = b.algo;
         this.tuningFile = b.tuningFile;
         this.feedback = b.feedback;
+        this.channels = b.channels;
         this.tuneAtInit = b.tuneAtInit;
         this.fullCheck = b.fullCheck;
         this.memPoolMax = b.memPoolMax;
@@ -154,8 +156,30 @@ public final class CommConfig {
     /** Deadline of init: rendezvous with every rank through the store. */
     public Duration initTimeout() { return initTimeout; }
 
-    /** Network interface whose address data connections use, if set. */
-    public Optional<String> socketIfname() { return Optional.ofNullable(socketIfname); }
+    /**
+     * Network interface whose address data connections use, if set: {@code HCOMM_SOCKET_IFNAME}, or the first of its
+     * comma-separated list (the others: {@link #socketIfnames()}).
+     */
+    public Optional<String> socketIfname() {
+        return socketIfname == null ? Optional.empty() : Optional.of(socketIfnames().getFirst());
+    }
+
+    /**
+     * Every interface of {@code HCOMM_SOCKET_IFNAME=a,b,...} (empty if unset): the first carries the primary link to each
+     * peer, each further one another link, and large messages are striped over them by their measured throughput.
+     */
+    public java.util.List<String> socketIfnames() {
+        if (socketIfname == null) return java.util.List.of();
+        java.util.List<String> out = new java.util.ArrayList<>();
+        for (String n : socketIfname.split(",")) out.add(n.trim());
+        return java.util.List.copyOf(out);
+    }
+
+    /**
+     * TCP connections per interface to each peer ({@code HCOMM_CHANNELS}, default 1): more than one stripes large
+     * messages over them, as several interfaces do.
+     */
+    public int channels() { return channels; }
 
     /** Address data connections bind to, if set (wins over the interface name). */
     public Optional<String> socketAddr() { return Optional.ofNullable(socketAddr); }
@@ -309,7 +333,7 @@ public final class CommConfig {
                 + ", secret=" + (secret == null ? "unset" : "***") + ", timeout=" + timeout
                 + ", initTimeout=" + initTimeout + ", socketIfname=" + socketIfname + ", socketAddr=" + socketAddr
                 + ", spinTime=" + spinTime + ", eagerLimit=" + eagerLimit + ", unexpectedLimit=" + unexpectedLimit
-                + ", storeHosted=" + storeHosted + ", storePort=" + storePort + ", storeReconnect=" + storeReconnect + ", algo=" + algo + ", tuningFile=" + tuningFile + ", feedback=" + feedback + ", tuneAtInit=" + tuneAtInit + ", check=" + (fullCheck ? "full" : "cheap")
+                + ", storeHosted=" + storeHosted + ", storePort=" + storePort + ", storeReconnect=" + storeReconnect + ", algo=" + algo + ", tuningFile=" + tuningFile + ", feedback=" + feedback + ", channels=" + channels + ", tuneAtInit=" + tuneAtInit + ", check=" + (fullCheck ? "full" : "cheap")
                 + ", memPoolMax=" + memPoolMax + ", shmDir=" + shmDir + ", memDebug=" + memDebug + ", memAdopt=" + memAdopt
                 + ", transport=" + transport.name().toLowerCase(Locale.ROOT) + ", hostId=" + hostId + ", shmRingSize=" + shmRingSize
                 + ", heartbeatTimeout=" + heartbeatTimeout + ", heartbeatInterval=" + heartbeatInterval + ", stuckReport=" + stuckReport + ", warmUp=" + warmUp + ", zeroCopy=" + zeroCopy
@@ -335,6 +359,7 @@ public final class CommConfig {
         private String algo = "";
         private String tuningFile;
         private boolean feedback;
+        private int channels = 1;
         private boolean tuneAtInit;
         private boolean fullCheck;
         private long memPoolMax = 4L << 30;
@@ -407,6 +432,9 @@ public final class CommConfig {
         /** @param on time the algorithms and replace one that became slow (HCOMM_FEEDBACK, default false) */
         public Builder feedback(boolean on) { this.feedback = on; return this; }
 
+        /** @param n TCP connections per interface to each peer, 1..16 (HCOMM_CHANNELS, default 1) */
+        public Builder channels(int n) { this.channels = n; return this; }
+
         /** @param on measure the links at init for the cost model when no tuning table covers the job (HCOMM_TUNE_AT_INIT) */
         public Builder tuneAtInit(boolean on) { this.tuneAtInit = on; return this; }
 
@@ -463,6 +491,20 @@ public final class CommConfig {
             if (worldSize < UNSET || worldSize == 0) throw new IllegalArgumentException("worldSize must be >= 1, was " + worldSize);
             if (rank != UNSET && worldSize != UNSET && rank >= worldSize) {
                 throw new IllegalArgumentException("rank " + rank + " is not below worldSize " + worldSize);
+            }
+            if (channels < 1 || channels > 16) throw new IllegalArgumentException("channels (HCOMM_CHANNELS) must be in [1, 16], was " + channels);
+            if (socketIfname != null) {
+                String[] names = socketIfname.split(",", -1);
+                for (String n : names) {
+                    if (n.isBlank()) {
+                        throw new IllegalArgumentException("socketIfname (HCOMM_SOCKET_IFNAME) '" + socketIfname
+                                + "' has an empty interface name; give one name, or several separated by commas");
+                    }
+                }
+                if (names.length * channels > 16) {
+                    throw new IllegalArgumentException(names.length + " interfaces (HCOMM_SOCKET_IFNAME) x " + channels
+                            + " channels (HCOMM_CHANNELS) make " + names.length * channels + " links per peer; at most 16");
+                }
             }
             positive("timeout", timeout);
             positive("initTimeout", initTimeout);

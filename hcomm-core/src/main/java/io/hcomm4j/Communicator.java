@@ -467,8 +467,16 @@ public interface Communicator extends AutoCloseable {
      */
     Batch batch();
 
-    /** A new ordered queue of ops on this communicator (see {@link Stream}). */
+    /** A new ordered queue of ops on this communicator (see {@link Stream}), of {@link Stream.Priority#NORMAL} priority. */
     Stream newStream();
+
+    /**
+     * A new ordered queue of ops on this communicator whose sends have {@code priority}: over TCP, the payload of a
+     * {@link Stream.Priority#HIGH} send goes ahead of the queued chunks of other messages to the same peer, so a
+     * latency-critical message (an inference request, a control message) is not stuck behind a bulk transfer such as a
+     * gradient all-reduce. Collectives on the stream run as on any stream.
+     */
+    Stream newStream(Stream.Priority priority);
 
     /**
      * The session's pool of registered memory, shared by every communicator of the {@link Hcomm} session: off-heap

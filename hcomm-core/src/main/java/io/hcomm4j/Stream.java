@@ -9,6 +9,18 @@ import java.lang.foreign.MemorySegment;
  * ({@link CommAbortedException}), so a stream never runs an op whose predecessor did not happen.
  */
 public interface Stream extends AutoCloseable {
+    /**
+     * How a stream's sends share a link with other messages to the same peer ({@link Communicator#newStream(Priority)}):
+     * the chunks of a large message of {@code HIGH} priority go before those of {@code NORMAL} ones, and a small message
+     * of either waits for at most the chunk being written.
+     */
+    enum Priority { NORMAL, HIGH }
+
+    /** This stream's priority. */
+    default Priority priority() {
+        return Priority.NORMAL;
+    }
+
     /** Enqueues a send of {@code buf} to {@code peer}; the buffer must not change until it completes. */
     CommFuture<Void> send(MemorySegment buf, int peer, int tag);
 

@@ -251,6 +251,17 @@ public final class Bootstrap {
         return null;
     }
 
+    /**
+     * The addresses of the interfaces after the first in {@code HCOMM_SOCKET_IFNAME=a,b,...} (empty for one or none):
+     * each carries one more link to every peer over TCP.
+     */
+    public static List<InetAddress> furtherInterfaceAddresses(CommConfig config) {
+        List<String> names = config.socketIfnames();
+        List<InetAddress> out = new ArrayList<>();
+        for (String n : names.subList(Math.min(1, names.size()), names.size())) out.add(interfaceAddress(n));
+        return out;
+    }
+
     /** First IPv4 address of interface {@code name}, else its first global IPv6 address, else any IPv6 address. */
     static InetAddress interfaceAddress(String name) {
         NetworkInterface ni;

@@ -117,6 +117,11 @@ final class CommunicatorImpl implements Communicator {
         return p2p.send(buf, peer, tag);
     }
 
+    /** A send of a stream of {@code priority}. */
+    CommFuture<Void> sendAsync(MemorySegment buf, int peer, int tag, Stream.Priority priority) {
+        return p2p.send(buf, peer, tag, priority == Stream.Priority.HIGH);
+    }
+
     @Override
     public CommFuture<Status> recvAsync(MemorySegment buf, int peer, int tag) {
         return p2p.recv(buf, peer, tag);
@@ -481,8 +486,14 @@ final class CommunicatorImpl implements Communicator {
 
     @Override
     public Stream newStream() {
+        return newStream(Stream.Priority.NORMAL);
+    }
+
+    @Override
+    public Stream newStream(Stream.Priority priority) {
+        java.util.Objects.requireNonNull(priority, "priority");
         checkOpen();
-        StreamImpl s = new StreamImpl(this, session);
+        StreamImpl s = new StreamImpl(this, session, priority);
         session.register(s);
         return s;
     }

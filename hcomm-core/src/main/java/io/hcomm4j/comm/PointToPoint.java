@@ -40,6 +40,11 @@ final class PointToPoint {
     }
 
     CommFuture<Void> send(MemorySegment buf, int peer, int tag) {
+        return send(buf, peer, tag, false);
+    }
+
+    /** A send; {@code high}: its payload goes before other messages' to the same peer (a stream of HIGH priority). */
+    CommFuture<Void> send(MemorySegment buf, int peer, int tag, boolean high) {
         comm.checkOpen();
         health.checkNotAborted("send");
         Objects.requireNonNull(buf, "buf");
@@ -48,7 +53,7 @@ final class PointToPoint {
         }
         if (tag < 0) throw new IllegalArgumentException("rank " + rank + ": send: tag " + tag + " must be >= 0");
         check.shared(buf, "send");
-        CommFuture<Void> f = transport.send(commId, comm.world(peer), tag, buf, 0, worldToComm);
+        CommFuture<Void> f = transport.send(commId, comm.world(peer), tag, buf, 0, worldToComm, high);
         metrics.count(CollectiveFrame.SEND_METRIC, buf.byteSize()); // after: an eager message is on its way before the counting
         return f;
     }

@@ -239,14 +239,18 @@ public final class Session implements SessionProvider.SessionHandle {
             PeerTransport.Options options = transportOptions(config);
             t = PeerTransport.open(rank, size, j.dataAddress(), Auth.of(config.secret().orElse(null)), token, options);
             InetSocketAddress me = t.listenAddress();
+            List<java.net.InetAddress> further = io.hcomm4j.bootstrap.Bootstrap.furtherInterfaceAddresses(config);
+            if (!further.isEmpty() || config.channels() > 1) t.enableRails(further, config.channels());
             String host = config.hostId().orElseGet(() -> HostIdentity.of(shmDir));
             // the fourth field says whether this rank takes part in zero-copy collectives: every rank must agree on it
             String zc = config.transport() != CommConfig.Transport.TCP && config.zeroCopy() ? "zc" : "-";
             // the fifth: the CPUs this process may use, so the ranks of a host know whether they have a CPU each
             String cpus = CpuSet.own();
             // the sixth: the tuning table's fingerprint, which every rank must share
+            // the seventh: where this rank listens on its further interfaces (HCOMM_SOCKET_IFNAME=a,b), for the rails
             store.set(ns + "addr/" + rank, (me.getAddress().getHostAddress() + " " + me.getPort() + " " + host + " " + zc
-                    + " " + (cpus == null ? "-" : cpus) + " " + SessionTuning.field(table)).getBytes(StandardCharsets.UTF_8));
+                    + " " + (cpus == null ? "-" : cpus) + " " + SessionTuning.field(table) + " " + railField(t))
+                    .getBytes(StandardCharsets.UTF_8));
             store.add(ns + "joined", 1); // a count for `hcomm status`; init itself waits for the addresses
             // Wait for every rank's address rather than for a "last one in" flag: the keys each rank wrote are all it
             // takes, so a store that restarts meanwhile is whole again once every rank has written its own back
@@ -261,6 +265,7 @@ public final class Session implements SessionProvider.SessionHandle {
                         + " (HCOMM_INIT_TIMEOUT; the missing addr/<rank> keys are the ranks that did not): " + e.getMessage());
             }
             InetSocketAddress[] book = new InetSocketAddress[size];
+            List<List<InetSocketAddress>> railBook = new java.util.ArrayList<>(size);
             boolean[] sameHost = new boolean[size];
             String[] hostIds = new String[size];
             boolean[] zeroCopyRanks = new boolean[size];
@@ -277,6 +282,7 @@ public final class Session implements SessionProvider.SessionHandle {
                 if (p != rank && !sameHost[p]) elsewhere.add(p);
                 if (p == rank || sameHost[p]) localCpus.add(hp.length > 4 && !hp[4].equals("-") ? hp[4] : null);
                 tables[p] = hp.length > 5 ? hp[5] : SessionTuning.NONE;
+                railBook.add(hp.length > 6 ? railAddresses(hp[6]) : List.of());
             }
             int local = localCpus.size();
             t.oversubscribed(CpuSet.oversubscribed(local, localCpus, Runtime.getRuntime().availableProcessors()));
@@ -297,6 +303,7 @@ public final class Session implements SessionProvider.SessionHandle {
             }
             Events events = new Events();
             t.setEvents(events);
+            t.setRailBook(railBook::get);
             t.start(p -> book[p]);
             Session s = new Session(config, j, ns, t, pool, events, book, sameHost, hostIds, host, 0L, null, zeroCopyRanks, table);
             LOG.debug("rank {}/{}: init took {} ms, listening on {}", rank, size, (System.nanoTime() - start) / 1_000_000, me);
@@ -429,6 +436,28 @@ public final class Session implements SessionProvider.SessionHandle {
         sameHost[p] = hp.length > 2 && hp[2].equals(host);
         // a replacement (grow) publishes no zero-copy flag: communicators with it keep to the transport on every rank
         zeroCopyRanks[p] = hp.length > 3 && hp[3].equals("zc");
+    }
+
+    /** This rank's listen addresses on its further interfaces: {@code ip#port,ip#port}, or {@code -}. */
+    private static String railField(PeerTransport t) {
+        List<InetSocketAddress> rails = t.railAddresses();
+        if (rails.isEmpty()) return "-";
+        StringBuilder b = new StringBuilder();
+        for (InetSocketAddress a : rails) {
+            if (!b.isEmpty()) b.append(',');
+            b.append(a.getAddress().getHostAddress()).append('#').append(a.getPort());
+        }
+        return b.toString();
+    }
+
+    private static List<InetSocketAddress> railAddresses(String field) {
+        if (field.equals("-")) return List.of();
+        List<InetSocketAddress> out = new java.util.ArrayList<>();
+        for (String a : field.split(",")) {
+            int hash = a.lastIndexOf('#');
+            out.add(new InetSocketAddress(a.substring(0, hash), Integer.parseInt(a.substring(hash + 1))));
+        }
+        return out;
     }
 
     private static String text(byte[] v) {

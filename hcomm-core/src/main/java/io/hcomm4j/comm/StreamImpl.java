@@ -24,6 +24,7 @@ final class StreamImpl implements Stream {
 
     private final CommunicatorImpl comm;
     private final Session session;
+    private final Priority priority;
     private final Thread worker;
     private final ArrayDeque<Task<?>> queue = new ArrayDeque<>();
     private long enqueued;
@@ -39,8 +40,9 @@ final class StreamImpl implements Stream {
     private record Task<T>(Supplier<T> work, WorkerFuture<T> result, CollectiveCall collective) {
     }
 
-    StreamImpl(CommunicatorImpl comm, Session session) {
+    StreamImpl(CommunicatorImpl comm, Session session, Priority priority) {
         this.comm = comm;
+        this.priority = priority;
         this.session = session;
         this.worker = Thread.ofPlatform().daemon().name("hcomm-stream-" + comm.rank() + "-" + IDS.incrementAndGet())
                 .start(this::run);
@@ -48,7 +50,12 @@ final class StreamImpl implements Stream {
 
     @Override
     public CommFuture<Void> send(MemorySegment buf, int peer, int tag) {
-        return enqueue("send", () -> comm.sendAsync(buf, peer, tag).await());
+        return enqueue("send", () -> comm.sendAsync(buf, peer, tag, priority).await());
+    }
+
+    @Override
+    public Priority priority() {
+        return priority;
     }
 
     @Override

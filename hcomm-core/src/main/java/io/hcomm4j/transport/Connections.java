@@ -71,8 +71,13 @@ final class Connections {
 
     /** Writes our hello (blocking channel): the connection it replaces ({@code epoch}, 0: none) and the last frame received. */
     void writeHello(SocketChannel ch, int peer, byte[] offerName, long epoch, long resume) throws IOException {
+        writeHello(ch, peer, offerName, epoch, resume, 0);
+    }
+
+    /** As above, for rail {@code rail} of the pair (0: the primary link). */
+    void writeHello(SocketChannel ch, int peer, byte[] offerName, long epoch, long resume, int rail) throws IOException {
         HelloDescriptor.writeHello(ch, rank, peer, size, jobToken + incarnations[rank], unexpectedLimit, offerName,
-                t.retryMax > 0, epoch, resume);
+                t.retryMax > 0, epoch, resume, rail);
     }
 
     /** Accepts a hello: our file-name prefix if we mapped the offered rings, the connection's number, where we resume. */
@@ -210,6 +215,7 @@ final class Connections {
                         used[0] = conduit instanceof ShmConduit;
                     }
                     t.failures.tellNewPeer(l);
+                    t.rails.primaryUp(l);
                     return;
                 }
                 ch.close();
@@ -282,7 +288,9 @@ final class Connections {
      * re-established (the listener is open until then).
      */
     void sayBye(long deadline) {
+        // the primary links first: a rail's chunk may still be needed until its message is acknowledged
         for (PeerLink l : links) l.closeOrderly();
+        java.util.List<PeerLink> rails = t.rails.all();
         t.progress.pollUntil(() -> {
             for (PeerLink l : links) {
                 PeerLink.State st = l.state;
@@ -290,6 +298,11 @@ final class Connections {
             }
             return true;
         }, deadline);
+        for (PeerLink r : rails) r.closeOrderly();
+        t.progress.pollUntil(() -> {
+            for (PeerLink r : rails) if (r.state == PeerLink.State.CONNECTED && !r.delivered()) return false;
+            return true;
+        }, Math.min(deadline, System.nanoTime() + 200_000_000L));
     }
 
     /** Unmaps every retired ring at close (progress token held), each under its link's tx lock: no sender copies into it. */
@@ -306,6 +319,11 @@ final class Connections {
     }
 
     void acceptLoop() {
+        acceptLoop(listener);
+    }
+
+    /** Accepts on {@code listener} (the data listener, or one of another interface: {@link Rails}) until close. */
+    void acceptLoop(ServerSocketChannel listener) {
         while (!t.linksClosing()) {
             SocketChannel ch;
             try {
@@ -335,6 +353,10 @@ final class Connections {
                         + "; here: rank " + rank + " of " + size + ")");
             }
             long peerLimit = hello.limit();
+            if (hello.rail() != 0) {
+                t.rails.accept(ch, src, hello.rail(), peerLimit, hello.ringFile() == null && hello.epoch() == 0);
+                return;
+            }
             String ringFile = hello.ringFile();
             long epoch = hello.epoch();
             long resume = hello.resume();
@@ -356,7 +378,10 @@ final class Connections {
             try {
                 if (epoch == 0) {
                     used = acceptNew(ch, l, src, peerLimit, peerReliable, mapped, peerPrefix, so);
-                    if (l.state == PeerLink.State.CONNECTED) t.failures.tellNewPeer(l);
+                    if (l.state == PeerLink.State.CONNECTED) {
+                        t.failures.tellNewPeer(l);
+                        t.rails.primaryUp(l);
+                    }
                 } else {
                     used = t.reconnector.acceptReconnect(ch, l, src, epoch, resume, peerReliable, mapped, peerPrefix, so);
                 }

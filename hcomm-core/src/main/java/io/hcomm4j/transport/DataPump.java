@@ -29,6 +29,9 @@ final class DataPump {
     /** Weight of a new rate sample in a lane's running estimate. */
     private static final double RATE_WEIGHT = 1.0 / 8;
 
+    /** {@link SendRequest#priority} of a message whose chunks go first. */
+    static final byte HIGH = 1;
+
     /** {@link #next}: nothing for this link now. */
     static final int NONE = 0;
     /** {@link #next}: write the chunk the lane names. */
@@ -36,6 +39,8 @@ final class DataPump {
     /** {@link #next}: the lane's request was given up by its sender: tell the receiver (a DATA frame with CTS_DISCARD). */
     static final int DISCARD = 2;
 
+    /** Chunks written on a link that failed before they were acknowledged: they go again first, over the others. */
+    private final ArrayDeque<Retry> retries = new ArrayDeque<>();
     private final ArrayDeque<SendRequest> high = new ArrayDeque<>();
     private final ArrayDeque<SendRequest> normal = new ArrayDeque<>();
     /** The links that take chunks, the peer's primary link first (replaced whole when one comes or goes). */
@@ -47,6 +52,49 @@ final class DataPump {
 
     PeerLink[] links() {
         return links;
+    }
+
+    /** A rail joined: it takes chunks from now on. */
+    void addLink(PeerLink rail) {
+        synchronized (this) {
+            PeerLink[] now = links;
+            PeerLink[] more = java.util.Arrays.copyOf(now, now.length + 1);
+            more[now.length] = rail;
+            links = more;
+        }
+        kick();
+    }
+
+    /**
+     * A rail failed: it takes no more chunks, and those it wrote that were not acknowledged go again over the other
+     * links (the receiver drops a chunk that came already: see {@link RecvRequest#chunkCame}).
+     *
+     * @return the chunks to go again
+     */
+    int removeLink(PeerLink rail) {
+        int again;
+        synchronized (this) {
+            PeerLink[] now = links;
+            int at = java.util.Arrays.asList(now).indexOf(rail);
+            if (at < 0) return 0;
+            PeerLink[] fewer = new PeerLink[now.length - 1];
+            System.arraycopy(now, 0, fewer, 0, at);
+            System.arraycopy(now, at + 1, fewer, at, now.length - at - 1);
+            links = fewer;
+            Lane lane = rail.lane;
+            again = lane.count;
+            for (int i = 0; i < lane.count; i++) {
+                int k = (lane.head + i) % LANE_CAPACITY;
+                retries.add(new Retry(lane.req[k], lane.offsets[k], lane.bytes[k]));
+            }
+            lane.clear();
+        }
+        kick();
+        return again;
+    }
+
+    /** A chunk to send again. */
+    private record Retry(SendRequest req, long offset, long length) {
     }
 
     /** The data of {@code s} may go (its CTS came): its chunks join the queue of its priority. */
@@ -71,6 +119,16 @@ final class DataPump {
     synchronized int next(Lane lane, long seq) {
         while (true) {
             if (lane.count == LANE_CAPACITY) return NONE;
+            Retry again = retries.poll();
+            if (again != null) {
+                SendRequest s = again.req();
+                lane.nextReq = s;
+                if (s.isDone()) return DISCARD;
+                lane.nextOffset = again.offset();
+                lane.nextLength = again.length();
+                lane.push(seq, s, again.offset(), again.length(), System.nanoTime());
+                return CHUNK;
+            }
             ArrayDeque<SendRequest> q = high.isEmpty() ? normal : high;
             SendRequest s = q.peek();
             if (s == null) return NONE;
@@ -87,7 +145,7 @@ final class DataPump {
             lane.nextReq = s;
             lane.nextOffset = off;
             lane.nextLength = len;
-            lane.push(seq, s, len, System.nanoTime());
+            lane.push(seq, s, off, len, System.nanoTime());
             return CHUNK;
         }
     }
@@ -117,15 +175,34 @@ final class DataPump {
         return wasFull;
     }
 
+    /**
+     * Since when {@code lane}'s link has owed an acknowledgement: the later of its oldest unacknowledged chunk's write and
+     * its last acknowledgement; 0 if it has nothing in flight.
+     */
+    synchronized long waitingSince(Lane lane) {
+        return lane.count == 0 ? 0 : Math.max(lane.sentAt[lane.head], lane.lastAckAt);
+    }
+
+    /** {@code lane}'s measured rate in bytes per second (0: not measured yet). */
+    synchronized double rate(Lane lane) {
+        return lane.bytesPerSecond();
+    }
+
+    /** The chunk bytes acknowledged on {@code lane}'s link so far. */
+    synchronized long bytes(Lane lane) {
+        return lane.ackedBytes();
+    }
+
     /** Whether nothing is queued and nothing written waits for its acknowledgement (close waits for it). */
     synchronized boolean idle() {
-        if (!high.isEmpty() || !normal.isEmpty()) return false;
+        if (!high.isEmpty() || !normal.isEmpty() || !retries.isEmpty()) return false;
         for (PeerLink l : links) if (l.lane.count > 0) return false;
         return true;
     }
 
     /** Adds the sends with chunks queued or unacknowledged that {@code keep} selects to {@code out}. */
     synchronized void pending(Predicate<SendRequest> keep, List<? super SendRequest> out) {
+        for (Retry r : retries) if (keep.test(r.req()) && !out.contains(r.req())) out.add(r.req());
         for (SendRequest s : high) if (keep.test(s)) out.add(s);
         for (SendRequest s : normal) if (keep.test(s)) out.add(s);
         for (PeerLink l : links) {
@@ -142,6 +219,7 @@ final class DataPump {
         pending(s -> true, out);
         high.clear();
         normal.clear();
+        retries.clear();
         for (PeerLink l : links) l.lane.clear();
     }
 
@@ -153,6 +231,7 @@ final class DataPump {
     static final class Lane {
         final long[] seq = new long[LANE_CAPACITY];
         final SendRequest[] req = new SendRequest[LANE_CAPACITY];
+        final long[] offsets = new long[LANE_CAPACITY];
         final long[] bytes = new long[LANE_CAPACITY];
         final long[] sentAt = new long[LANE_CAPACITY];
         int head;
@@ -167,10 +246,11 @@ final class DataPump {
         private double rate;
         private long ackedBytes;
 
-        private void push(long s, SendRequest r, long b, long now) {
+        private void push(long s, SendRequest r, long off, long b, long now) {
             int i = (head + count) % LANE_CAPACITY;
             seq[i] = s;
             req[i] = r;
+            offsets[i] = off;
             bytes[i] = b;
             sentAt[i] = now;
             count++;

@@ -139,6 +139,7 @@ final class Failures {
         int p = l.peer;
         List<Request<?>> doomed = new ArrayList<>();
         t.matching.failPeer(p, doomed);
+        t.rails.close(p); // first: the chunks its rails had in flight go back to the pump, which drainRequests empties
         l.drainRequests(doomed);
         for (Request<?> r : doomed) {
             if (t.isClosing()) r.fail(new CommAbortedException("rank " + rank + ": " + r.describe() + " failed: the session is closed"));

@@ -322,6 +322,10 @@ final class FrameReader {
             if (link.reliable) acknowledged(ack);
             if (link.lane.count > 0) chunksAcknowledged(ack);
         }
+        if (link.rail != 0 && type != Frame.DATA_PART && type != Frame.ACK && type != Frame.HEARTBEAT && type != Frame.BYE
+                && type != Frame.DATA) {
+            throw protocol(Frame.typeName(type) + " frame on rail " + link.rail + " (only chunks go there)");
+        }
         hdrType = type;
         hdrSeq = seq;
         if (partialSeq != 0) {
@@ -408,6 +412,9 @@ final class FrameReader {
     /** The data of a rendezvous message we gave a CTS for: its payload goes into the matched receive's buffer. */
     private void onData(long msgId, long commId, int tag, long length, int flags) throws PeerLink.ProtocolException {
         RecvRequest r = link.owner.awaitingData.remove(msgId);
+        if (r == null && (flags & Frame.CTS_DISCARD) != 0 && length == 0 && msgId > 0 && msgId <= link.owner.reader.maxRtsMsgId) {
+            return; // a chunked message given up twice (its chunks were queued, and some had to go again)
+        }
         if (r == null) throw protocol("DATA for unknown message " + msgId);
         if ((flags & Frame.CTS_DISCARD) != 0) {
             if (length != 0) throw protocol("cancelled DATA with " + length + " bytes");

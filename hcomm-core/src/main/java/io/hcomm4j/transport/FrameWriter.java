@@ -324,10 +324,17 @@ final class FrameWriter {
     /** OP_WRITE: drain the queue. */
     void flushQueue() {
         SendRequest completed;
+        boolean wrote = false;
         do {
             completed = null;
             lock.lock();
             try {
+                if (wrote && lock.hasQueuedThreads()) {
+                    // a sender waits for the lock: let it in before the next frame (OP_WRITE brings us back)
+                    link.ch.wantWrite();
+                    return;
+                }
+                wrote = true;
                 OutFrame f = txQueue.peek();
                 if (f == null) {
                     if (fillChunks()) continue;
@@ -367,6 +374,11 @@ final class FrameWriter {
         DataPump.Lane lane = link.lane;
         boolean any = false;
         while (txQueue.isEmpty() && link.state == PeerLink.State.CONNECTED && !(link.ch instanceof ShmConduit)) {
+            if (any && lock.hasQueuedThreads()) {
+                // a sender waits for the lock (a small or control message): it goes first, the chunks after
+                link.ch.wantWrite();
+                return true;
+            }
             long seq = txSeq + 1;
             int what = pump.next(lane, seq);
             if (what == DataPump.NONE) return any;

@@ -15,8 +15,9 @@ import java.nio.charset.StandardCharsets;
  *   0  i32 magic "HCHL"          4  i32 source rank     8  i32 destination rank   12 i32 world size
  *  16  i64 job token + the source's incarnation          24 i64 the source's unexpected limit (its credit to us)
  *  32  i32 ring offer (0 or 1)  36  u16 ring file name length n (0 unless offered), then the name (US-ASCII)
- *  38+n resume part: i32 flags (bit 0: the source keeps a resend log), i64 epoch (0: a new connection; e: it
- *       replaces connection e), i64 resume (last frame the source received completely on the link)
+ *  38+n resume part: i32 flags (bit 0: the source keeps a resend log; bits 8-15: 0 for the pair's primary link, k for
+ *       its rail k, see {@link Rails}), i64 epoch (0: a new connection; e: it replaces connection e), i64 resume (last
+ *       frame the source received completely on the link)
  *
  * answer, accepting side to connecting side: u8 code; after ACCEPT only:
  *   1  i64 the acceptor's unexpected limit    9  u8 rings mapped (0 or 1); if 1: u16 length, the acceptor's file prefix
@@ -49,6 +50,9 @@ final class HelloDescriptor {
     static final int RESUME_LENGTH = 20;
     /** Resume flag: the sender keeps a resend log and reconnects (HCOMM_RETRY_MAX &gt; 0). */
     static final int RELIABLE = 1;
+    /** Resume flags of a hello: the rail the connection is (0: the primary link). */
+    static final int RAIL_SHIFT = 8;
+    static final int RAIL_MASK = 0xFF << RAIL_SHIFT;
 
     static final byte ACCEPT = 1;
     /** Not now: the other side keeps its own attempt, or the connection to replace was replaced already. */
@@ -63,7 +67,7 @@ final class HelloDescriptor {
 
     /** A hello as read by the accepting side, checked for shape only (whether it belongs here is the caller's). */
     record Hello(int magic, int source, int destination, int worldSize, long token, long limit, String ringFile,
-                 boolean reliable, long epoch, long resume) {
+                 boolean reliable, long epoch, long resume, int rail) {
     }
 
     /** The answer to a hello: ACCEPT (with the acceptor's settings and where it resumes), REJECT or GONE. */
@@ -71,13 +75,13 @@ final class HelloDescriptor {
     }
 
     static void writeHello(SocketChannel ch, int source, int destination, int worldSize, long token, long limit,
-                           byte[] ringFile, boolean reliable, long epoch, long resume) throws IOException {
+                           byte[] ringFile, boolean reliable, long epoch, long resume, int rail) throws IOException {
         ByteBuffer hello = ByteBuffer.allocate(FIXED_LENGTH + OFFER_LENGTH + ringFile.length + RESUME_LENGTH);
         hello.putInt(MAGIC_OFFSET, MAGIC).putInt(SOURCE_OFFSET, source).putInt(DESTINATION_OFFSET, destination)
                 .putInt(WORLD_SIZE_OFFSET, worldSize).putLong(TOKEN_OFFSET, token).putLong(LIMIT_OFFSET, limit);
         hello.position(FIXED_LENGTH);
         hello.putInt(ringFile.length == 0 ? 0 : RING_OFFERED).putShort((short) ringFile.length).put(ringFile);
-        putResume(hello, reliable, epoch, resume);
+        hello.putInt((reliable ? RELIABLE : 0) | (rail << RAIL_SHIFT)).putLong(epoch).putLong(resume);
         write(ch, hello.flip());
     }
 
@@ -92,10 +96,11 @@ final class HelloDescriptor {
         }
         String ringFile = nameLength == 0 ? null : new String(readFully(in, nameLength, "hello"), StandardCharsets.US_ASCII);
         ByteBuffer tail = ByteBuffer.wrap(readFully(in, RESUME_LENGTH, "hello"));
-        int flags = checkedFlags(tail, "hello");
+        int flags = checkedFlags(tail, "hello", RELIABLE | RAIL_MASK);
         return new Hello(fixed.getInt(MAGIC_OFFSET), fixed.getInt(SOURCE_OFFSET), fixed.getInt(DESTINATION_OFFSET),
                 fixed.getInt(WORLD_SIZE_OFFSET), fixed.getLong(TOKEN_OFFSET), fixed.getLong(LIMIT_OFFSET), ringFile,
-                (flags & RELIABLE) != 0, tail.getLong(EPOCH_OFFSET), tail.getLong(RESUME_OFFSET));
+                (flags & RELIABLE) != 0, tail.getLong(EPOCH_OFFSET), tail.getLong(RESUME_OFFSET),
+                (flags & RAIL_MASK) >>> RAIL_SHIFT);
     }
 
     /** Accepts a hello: our unexpected limit, our file prefix if we mapped the offered rings, our resume part. */
@@ -134,7 +139,7 @@ final class HelloDescriptor {
             throw new IOException("rank " + peer + " closed the connection during the hello (rings flag " + mapped + ")");
         }
         ByteBuffer tail = ByteBuffer.wrap(readFully(in, RESUME_LENGTH, "hello answer of rank " + peer));
-        int flags = checkedFlags(tail, "hello answer of rank " + peer);
+        int flags = checkedFlags(tail, "hello answer of rank " + peer, RELIABLE);
         return new Answer(ACCEPT, peerLimit, peerPrefix, (flags & RELIABLE) != 0, tail.getLong(EPOCH_OFFSET),
                 tail.getLong(RESUME_OFFSET));
     }
@@ -143,11 +148,11 @@ final class HelloDescriptor {
         b.putInt(reliable ? RELIABLE : 0).putLong(epoch).putLong(resume);
     }
 
-    private static int checkedFlags(ByteBuffer tail, String what) throws IOException {
+    private static int checkedFlags(ByteBuffer tail, String what, int allowed) throws IOException {
         int flags = tail.getInt(FLAGS_OFFSET);
         long epoch = tail.getLong(EPOCH_OFFSET);
         long resume = tail.getLong(RESUME_OFFSET);
-        if ((flags & ~RELIABLE) != 0 || epoch < 0 || resume < 0) {
+        if ((flags & ~allowed) != 0 || epoch < 0 || resume < 0) {
             throw new IOException("bad resume part in the " + what + ": flags 0x" + Integer.toHexString(flags) + ", epoch "
                     + epoch + ", resume " + resume);
         }

@@ -71,6 +71,9 @@ interface LinkHost {
     /** The link failed for good ({@code wasConnected}: it had a connection, so this is evidence against the peer). */
     void linkFailed(PeerLink l, Exception cause);
 
+    /** A rail ({@link Rails}) failed: its chunks go over the peer's other links; the peer itself is fine. */
+    void railLost(PeerLink rail, Exception cause);
+
     /** The link lost its connection and is RECONNECTING: re-establish it. */
     void reconnect(PeerLink l);
 

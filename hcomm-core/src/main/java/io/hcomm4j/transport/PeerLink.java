@@ -252,6 +252,10 @@ final class PeerLink {
      * on a reliable link it is re-established (state RECONNECTING, ops keep waiting), otherwise the peer failed.
      */
     void lost(Exception cause) {
+        if (rail != 0) {
+            host.railLost(this, cause);
+            return;
+        }
         if (!mayReconnect(cause)) {
             fail(cause);
             return;
@@ -345,6 +349,10 @@ final class PeerLink {
      * closes ({@link #markFailed}) and everything that depended on the peer fails.
      */
     void fail(Exception cause) {
+        if (rail != 0) {
+            host.railLost(this, cause);
+            return;
+        }
         host.linkFailed(this, cause);
     }
 

@@ -95,6 +95,8 @@ public final class PeerTransport implements AutoCloseable {
      */
     private final long[] incarnations;
     final Watchdog watchdog;
+    /** The extra links to each peer (HCOMM_SOCKET_IFNAME with several interfaces, HCOMM_CHANNELS). */
+    final Rails rails;
     final long heartbeatTimeoutNanos;
     final long heartbeatIntervalNanos;
     /** Reconnect attempts for a lost connection (0: none, links are not reliable) and the first attempt's window. */
@@ -177,6 +179,7 @@ public final class PeerTransport implements AutoCloseable {
         for (int i = 0; i < size; i++) links[i] = new PeerLink(host, i);
         this.acceptor = Thread.ofPlatform().daemon().name("hcomm-accept-" + rank).unstarted(connections::acceptLoop);
         this.watchdog = new Watchdog(this);
+        this.rails = new Rails(this, rank, size);
     }
 
     /**
@@ -222,6 +225,54 @@ public final class PeerTransport implements AutoCloseable {
         return progress.oversubscribed;
     }
 
+    /**
+     * Several links to each peer over TCP (call before {@link #start}, and before publishing the addresses): {@code extra}
+     * this rank's addresses on further interfaces (each gets a listener: {@link #railAddresses}), {@code channels}
+     * connections per interface. Large messages are striped over the links ({@link Rails}).
+     */
+    public void enableRails(List<InetAddress> extra, int channels) {
+        List<InetAddress> binds = new ArrayList<>();
+        binds.add(listenAddress().getAddress());
+        binds.addAll(extra);
+        try {
+            rails.configure(binds, channels);
+        } catch (IOException e) {
+            throw new HcommException("rank " + rank + ": cannot listen on " + extra + " for the rails: " + e.getMessage(), e);
+        }
+    }
+
+    /** This rank's listen addresses on the further interfaces of {@link #enableRails} (to publish beside {@link #listenAddress}). */
+    public List<InetSocketAddress> railAddresses() {
+        return rails.listenAddresses();
+    }
+
+    /** Each peer's addresses on its further interfaces (set before {@link #start}; null: none). */
+    private volatile IntFunction<List<InetSocketAddress>> railBook;
+
+    /** Where each peer listens on its further interfaces (what it published from {@link #railAddresses}); before {@link #start}. */
+    public void setRailBook(IntFunction<List<InetSocketAddress>> book) {
+        this.railBook = book;
+    }
+
+    /**
+     * The links to world rank {@code peer} that are up, the primary first, each with its route, measured rate and the
+     * chunk bytes it carried (diagnostics, {@code hcomm perf}).
+     */
+    public List<LinkStats> linkStats(int peer) {
+        List<LinkStats> out = new ArrayList<>();
+        if (peer == rank) return out;
+        PeerLink primary = links[peer];
+        List<PeerLink> all = new ArrayList<>();
+        if (primary.state == PeerLink.State.CONNECTED) all.add(primary);
+        all.addAll(rails.up(peer));
+        for (PeerLink l : all) {
+            Conduit c = l.ch;
+            String route = c instanceof SocketConduit s ? s.route : c == null ? "-" : c.kind();
+            out.add(new LinkStats(l.rail, c == null ? "none" : c.kind(), route, l.pump.rate(l.lane), l.pump.bytes(l.lane)));
+        }
+        return out;
+    }
+
     /** Talk to the peers {@code options.sameHost()} names through shared-memory rings (call before {@link #start}). */
     public void enableShm(ShmOptions options) {
         this.shm = options;
@@ -243,6 +294,20 @@ public final class PeerTransport implements AutoCloseable {
      */
     public long reconnects() {
         return host.reconnects.get();
+    }
+
+    /** Test hook: breaks rail {@code k} to {@code peer} now, as {@code how} says; false if it is not up. */
+    boolean dropRail(int peer, int k, Conduit.Drop how) {
+        PeerLink r = rails.rail(peer, k);
+        return r != null && r.drop(how);
+    }
+
+    /** Test hook: rail {@code k} to {@code peer} reads nothing more, as if its packets stopped arriving; false if it is not up. */
+    boolean deafenRail(int peer, int k) {
+        PeerLink r = rails.rail(peer, k);
+        if (r == null || !(r.ch instanceof SocketConduit c)) return false;
+        c.stopReading();
+        return true;
     }
 
     /** Test hook: breaks the connection to {@code peer} now, as {@code how} says, without a BYE; false if it is not connected. */
@@ -280,6 +345,12 @@ public final class PeerTransport implements AutoCloseable {
      */
     public void start(IntFunction<InetSocketAddress> addressBook, boolean neighbour) {
         connections.setAddressBook(addressBook);
+        rails.start(p -> {
+            List<InetSocketAddress> all = new ArrayList<>();
+            all.add(addressBook.apply(p));
+            all.addAll(railBook == null ? List.of() : railBook.apply(p));
+            return all;
+        });
         progress.start();
         acceptor.start();
         watchdog.start();
@@ -313,6 +384,7 @@ public final class PeerTransport implements AutoCloseable {
             failures.revive(p);
             matching.revive(p);
             incarnations[p] = incarnation;
+            rails.forget(p);
             links[p] = new PeerLink(host, p);
         } finally {
             matchLock.unlock();
@@ -445,7 +517,16 @@ public final class PeerTransport implements AutoCloseable {
      * {@code rankMap[worldRank]} (null: world ranks).
      */
     public SendRequest send(long commId, int dst, int tag, MemorySegment buf, int flags, int[] rankMap) {
-        return rendezvous.send(commId, dst, tag, buf, flags, rankMap);
+        return rendezvous.send(commId, dst, tag, buf, flags, rankMap, false);
+    }
+
+    /**
+     * As {@link #send(long, int, int, MemorySegment, int, int[])}; {@code high}: the message's payload goes before the
+     * payloads of others to the same peer (a large one's chunks first; a small one waits at most for the chunk being
+     * written, as any small message does).
+     */
+    public SendRequest send(long commId, int dst, int tag, MemorySegment buf, int flags, int[] rankMap, boolean high) {
+        return rendezvous.send(commId, dst, tag, buf, flags, rankMap, high);
     }
 
     /** Where arriving RMA frames go ({@link RmaHandler}); without one they are read and dropped (logged once at WARN). */
@@ -592,6 +673,7 @@ public final class PeerTransport implements AutoCloseable {
         } catch (IOException ignored) {
             // closing anyway
         }
+        rails.closeAll();
         progress.withToken(() -> {
             for (PeerLink l : links) {
                 l.markClosed();

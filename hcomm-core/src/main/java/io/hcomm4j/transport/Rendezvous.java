@@ -33,11 +33,12 @@ final class Rendezvous {
     }
 
     /**
-     * As {@link #send(long, int, int, MemorySegment, int)}; a {@link PeerFailedException} it fails with names ranks as
-     * {@code rankMap[worldRank]} (null: world ranks).
+     * Sends {@code buf} to world rank {@code dst}; a {@link io.hcomm4j.PeerFailedException} it fails with names ranks
+     * as {@code rankMap[worldRank]} (null: world ranks); {@code high}: its chunks go before other messages' ones.
      */
-    SendRequest send(long commId, int dst, int tag, MemorySegment buf, int flags, int[] rankMap) {
+    SendRequest send(long commId, int dst, int tag, MemorySegment buf, int flags, int[] rankMap, boolean high) {
         SendRequest s = new SendRequest(t, commId, dst, tag, buf, flags, rankMap);
+        if (high) s.priority = DataPump.HIGH;
         if (t.isClosing()) {
             s.abort("failed: the session is closed");
             return s;

@@ -12,6 +12,8 @@ final class SocketConduit implements Conduit {
     private final PeerLink link;
     private final Progress progress;
     private volatile SelectionKey key;
+    /** {@code local -> remote} (diagnostics). */
+    final String route;
 
     SocketConduit(SocketChannel ch, PeerLink link, Progress progress) throws IOException {
         this.ch = ch;
@@ -19,6 +21,11 @@ final class SocketConduit implements Conduit {
         this.progress = progress;
         ch.configureBlocking(false);
         ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
+        this.route = address(ch.getLocalAddress()) + " -> " + address(ch.getRemoteAddress());
+    }
+
+    private static String address(java.net.SocketAddress a) {
+        return a instanceof java.net.InetSocketAddress i ? i.getAddress().getHostAddress() + ":" + i.getPort() : String.valueOf(a);
     }
 
     @Override
@@ -50,6 +57,12 @@ final class SocketConduit implements Conduit {
     public void writeDone() {
         SelectionKey k = key;
         if (k.isValid()) k.interestOpsAnd(~SelectionKey.OP_WRITE);
+    }
+
+    /** Test hook: nothing more is read from the socket (a link whose packets no longer arrive, as seen from here). */
+    void stopReading() {
+        SelectionKey k = key;
+        if (k != null && k.isValid()) k.interestOpsAnd(~SelectionKey.OP_READ);
     }
 
     @Override

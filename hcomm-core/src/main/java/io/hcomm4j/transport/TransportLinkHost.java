@@ -150,6 +150,11 @@ final class TransportLinkHost implements LinkHost {
     }
 
     @Override
+    public void railLost(PeerLink rail, Exception cause) {
+        t.rails.lost(rail, cause);
+    }
+
+    @Override
     public void reconnect(PeerLink l) {
         reconnector.reconnect(l);
     }

@@ -93,15 +93,19 @@ final class Watchdog implements AutoCloseable {
                 credit = gap;
             }
             try {
+                boolean beat = false;
                 if (t.heartbeats()) {
                     if (now - nextBeat >= 0) {
                         // looked at every half interval, a link that sent nothing since the last look gets a heartbeat:
                         // so at most an interval passes between two frames on an idle link
                         nextBeat = now + t.heartbeatIntervalNanos / 2;
                         for (PeerLink l : t.links()) l.heartbeatIfIdle();
+                        beat = true;
                     }
                     checkLiveness(now, credit);
                 }
+                // a stalled rail is found even without heartbeats; a silent one with them (after what a reliable link gets)
+                t.rails.tick(now, beat, credit > 0 ? -1 : t.heartbeats() ? suspect : 0);
                 t.events().tick(now);
             } catch (RuntimeException e) {
                 PeerTransport.LOG.warn("rank {}: watchdog: unexpected failure", t.rank, e);

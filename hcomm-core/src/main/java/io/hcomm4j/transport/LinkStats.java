@@ -1,0 +1,13 @@
+package io.hcomm4j.transport;
+
+/**
+ * One link to a peer as {@link PeerTransport#linkStats} reports it.
+ *
+ * @param index          0 for the primary link, k for rail k
+ * @param kind           {@code tcp} or {@code shm}
+ * @param route          {@code local -> remote} for TCP
+ * @param bytesPerSecond the rate its chunk acknowledgements measured (0: not measured yet)
+ * @param bytes          chunk bytes the peer acknowledged on it so far (its share of the striped traffic)
+ */
+public record LinkStats(int index, String kind, String route, double bytesPerSecond, long bytes) {
+}

@@ -1,0 +1,337 @@
+package io.hcomm4j.transport;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.StandardSocketOptions;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.IntFunction;
+
+/**
+ * The extra TCP links to a peer beside its primary link: rails. {@code HCOMM_SOCKET_IFNAME=a,b} gives this rank an
+ * address on each interface (the first is the primary link's; each other one has a listener of its own), and
+ * {@code HCOMM_CHANNELS=n} makes n connections per interface: {@code interfaces x n} links per peer. Once the primary link
+ * to a peer is up, the lower rank of the pair opens the rails: rail k from its interface {@code k mod m} to the peer's
+ * address on its interface {@code k mod m'}. The links to a peer share its {@link DataPump}: large messages are striped
+ * over them in chunks, each link taking chunks as fast as it drains, so the split follows each link's throughput, now
+ * and when it changes; everything else (the envelope of every message, small messages, control frames) stays on the
+ * primary link, so ordering and matching do not change.
+ *
+ * <p>A rail carries chunks, their acknowledgements, heartbeats and its BYE only, and keeps no resend log: when it fails
+ * (its connection breaks, it is silent for half of HCOMM_HEARTBEAT_TIMEOUT, or a chunk on it waits
+ * {@link #STALL_NANOS} for its acknowledgement: a downed interface), the chunks it had in flight go again over the
+ * other links ({@link DataPump#removeLink}; the receiver drops any that came already), the ops go on, and the lower
+ * rank opens it again every {@link #RETRY_NANOS} until it is back. The peer fails only with its primary link.
+ */
+final class Rails {
+    /** Most links to one peer (the hello has 8 bits for the rail's index). */
+    static final int MAX = 16;
+    /** A chunk unacknowledged this long on a rail whose peer is otherwise alive: the rail is taken for failed. */
+    static final long STALL_NANOS = 1_000_000_000L;
+    /** Between attempts to open a rail again. */
+    static final long RETRY_NANOS = 1_000_000_000L;
+    private static final int CONNECT_MILLIS = 2_000;
+
+    private final PeerTransport t;
+    private final int rank;
+    /** This rank's address per interface; the first is the primary link's. */
+    private List<InetAddress> binds = List.of();
+    private final List<ServerSocketChannel> listeners = new ArrayList<>();
+    private final List<Thread> acceptors = new ArrayList<>();
+    private int channels = 1;
+    /** Links per peer (1: no rails). */
+    private volatile int count = 1;
+    /** Each peer's address per interface. */
+    private volatile IntFunction<List<InetSocketAddress>> addresses;
+    /** [peer][k]: rail k to the peer, or null (index 0 is the primary link's, unused here). Guarded by this. */
+    private final PeerLink[][] rails;
+    /** [peer][k]: when rail k may be opened again (the lower rank only); 0: not to be opened. */
+    private final long[][] retryAt;
+    /** [peer][k]: bytes read from rail k when the watchdog last looked, and since when that has not changed. */
+    private final long[][] rxSeen;
+    private final long[][] heardAt;
+
+    Rails(PeerTransport t, int rank, int size) {
+        this.t = t;
+        this.rank = rank;
+        this.rails = new PeerLink[size][];
+        this.retryAt = new long[size][];
+        this.rxSeen = new long[size][];
+        this.heardAt = new long[size][];
+    }
+
+    /**
+     * Sets the links per peer: {@code binds} this rank's address on each interface (the primary link's first), each but
+     * the first with a listener of its own opened now; {@code channels} connections per interface.
+     */
+    void configure(List<InetAddress> binds, int channels) throws IOException {
+        if (binds.isEmpty() || channels < 1 || binds.size() * channels > MAX) {
+            throw new IllegalArgumentException("rank " + rank + ": " + binds.size() + " interfaces x " + channels
+                    + " channels: between 1 and " + MAX + " links per peer");
+        }
+        this.binds = List.copyOf(binds);
+        this.channels = channels;
+        for (InetAddress a : binds.subList(1, binds.size())) {
+            ServerSocketChannel l = ServerSocketChannel.open();
+            l.setOption(StandardSocketOptions.SO_REUSEADDR, true);
+            l.bind(new InetSocketAddress(a, 0), 64);
+            listeners.add(l);
+        }
+        this.count = binds.size() * channels;
+    }
+
+    /** Links per peer (1: no rails). */
+    int count() {
+        return count;
+    }
+
+    /** Connections per interface. */
+    int channels() {
+        return channels;
+    }
+
+    /** Where peers reach this rank on each interface but the first (whose address is the primary listener's). */
+    List<InetSocketAddress> listenAddresses() {
+        List<InetSocketAddress> out = new ArrayList<>();
+        for (ServerSocketChannel l : listeners) {
+            try {
+                out.add((InetSocketAddress) l.getLocalAddress());
+            } catch (IOException e) {
+                throw new io.hcomm4j.HcommException("rank " + rank + ": a rail listener is closed", e);
+            }
+        }
+        return out;
+    }
+
+    /** Starts accepting on the listeners of the other interfaces; {@code addresses} gives each peer's per interface. */
+    void start(IntFunction<List<InetSocketAddress>> addresses) {
+        this.addresses = addresses;
+        for (int i = 0; i < listeners.size(); i++) {
+            ServerSocketChannel l = listeners.get(i);
+            Thread a = Thread.ofPlatform().daemon().name("hcomm-accept-" + rank + "-" + (i + 1))
+                    .start(() -> t.connections.acceptLoop(l));
+            acceptors.add(a);
+        }
+    }
+
+    /** The primary link to {@code l.peer} is up: the lower rank opens the rails (over TCP only). */
+    void primaryUp(PeerLink l) {
+        if (count <= 1 || rank > l.peer || !(l.ch instanceof SocketConduit)) return;
+        for (int k = 1; k < count; k++) openInBackground(l.peer, k);
+    }
+
+    private void openInBackground(int peer, int k) {
+        synchronized (this) {
+            slots(peer);
+            retryAt[peer][k] = 0;
+        }
+        Thread.ofVirtual().name("hcomm-rail-" + rank).start(() -> open(peer, k));
+    }
+
+    /** Opens rail {@code k} to {@code peer} (this is the lower rank); on failure, tries again later. */
+    private void open(int peer, int k) {
+        PeerLink primary = t.links()[peer];
+        IntFunction<List<InetSocketAddress>> book = addresses;
+        if (primary.state != PeerLink.State.CONNECTED || t.isClosing() || book == null) return;
+        int iface = k % binds.size();
+        List<InetSocketAddress> theirs = book.apply(peer);
+        InetSocketAddress to = theirs.get(iface % theirs.size());
+        SocketChannel ch = null;
+        try {
+            ch = SocketChannel.open();
+            if (binds.size() > 1) ch.bind(new InetSocketAddress(binds.get(iface), 0));
+            ch.socket().connect(to, CONNECT_MILLIS);
+            ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
+            t.connections.authenticate(ch, Duration.ofSeconds(10));
+            t.connections.writeHello(ch, peer, new byte[0], 0, 0, k);
+            ch.socket().setSoTimeout(10_000);
+            HelloDescriptor.Answer a = HelloDescriptor.readAnswer(ch.socket().getInputStream(), peer);
+            if (a.code() != HelloDescriptor.ACCEPT) throw new IOException("rank " + peer + " turned the rail down");
+            install(peer, k, ch, a.peerLimit());
+        } catch (IOException | RuntimeException e) {
+            Connections.closeQuietly(ch);
+            PeerTransport.LOG.debug("rank {}: cannot open rail {} to rank {} at {}: {}", rank, k, peer, to, e.toString());
+            synchronized (this) {
+                retryAt[peer][k] = System.nanoTime() + RETRY_NANOS;
+            }
+        }
+    }
+
+    /** A rail hello from {@code src}: taken if this rank has rails, {@code src} is the lower rank and the primary is up. */
+    void accept(SocketChannel ch, int src, int k, long peerLimit, boolean plain) throws IOException {
+        PeerLink primary = t.links()[src];
+        if (!plain || k >= MAX || src > rank || primary.state != PeerLink.State.CONNECTED
+                || !(primary.ch instanceof SocketConduit)) {
+            HelloDescriptor.writeRefusal(ch, HelloDescriptor.REJECT);
+            return;
+        }
+        HelloDescriptor.writeAccept(ch, t.host.unexpectedLimit(), new byte[0], false, 1, 0);
+        install(src, k, ch, peerLimit);
+    }
+
+    private void install(int peer, int k, SocketChannel ch, long peerLimit) throws IOException {
+        PeerLink primary = t.links()[peer];
+        PeerLink rail = new PeerLink(t.host, peer, k, primary);
+        PeerLink old;
+        synchronized (this) {
+            PeerLink[] mine = slots(peer);
+            old = mine[k];
+            mine[k] = rail;
+            retryAt[peer][k] = 0;
+            heardAt[peer][k] = 0;
+        }
+        if (old != null) lost(old, new IOException("replaced by a new connection"));
+        SocketConduit c = new SocketConduit(ch, rail, t.progress);
+        synchronized (rail) {
+            rail.install(c, peerLimit, false);
+        }
+        if (primary.state != PeerLink.State.CONNECTED || t.isClosing()) {
+            lost(rail, new IOException("the primary link went meanwhile"));
+            return;
+        }
+        primary.pump.addLink(rail);
+        PeerTransport.LOG.debug("rank {}: rail {} to rank {} up ({})", rank, k, peer, c.route);
+    }
+
+    private PeerLink[] slots(int peer) {
+        if (rails[peer] == null) {
+            rails[peer] = new PeerLink[MAX];
+            retryAt[peer] = new long[MAX];
+            rxSeen[peer] = new long[MAX];
+            heardAt[peer] = new long[MAX];
+        }
+        return rails[peer];
+    }
+
+    /**
+     * Rail {@code rail} failed: its connection closes, the chunks it had in flight go over the other links, and the
+     * lower rank opens it again later.
+     */
+    void lost(PeerLink rail, Exception cause) {
+        synchronized (rail) {
+            if (rail.state == PeerLink.State.FAILED || rail.state == PeerLink.State.CLOSED) return;
+            rail.state = PeerLink.State.FAILED;
+            rail.notifyAll();
+        }
+        rail.closeChannel();
+        failures.incrementAndGet();
+        int again = rail.pump.removeLink(rail);
+        boolean quiet = t.isClosing() || rail.peerSaidBye || t.failed(rail.peer);
+        if (!quiet) {
+            PeerTransport.LOG.warn("rank {}: rail {} to rank {} failed ({}); {} chunk(s) in flight go again over the other "
+                    + "links{}", rank, rail.rail, rail.peer, cause.getMessage(), again,
+                    rank < rail.peer ? ", and it is opened again every " + RETRY_NANOS / 1_000_000 + " ms until it is back" : "");
+        }
+        synchronized (this) {
+            if (rails[rail.peer] != null && rails[rail.peer][rail.rail] == rail && rank < rail.peer && !quiet) {
+                retryAt[rail.peer][rail.rail] = System.nanoTime() + RETRY_NANOS;
+            }
+        }
+    }
+
+    /**
+     * Watchdog tick: heartbeats on idle rails ({@code beat}), failure of one silent for {@code silentNanos} (0: not
+     * checked; negative: this process stalled, nothing is checked) or stalled, and another attempt at each failed one
+     * whose time came.
+     */
+    void tick(long now, boolean beat, long silentNanos) {
+        if (count <= 1) return;
+        List<PeerLink> live = new ArrayList<>();
+        List<int[]> reopen = null;
+        synchronized (this) {
+            for (int p = 0; p < rails.length; p++) {
+                PeerLink[] mine = rails[p];
+                if (mine == null) continue;
+                boolean primaryUp = t.links()[p].state == PeerLink.State.CONNECTED;
+                for (int k = 1; k < MAX; k++) {
+                    PeerLink r = mine[k];
+                    if (r != null && r.state == PeerLink.State.CONNECTED) {
+                        live.add(r);
+                    } else if (retryAt[p][k] != 0 && now - retryAt[p][k] >= 0 && primaryUp && rank < p && !t.isClosing()) {
+                        retryAt[p][k] = 0;
+                        if (reopen == null) reopen = new ArrayList<>();
+                        reopen.add(new int[] {p, k});
+                    }
+                }
+            }
+        }
+        // outside the monitor: a heartbeat takes the rail's tx lock, and a failure its monitor and the pump's
+        for (PeerLink r : live) {
+            int p = r.peer, k = r.rail;
+            if (beat) r.heartbeatIfIdle();
+            long rx = r.rxProgress();
+            if (heardAt[p] == null) continue; // forgotten meanwhile
+            if (heardAt[p][k] == 0 || rx != rxSeen[p][k]) {
+                rxSeen[p][k] = rx;
+                heardAt[p][k] = now;
+            }
+            if (silentNanos < 0) continue; // this process itself stalled: nothing is held against the rails
+            long waiting = r.pump.waitingSince(r.lane);
+            if (waiting != 0 && now - waiting > STALL_NANOS) {
+                lost(r, new IOException("a chunk waited " + (now - waiting) / 1_000_000 + " ms for its acknowledgement"));
+            } else if (silentNanos > 0 && now - heardAt[p][k] > silentNanos) {
+                lost(r, new IOException("nothing came for " + (now - heardAt[p][k]) / 1_000_000 + " ms"));
+            }
+        }
+        if (reopen != null) for (int[] pk : reopen) openInBackground(pk[0], pk[1]);
+    }
+
+    /** Rails given up so far (diagnostics, tests). */
+    final java.util.concurrent.atomic.AtomicLong failures = new java.util.concurrent.atomic.AtomicLong();
+
+    /** Rail {@code k} to {@code peer}, or null. */
+    synchronized PeerLink rail(int peer, int k) {
+        return rails[peer] == null ? null : rails[peer][k];
+    }
+
+    /** The rails to {@code peer} that are up, in order. */
+    synchronized List<PeerLink> up(int peer) {
+        List<PeerLink> out = new ArrayList<>();
+        PeerLink[] mine = rails[peer];
+        if (mine == null) return out;
+        for (int k = 1; k < MAX; k++) if (mine[k] != null && mine[k].state == PeerLink.State.CONNECTED) out.add(mine[k]);
+        return out;
+    }
+
+    /** Every rail that is up, to any peer. */
+    synchronized List<PeerLink> all() {
+        List<PeerLink> out = new ArrayList<>();
+        for (int p = 0; p < rails.length; p++) out.addAll(up(p));
+        return out;
+    }
+
+    /** The peer failed or left (its primary link is gone): its rails close and are not opened again. */
+    void close(int peer) {
+        List<PeerLink> gone;
+        synchronized (this) {
+            gone = up(peer);
+            if (retryAt[peer] != null) java.util.Arrays.fill(retryAt[peer], 0);
+        }
+        for (PeerLink r : gone) lost(r, new IOException("rank " + peer + " is gone"));
+    }
+
+    /** A replacement takes {@code peer}'s slot: its old rails are forgotten. */
+    synchronized void forget(int peer) {
+        rails[peer] = null;
+        retryAt[peer] = null;
+        rxSeen[peer] = null;
+        heardAt[peer] = null;
+    }
+
+    /** Session close: the listeners close and every rail is marked closed. */
+    void closeAll() {
+        for (ServerSocketChannel l : listeners) {
+            try {
+                l.close();
+            } catch (IOException ignored) {
+                // closing anyway
+            }
+        }
+        for (Thread a : acceptors) a.interrupt();
+        for (PeerLink r : all()) r.markClosed();
+    }
+}
