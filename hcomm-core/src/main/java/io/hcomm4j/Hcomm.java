@@ -1,5 +1,7 @@
 package io.hcomm4j;
 
+import java.util.List;
+
 /**
  * An HComm4J session in this process: init → execute → cleanup.
  *
@@ -72,6 +74,31 @@ public final class Hcomm implements AutoCloseable {
             throw new IllegalArgumentException("rank " + rank + " is out of range [0, " + session.world().size() + ")");
         }
         return session.transportTo(rank);
+    }
+
+    /**
+     * Diagnostics: the connections to world rank {@code rank} that are up, the primary one first (empty for this rank
+     * itself, or before the first message). Over TCP with several interfaces ({@code HCOMM_SOCKET_IFNAME=a,b}) or
+     * channels ({@code HCOMM_CHANNELS}) there is one per interface and channel: large messages are striped over them.
+     */
+    public List<Link> linksTo(int rank) {
+        if (rank < 0 || rank >= session.world().size()) {
+            throw new IllegalArgumentException("rank " + rank + " is out of range [0, " + session.world().size() + ")");
+        }
+        return session.linksTo(rank);
+    }
+
+    /**
+     * One connection to a peer ({@link #linksTo}).
+     *
+     * @param index          0 for the primary connection (every message's envelope, small messages, control), 1.. for
+     *                       the further ones, which carry chunks of large messages only
+     * @param kind           {@code tcp} or {@code shm}
+     * @param route          {@code local -> remote} address and port, for TCP
+     * @param bytesPerSecond the throughput its chunks' acknowledgements measured lately (0: none measured yet)
+     * @param bytes          chunk bytes it carried so far: its share of the striped traffic
+     */
+    public record Link(int index, String kind, String route, double bytesPerSecond, long bytes) {
     }
 
     /** The settings this session runs with. */

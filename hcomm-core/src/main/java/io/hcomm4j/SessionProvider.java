@@ -27,6 +27,9 @@ public interface SessionProvider {
         /** What carries messages to world rank {@code rank}: shm, tcp, self or none (see {@link Hcomm#transportTo}). */
         String transportTo(int rank);
 
+        /** The links to world rank {@code rank} (see {@link Hcomm#linksTo}). */
+        java.util.List<Hcomm.Link> linksTo(int rank);
+
         CommConfig config();
 
         @Override

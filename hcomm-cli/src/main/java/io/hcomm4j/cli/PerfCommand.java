@@ -358,9 +358,11 @@ final class PerfCommand implements Callable<Integer> {
                             algoLabel(coll, algo, parent.env), report, parent.err, timing, JIT_WARMUP_BUDGET);
             // looked at before a barrier: rank 1 may not close its connections until rank 0 has looked
             String via = comm.rank() == 0 && comm.size() > 1 ? hcomm.transportTo(1) : null;
+            List<Hcomm.Link> links = comm.rank() == 0 && comm.size() > 1 ? hcomm.linksTo(1) : List.of();
             comm.barrier();
             if (comm.rank() != 0) return 0;
             if (via != null) parent.err.println("# transport to rank 1: " + via + " (HCOMM_TRANSPORT)");
+            printLinks(links);
             if (plot != null) {
                 try {
                     PerfPlot.write(plot, rma != null || xfer != null ? "hcomm perf " + op + ", " + comm.size() + " ranks, " + rows.getFirst().algo()
@@ -382,6 +384,21 @@ final class PerfCommand implements Callable<Integer> {
     private String plotTitle(Coll coll, int n) {
         if (coll == null) return "hcomm perf p2p, ranks 0 <-> 1";
         return "hcomm perf " + coll.cliName() + ", " + n + " ranks, " + typeName(dtype) + (coll.reduces ? ", " + opName(redop) : "");
+    }
+
+    /**
+     * Rank 0's TCP connections to rank 1, when it has several (HCOMM_SOCKET_IFNAME=a,b, HCOMM_CHANNELS): the route of
+     * each, the share of the chunk bytes it carried (the striping weights its throughput earned) and the rate its
+     * acknowledgements measured last.
+     */
+    private void printLinks(List<Hcomm.Link> links) {
+        if (links.size() < 2) return;
+        long total = 0;
+        for (Hcomm.Link l : links) total += l.bytes();
+        for (Hcomm.Link l : links) {
+            parent.err.printf(java.util.Locale.ROOT, "# link %d to rank 1: %s %s, %.1f%% of the chunk bytes, measured %.1f MB/s%n",
+                    l.index(), l.kind(), l.route(), total == 0 ? 0.0 : 100.0 * l.bytes() / total, l.bytesPerSecond() / 1e6);
+        }
     }
 
     /**

@@ -506,6 +506,15 @@ public final class Session implements SessionProvider.SessionHandle {
         return transport.transportTo(rank);
     }
 
+    @Override
+    public List<io.hcomm4j.Hcomm.Link> linksTo(int rank) {
+        List<io.hcomm4j.Hcomm.Link> out = new java.util.ArrayList<>();
+        for (var l : transport.linkStats(rank)) {
+            out.add(new io.hcomm4j.Hcomm.Link(l.index(), l.kind(), l.route(), l.bytesPerSecond(), l.bytes()));
+        }
+        return out;
+    }
+
     /** The session's memory pool. */
     public MemoryPool memory() {
         return memory;

@@ -26,8 +26,16 @@ final class DataPump {
     private static final long CHUNK_NANOS = 1_000_000;
     /** A link's chunks until its rate is measured. */
     private static final long FIRST_CHUNK = 1 << 20;
+    /** A link's rate measured longer ago than this is taken as unknown by {@link #anotherIsSooner}. */
+    private static final long STALE_NANOS = 200_000_000;
+    /** A rate sample covers at least this many bytes (one chunk waiting for a late acknowledgement says little). */
+    private static final long RATE_MIN_BYTES = 4 * Frame.CHUNK;
+    /** A rate sample spans at least this much of a link's busy time. */
+    private static final long RATE_WINDOW_NANOS = 20_000_000;
+    /** ... or a whole busy period of at least this much. */
+    private static final long RATE_MIN_NANOS = 5_000_000;
     /** Weight of a new rate sample in a lane's running estimate. */
-    private static final double RATE_WEIGHT = 1.0 / 8;
+    private static final double RATE_WEIGHT = 1.0 / 4;
 
     /** {@link SendRequest#priority} of a message whose chunks go first. */
     static final byte HIGH = 1;
@@ -38,6 +46,8 @@ final class DataPump {
     static final int CHUNK = 1;
     /** {@link #next}: the lane's request was given up by its sender: tell the receiver (a DATA frame with CTS_DISCARD). */
     static final int DISCARD = 2;
+    /** {@link #next}: another link would deliver the next chunk sooner: it should take it ({@link #kickOthers}). */
+    static final int OTHERS = 3;
 
     /** Chunks written on a link that failed before they were acknowledged: they go again first, over the others. */
     private final ArrayDeque<Retry> retries = new ArrayDeque<>();
@@ -112,6 +122,42 @@ final class DataPump {
         for (PeerLink l : links) l.writer.kick();
     }
 
+    /** The links but {@code me} take what they have room for ({@code me}'s tx lock may be held: the others' are only tried). */
+    void kickOthers(PeerLink me) {
+        for (PeerLink l : links) if (l != me) l.writer.kick();
+    }
+
+    /** Whether chunks wait to be written. */
+    synchronized boolean pending() {
+        return !retries.isEmpty() || !high.isEmpty() || !normal.isEmpty();
+    }
+
+    /**
+     * Whether {@code lane}'s link should not take a chunk now because another link would deliver one sooner: earliest
+     * expected completion, (bytes in flight + a chunk unit) / measured rate, over the links with room (the same unit for
+     * every link, so exactly the links with the least of it take chunks, and no two links each defer to the other). So
+     * a fast link is not held back by a slow one, a slow link takes a chunk only when the fast ones are that far ahead,
+     * and the split of a message follows the links' rates even when the sockets could take it all at once. A link not
+     * measured yet, or not for {@link #STALE_NANOS} (its rate may have changed), counts as fast as the fastest measured
+     * one: it gets chunks, and a new measurement.
+     */
+    private boolean anotherIsSooner(Lane lane) {
+        long bytes = Frame.CHUNK;
+        PeerLink[] all = links;
+        if (all.length < 2) return false;
+        long now = System.nanoTime();
+        double fastest = 0;
+        for (PeerLink l : all) fastest = Math.max(fastest, l.lane.rate);
+        if (fastest == 0) fastest = 1;
+        double mine = (lane.inflight + bytes) / lane.rateOr(fastest, now);
+        for (PeerLink l : all) {
+            Lane other = l.lane;
+            if (other == lane || other.count == LANE_CAPACITY || l.state != PeerLink.State.CONNECTED) continue;
+            if ((other.inflight + bytes) / other.rateOr(fastest, now) < mine) return true;
+        }
+        return false;
+    }
+
     /**
      * The next thing link {@code lane} writes (under its tx lock): {@link #CHUNK} with the chunk in the lane's {@code next*}
      * fields (recorded as in flight with {@code seq}), {@link #DISCARD} with the request in {@code nextReq}, or {@link #NONE}.
@@ -124,6 +170,11 @@ final class DataPump {
                 SendRequest s = again.req();
                 lane.nextReq = s;
                 if (s.isDone()) return DISCARD;
+                if (anotherIsSooner(lane)) {
+                    retries.addFirst(again);
+                    lane.nextReq = null;
+                    return OTHERS;
+                }
                 lane.nextOffset = again.offset();
                 lane.nextLength = again.length();
                 lane.push(seq, s, again.offset(), again.length(), System.nanoTime());
@@ -139,7 +190,10 @@ final class DataPump {
                 return DISCARD;
             }
             long off = s.sentOffset;
-            long len = Math.min(lane.chunkBytes(), s.size - off);
+            // a message of a few chunks is cut so that each link can have a piece of it
+            long share = (s.size / links.length + Frame.CHUNK - 1) / Frame.CHUNK * Frame.CHUNK;
+            long len = Math.min(Math.min(lane.chunkBytes(), Math.max(Frame.CHUNK, share)), s.size - off);
+            if (anotherIsSooner(lane)) return OTHERS;
             s.sentOffset = off + len;
             if (s.sentOffset == s.size) q.poll();
             lane.nextReq = s;
@@ -160,7 +214,6 @@ final class DataPump {
         boolean wasFull = lane.count == LANE_CAPACITY;
         if (lane.count == 0 || lane.seq[lane.head] > ack) return false;
         long now = System.nanoTime();
-        long from = Math.max(lane.sentAt[lane.head], lane.lastAckAt);
         long bytes = 0;
         while (lane.count > 0 && lane.seq[lane.head] <= ack) {
             int h = lane.head;
@@ -171,7 +224,7 @@ final class DataPump {
             lane.count--;
             if ((s.unacked -= lane.bytes[h]) == 0) done.add(s);
         }
-        lane.sample(bytes, from, now);
+        lane.acked(bytes, now);
         return wasFull;
     }
 
@@ -224,9 +277,11 @@ final class DataPump {
     }
 
     /**
-     * One link's chunks written and not yet acknowledged, in the order written (a ring), and its measured rate: each
-     * acknowledgement gives a sample, the chunk's bytes over the time from when the link began on it (its write, or the
-     * previous chunk's acknowledgement if that came later) to its acknowledgement.
+     * One link's chunks written and not yet acknowledged, in the order written (a ring), and its measured rate: the
+     * bytes acknowledged over a window of at least {@link #RATE_WINDOW_NANOS} during which the link always had chunks in
+     * flight (a busy period that ends sooner counts if it lasted {@link #RATE_MIN_NANOS}). Not per chunk: a receiver
+     * that was descheduled reads what its socket buffered in a burst, and its acknowledgements then come far faster than
+     * the link moves bytes.
      */
     static final class Lane {
         final long[] seq = new long[LANE_CAPACITY];
@@ -241,32 +296,57 @@ final class DataPump {
         SendRequest nextReq;
         long nextOffset;
         long nextLength;
+        /** Chunk bytes in flight. */
+        private long inflight;
         private long lastAckAt;
         /** Running estimate of the link's rate, in bytes per nanosecond (0: not measured yet). */
         private double rate;
         private long ackedBytes;
+        /** Start of the current measuring window (the link busy since), and the bytes acknowledged in it. */
+        private long windowStart;
+        private long windowBytes;
+        private long sampledAt;
 
         private void push(long s, SendRequest r, long off, long b, long now) {
+            if (count == 0) {
+                windowStart = now;
+                windowBytes = 0;
+            }
             int i = (head + count) % LANE_CAPACITY;
             seq[i] = s;
             req[i] = r;
             offsets[i] = off;
+            inflight += b;
             bytes[i] = b;
             sentAt[i] = now;
             count++;
         }
 
-        /** {@code b} bytes were acknowledged at {@code now}, the link having worked on them since {@code from}. */
-        private void sample(long b, long from, long now) {
+        /** {@code b} bytes were acknowledged at {@code now} (the chunks already left the ring). */
+        private void acked(long b, long now) {
+            inflight -= b;
             lastAckAt = now;
             ackedBytes += b;
-            long took = now - from;
-            if (took <= 0) return;
-            double r = (double) b / took;
-            rate = rate == 0 ? r : rate + (r - rate) * RATE_WEIGHT;
+            windowBytes += b;
+            long took = now - windowStart;
+            if (windowBytes >= RATE_MIN_BYTES && (took >= RATE_WINDOW_NANOS || (count == 0 && took >= RATE_MIN_NANOS))) {
+                double r = (double) windowBytes / took;
+                rate = rate == 0 ? r : rate + (r - rate) * RATE_WEIGHT;
+                sampledAt = now;
+                windowStart = now;
+                windowBytes = 0;
+            } else if (count == 0) {
+                windowBytes = 0; // an idle link's next busy period starts afresh
+            }
+        }
+
+        /** The measured rate, or {@code otherwise} if there is none measured within {@link #STALE_NANOS}. */
+        private double rateOr(double otherwise, long now) {
+            return rate == 0 || now - sampledAt > STALE_NANOS ? otherwise : rate;
         }
 
         private void clear() {
+            inflight = 0;
             for (int i = 0; i < LANE_CAPACITY; i++) req[i] = null;
             head = 0;
             count = 0;

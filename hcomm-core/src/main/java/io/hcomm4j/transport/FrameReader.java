@@ -537,10 +537,12 @@ final class FrameReader {
     /** Our chunks up to frame {@code ack} were acknowledged: sends whose last chunk that was complete. */
     private void chunksAcknowledged(long ack) {
         ArrayList<SendRequest> done = completedByAck;
-        boolean wasFull = link.pump.acked(link.lane, ack, done);
+        DataPump pump = link.pump;
+        boolean wasFull = pump.acked(link.lane, ack, done);
         for (int i = 0; i < done.size(); i++) done.get(i).succeed(null);
         done.clear();
-        if (wasFull) writer.kick();
+        // this link has room again: whichever link now delivers the next chunk soonest takes it
+        if (wasFull || pump.pending()) pump.kick();
     }
 
     private void sendAck() {

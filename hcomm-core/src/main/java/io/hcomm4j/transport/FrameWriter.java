@@ -382,6 +382,10 @@ final class FrameWriter {
             long seq = txSeq + 1;
             int what = pump.next(lane, seq);
             if (what == DataPump.NONE) return any;
+            if (what == DataPump.OTHERS) {
+                pump.kickOthers(link);
+                return any;
+            }
             SendRequest s = lane.nextReq;
             lane.nextReq = null;
             txSeq = seq;
@@ -406,7 +410,8 @@ final class FrameWriter {
      * poller to, once the conduit is writable.
      */
     void kick() {
-        if (link.state != PeerLink.State.CONNECTED) return;
+        // this thread is filling this link already (a kick of the others came back here): it goes on by itself
+        if (link.state != PeerLink.State.CONNECTED || lock.isHeldByCurrentThread()) return;
         if (!lock.tryLock()) {
             Conduit c = link.ch;
             if (c != null) c.wantWrite();

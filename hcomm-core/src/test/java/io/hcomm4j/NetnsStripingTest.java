@@ -1,0 +1,142 @@
+package io.hcomm4j;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.hcomm4j.testing.NetLinks;
+import io.hcomm4j.testing.Ranks;
+import io.hcomm4j.testing.StripeWorker;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * Two links of unequal speed between two "hosts" ({@link NetLinks}: network namespaces joined by veth pairs shaped to 2
+ * and 1 Gbit/s), one rank on each with {@code HCOMM_SOCKET_IFNAME=nic0,nic1}, exchanging 16 MiB messages in a loop
+ * ({@link StripeWorker}: every long checked) while the test changes the links under it:
+ * <ol>
+ *   <li>both links up: each carries chunks;</li>
+ *   <li>the 2 Gbit/s link drops to 0.5 Gbit/s: the loop goes on, both keep carrying;</li>
+ *   <li>the second link goes down: its chunks in flight go again over the first (within the stall time of a second),
+ *       the loop goes on with no rank failed;</li>
+ *   <li>it comes back up: the rail is opened again and carries chunks again.</li>
+ * </ol>
+ * The throughput of each phase is printed (docs/performance.md has a run of it); what is asserted is that nothing was
+ * lost (the workers check every long and exit 0) and which links carried bytes when. Skipped, with the reason, where
+ * network namespaces or {@code tc} are missing.
+ */
+class NetnsStripingTest {
+    private static final Pattern ITER = Pattern.compile("ITER (\\d+) at=(\\d+) us=(\\d+) links=(\\S*)");
+    private static final long BYTES = 16L << 20;
+
+    @BeforeAll
+    static void needNetworkNamespaces() {
+        Optional<String> why = NetLinks.unavailable();
+        Assumptions.assumeTrue(why.isEmpty(), () -> "network namespace tests skipped: " + why.orElseThrow());
+    }
+
+    private record Iter(int i, long at, long us, Map<Integer, Long> links) {
+    }
+
+    @Test
+    @Timeout(value = 5, unit = TimeUnit.MINUTES)
+    void stripesFollowTheLinksThroughASlowdownAFailureAndARecovery() throws Exception {
+        try (NetLinks nets = NetLinks.create("2gbit", "1gbit")) {
+            Path stop = Files.createTempDirectory("hcomm-stripe").resolve("stop");
+            Map<String, String> env = Map.of("MASTER_ADDR", nets.address(0, 0), "MASTER_PORT", String.valueOf(29000 + (int) (ProcessHandle.current().pid() % 500)),
+                    "HCOMM_SOCKET_IFNAME", "nic0,nic1", "HCOMM_TIMEOUT", "120s", "HCOMM_INIT_TIMEOUT", "60s");
+            try (Ranks.Job job = Ranks.start(2, StripeWorker.class, env, nets::exec, stop.toString(), String.valueOf(BYTES))) {
+                long[] marks = new long[5];
+                marks[0] = awaitIterations(job, 0, 15);
+                Thread.sleep(2_000);
+                marks[1] = System.currentTimeMillis();
+                nets.rate(0, "500mbit");
+                Thread.sleep(3_000);
+                marks[2] = System.currentTimeMillis();
+                nets.link(1, false);
+                Thread.sleep(4_000);
+                marks[3] = System.currentTimeMillis();
+                nets.link(1, true);
+                Thread.sleep(5_000);
+                marks[4] = System.currentTimeMillis();
+                awaitIterations(job, marks[4], 5);
+                Files.writeString(stop, "stop");
+                List<Ranks.Outcome> outcomes = job.await(Duration.ofMinutes(2));
+                for (Ranks.Outcome o : outcomes) {
+                    assertThat(o.exitCode()).as("rank %d exit; output:\n%s", o.rank(), o.output()).isZero();
+                    assertThat(o.output()).contains("OK ");
+                }
+                List<Iter> iters = parse(outcomes.get(0).output());
+                String[] phase = {"2 + 1 Gbit/s", "0.5 + 1 Gbit/s", "0.5 Gbit/s, nic1 down", "0.5 + 1 Gbit/s, nic1 back"};
+                StringBuilder report = new StringBuilder("NetnsStripingTest, 16 MiB each way per exchange:\n");
+                for (int p = 0; p < 4; p++) {
+                    long from = marks[p], to = marks[p + 1];
+                    List<Iter> in = iters.stream().filter(it -> it.at() > from && it.at() <= to).toList();
+                    assertThat(in).as("exchanges during phase '%s'", phase[p]).isNotEmpty();
+                    long us = in.stream().mapToLong(Iter::us).sum();
+                    report.append(String.format("  %-28s %3d exchanges, %.3f GB/s each way; links at its end %s%n", phase[p], in.size(),
+                            in.size() * (double) BYTES / us / 1e3, in.getLast().links()));
+                    StringBuilder timeline = new StringBuilder("    ms after the change: GB/s");
+                    for (Iter it : in) timeline.append(String.format(" %d:%.3f", it.at() - from, (double) BYTES / it.us() / 1e3));
+                    report.append(timeline).append('\n');
+                }
+                System.out.print(report);
+                // while both were up, both carried chunks; after nic1 went down its rail was gone; once back, it carried again
+                Iter beforeSlow = last(iters, marks[1]);
+                assertThat(beforeSlow.links()).as("links before the slowdown").containsKeys(0, 1);
+                assertThat(beforeSlow.links().get(1)).as("chunk bytes on nic1").isPositive();
+                Iter slow = last(iters, marks[2]);
+                assertThat(slow.links().getOrDefault(1, 0L)).as("nic1 carried more after nic0 slowed").isGreaterThan(beforeSlow.links().get(1));
+                Iter down = last(iters, marks[3]);
+                assertThat(down.links()).as("links while nic1 is down").doesNotContainKey(1);
+                Iter back = iters.getLast();
+                assertThat(back.links()).as("links after nic1 came back").containsKey(1);
+                assertThat(back.links().get(1)).as("chunk bytes on nic1 after it came back").isPositive();
+            }
+        }
+    }
+
+    /** Waits until rank 0 printed {@code n} ITER lines stamped after {@code afterMs}; returns the time. */
+    private static long awaitIterations(Ranks.Job job, long afterMs, int n) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+        while (true) {
+            long count = parse(Files.readString(job.logs.get(0))).stream().filter(it -> it.at() > afterMs).count();
+            if (count >= n) return System.currentTimeMillis();
+            if (System.nanoTime() > deadline) throw new AssertionError("fewer than " + n + " exchanges:\n" + job.outputs());
+            for (Process p : job.processes) if (!p.isAlive()) throw new AssertionError("a rank exited early:\n" + job.outputs());
+            Thread.sleep(50);
+        }
+    }
+
+    private static Iter last(List<Iter> iters, long beforeMs) {
+        Iter last = null;
+        for (Iter it : iters) if (it.at() <= beforeMs) last = it;
+        assertThat(last).as("an exchange before %d", beforeMs).isNotNull();
+        return last;
+    }
+
+    private static List<Iter> parse(String log) {
+        List<Iter> out = new ArrayList<>();
+        Matcher m = ITER.matcher(log);
+        while (m.find()) {
+            Map<Integer, Long> links = new java.util.TreeMap<>();
+            for (String l : m.group(4).split(",")) {
+                if (l.isEmpty()) continue;
+                String[] kv = l.split(":");
+                links.put(Integer.parseInt(kv[0]), Long.parseLong(kv[1]));
+            }
+            out.add(new Iter(Integer.parseInt(m.group(1)), Long.parseLong(m.group(2)), Long.parseLong(m.group(3)), links));
+        }
+        return out;
+    }
+}
