@@ -12,6 +12,8 @@ import io.hcomm4j.SessionProvider;
 import io.hcomm4j.algo.Tuner;
 import io.hcomm4j.transport.HostIdentity;
 import io.hcomm4j.transport.PeerTransport;
+import io.hcomm4j.transport.ShmOptions;
+import io.hcomm4j.transport.TransportOptions;
 import io.hcomm4j.transport.TransportEvents;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
@@ -192,8 +194,8 @@ public final class Session implements SessionProvider.SessionHandle {
     }
 
     /** The transport's settings from {@code config}: the same for a rank at init and for a replacement joining. */
-    private static PeerTransport.Options transportOptions(CommConfig config) {
-        return new PeerTransport.Options(config.timeout(), config.initTimeout(), config.spinTime(), config.eagerLimit(),
+    private static TransportOptions transportOptions(CommConfig config) {
+        return new TransportOptions(config.timeout(), config.initTimeout(), config.spinTime(), config.eagerLimit(),
                 config.unexpectedLimit(), config.heartbeatTimeout(), config.heartbeatInterval(), config.retryMax(),
                 config.retryInterval());
     }
@@ -236,11 +238,10 @@ public final class Session implements SessionProvider.SessionHandle {
             }
             long token = ByteBuffer.wrap(store.get(ns + "token", initTimeout)).getLong();
             io.hcomm4j.algo.TuningTable table = SessionTuning.load(config, rank);
-            PeerTransport.Options options = transportOptions(config);
+            TransportOptions options = transportOptions(config);
             t = PeerTransport.open(rank, size, j.dataAddress(), Auth.of(config.secret().orElse(null)), token, options);
             InetSocketAddress me = t.listenAddress();
-            List<java.net.InetAddress> further = io.hcomm4j.bootstrap.Bootstrap.furtherInterfaceAddresses(config);
-            if (!further.isEmpty() || config.channels() > 1) t.enableRails(further, config.channels());
+            RailAddresses.enable(t, config);
             String host = config.hostId().orElseGet(() -> HostIdentity.of(shmDir));
             // the fourth field says whether this rank takes part in zero-copy collectives: every rank must agree on it
             String zc = config.transport() != CommConfig.Transport.TCP && config.zeroCopy() ? "zc" : "-";
@@ -249,7 +250,7 @@ public final class Session implements SessionProvider.SessionHandle {
             // the sixth: the tuning table's fingerprint, which every rank must share
             // the seventh: where this rank listens on its further interfaces (HCOMM_SOCKET_IFNAME=a,b), for the rails
             store.set(ns + "addr/" + rank, (me.getAddress().getHostAddress() + " " + me.getPort() + " " + host + " " + zc
-                    + " " + (cpus == null ? "-" : cpus) + " " + SessionTuning.field(table) + " " + railField(t))
+                    + " " + (cpus == null ? "-" : cpus) + " " + SessionTuning.field(table) + " " + RailAddresses.field(t))
                     .getBytes(StandardCharsets.UTF_8));
             store.add(ns + "joined", 1); // a count for `hcomm status`; init itself waits for the addresses
             // Wait for every rank's address rather than for a "last one in" flag: the keys each rank wrote are all it
@@ -282,7 +283,7 @@ public final class Session implements SessionProvider.SessionHandle {
                 if (p != rank && !sameHost[p]) elsewhere.add(p);
                 if (p == rank || sameHost[p]) localCpus.add(hp.length > 4 && !hp[4].equals("-") ? hp[4] : null);
                 tables[p] = hp.length > 5 ? hp[5] : SessionTuning.NONE;
-                railBook.add(hp.length > 6 ? railAddresses(hp[6]) : List.of());
+                railBook.add(hp.length > 6 ? RailAddresses.parse(hp[6]) : List.of());
             }
             int local = localCpus.size();
             t.oversubscribed(CpuSet.oversubscribed(local, localCpus, Runtime.getRuntime().availableProcessors()));
@@ -299,7 +300,7 @@ public final class Session implements SessionProvider.SessionHandle {
                         + "(host id here " + host + "; see HCOMM_HOST_ID); use HCOMM_TRANSPORT=auto or tcp");
             }
             if (config.transport() != CommConfig.Transport.TCP) {
-                t.enableShm(new PeerTransport.ShmOptions(shmDir, (int) config.shmRingSize(), p -> sameHost[p], pool));
+                t.enableShm(new ShmOptions(shmDir, (int) config.shmRingSize(), p -> sameHost[p], pool));
             }
             Events events = new Events();
             t.setEvents(events);
@@ -352,7 +353,7 @@ public final class Session implements SessionProvider.SessionHandle {
             int me = plan.joinerIndex(ticket);
             int slot = plan.slots()[me];
             // the replacement's links are reliable like everyone's (a link is only if both sides say so in the hello)
-            PeerTransport.Options options = transportOptions(config);
+            TransportOptions options = transportOptions(config);
             t = PeerTransport.open(slot, size, j.dataAddress(), Auth.of(config.secret().orElse(null)), token, options);
             t.incarnation(slot, plan.incarnations()[me]);
             for (int p = 0; p < size; p++) {
@@ -375,7 +376,7 @@ public final class Session implements SessionProvider.SessionHandle {
             Events events = new Events();
             t.setEvents(events);
             if (config.transport() != CommConfig.Transport.TCP) {
-                t.enableShm(new PeerTransport.ShmOptions(shmDir, (int) config.shmRingSize(), p -> sameHost[p], pool));
+                t.enableShm(new ShmOptions(shmDir, (int) config.shmRingSize(), p -> sameHost[p], pool));
             }
             for (int p : plan.members()) {
                 // the other joiners' addresses are new: read them once they are published
@@ -436,28 +437,6 @@ public final class Session implements SessionProvider.SessionHandle {
         sameHost[p] = hp.length > 2 && hp[2].equals(host);
         // a replacement (grow) publishes no zero-copy flag: communicators with it keep to the transport on every rank
         zeroCopyRanks[p] = hp.length > 3 && hp[3].equals("zc");
-    }
-
-    /** This rank's listen addresses on its further interfaces: {@code ip#port,ip#port}, or {@code -}. */
-    private static String railField(PeerTransport t) {
-        List<InetSocketAddress> rails = t.railAddresses();
-        if (rails.isEmpty()) return "-";
-        StringBuilder b = new StringBuilder();
-        for (InetSocketAddress a : rails) {
-            if (!b.isEmpty()) b.append(',');
-            b.append(a.getAddress().getHostAddress()).append('#').append(a.getPort());
-        }
-        return b.toString();
-    }
-
-    private static List<InetSocketAddress> railAddresses(String field) {
-        if (field.equals("-")) return List.of();
-        List<InetSocketAddress> out = new java.util.ArrayList<>();
-        for (String a : field.split(",")) {
-            int hash = a.lastIndexOf('#');
-            out.add(new InetSocketAddress(a.substring(0, hash), Integer.parseInt(a.substring(hash + 1))));
-        }
-        return out;
     }
 
     private static String text(byte[] v) {

@@ -18,6 +18,8 @@ import io.hcomm4j.memory.MemoryPool;
 import io.hcomm4j.security.Auth;
 import io.hcomm4j.transport.HostIdentity;
 import io.hcomm4j.transport.PeerTransport;
+import io.hcomm4j.transport.ShmOptions;
+import io.hcomm4j.transport.TransportOptions;
 import io.hcomm4j.transport.SendRequest;
 import io.hcomm4j.transport.TransportEvents;
 import java.lang.foreign.MemorySegment;
@@ -96,7 +98,7 @@ public final class EngineImpl implements TransferEngine {
             t.withoutNeighbourRing();
             String host = c.hostId().orElseGet(() -> HostIdentity.of(shmDir));
             boolean shm = c.transport() != CommConfig.Transport.TCP;
-            if (shm) t.enableShm(new PeerTransport.ShmOptions(shmDir, (int) c.shmRingSize(), p -> dir.onHost(p, host), pool));
+            if (shm) t.enableShm(new ShmOptions(shmDir, (int) c.shmRingSize(), p -> dir.onHost(p, host), pool));
             EngineDirectory.Entry me = new EngineDirectory.Entry(slot, name, t.listenAddress(), host);
             EngineImpl e = new EngineImpl(store, dir, pool, t, me, shm, c.timeout().toNanos(), slots);
             t.setEvents(e.new Events());
@@ -113,8 +115,8 @@ public final class EngineImpl implements TransferEngine {
         }
     }
 
-    private static PeerTransport.Options options(CommConfig c) {
-        return new PeerTransport.Options(c.timeout(), c.initTimeout(), c.spinTime(), c.eagerLimit(), c.unexpectedLimit(),
+    private static TransportOptions options(CommConfig c) {
+        return new TransportOptions(c.timeout(), c.initTimeout(), c.spinTime(), c.eagerLimit(), c.unexpectedLimit(),
                 c.heartbeatTimeout(), c.heartbeatInterval(), c.retryMax(), c.retryInterval());
     }
 

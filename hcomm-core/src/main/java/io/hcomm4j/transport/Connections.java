@@ -150,7 +150,7 @@ final class Connections {
      * answer, the file is unlinked before this returns (the peer has mapped it, or will not).
      */
     private void connect(PeerLink l, long deadline) {
-        PeerTransport.ShmOptions so = t.shm();
+        ShmOptions so = t.shm();
         ShmConduit.Mapping offer = ringOffer(l.peer);
         boolean[] used = new boolean[1];
         try {
@@ -162,7 +162,7 @@ final class Connections {
 
     /** A ring file to offer {@code peer} if it shares this host and shared memory is on, else null (TCP). */
     ShmConduit.Mapping ringOffer(int peer) {
-        PeerTransport.ShmOptions so = t.shm();
+        ShmOptions so = t.shm();
         if (so == null || !so.sameHost().test(peer)) return null;
         try {
             return ShmConduit.create(so.dir(), rank, peer, jobToken, so.ringBytes());
@@ -174,7 +174,7 @@ final class Connections {
     }
 
     /** The offered ring file goes from the directory (the peer has mapped it, or will not); unmapped unless in use. */
-    static void dropOffer(PeerTransport.ShmOptions so, ShmConduit.Mapping offer, boolean used) {
+    static void dropOffer(ShmOptions so, ShmConduit.Mapping offer, boolean used) {
         if (offer == null) return;
         ShmConduit.unlink(so.dir(), offer.name());
         if (!used) offer.unmap();
@@ -361,7 +361,7 @@ final class Connections {
             long epoch = hello.epoch();
             long resume = hello.resume();
             boolean peerReliable = hello.reliable();
-            PeerTransport.ShmOptions so = t.shm();
+            ShmOptions so = t.shm();
             ShmConduit.Mapping mapped = null;
             String peerPrefix = null;
             if (ringFile != null && so != null && so.sameHost().test(src)) {
@@ -410,7 +410,7 @@ final class Connections {
 
     /** A first connection from {@code src}: taken unless ours is under way and we are the lower rank; true if the rings are used. */
     private boolean acceptNew(SocketChannel ch, PeerLink l, int src, long peerLimit, boolean peerReliable,
-                              ShmConduit.Mapping mapped, String peerPrefix, PeerTransport.ShmOptions so) throws IOException {
+                              ShmConduit.Mapping mapped, String peerPrefix, ShmOptions so) throws IOException {
         synchronized (l) {
             boolean keepOurs = l.state == PeerLink.State.CONNECTING && rank < src;
             if (l.state == PeerLink.State.IDLE || (l.state == PeerLink.State.CONNECTING && !keepOurs)) {

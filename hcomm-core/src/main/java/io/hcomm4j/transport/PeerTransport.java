@@ -111,49 +111,7 @@ public final class PeerTransport implements AutoCloseable {
     /** What the links ask of the transport; counts reconnects (diagnostics, tests). */
     final TransportLinkHost host;
 
-    /**
-     * Shared memory between ranks of one host.
-     *
-     * @param dir       directory of the shared-memory files (the same for every rank of a host)
-     * @param ringBytes bytes of each direction's ring, a power of two
-     * @param sameHost  which world ranks share this host (and want shared memory)
-     * @param pool      this session's registered memory: sends from it are read in place by the peer (one copy); may be null
-     */
-    public record ShmOptions(Path dir, int ringBytes, IntPredicate sameHost, MemoryPool pool) {
-    }
-
-    /**
-     * Settings the transport needs, taken from CommConfig by the layer above.
-     *
-     * @param heartbeatTimeout  silence after which a connected peer is declared failed (a reliable link: its connection
-     *                          re-established); zero: no heartbeats
-     * @param heartbeatInterval heartbeat period of an idle connection
-     * @param retryMax          attempts to re-establish a lost connection before its peer is declared failed; 0: none
-     * @param retryInterval     window of the first attempt; each next one twice the last, at most 8 times this
-     */
-    public record Options(Duration timeout, Duration connectTimeout, Duration spinTime, long eagerLimit,
-                          long unexpectedLimit, Duration heartbeatTimeout, Duration heartbeatInterval, int retryMax,
-                          Duration retryInterval) {
-        /** Without heartbeats and reconnects. */
-        public Options(Duration timeout, Duration connectTimeout, Duration spinTime, long eagerLimit, long unexpectedLimit) {
-            this(timeout, connectTimeout, spinTime, eagerLimit, unexpectedLimit, Duration.ZERO, Duration.ZERO);
-        }
-
-        /** Without reconnects. */
-        public Options(Duration timeout, Duration connectTimeout, Duration spinTime, long eagerLimit, long unexpectedLimit,
-                       Duration heartbeatTimeout, Duration heartbeatInterval) {
-            this(timeout, connectTimeout, spinTime, eagerLimit, unexpectedLimit, heartbeatTimeout, heartbeatInterval, 0,
-                    Duration.ofMillis(100));
-        }
-
-        /** The same with {@code retryMax} reconnect attempts, the first one's window {@code retryInterval}. */
-        public Options withRetry(int retryMax, Duration retryInterval) {
-            return new Options(timeout, connectTimeout, spinTime, eagerLimit, unexpectedLimit, heartbeatTimeout,
-                    heartbeatInterval, retryMax, retryInterval);
-        }
-    }
-
-    private PeerTransport(int rank, int size, InetAddress bind, Auth auth, long jobToken, Options o) throws IOException {
+    private PeerTransport(int rank, int size, InetAddress bind, Auth auth, long jobToken, TransportOptions o) throws IOException {
         this.rank = rank;
         this.size = size;
         this.timeoutNanos = o.timeout().toNanos();
@@ -189,7 +147,7 @@ public final class PeerTransport implements AutoCloseable {
      * @param jobToken a number every rank of this job shares (from the store), so connections from another
      *                 job that happens to use the same secret are refused
      */
-    public static PeerTransport open(int rank, int size, InetAddress bind, Auth auth, long jobToken, Options options) {
+    public static PeerTransport open(int rank, int size, InetAddress bind, Auth auth, long jobToken, TransportOptions options) {
         try {
             return new PeerTransport(rank, size, bind, auth, jobToken, options);
         } catch (IOException e) {
@@ -231,14 +189,7 @@ public final class PeerTransport implements AutoCloseable {
      * connections per interface. Large messages are striped over the links ({@link Rails}).
      */
     public void enableRails(List<InetAddress> extra, int channels) {
-        List<InetAddress> binds = new ArrayList<>();
-        binds.add(listenAddress().getAddress());
-        binds.addAll(extra);
-        try {
-            rails.configure(binds, channels);
-        } catch (IOException e) {
-            throw new HcommException("rank " + rank + ": cannot listen on " + extra + " for the rails: " + e.getMessage(), e);
-        }
+        rails.configure(listenAddress().getAddress(), extra, channels);
     }
 
     /** This rank's listen addresses on the further interfaces of {@link #enableRails} (to publish beside {@link #listenAddress}). */
@@ -246,12 +197,9 @@ public final class PeerTransport implements AutoCloseable {
         return rails.listenAddresses();
     }
 
-    /** Each peer's addresses on its further interfaces (set before {@link #start}; null: none). */
-    private volatile IntFunction<List<InetSocketAddress>> railBook;
-
     /** Where each peer listens on its further interfaces (what it published from {@link #railAddresses}); before {@link #start}. */
     public void setRailBook(IntFunction<List<InetSocketAddress>> book) {
-        this.railBook = book;
+        rails.setBook(book);
     }
 
     /**
@@ -259,18 +207,7 @@ public final class PeerTransport implements AutoCloseable {
      * chunk bytes it carried (diagnostics, {@code hcomm perf}).
      */
     public List<LinkStats> linkStats(int peer) {
-        List<LinkStats> out = new ArrayList<>();
-        if (peer == rank) return out;
-        PeerLink primary = links[peer];
-        List<PeerLink> all = new ArrayList<>();
-        if (primary.state == PeerLink.State.CONNECTED) all.add(primary);
-        all.addAll(rails.up(peer));
-        for (PeerLink l : all) {
-            Conduit c = l.ch;
-            String route = c instanceof SocketConduit s ? s.route : c == null ? "-" : c.kind();
-            out.add(new LinkStats(l.rail, c == null ? "none" : c.kind(), route, l.pump.rate(l.lane), l.pump.bytes(l.lane)));
-        }
-        return out;
+        return peer == rank ? List.of() : rails.stats(links[peer]);
     }
 
     /** Talk to the peers {@code options.sameHost()} names through shared-memory rings (call before {@link #start}). */
@@ -294,20 +231,6 @@ public final class PeerTransport implements AutoCloseable {
      */
     public long reconnects() {
         return host.reconnects.get();
-    }
-
-    /** Test hook: breaks rail {@code k} to {@code peer} now, as {@code how} says; false if it is not up. */
-    boolean dropRail(int peer, int k, Conduit.Drop how) {
-        PeerLink r = rails.rail(peer, k);
-        return r != null && r.drop(how);
-    }
-
-    /** Test hook: rail {@code k} to {@code peer} reads nothing more, as if its packets stopped arriving; false if it is not up. */
-    boolean deafenRail(int peer, int k) {
-        PeerLink r = rails.rail(peer, k);
-        if (r == null || !(r.ch instanceof SocketConduit c)) return false;
-        c.stopReading();
-        return true;
     }
 
     /** Test hook: breaks the connection to {@code peer} now, as {@code how} says, without a BYE; false if it is not connected. */
@@ -345,12 +268,7 @@ public final class PeerTransport implements AutoCloseable {
      */
     public void start(IntFunction<InetSocketAddress> addressBook, boolean neighbour) {
         connections.setAddressBook(addressBook);
-        rails.start(p -> {
-            List<InetSocketAddress> all = new ArrayList<>();
-            all.add(addressBook.apply(p));
-            all.addAll(railBook == null ? List.of() : railBook.apply(p));
-            return all;
-        });
+        rails.start(addressBook);
         progress.start();
         acceptor.start();
         watchdog.start();

@@ -47,6 +47,8 @@ final class Rails {
     private volatile int count = 1;
     /** Each peer's address per interface. */
     private volatile IntFunction<List<InetSocketAddress>> addresses;
+    /** Each peer's addresses on its further interfaces (null: none published). */
+    private volatile IntFunction<List<InetSocketAddress>> further;
     /** [peer][k]: rail k to the peer, or null (index 0 is the primary link's, unused here). Guarded by this. */
     private final PeerLink[][] rails;
     /** [peer][k]: when rail k may be opened again (the lower rank only); 0: not to be opened. */
@@ -68,7 +70,19 @@ final class Rails {
      * Sets the links per peer: {@code binds} this rank's address on each interface (the primary link's first), each but
      * the first with a listener of its own opened now; {@code channels} connections per interface.
      */
-    void configure(List<InetAddress> binds, int channels) throws IOException {
+    void configure(InetAddress primary, List<InetAddress> further, int channels) {
+        List<InetAddress> binds = new ArrayList<>();
+        binds.add(primary);
+        binds.addAll(further);
+        try {
+            configure(binds, channels);
+        } catch (IOException e) {
+            throw new io.hcomm4j.HcommException("rank " + rank + ": cannot listen on " + further + " for the rails: "
+                    + e.getMessage(), e);
+        }
+    }
+
+    private void configure(List<InetAddress> binds, int channels) throws IOException {
         if (binds.isEmpty() || channels < 1 || binds.size() * channels > MAX) {
             throw new IllegalArgumentException("rank " + rank + ": " + binds.size() + " interfaces x " + channels
                     + " channels: between 1 and " + MAX + " links per peer");
@@ -107,9 +121,20 @@ final class Rails {
         return out;
     }
 
-    /** Starts accepting on the listeners of the other interfaces; {@code addresses} gives each peer's per interface. */
-    void start(IntFunction<List<InetSocketAddress>> addresses) {
-        this.addresses = addresses;
+    /** Each peer's listen addresses on its further interfaces (what it published), set before {@link #start}. */
+    void setBook(IntFunction<List<InetSocketAddress>> further) {
+        this.further = further;
+    }
+
+    /** Starts accepting on the listeners of the other interfaces; {@code primary} gives each peer's primary address. */
+    void start(IntFunction<InetSocketAddress> primary) {
+        this.addresses = p -> {
+            List<InetSocketAddress> all = new ArrayList<>();
+            all.add(primary.apply(p));
+            IntFunction<List<InetSocketAddress>> f = further;
+            if (f != null) all.addAll(f.apply(p));
+            return all;
+        };
         for (int i = 0; i < listeners.size(); i++) {
             ServerSocketChannel l = listeners.get(i);
             Thread a = Thread.ofPlatform().daemon().name("hcomm-accept-" + rank + "-" + (i + 1))
@@ -286,6 +311,34 @@ final class Rails {
     /** Rail {@code k} to {@code peer}, or null. */
     synchronized PeerLink rail(int peer, int k) {
         return rails[peer] == null ? null : rails[peer][k];
+    }
+
+    /** The links to {@code primary.peer} that are up, the primary first, with their routes, rates and chunk bytes. */
+    List<LinkStats> stats(PeerLink primary) {
+        List<PeerLink> all = new ArrayList<>();
+        if (primary.state == PeerLink.State.CONNECTED) all.add(primary);
+        all.addAll(up(primary.peer));
+        List<LinkStats> out = new ArrayList<>();
+        for (PeerLink l : all) {
+            Conduit c = l.ch;
+            String route = c instanceof SocketConduit s ? s.route : c == null ? "-" : c.kind();
+            out.add(new LinkStats(l.rail, c == null ? "none" : c.kind(), route, l.pump.rate(l.lane), l.pump.bytes(l.lane)));
+        }
+        return out;
+    }
+
+    /** Test hook: breaks rail {@code k} to {@code peer} now, as {@code how} says; false if it is not up. */
+    boolean drop(int peer, int k, Conduit.Drop how) {
+        PeerLink r = rail(peer, k);
+        return r != null && r.drop(how);
+    }
+
+    /** Test hook: rail {@code k} to {@code peer} reads nothing more, as if its packets stopped arriving; false if it is not up. */
+    boolean deafen(int peer, int k) {
+        PeerLink r = rail(peer, k);
+        if (r == null || !(r.ch instanceof SocketConduit c)) return false;
+        c.stopReading();
+        return true;
     }
 
     /** The rails to {@code peer} that are up, in order. */

@@ -188,7 +188,7 @@ final class Reconnector {
 
     /** One reconnect attempt: connect, handshake, hello, and if accepted install the new connection; by {@code end}. */
     private Attempt reconnectAttempt(PeerLink l, long end) throws IOException {
-        PeerTransport.ShmOptions so = t.shm();
+        ShmOptions so = t.shm();
         ShmConduit.Mapping offer = t.connections.ringOffer(l.peer);
         boolean[] used = new boolean[1];
         try {
@@ -309,7 +309,7 @@ final class Reconnector {
      * lacks queued first; all under the progress token and the link's monitor. True if the rings are used.
      */
     boolean acceptReconnect(SocketChannel ch, PeerLink l, int src, long helloEpoch, long peerResume, boolean peerReliable,
-                                    ShmConduit.Mapping mapped, String peerPrefix, PeerTransport.ShmOptions so) throws IOException {
+                                    ShmConduit.Mapping mapped, String peerPrefix, ShmOptions so) throws IOException {
         byte[] verdict = new byte[1];
         boolean[] used = new boolean[1];
         Object[] result = new Object[1];

@@ -77,7 +77,7 @@ final class Rendezvous {
      * links to the peer take as they have room ({@link DataPump}).
      */
     void sendData(PeerLink l, SendRequest s, long msgId) {
-        PeerTransport.ShmOptions so = t.shm();
+        ShmOptions so = t.shm();
         if (l.ch instanceof ShmConduit c && so != null && so.pool() != null && s.size > 0) {
             var reg = so.pool().lookup(s.buf);
             long seq = reg.isEmpty() ? -1 : fileSequence(reg.get().file());

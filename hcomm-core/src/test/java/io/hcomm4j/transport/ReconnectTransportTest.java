@@ -35,14 +35,14 @@ class ReconnectTransportTest {
     static PeerTransport[] job(int n, Path shmDir, int retryMax, Duration retryInterval) throws Exception {
         PeerTransport[] ts = new PeerTransport[n];
         InetSocketAddress[] book = new InetSocketAddress[n];
-        var opts = new PeerTransport.Options(Duration.ofSeconds(60), Duration.ofSeconds(10), Duration.ofNanos(50_000), 64 * 1024,
+        var opts = new TransportOptions(Duration.ofSeconds(60), Duration.ofSeconds(10), Duration.ofNanos(50_000), 64 * 1024,
                 64 << 20, Duration.ofSeconds(10), Duration.ofMillis(2500)).withRetry(retryMax, retryInterval);
         for (int i = 0; i < n; i++) {
             ts[i] = PeerTransport.open(i, n, InetAddress.getLoopbackAddress(), Auth.of("s"), 42, opts);
             book[i] = ts[i].listenAddress();
         }
         for (PeerTransport t : ts) {
-            if (shmDir != null) t.enableShm(new PeerTransport.ShmOptions(shmDir, 1 << 20, p -> true, null));
+            if (shmDir != null) t.enableShm(new ShmOptions(shmDir, 1 << 20, p -> true, null));
             t.start(p -> book[p]);
         }
         return ts;

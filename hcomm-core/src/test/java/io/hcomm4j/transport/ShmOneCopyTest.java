@@ -36,14 +36,14 @@ class ShmOneCopyTest {
         pools = new MemoryPool[2];
         ts = new PeerTransport[2];
         InetSocketAddress[] book = new InetSocketAddress[2];
-        var opts = new PeerTransport.Options(Duration.ofSeconds(20), Duration.ofSeconds(10), Duration.ofNanos(50_000), 64 * 1024, 64 << 20);
+        var opts = new TransportOptions(Duration.ofSeconds(20), Duration.ofSeconds(10), Duration.ofNanos(50_000), 64 * 1024, 64 << 20);
         for (int i = 0; i < 2; i++) {
             pools[i] = MemoryPool.open(new MemoryPool.Options(dir, 1L << 30, false));
             ts[i] = PeerTransport.open(i, 2, InetAddress.getLoopbackAddress(), Auth.of("s"), 42, opts);
             book[i] = ts[i].listenAddress();
         }
         for (int i = 0; i < 2; i++) {
-            ts[i].enableShm(new PeerTransport.ShmOptions(dir, 64 * 1024, p -> true, pools[i]));
+            ts[i].enableShm(new ShmOptions(dir, 64 * 1024, p -> true, pools[i]));
             ts[i].start(p -> book[p]);
         }
     }

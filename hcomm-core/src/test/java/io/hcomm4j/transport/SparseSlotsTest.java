@@ -29,7 +29,7 @@ class SparseSlotsTest {
     void mostlyAbsentPeersCostNothingAndAreNeverConnected() throws Exception {
         int[] ranks = {0, 7, 40000};
         long before = directBytes();
-        var opts = new PeerTransport.Options(Duration.ofSeconds(30), Duration.ofSeconds(5), Duration.ZERO, 64 * 1024, 1 << 20,
+        var opts = new TransportOptions(Duration.ofSeconds(30), Duration.ofSeconds(5), Duration.ZERO, 64 * 1024, 1 << 20,
                 Duration.ofSeconds(10), Duration.ofMillis(2500)).withRetry(5, Duration.ofMillis(100));
         PeerTransport[] ts = new PeerTransport[ranks.length];
         InetSocketAddress[] book = new InetSocketAddress[SLOTS];

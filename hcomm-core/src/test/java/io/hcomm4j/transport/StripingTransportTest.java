@@ -27,7 +27,7 @@ class StripingTransportTest {
     static PeerTransport[] job(int channels) throws Exception {
         PeerTransport[] ts = new PeerTransport[2];
         InetSocketAddress[] book = new InetSocketAddress[2];
-        var opts = new PeerTransport.Options(Duration.ofSeconds(60), Duration.ofSeconds(10), Duration.ofNanos(50_000), 64 * 1024,
+        var opts = new TransportOptions(Duration.ofSeconds(60), Duration.ofSeconds(10), Duration.ofNanos(50_000), 64 * 1024,
                 64 << 20, Duration.ofSeconds(10), Duration.ofMillis(2500)).withRetry(5, Duration.ofMillis(100));
         for (int i = 0; i < 2; i++) {
             ts[i] = PeerTransport.open(i, 2, InetAddress.getLoopbackAddress(), Auth.of("s"), 42, opts);
@@ -123,9 +123,9 @@ class StripingTransportTest {
                 Thread.sleep(3);
                 int rail = 1 + round % 2;
                 boolean hit = switch (round) {
-                    case 0 -> ts[0].dropRail(1, rail, Conduit.Drop.RESET);
-                    case 1 -> ts[1].dropRail(0, rail, Conduit.Drop.CLOSE);
-                    default -> ts[1].deafenRail(0, rail);
+                    case 0 -> ts[0].rails.drop(1, rail, Conduit.Drop.RESET);
+                    case 1 -> ts[1].rails.drop(0, rail, Conduit.Drop.CLOSE);
+                    default -> ts[1].rails.deafen(0, rail);
                 };
                 await(s);
                 await(r);

@@ -21,13 +21,13 @@ class TransportSmokeTest {
     static PeerTransport[] job(int n, java.nio.file.Path shmDir) throws Exception {
         PeerTransport[] ts = new PeerTransport[n];
         InetSocketAddress[] book = new InetSocketAddress[n];
-        var opts = new PeerTransport.Options(Duration.ofSeconds(20), Duration.ofSeconds(10), Duration.ofNanos(50_000), 64 * 1024, 64 << 20);
+        var opts = new TransportOptions(Duration.ofSeconds(20), Duration.ofSeconds(10), Duration.ofNanos(50_000), 64 * 1024, 64 << 20);
         for (int i = 0; i < n; i++) {
             ts[i] = PeerTransport.open(i, n, InetAddress.getLoopbackAddress(), Auth.of("s"), 42, opts);
             book[i] = ts[i].listenAddress();
         }
         for (PeerTransport t : ts) {
-            if (shmDir != null) t.enableShm(new PeerTransport.ShmOptions(shmDir, 1 << 20, p -> true, null));
+            if (shmDir != null) t.enableShm(new ShmOptions(shmDir, 1 << 20, p -> true, null));
             t.start(p -> book[p]);
         }
         return ts;
