@@ -89,6 +89,18 @@ public final class Hcomm implements AutoCloseable {
     }
 
     /**
+     * Diagnostics: the algorithm the world communicator chooses now for the collective {@code op} ({@code allreduce},
+     * {@code broadcast}, {@code allgather}, {@code reducescatter}, {@code alltoall}, ...) of {@code bytes} (the size
+     * {@code hcomm perf} reports: the largest buffer) over the transport, in lower case (e.g. {@code ring}): what
+     * {@code HCOMM_ALGO} forces, else the tuning table's choice ({@code HCOMM_TUNING_FILE}), else the cost model's. On
+     * one host, with registered memory, a collective may run zero-copy instead; with {@code HCOMM_FEEDBACK} a size
+     * class may have switched away from it.
+     */
+    public String algorithmFor(String op, long bytes) {
+        return session.algorithmFor(op, bytes);
+    }
+
+    /**
      * One connection to a peer ({@link #linksTo}).
      *
      * @param index          0 for the primary connection (every message's envelope, small messages, control), 1.. for

@@ -30,6 +30,9 @@ public interface SessionProvider {
         /** The links to world rank {@code rank} (see {@link Hcomm#linksTo}). */
         java.util.List<Hcomm.Link> linksTo(int rank);
 
+        /** The world communicator's algorithm for {@code op} on {@code bytes} (see {@link Hcomm#algorithmFor}). */
+        String algorithmFor(String op, long bytes);
+
         CommConfig config();
 
         @Override

@@ -359,10 +359,12 @@ final class PerfCommand implements Callable<Integer> {
             // looked at before a barrier: rank 1 may not close its connections until rank 0 has looked
             String via = comm.rank() == 0 && comm.size() > 1 ? hcomm.transportTo(1) : null;
             List<Hcomm.Link> links = comm.rank() == 0 && comm.size() > 1 ? hcomm.linksTo(1) : List.of();
+            String choices = comm.rank() == 0 && coll != null ? tunerChoices(hcomm, coll, plan) : null;
             comm.barrier();
             if (comm.rank() != 0) return 0;
             if (via != null) parent.err.println("# transport to rank 1: " + via + " (HCOMM_TRANSPORT)");
             printLinks(links);
+            if (choices != null) parent.err.println(choices);
             if (plot != null) {
                 try {
                     PerfPlot.write(plot, rma != null || xfer != null ? "hcomm perf " + op + ", " + comm.size() + " ranks, " + rows.getFirst().algo()
@@ -384,6 +386,27 @@ final class PerfCommand implements Callable<Integer> {
     private String plotTitle(Coll coll, int n) {
         if (coll == null) return "hcomm perf p2p, ranks 0 <-> 1";
         return "hcomm perf " + coll.cliName() + ", " + n + " ranks, " + typeName(dtype) + (coll.reduces ? ", " + opName(redop) : "");
+    }
+
+    /**
+     * {@code # tuner's choice: <size>:<algorithm> ...} for the sizes of {@code plan}, what the library would run for
+     * each ({@link Hcomm#algorithmFor}: forced, from the tuning table, or the model's), or null for an op the tuner does
+     * not choose for.
+     */
+    static String tunerChoices(Hcomm hcomm, Coll coll, List<CollectiveBench.Test> plan) {
+        if (coll == Coll.SENDRECV) return null;
+        StringBuilder b = new StringBuilder("# tuner's choice (" + coll.cliName() + "):");
+        long last = -1;
+        for (CollectiveBench.Test t : plan) {
+            if (t.bytes() == last) continue;
+            last = t.bytes();
+            try {
+                b.append(' ').append(t.bytes()).append(':').append(hcomm.algorithmFor(coll.cliName(), t.bytes()));
+            } catch (IllegalArgumentException e) {
+                return null; // an op outside the tuner's (the V forms)
+            }
+        }
+        return b.toString();
     }
 
     /**

@@ -69,6 +69,8 @@ final class FrameWriter {
     private long sendCredit;
     /** The peer's limit (from the hello); credit returned beyond it is a protocol error. */
     private long peerLimit;
+    /** A BYE went: nothing follows it, chunks neither. */
+    private boolean byeSent;
 
     FrameWriter(PeerLink link, int rank, Progress progress, ReentrantLock lock) {
         this.link = link;
@@ -156,6 +158,7 @@ final class FrameWriter {
             }
             long seq = ++txSeq;
             long ack = link.reader.rxDone();
+            if (type == Frame.BYE) byeSent = true;
             lg = log;
             if (lg != null) {
                 // EAGER and small RMA payloads are copied into the log: the send completes once written, as without it
@@ -373,7 +376,7 @@ final class FrameWriter {
         DataPump pump = link.pump;
         DataPump.Lane lane = link.lane;
         boolean any = false;
-        while (txQueue.isEmpty() && link.state == PeerLink.State.CONNECTED && !(link.ch instanceof ShmConduit)) {
+        while (txQueue.isEmpty() && link.state == PeerLink.State.CONNECTED && !byeSent && !(link.ch instanceof ShmConduit)) {
             if (any && lock.hasQueuedThreads()) {
                 // a sender waits for the lock (a small or control message): it goes first, the chunks after
                 link.ch.wantWrite();
