@@ -474,7 +474,7 @@ public interface Communicator extends AutoCloseable {
      * A new ordered queue of ops on this communicator whose sends have {@code priority}: over TCP, the payload of a
      * {@link Stream.Priority#HIGH} send goes ahead of the queued chunks of other messages to the same peer, so a
      * latency-critical message (an inference request, a control message) is not stuck behind a bulk transfer such as a
-     * gradient all-reduce. Collectives on the stream run as on any stream.
+     * gradient all-reduce. Collectives on the stream are of that priority too (the chunks of their messages).
      */
     Stream newStream(Stream.Priority priority);
 

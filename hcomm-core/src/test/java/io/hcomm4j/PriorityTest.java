@@ -81,6 +81,35 @@ class PriorityTest {
         assertThat(result[1] / result[3]).as("median round trip during the transfer / the transfer's time").isLessThan(MAX_SHARE);
     }
 
+    @Test
+    void collectivesOnAHighPriorityStreamAreExactBesideANormalOne() throws Exception {
+        int count = 2 << 20; // 8 MiB of floats: chunks on both streams at once
+        Ranks.runThreads(2, Duration.ofMinutes(2), b -> b.transport(CommConfig.Transport.TCP), h -> {
+            Communicator c = h.world();
+            int rank = c.rank();
+            try (Arena a = Arena.ofShared(); Stream normal = c.newStream(); Stream high = c.newStream(Stream.Priority.HIGH)) {
+                MemorySegment in1 = a.allocate(4L * count), out1 = a.allocate(4L * count);
+                MemorySegment in2 = a.allocate(4L * count), out2 = a.allocate(4L * count);
+                for (int i = 0; i < count; i++) {
+                    in1.setAtIndex(ValueLayout.JAVA_FLOAT, i, rank + i % 1000);
+                    in2.setAtIndex(ValueLayout.JAVA_FLOAT, i, (rank + 1) * 2 + i % 7);
+                }
+                for (int round = 0; round < 3; round++) {
+                    CommFuture<Void> f1 = normal.allReduce(in1, out1, count, DataType.FLOAT32, ReduceOp.SUM);
+                    CommFuture<Void> f2 = high.allReduce(in2, out2, count, DataType.FLOAT32, ReduceOp.MAX);
+                    f1.await(Duration.ofMinutes(1));
+                    f2.await(Duration.ofMinutes(1));
+                    for (int i = 0; i < count; i++) {
+                        float sum = out1.getAtIndex(ValueLayout.JAVA_FLOAT, i), max = out2.getAtIndex(ValueLayout.JAVA_FLOAT, i);
+                        if (sum != 1f + 2 * (i % 1000) || max != 4f + i % 7) {
+                            throw new AssertionError("rank " + rank + " round " + round + " element " + i + ": sum " + sum + ", max " + max);
+                        }
+                    }
+                }
+            }
+        });
+    }
+
     /** One 4 KiB request from rank 0 and its 8-byte reply, both checked; returns the round trip (rank 0) in ns. */
     private static long pingPong(Stream s, int rank, MemorySegment request, MemorySegment reply, int round) {
         long t0 = System.nanoTime();

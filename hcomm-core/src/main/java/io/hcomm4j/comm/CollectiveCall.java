@@ -48,6 +48,8 @@ final class CollectiveCall implements Runnable {
     io.hcomm4j.algo.Tuner.Algo algo;
     /** The bytes the tuner chose {@link #algo} for, which feedback times it under; -1: no choice was made. */
     long tunedBytes = -1;
+    /** Run from a stream of {@link io.hcomm4j.Stream.Priority#HIGH} priority: its payloads' chunks go first. */
+    boolean high;
 
     CollectiveCall(CollectiveFrame frame) {
         this.frame = frame;

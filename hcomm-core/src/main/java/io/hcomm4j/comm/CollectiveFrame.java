@@ -118,6 +118,7 @@ final class CollectiveFrame {
 
     /** Runs {@code c} (filled, its arguments checked) where {@code mode} says; its future, or null if it ran here. */
     CommFuture<Void> start(CollectiveCall c, Mode mode) {
+        c.high = mode.stream != null && mode.stream.priority() == io.hcomm4j.Stream.Priority.HIGH;
         if (!mode.async) {
             try {
                 number(c);
@@ -233,6 +234,7 @@ final class CollectiveFrame {
     private void runLinks(CollectiveCall c, boolean checked) {
         try (TransportLinks links = new TransportLinks(transport, collectiveChannel, noticeChannel, c.seq, rank, size, group,
                 c.op.label(), c.fingerprint, session.scratch(), c.bytes)) {
+            links.high(c.high);
             try {
                 health.register(links);
                 if (session.config().fullCheck() && !checked) fullCheck(c.seq, c.op.label(), c.fingerprint);

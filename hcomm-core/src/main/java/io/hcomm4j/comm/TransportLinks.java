@@ -55,6 +55,8 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
     private final CommFuture<Status> notice;
     private volatile RuntimeException aborted;
     private List<MemorySegment> scratch;
+    /** The op runs on a HIGH-priority stream: its sends' chunks go first ({@link #high(boolean)}). */
+    private boolean high;
 
     TransportLinks(PeerTransport transport, long channel, long noticeChannel, long seq, int rank, int size, int[] group,
                    String op, int fingerprint, ScratchPool pool) {
@@ -105,12 +107,17 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
         return size;
     }
 
+    /** The op's sends are of high priority (it runs on a {@link io.hcomm4j.Stream.Priority#HIGH} stream). */
+    void high(boolean on) {
+        this.high = on;
+    }
+
     // send and recv mirror each other (same shape on purpose): the op's channel, tag and fingerprint, then tracked
     @Override
     public CommFuture<Void> send(int peer, MemorySegment slice) {
         checkAborted();
         int w = world(peer);
-        var s = transport.send(channel, w, tag, slice, fingerprint);
+        var s = transport.send(channel, w, tag, slice, fingerprint, null, high);
         track(s, w);
         return s;
     }
