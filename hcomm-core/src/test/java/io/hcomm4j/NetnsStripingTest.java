@@ -106,6 +106,45 @@ class NetnsStripingTest {
         }
     }
 
+    @Test
+    @Timeout(value = 5, unit = TimeUnit.MINUTES)
+    void thePrimaryLinkComesBackOverTheOtherInterfaceWhenItsOwnGoesDown() throws Exception {
+        try (NetLinks nets = NetLinks.create("2gbit", "1gbit")) {
+            Path stop = Files.createTempDirectory("hcomm-stripe").resolve("stop");
+            // a short heartbeat timeout: the silent primary link is replaced after 1 s (it must be back within 2 s)
+            Map<String, String> env = Map.of("MASTER_ADDR", nets.address(0, 0), "MASTER_PORT", String.valueOf(29500 + (int) (ProcessHandle.current().pid() % 400)),
+                    "HCOMM_SOCKET_IFNAME", "nic0,nic1", "HCOMM_TIMEOUT", "120s", "HCOMM_INIT_TIMEOUT", "60s",
+                    "HCOMM_HEARTBEAT_TIMEOUT", "2s");
+            try (Ranks.Job job = Ranks.start(2, StripeWorker.class, env, nets::exec, stop.toString(), String.valueOf(BYTES))) {
+                awaitIterations(job, 0, 10);
+                long down = System.currentTimeMillis();
+                nets.link(0, false);
+                // exchanges go on over nic1 alone: the primary link reconnected over it
+                long moved = awaitIterations(job, down + 2_500, 5);
+                nets.link(0, true);
+                awaitIterations(job, moved, 5);
+                Files.writeString(stop, "stop");
+                List<Ranks.Outcome> outcomes = job.await(Duration.ofMinutes(2));
+                for (Ranks.Outcome o : outcomes) {
+                    assertThat(o.exitCode()).as("rank %d exit; output:\n%s", o.rank(), o.output()).isZero();
+                    assertThat(o.output()).contains("OK ").doesNotContain("PeerFailedException");
+                }
+                assertThat(outcomes.get(0).output() + outcomes.get(1).output()).contains("re-established the connection to rank");
+                List<Iter> iters = parse(outcomes.get(0).output());
+                long during = iters.stream().filter(it -> it.at() > down + 2_500 && it.at() <= moved).count();
+                long pause = 0, prev = down;
+                for (Iter it : iters) {
+                    if (it.at() <= down) continue;
+                    pause = Math.max(pause, it.at() - prev);
+                    prev = it.at();
+                }
+                System.out.printf("NetnsStripingTest primary: nic0 down; the longest pause between exchanges after it %d ms; %d exchanges "
+                        + "with nic0 down%n", pause, during);
+                assertThat(during).as("exchanges while nic0 was down").isGreaterThanOrEqualTo(5);
+            }
+        }
+    }
+
     /** Waits until rank 0 printed {@code n} ITER lines stamped after {@code afterMs}; returns the time. */
     private static long awaitIterations(Ranks.Job job, long afterMs, int n) throws Exception {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);

@@ -308,6 +308,20 @@ final class Rails {
     /** Rails given up so far (diagnostics, tests). */
     final java.util.concurrent.atomic.AtomicLong failures = new java.util.concurrent.atomic.AtomicLong();
 
+    /**
+     * Where reconnect attempt {@code attempt} (1, 2, ...) of the primary link to {@code peer} goes with several
+     * interfaces: {local address to bind, the peer's address} on interface {@code (attempt - 1) mod m}, so a primary link
+     * whose interface failed comes back over another; null with one interface (the peer's primary address, as ever).
+     */
+    InetSocketAddress[] reconnectRoute(int peer, int attempt) {
+        List<InetAddress> mine = binds;
+        IntFunction<List<InetSocketAddress>> book = addresses;
+        if (mine.size() < 2 || book == null) return null;
+        int iface = (attempt - 1) % mine.size();
+        List<InetSocketAddress> theirs = book.apply(peer);
+        return new InetSocketAddress[] {new InetSocketAddress(mine.get(iface), 0), theirs.get(iface % theirs.size())};
+    }
+
     /** Rail {@code k} to {@code peer}, or null. */
     synchronized PeerLink rail(int peer, int k) {
         return rails[peer] == null ? null : rails[peer][k];

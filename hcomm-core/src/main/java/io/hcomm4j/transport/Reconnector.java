@@ -102,7 +102,7 @@ final class Reconnector {
             IOException refused = null;
             try {
                 t.progress.withToken(l::detachRx);
-                outcome = reconnectAttempt(l, Math.max(end, start + MIN_ATTEMPT_NANOS));
+                outcome = reconnectAttempt(l, Math.max(end, start + MIN_ATTEMPT_NANOS), attempt);
             } catch (IOException e) {
                 last = e;
                 if (isRefused(e)) refused = e;
@@ -187,20 +187,23 @@ final class Reconnector {
     }
 
     /** One reconnect attempt: connect, handshake, hello, and if accepted install the new connection; by {@code end}. */
-    private Attempt reconnectAttempt(PeerLink l, long end) throws IOException {
+    private Attempt reconnectAttempt(PeerLink l, long end, int attempt) throws IOException {
         ShmOptions so = t.shm();
         ShmConduit.Mapping offer = t.connections.ringOffer(l.peer);
         boolean[] used = new boolean[1];
         try {
-            return reconnectAttempt(l, end, offer, used);
+            return reconnectAttempt(l, end, attempt, offer, used);
         } finally {
             Connections.dropOffer(so, offer, used[0]);
         }
     }
 
-    private Attempt reconnectAttempt(PeerLink l, long end, ShmConduit.Mapping offer, boolean[] used) throws IOException {
+    private Attempt reconnectAttempt(PeerLink l, long end, int attempt, ShmConduit.Mapping offer, boolean[] used)
+            throws IOException {
         int peer = l.peer;
-        InetSocketAddress addr = t.connections.addressOf(peer);
+        // with several interfaces, the attempts go over each in turn: the primary link survives the loss of its own
+        InetSocketAddress[] route = offer == null ? t.rails.reconnectRoute(peer, attempt) : null;
+        InetSocketAddress addr = route != null ? route[1] : t.connections.addressOf(peer);
         byte[] offerName = offer == null ? new byte[0] : offer.name().getBytes(StandardCharsets.US_ASCII);
         long resume = l.rxDone();
         long epoch;
@@ -213,6 +216,7 @@ final class Reconnector {
         try {
             if (t.linksClosing() || l.state != PeerLink.State.RECONNECTING) return Attempt.SUPERSEDED;
             if (t.unreachable) throw new java.net.NoRouteToHostException("no route to " + addr + " (test hook)");
+            if (route != null) ch.bind(route[0]);
             ch.socket().connect(addr, millisLeft(end));
             ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
             t.connections.authenticate(ch, java.time.Duration.ofMillis(millisLeft(end)));
