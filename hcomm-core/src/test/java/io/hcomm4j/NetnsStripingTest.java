@@ -58,16 +58,16 @@ class NetnsStripingTest {
             try (Ranks.Job job = Ranks.start(2, StripeWorker.class, env, nets::exec, stop.toString(), String.valueOf(BYTES))) {
                 long[] marks = new long[5];
                 marks[0] = awaitIterations(job, 0, 10);
-                Thread.sleep(1_500);
+                Thread.sleep(1_000);
                 marks[1] = System.currentTimeMillis();
                 nets.rate(0, "500mbit");
-                Thread.sleep(2_500);
+                Thread.sleep(2_000);
                 marks[2] = System.currentTimeMillis();
                 nets.link(1, false);
-                Thread.sleep(3_000);
+                Thread.sleep(2_500);
                 marks[3] = System.currentTimeMillis();
                 nets.link(1, true);
-                Thread.sleep(3_500);
+                Thread.sleep(3_000);
                 marks[4] = System.currentTimeMillis();
                 awaitIterations(job, marks[4], 5);
                 Files.writeString(stop, "stop");
