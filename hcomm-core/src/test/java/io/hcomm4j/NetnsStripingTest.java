@@ -53,9 +53,7 @@ class NetnsStripingTest {
     void stripesFollowTheLinksThroughASlowdownAFailureAndARecovery() throws Exception {
         try (NetLinks nets = NetLinks.create("2gbit", "1gbit")) {
             Path stop = Files.createTempDirectory("hcomm-stripe").resolve("stop");
-            Map<String, String> env = Map.of("MASTER_ADDR", nets.address(0, 0), "MASTER_PORT", String.valueOf(29000 + (int) (ProcessHandle.current().pid() % 500)),
-                    "HCOMM_SOCKET_IFNAME", "nic0,nic1", "HCOMM_TIMEOUT", "120s", "HCOMM_INIT_TIMEOUT", "60s");
-            try (Ranks.Job job = Ranks.start(2, StripeWorker.class, env, nets::exec, stop.toString(), String.valueOf(BYTES))) {
+            try (Ranks.Job job = start(nets, stop, 29000, Map.of())) {
                 long[] marks = new long[5];
                 marks[0] = awaitIterations(job, 0, 10);
                 Thread.sleep(1_000);
@@ -112,10 +110,7 @@ class NetnsStripingTest {
         try (NetLinks nets = NetLinks.create("2gbit", "1gbit")) {
             Path stop = Files.createTempDirectory("hcomm-stripe").resolve("stop");
             // a short heartbeat timeout: the silent primary link is replaced after 1 s (it must be back within 2 s)
-            Map<String, String> env = Map.of("MASTER_ADDR", nets.address(0, 0), "MASTER_PORT", String.valueOf(29500 + (int) (ProcessHandle.current().pid() % 400)),
-                    "HCOMM_SOCKET_IFNAME", "nic0,nic1", "HCOMM_TIMEOUT", "120s", "HCOMM_INIT_TIMEOUT", "60s",
-                    "HCOMM_HEARTBEAT_TIMEOUT", "2s");
-            try (Ranks.Job job = Ranks.start(2, StripeWorker.class, env, nets::exec, stop.toString(), String.valueOf(BYTES))) {
+            try (Ranks.Job job = start(nets, stop, 29500, Map.of("HCOMM_HEARTBEAT_TIMEOUT", "2s"))) {
                 awaitIterations(job, 0, 10);
                 long down = System.currentTimeMillis();
                 nets.link(0, false);
@@ -143,6 +138,18 @@ class NetnsStripingTest {
                 assertThat(during).as("exchanges while nic0 was down").isGreaterThanOrEqualTo(5);
             }
         }
+    }
+
+    /**
+     * The two ranks, one per namespace, over both NICs ({@link StripeWorker} until {@code stop} exists); the store on
+     * rank 0 at nic0, its port from {@code portBase} and the pid; {@code extraEnv} on top.
+     */
+    private static Ranks.Job start(NetLinks nets, Path stop, int portBase, Map<String, String> extraEnv) throws Exception {
+        Map<String, String> env = new java.util.HashMap<>(Map.of("MASTER_ADDR", nets.address(0, 0),
+                "MASTER_PORT", String.valueOf(portBase + (int) (ProcessHandle.current().pid() % 400)),
+                "HCOMM_SOCKET_IFNAME", "nic0,nic1", "HCOMM_TIMEOUT", "120s", "HCOMM_INIT_TIMEOUT", "60s"));
+        env.putAll(extraEnv);
+        return Ranks.start(2, StripeWorker.class, env, nets::exec, stop.toString(), String.valueOf(BYTES));
     }
 
     /** Waits until rank 0 printed {@code n} ITER lines stamped after {@code afterMs}; returns the time. */

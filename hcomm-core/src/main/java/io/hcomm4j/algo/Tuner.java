@@ -202,12 +202,7 @@ public final class Tuner {
             if (part.isBlank()) continue;
             String[] kv = part.split("=", 2);
             if (kv.length != 2) throw new IllegalArgumentException("'" + part.trim() + "' is not op=algorithm; " + choices());
-            Op op;
-            try {
-                op = Op.valueOf(norm(kv[0]).replace("_", ""));
-            } catch (IllegalArgumentException e) {
-                throw new IllegalArgumentException("unknown op '" + kv[0].trim() + "'; " + choices());
-            }
+            Op op = op(kv[0]);
             String a = norm(kv[1]);
             if (a.equals("RD")) a = "RECURSIVE_DOUBLING";
             if (a.equals("HD") || a.equals("RABENSEIFNER")) a = "HALVING_DOUBLING";
@@ -226,6 +221,20 @@ public final class Tuner {
             out.put(op, algo);
         }
         return out;
+    }
+
+    /**
+     * The op named {@code name} as HCOMM_ALGO names them (case-insensitive, {@code -} or {@code _} anywhere:
+     * {@code allreduce}, {@code reduce_scatter} ...).
+     *
+     * @throws IllegalArgumentException naming it and listing the valid choices
+     */
+    public static Op op(String name) {
+        try {
+            return Op.valueOf(norm(name).replace("_", ""));
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("unknown op '" + name.trim() + "'; " + choices(), e);
+        }
     }
 
     private static String norm(String s) {

@@ -487,15 +487,9 @@ public final class Session implements SessionProvider.SessionHandle {
 
     @Override
     public String algorithmFor(String op, long bytes) {
-        io.hcomm4j.algo.Tuner.Op o;
-        try {
-            o = io.hcomm4j.algo.Tuner.Op.valueOf(op.trim().toUpperCase(java.util.Locale.ROOT));
-        } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException("op '" + op + "' is not one of " + java.util.Arrays.toString(io.hcomm4j.algo.Tuner.Op.values())
-                    .toLowerCase(java.util.Locale.ROOT), e);
-        }
+        io.hcomm4j.algo.Tuner.Op o = io.hcomm4j.algo.Tuner.op(op);
         if (bytes < 0) throw new IllegalArgumentException("bytes must be >= 0, was " + bytes);
-        return ((CommunicatorImpl) world).transportCollectives().tunerChoice(o, bytes).name().toLowerCase(java.util.Locale.ROOT);
+        return io.hcomm4j.algo.Tuner.name(((CommunicatorImpl) world).transportCollectives().tunerChoice(o, bytes));
     }
 
     @Override

@@ -60,10 +60,6 @@ final class DataPump {
         this.links = new PeerLink[] {primary};
     }
 
-    PeerLink[] links() {
-        return links;
-    }
-
     /** A rail joined: it takes chunks from now on. */
     void addLink(PeerLink rail) {
         synchronized (this) {
@@ -163,45 +159,40 @@ final class DataPump {
      * fields (recorded as in flight with {@code seq}), {@link #DISCARD} with the request in {@code nextReq}, or {@link #NONE}.
      */
     synchronized int next(Lane lane, long seq) {
-        while (true) {
-            if (lane.count == LANE_CAPACITY) return NONE;
-            Retry again = retries.poll();
-            if (again != null) {
-                SendRequest s = again.req();
-                lane.nextReq = s;
-                if (s.isDone()) return DISCARD;
-                if (anotherIsSooner(lane)) {
-                    retries.addFirst(again);
-                    lane.nextReq = null;
-                    return OTHERS;
-                }
-                lane.nextOffset = again.offset();
-                lane.nextLength = again.length();
-                lane.push(seq, s, again.offset(), again.length(), System.nanoTime());
-                return CHUNK;
-            }
-            ArrayDeque<SendRequest> q = high.isEmpty() ? normal : high;
-            SendRequest s = q.peek();
-            if (s == null) return NONE;
-            if (s.isDone()) {
-                // given up (its communicator aborted, its waiter left): no more of it goes; the receiver is told
-                q.poll();
-                lane.nextReq = s;
-                return DISCARD;
-            }
-            long off = s.sentOffset;
-            // a message of a few chunks is cut so that each link can have a piece of it
-            long share = (s.size / links.length + Frame.CHUNK - 1) / Frame.CHUNK * Frame.CHUNK;
-            long len = Math.min(Math.min(lane.chunkBytes(), Math.max(Frame.CHUNK, share)), s.size - off);
-            if (anotherIsSooner(lane)) return OTHERS;
-            s.sentOffset = off + len;
-            if (s.sentOffset == s.size) q.poll();
+        if (lane.count == LANE_CAPACITY) return NONE;
+        Retry again = retries.peek();
+        if (again != null) {
+            SendRequest s = again.req();
+            if (!s.isDone() && anotherIsSooner(lane)) return OTHERS;
+            retries.poll();
             lane.nextReq = s;
-            lane.nextOffset = off;
-            lane.nextLength = len;
-            lane.push(seq, s, off, len, System.nanoTime());
+            if (s.isDone()) return DISCARD;
+            lane.nextOffset = again.offset();
+            lane.nextLength = again.length();
+            lane.push(seq, s, again.offset(), again.length(), System.nanoTime());
             return CHUNK;
         }
+        ArrayDeque<SendRequest> q = high.isEmpty() ? normal : high;
+        SendRequest s = q.peek();
+        if (s == null) return NONE;
+        if (s.isDone()) {
+            // given up (its communicator aborted, its waiter left): no more of it goes; the receiver is told
+            q.poll();
+            lane.nextReq = s;
+            return DISCARD;
+        }
+        if (anotherIsSooner(lane)) return OTHERS;
+        long off = s.sentOffset;
+        // a message of a few chunks is cut so that each link can have a piece of it
+        long share = (s.size / links.length + Frame.CHUNK - 1) / Frame.CHUNK * Frame.CHUNK;
+        long len = Math.min(Math.min(lane.chunkBytes(), Math.max(Frame.CHUNK, share)), s.size - off);
+        s.sentOffset = off + len;
+        if (s.sentOffset == s.size) q.poll();
+        lane.nextReq = s;
+        lane.nextOffset = off;
+        lane.nextLength = len;
+        lane.push(seq, s, off, len, System.nanoTime());
+        return CHUNK;
     }
 
     /**

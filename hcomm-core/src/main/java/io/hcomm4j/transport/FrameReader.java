@@ -487,10 +487,6 @@ final class FrameReader {
 
     private void finishPayload() {
         inPayload = false;
-        if (payloadType == Frame.DATA_PART) {
-            finishChunk();
-            return;
-        }
         RecvRequest r = payloadRecv;
         byte[] u = payloadUnexpected;
         MemorySegment landed = dest;
@@ -502,6 +498,10 @@ final class FrameReader {
             return;
         }
         setRxDone(payloadSeq);
+        if (payloadType == Frame.DATA_PART) {
+            finishChunk(r);
+            return;
+        }
         // reliable: a DATA send (a large RMA one) completes when acknowledged, so say so at once; copies are bounded by bytes
         if (++rxSinceAck >= ACK_EVERY || (link.reliable && (payloadType == Frame.DATA
                 || (payloadType == Frame.RMA && payloadLength > Frame.RMA_COPY_MAX)
@@ -517,16 +517,11 @@ final class FrameReader {
         }
     }
 
-    /** A chunk is in (or was dropped): acknowledged at once (its sender counts on it); the last one completes its receive. */
-    private void finishChunk() {
-        RecvRequest r = payloadRecv;
-        dest = null;
-        payloadRecv = null;
-        if (dupPayload) {
-            dupPayload = false;
-            return;
-        }
-        setRxDone(payloadSeq);
+    /**
+     * A chunk of {@code r} (null: dropped) is in: acknowledged at once (its sender counts on it); the last one completes
+     * the receive.
+     */
+    private void finishChunk(RecvRequest r) {
         sendAck();
         if (r != null && r.chunkDone(payloadOffset / Frame.CHUNK, payloadLength)) {
             link.owner.awaitingData.remove(payloadCommId);

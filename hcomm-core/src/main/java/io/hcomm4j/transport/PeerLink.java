@@ -242,7 +242,6 @@ final class PeerLink {
         progress.wakeup();
         progress.selector.wakeup();
         notifyAll();
-        pump.kick(); // a rail that joins takes its share of what waits
         // a connection that completes while the session closes was missed by close's BYE round: its end is orderly too
         if (host.closing()) sendFrame(Frame.BYE, 0, 0, 0, 0, 0, null, null);
     }

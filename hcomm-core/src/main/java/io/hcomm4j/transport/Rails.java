@@ -42,7 +42,6 @@ final class Rails {
     private List<InetAddress> binds = List.of();
     private final List<ServerSocketChannel> listeners = new ArrayList<>();
     private final List<Thread> acceptors = new ArrayList<>();
-    private int channels = 1;
     /** Links per peer (1: no rails). */
     private volatile int count = 1;
     /** Each peer's address per interface. */
@@ -88,7 +87,6 @@ final class Rails {
                     + " channels: between 1 and " + MAX + " links per peer");
         }
         this.binds = List.copyOf(binds);
-        this.channels = channels;
         for (InetAddress a : binds.subList(1, binds.size())) {
             ServerSocketChannel l = ServerSocketChannel.open();
             l.setOption(StandardSocketOptions.SO_REUSEADDR, true);
@@ -96,16 +94,6 @@ final class Rails {
             listeners.add(l);
         }
         this.count = binds.size() * channels;
-    }
-
-    /** Links per peer (1: no rails). */
-    int count() {
-        return count;
-    }
-
-    /** Connections per interface. */
-    int channels() {
-        return channels;
     }
 
     /** Where peers reach this rank on each interface but the first (whose address is the primary listener's). */
