@@ -31,6 +31,8 @@ import org.junit.jupiter.api.Timeout;
  *       the loop goes on with no rank failed;</li>
  *   <li>it comes back up: the rail is opened again and carries chunks again.</li>
  * </ol>
+ * A second test takes the first link, the primary's, down: the primary link comes back over the second, and when the
+ * first is up again a stand-in rail carries chunks over it.
  * The throughput of each phase is printed (docs/performance.md has a run of it); what is asserted is that nothing was
  * lost (the workers check every long and exit 0) and which links carried bytes when. Skipped, with the reason, where
  * network namespaces or {@code tc} are missing.
@@ -117,7 +119,10 @@ class NetnsStripingTest {
                 // exchanges go on over nic1 alone: the primary link reconnected over it
                 long moved = awaitIterations(job, down + 2_500, 5);
                 nets.link(0, true);
-                awaitIterations(job, moved, 5);
+                // nic0 back: the lower rank opens a stand-in rail there (index 2: after rail 1 on nic1), which carries chunks
+                long back = System.currentTimeMillis();
+                long standIn = awaitStandIn(job, back);
+                awaitIterations(job, standIn, 3);
                 Files.writeString(stop, "stop");
                 List<Ranks.Outcome> outcomes = job.await(Duration.ofMinutes(2));
                 for (Ranks.Outcome o : outcomes) {
@@ -134,8 +139,11 @@ class NetnsStripingTest {
                     prev = it.at();
                 }
                 System.out.printf("NetnsStripingTest primary: nic0 down; the longest pause between exchanges after it %d ms; %d exchanges "
-                        + "with nic0 down%n", pause, during);
+                        + "with nic0 down; nic0 carried chunks again %d ms after it came back%n", pause, during, standIn - back);
                 assertThat(during).as("exchanges while nic0 was down").isGreaterThanOrEqualTo(5);
+                Iter last = iters.getLast();
+                assertThat(last.links()).as("links at the end (0 and 1 on nic1, 2 the stand-in on nic0)").containsKeys(0, 1, 2);
+                assertThat(last.links().get(2)).as("chunk bytes on the stand-in rail over nic0").isPositive();
             }
         }
     }
@@ -159,6 +167,19 @@ class NetnsStripingTest {
             long count = parse(Files.readString(job.logs.get(0))).stream().filter(it -> it.at() > afterMs).count();
             if (count >= n) return System.currentTimeMillis();
             if (System.nanoTime() > deadline) throw new AssertionError("fewer than " + n + " exchanges:\n" + job.outputs());
+            for (Process p : job.processes) if (!p.isAlive()) throw new AssertionError("a rank exited early:\n" + job.outputs());
+            Thread.sleep(50);
+        }
+    }
+
+    /** Waits until rank 0's links to rank 1 include the stand-in rail (index 2) with chunk bytes, after {@code afterMs}. */
+    private static long awaitStandIn(Ranks.Job job, long afterMs) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (true) {
+            for (Iter it : parse(Files.readString(job.logs.get(0)))) {
+                if (it.at() > afterMs && it.links().getOrDefault(2, 0L) > 0) return it.at();
+            }
+            if (System.nanoTime() > deadline) throw new AssertionError("nic0 not used again within 60 s:\n" + job.outputs());
             for (Process p : job.processes) if (!p.isAlive()) throw new AssertionError("a rank exited early:\n" + job.outputs());
             Thread.sleep(50);
         }

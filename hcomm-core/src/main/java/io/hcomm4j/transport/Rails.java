@@ -26,6 +26,11 @@ import java.util.function.IntFunction;
  * {@link #STALL_NANOS} for its acknowledgement: a downed interface), the chunks it had in flight go again over the
  * other links ({@link DataPump#removeLink}; the receiver drops any that came already), the ops go on, and the lower
  * rank opens it again every {@link #RETRY_NANOS} until it is back. The peer fails only with its primary link.
+ *
+ * <p>When the primary link's own interface fails, its reconnect goes over another ({@link #reconnectRoute}) and stays
+ * there. Its first interface then carries nothing: the lower rank opens a stand-in rail there (index {@code count},
+ * which maps to the first interface), again every {@link #RETRY_NANOS} until the interface is back, so the link comes
+ * back into use without moving the primary link (and its ordered traffic) a second time.
  */
 final class Rails {
     /** Most links to one peer (the hello has 8 bits for the rail's index). */
@@ -52,6 +57,8 @@ final class Rails {
     private final PeerLink[][] rails;
     /** [peer][k]: when rail k may be opened again (the lower rank only); 0: not to be opened. */
     private final long[][] retryAt;
+    /** [peer][k]: an attempt to open rail k is under way (the lower rank only). */
+    private final boolean[][] opening;
     /** [peer][k]: bytes read from rail k when the watchdog last looked, and since when that has not changed. */
     private final long[][] rxSeen;
     private final long[][] heardAt;
@@ -61,6 +68,7 @@ final class Rails {
         this.rank = rank;
         this.rails = new PeerLink[size][];
         this.retryAt = new long[size][];
+        this.opening = new boolean[size][];
         this.rxSeen = new long[size][];
         this.heardAt = new long[size][];
     }
@@ -141,8 +149,17 @@ final class Rails {
         synchronized (this) {
             slots(peer);
             retryAt[peer][k] = 0;
+            opening[peer][k] = true;
         }
-        Thread.ofVirtual().name("hcomm-rail-" + rank).start(() -> open(peer, k));
+        Thread.ofVirtual().name("hcomm-rail-" + rank).start(() -> {
+            try {
+                open(peer, k);
+            } finally {
+                synchronized (this) {
+                    if (opening[peer] != null) opening[peer][k] = false;
+                }
+            }
+        });
     }
 
     /** Opens rail {@code k} to {@code peer} (this is the lower rank); on failure, tries again later. */
@@ -214,6 +231,7 @@ final class Rails {
         if (rails[peer] == null) {
             rails[peer] = new PeerLink[MAX];
             retryAt[peer] = new long[MAX];
+            opening[peer] = new boolean[MAX];
             rxSeen[peer] = new long[MAX];
             heardAt[peer] = new long[MAX];
         }
@@ -259,12 +277,19 @@ final class Rails {
             for (int p = 0; p < rails.length; p++) {
                 PeerLink[] mine = rails[p];
                 if (mine == null) continue;
-                boolean primaryUp = t.links()[p].state == PeerLink.State.CONNECTED;
+                PeerLink primary = t.links()[p];
+                boolean primaryUp = primary.state == PeerLink.State.CONNECTED;
+                boolean displaced = displaced(primary);
+                // the stand-in for a primary link that moved off its interface: opened once, then like any rail
+                if (displaced && rank < p && count < MAX && mine[count] == null && retryAt[p][count] == 0 && !opening[p][count]) {
+                    retryAt[p][count] = now;
+                }
                 for (int k = 1; k < MAX; k++) {
                     PeerLink r = mine[k];
                     if (r != null && r.state == PeerLink.State.CONNECTED) {
                         live.add(r);
-                    } else if (retryAt[p][k] != 0 && now - retryAt[p][k] >= 0 && primaryUp && rank < p && !t.isClosing()) {
+                    } else if (retryAt[p][k] != 0 && now - retryAt[p][k] >= 0 && primaryUp && rank < p && !t.isClosing()
+                            && (k < count || displaced)) {
                         retryAt[p][k] = 0;
                         if (reopen == null) reopen = new ArrayList<>();
                         reopen.add(new int[] {p, k});
@@ -291,6 +316,12 @@ final class Rails {
             }
         }
         if (reopen != null) for (int[] pk : reopen) openInBackground(pk[0], pk[1]);
+    }
+
+    /** Whether {@code primary} is a TCP link that went out on another interface than the first (after a failover). */
+    private boolean displaced(PeerLink primary) {
+        return binds.size() > 1 && primary.state == PeerLink.State.CONNECTED && primary.ch instanceof SocketConduit s
+                && s.local != null && !s.local.equals(binds.get(0));
     }
 
     /** Rails given up so far (diagnostics, tests). */
@@ -373,6 +404,7 @@ final class Rails {
     synchronized void forget(int peer) {
         rails[peer] = null;
         retryAt[peer] = null;
+        opening[peer] = null;
         rxSeen[peer] = null;
         heardAt[peer] = null;
     }

@@ -14,6 +14,8 @@ final class SocketConduit implements Conduit {
     private volatile SelectionKey key;
     /** {@code local -> remote} (diagnostics). */
     final String route;
+    /** The local address: which interface the connection went out on. */
+    final java.net.InetAddress local;
 
     SocketConduit(SocketChannel ch, PeerLink link, Progress progress) throws IOException {
         this.ch = ch;
@@ -22,6 +24,7 @@ final class SocketConduit implements Conduit {
         ch.configureBlocking(false);
         ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
         this.route = address(ch.getLocalAddress()) + " -> " + address(ch.getRemoteAddress());
+        this.local = ch.getLocalAddress() instanceof java.net.InetSocketAddress i ? i.getAddress() : null;
     }
 
     private static String address(java.net.SocketAddress a) {
