@@ -71,7 +71,8 @@ class DataPortSecurityTest {
             data = new InetSocketAddress(hp[0], Integer.parseInt(hp[1]));
         }
         try {
-            // (a) connects and says nothing: the rank's handshake thread waits out its own deadline; the job goes on
+            // (a) connects and says nothing while (b) to (e) are refused and the job goes on: a silent stranger holds
+            // up neither the other handshakes nor the job
             SocketChannel silent = SocketChannel.open(data);
             // (b) no secret and (c) a wrong secret: the handshake fails
             for (String secret : new String[] {null, "wrong-secret"}) {
@@ -91,10 +92,14 @@ class DataPortSecurityTest {
                 ch.write(ByteBuffer.wrap(junk));
                 assertClosedByPeer(ch);
             }
-            // (e) the right secret but a hello from another job
+            // (e) the right secret but a hello from another job: a whole hello (fixed part, no ring offer, resume part:
+            // flags 0, a new connection, resume 0, as MalformedFrameTest writes one) whose job token is not this job's,
+            // so the rank refuses it on the token, not on a read timeout of a hello cut short
             try (SocketChannel ch = SocketChannel.open(data)) {
                 Auth.of("thread-secret").connect(ch, Auth.DATA, Duration.ofSeconds(5));
-                ch.write(ByteBuffer.allocate(32).putInt(0x4843484C).putInt(1).putInt(0).putInt(2).putLong(12345).putLong(1 << 20).flip());
+                ByteBuffer hello = ByteBuffer.allocate(58).putInt(0x4843484C).putInt(1).putInt(0).putInt(2).putLong(12345)
+                        .putLong(1 << 20).putInt(0).putShort((short) 0).putInt(0).putLong(0).putLong(0).flip();
+                while (hello.hasRemaining()) ch.write(hello);
                 assertClosedByPeer(ch);
             }
             silent.close();

@@ -57,9 +57,11 @@ class FaultInjectionTest {
     /**
      * With reconnects on (the default) the end of a killed process's connection is first taken for a dropped connection:
      * the reconnect is refused at once (nothing listens at its address any more), so detection stays as fast as without.
+     * HCOMM_RETRY_MAX=0 only over TCP: a link over shared memory is never re-established (it keeps no resend log, see
+     * Connections.reliable), so over shm the setting changes nothing and "2, shm, 5" is that case already.
      */
     @ParameterizedTest
-    @CsvSource({"2, tcp, 5", "4, tcp, 5", "2, shm, 5", "4, shm, 5", "2, tcp, 0", "2, shm, 0"})
+    @CsvSource({"2, tcp, 5", "4, tcp, 5", "2, shm, 5", "4, shm, 5", "2, tcp, 0"})
     void sigkillDuringAllReduce(int n, String transport, int retryMax) throws Exception {
         try (Ranks.Job job = Ranks.start(n, FaultWorker.class, env(transport, retryMax), "allreduce")) {
             job.awaitAll(n, "RUNNING");

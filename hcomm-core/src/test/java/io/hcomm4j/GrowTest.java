@@ -20,9 +20,13 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * {@link Communicator#grow} and {@link Hcomm#join}: real rank processes, one killed (or two), the survivors shrink, new
  * processes started by the test join through the store and the job grows back to its size; every element of the
  * training loop's all-reduces and of the collectives on the grown communicator is checked, on old members and joiners.
- * Grow times are printed (docs/reliability.md quotes them).
+ * Grow times are printed (docs/reliability.md quotes them). Up to the grow each job is the shrink job of its kind
+ * (the same {@link ShrinkWorker} scenario: 2 of 5 killed; the last of 4 in a training loop), and the shrink's results
+ * are asserted here too (they were a job of their own in {@link ShrinkTest}): the shrunk ranks and size, the old
+ * communicator failing, the training on 3 ranks; shrink times are printed too.
  */
 class GrowTest {
+    private static final Pattern SHRUNK = Pattern.compile("SHRUNK rank=(\\d+) size=(\\d+) at=(\\d+) took=(\\d+)");
     private static final Pattern GROWN = Pattern.compile("GROWN rank=(\\d+) size=(\\d+) at=(\\d+) took=(\\d+)");
     private static final Pattern JOINED = Pattern.compile("JOINED rank=(\\d+) size=(\\d+) at=(\\d+) took=(\\d+)");
 
@@ -38,13 +42,21 @@ class GrowTest {
         int n = 4;
         try (Ranks.Job job = Ranks.start(n, ShrinkWorker.class, env(), "traingrow")) {
             awaitAll(job, n, "RUNNING");
+            long killed = System.currentTimeMillis();
             job.processes.get(n - 1).destroyForcibly();
             awaitAll(job, n - 1, "GROWING");
             long t0 = System.currentTimeMillis();
             job.startJoiner(ShrinkWorker.class, env(), "joiner");
             for (int r = 0; r < n - 1; r++) {
                 String out = output(job, r);
-                assertThat(out).contains("CAUGHT [3]", "SHRUNK rank=" + r + " size=3", "TRAINED", "FINAL", "ranks=4", "DONE");
+                // the shrink and the training on 3 ranks (TRAINED ... ranks=3) before the grow, then on 4 ranks
+                assertThat(out).contains("CAUGHT [3]", "SHRUNK rank=" + r + " size=3", "TRAINED", "ranks=3", "FINAL", "ranks=4", "DONE");
+                Matcher s = SHRUNK.matcher(out);
+                assertThat(s.find()).as(out).isTrue();
+                assertThat(s.group(1)).isEqualTo(String.valueOf(r));
+                assertThat(s.group(2)).isEqualTo("3");
+                System.out.printf("GrowTest training: rank %d shrank %d ms after the SIGKILL (shrink itself %s ms)%n", r,
+                        Long.parseLong(s.group(3)) - killed, s.group(4));
                 Matcher m = GROWN.matcher(out);
                 assertThat(m.find()).as(out).isTrue();
                 assertThat(m.group(1)).isEqualTo(String.valueOf(r));
@@ -77,6 +89,13 @@ class GrowTest {
             int[] survivors = {0, 2, 4};
             for (int i = 0; i < survivors.length; i++) {
                 String out = output(job, survivors[i]);
+                // before the grow: the shrink to 3 (ranks 0, 2, 4 become 0, 1, 2), its collectives, the old communicator failing
+                Matcher s = SHRUNK.matcher(out);
+                assertThat(s.find()).as(out).isTrue();
+                assertThat(s.group(1)).isEqualTo(String.valueOf(i));
+                assertThat(s.group(2)).isEqualTo("3");
+                assertThat(out).contains("OLD FAILS [1, 3]");
+                System.out.printf("GrowTest 2 of 5 killed: rank %d -> %d, shrink took %s ms%n", survivors[i], i, s.group(4));
                 Matcher m = GROWN.matcher(out);
                 assertThat(m.find()).as(out).isTrue();
                 assertThat(m.group(1)).isEqualTo(String.valueOf(i));

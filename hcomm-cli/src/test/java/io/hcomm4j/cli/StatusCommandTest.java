@@ -14,9 +14,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * A job of 3 rank JVMs with HCOMM_STUCK_REPORT=1s in which rank 2 comes 8 s late to the second all-reduce: ranks 0 and
- * 1 log their stuck op (sequence number, type, size, the ranks they wait for), and {@code hcomm status}, reading the
- * job's store, shows them stuck in allReduce #2 and names rank 2 as behind.
+ * A job of 3 rank JVMs with HCOMM_STUCK_REPORT=1s in which rank 2 comes late to the second all-reduce (it waits for a
+ * file the test creates once it has seen the status): ranks 0 and 1 log their stuck op (sequence number, type, size,
+ * the ranks they wait for), and {@code hcomm status}, reading the job's store, shows them stuck in allReduce #2 and
+ * names rank 2 as behind.
  */
 @Timeout(120)
 class StatusCommandTest {
@@ -28,11 +29,12 @@ class StatusCommandTest {
             port = s.getLocalPort();
         }
         Path dir = Files.createTempDirectory("hcomm-status-test");
+        Path go = dir.resolve("go"); // rank 2 stays away from the second all-reduce until this file exists
         List<Process> ranks = new ArrayList<>();
         List<Path> logs = new ArrayList<>();
         try {
             for (int r = 0; r < n; r++) {
-                ProcessBuilder pb = new ProcessBuilder(LocalLauncher.javaCommand(StuckRank.class.getName(), List.of("8000")));
+                ProcessBuilder pb = new ProcessBuilder(LocalLauncher.javaCommand(StuckRank.class.getName(), List.of(go.toString())));
                 Map<String, String> env = pb.environment();
                 env.keySet().removeIf(k -> k.startsWith("HCOMM_"));
                 env.put("RANK", String.valueOf(r));
@@ -67,6 +69,7 @@ class StatusCommandTest {
                     + " (in its own code?); ranks 0, 1 wait in allReduce #2");
             String log0 = Files.readString(logs.get(0));
             assertThat(log0).containsPattern("WARN .*rank 0: allReduce #2 on communicator 0 \\(16 bytes\\) has run for \\d+\\.\\d s and still waits for rank");
+            Files.writeString(go, "go"); // rank 2 comes to the second all-reduce now: every rank ends
             for (int r = 0; r < n; r++) {
                 assertThat(ranks.get(r).waitFor(60, TimeUnit.SECONDS)).isTrue();
                 String out = Files.readString(logs.get(r));

@@ -18,10 +18,18 @@ import java.util.Set;
 
 /**
  * One rank of the point-to-point test job (a separate JVM). Every check is on every element; a failure
- * throws, which exits the JVM non-zero with the reason on stderr.
+ * throws, which exits the JVM non-zero with the reason on stderr. Scenario {@code collectives} is not point to point:
+ * {@link CollectiveWorker#sequences} (seed 4242 + the number of ranks), in this job so that the ranks' JVMs start once.
  */
 public final class P2pWorker {
     static final long[] SIZES = {0, 1, 4095, 4096, (1 << 20) + 7, 64L << 20};
+    /**
+     * The sizes of {@link #types}: {@link #SIZES} with the largest 8 MiB + 3 instead of 64 MiB. Still above every
+     * threshold a heap payload meets (eager limit 64 KiB, the heap staging of 128 KiB, the shared-memory ring of 1 MiB,
+     * the TCP chunk of up to 4 MiB); the 64 MiB message is {@link #sizes}'s (eight heap arrays of 64 MiB per rank and
+     * direction added time, not paths).
+     */
+    static final long[] TYPE_SIZES = {0, 1, 4095, 4096, (1 << 20) + 7, (8L << 20) + 3};
 
     public static void main(String[] args) throws Exception {
         try (Hcomm hcomm = Hcomm.init()) {
@@ -38,6 +46,7 @@ public final class P2pWorker {
                     case "self" -> self(comm);
                     case "errors" -> errors(comm);
                     case "probe" -> probe(comm);
+                    case "collectives" -> CollectiveWorker.sequences(comm, 4242 + comm.size());
                     default -> throw new IllegalArgumentException("unknown scenario " + scenario);
                 }
                 barrier(comm);
@@ -144,11 +153,11 @@ public final class P2pWorker {
         }
     }
 
-    /** Heap arrays of every element type (each DataType's Java carrier), every size, checked per element. */
+    /** Heap arrays of every element type (each DataType's Java carrier), every size of {@link #TYPE_SIZES}, checked per element. */
     static void types(Communicator comm) {
         int n = comm.size(), rank = comm.rank(), next = (rank + 1) % n, prev = (rank - 1 + n) % n;
         for (DataType type : DataType.values()) {
-            for (long bytes : SIZES) {
+            for (long bytes : TYPE_SIZES) {
                 int count = (int) (bytes / type.byteSize());
                 int tag = 100 + type.ordinal();
                 Object out = newArray(type, count), in = newArray(type, count + 3);

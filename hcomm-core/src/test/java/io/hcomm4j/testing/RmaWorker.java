@@ -17,8 +17,10 @@ import java.util.Random;
 /**
  * One rank of the one-sided test job (a separate JVM). The first argument says how windows are made: {@code alloc}
  * (allocateWindow: same-host members reach each other's memory directly) or {@code create} (createWindow over memory
- * outside the pool: every access goes through the target's progress engine). Every check covers every element; a
- * failure throws, which exits the JVM non-zero with the reason on stderr.
+ * outside the pool: every access goes through the target's progress engine), or several of them joined by {@code +}
+ * ({@code alloc+create}: every scenario with the one kind, then every scenario with the next, in one job). A passed
+ * scenario prints {@code rank <r> PASS <kind> <scenario>}. Every check covers every element; a failure throws, which
+ * exits the JVM non-zero with the reason on stderr.
  */
 public final class RmaWorker {
     static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED;
@@ -29,27 +31,30 @@ public final class RmaWorker {
         try (Hcomm hcomm = Hcomm.init()) {
             Communicator comm = hcomm.world();
             int rank = comm.rank();
-            create = args[0].equals("create");
             boolean tcp = "tcp".equals(System.getenv("HCOMM_TRANSPORT"));
-            for (int i = 1; i < args.length; i++) {
-                String scenario = args[i];
-                long t0 = System.nanoTime();
-                switch (scenario) {
-                    // the 4 x 100 000 on the direct (alloc) path and over TCP (64 in flight); through the rings 4 x 20 000
-                    case "counter" -> counter(comm, create ? 20_000 : 100_000, tcp ? 64 : create ? 16 : 1);
-                    case "spinlock" -> spinLock(comm, 300);
-                    case "fence" -> randomUnderFence(comm, 40);
-                    case "locks" -> randomUnderLocks(comm, 40);
-                    case "floatsum" -> floatSum(comm);
-                    case "types" -> types(comm);
-                    case "signal" -> signal(comm);
-                    case "sleeper" -> sleepingTarget(comm);
-                    case "large" -> large(comm);
-                    case "errors" -> errors(comm);
-                    default -> throw new IllegalArgumentException("unknown scenario " + scenario);
+            for (String kind : args[0].split("\\+")) {
+                if (!kind.equals("alloc") && !kind.equals("create")) throw new IllegalArgumentException("unknown window kind " + kind);
+                create = kind.equals("create");
+                for (int i = 1; i < args.length; i++) {
+                    String scenario = args[i];
+                    long t0 = System.nanoTime();
+                    switch (scenario) {
+                        // the 4 x 100 000 on the direct (alloc) path and over TCP (64 in flight); through the rings 4 x 20 000
+                        case "counter" -> counter(comm, create ? 20_000 : 100_000, tcp ? 64 : create ? 16 : 1);
+                        case "spinlock" -> spinLock(comm, 300);
+                        case "fence" -> randomUnderFence(comm, 40);
+                        case "locks" -> randomUnderLocks(comm, 40);
+                        case "floatsum" -> floatSum(comm);
+                        case "types" -> types(comm);
+                        case "signal" -> signal(comm);
+                        case "sleeper" -> sleepingTarget(comm);
+                        case "large" -> large(comm);
+                        case "errors" -> errors(comm);
+                        default -> throw new IllegalArgumentException("unknown scenario " + scenario);
+                    }
+                    comm.barrier();
+                    System.out.printf("rank %d PASS %s %s (%d ms)%n", rank, kind, scenario, (System.nanoTime() - t0) / 1_000_000);
                 }
-                comm.barrier();
-                System.out.printf("rank %d PASS %s (%d ms)%n", rank, scenario, (System.nanoTime() - t0) / 1_000_000);
             }
             Ranks.printTransports(hcomm);
             comm.barrier();
@@ -384,9 +389,12 @@ public final class RmaWorker {
         }
     }
 
-    /** 64 MiB put and get (16 MiB through the rings), every byte checked. */
+    /**
+     * 16 MiB put and get, every byte checked: where the ops go as frames (createWindow, TCP) that is four chunks of
+     * RemoteOps.CHUNK (4 MiB) each way; a larger size crosses no further threshold, on the direct path neither.
+     */
     static void large(Communicator comm) {
-        long bytes = create ? 16L << 20 : 64L << 20;
+        long bytes = 16L << 20;
         try (Window w = window(comm, bytes)) {
             w.fence();
             int n = comm.size();

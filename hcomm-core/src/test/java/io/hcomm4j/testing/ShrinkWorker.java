@@ -10,7 +10,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 
 /**
- * A rank of the shrink jobs ({@code ShrinkTest}); the scenario is the first argument. Lines it prints for the test:
+ * A rank of the shrink and grow jobs ({@code ShrinkTest}, {@code GrowTest}); the scenario is the first argument. Lines it prints for the test:
  * <ul>
  *   <li>{@code READY}: initialized; {@code RUNNING}: in the middle of its training loop;</li>
  *   <li>{@code CAUGHT <failed ranks> at=<ms>}: the step that failed;</li>
