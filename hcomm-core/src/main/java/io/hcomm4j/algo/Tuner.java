@@ -112,6 +112,8 @@ public final class Tuner {
     /** The table's entry per communicator shape (absent: none matches), looked up once per shape. */
     private final java.util.concurrent.ConcurrentHashMap<Shape, java.util.Optional<TuningTable.Entry>> entries =
             new java.util.concurrent.ConcurrentHashMap<>();
+    /** The measured speed of the link between hosts, GB/s, that table entries must match; 0: not measured, not compared. */
+    private volatile double linkGbps;
     /**
      * Algorithms {@code hcomm tune} forces while it measures, in every Tuner of this JVM (a rank of a tuning job runs one
      * session): copy-on-write, read once per choice.
@@ -176,7 +178,16 @@ public final class Tuner {
     public TuningTable.Entry entry(Shape shape) {
         if (table == null) return null;
         return entries.computeIfAbsent(shape, s -> java.util.Optional.ofNullable(
-                table.find(TuningTable.Signature.of(s, withinTransport, betweenTransport)))).orElse(null);
+                table.find(TuningTable.Signature.of(s, withinTransport, betweenTransport), linkGbps))).orElse(null);
+    }
+
+    /**
+     * The link between hosts measured at {@code gbps} (GB/s): from now on a table entry applies only if it was tuned at a
+     * speed within {@link TuningTable#SPEED_TOLERANCE} of it (the nearest if several). Same contract as {@link #useLinks}.
+     */
+    public void useLinkSpeed(double gbps) {
+        this.linkGbps = gbps;
+        entries.clear();
     }
 
     /**

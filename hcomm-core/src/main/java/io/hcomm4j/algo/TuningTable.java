@@ -312,8 +312,28 @@ public final class TuningTable {
 
     /** The last entry for the same topology as {@code s} (a later measurement wins), or null. */
     public Entry find(Signature s) {
+        return find(s, 0);
+    }
+
+    /** How far a link may measure from the speed an entry was tuned at and still take its choices: a factor of 2. */
+    public static final double SPEED_TOLERANCE = 2.0;
+
+    /**
+     * The entry for the same topology as {@code s} whose link speed between hosts is nearest {@code gbps} (as a ratio)
+     * and within {@link #SPEED_TOLERANCE} of it, a later one winning a tie; an entry without a speed matches any. With
+     * {@code gbps} 0 (not measured) the speed is not compared: the last entry of the topology. Null if none.
+     */
+    public Entry find(Signature s, double gbps) {
         Entry found = null;
-        for (Entry e : entries) if (e.signature.sameTopology(s)) found = e;
+        double best = Double.MAX_VALUE;
+        for (Entry e : entries) {
+            if (!e.signature.sameTopology(s)) continue;
+            double tuned = e.signature.betweenGbps();
+            double off = gbps > 0 && tuned > 0 ? Math.abs(Math.log(gbps / tuned)) : 0;
+            if (off > Math.log(SPEED_TOLERANCE) || off > best) continue;
+            best = off;
+            found = e;
+        }
         return found;
     }
 

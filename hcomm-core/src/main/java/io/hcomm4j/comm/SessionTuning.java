@@ -68,18 +68,36 @@ final class SessionTuning {
     static final long INIT_PROBE_NANOS = 50_000_000;
 
     /**
-     * {@code HCOMM_TUNE_AT_INIT}: when no table entry covers the world, measures the link between hosts and the one
-     * within a host ({@link LinkProbe}, 50 ms each) and costs the model with them. Every rank calls it at the end of
-     * init, before any op of the user's; the figures come from one rank, so every rank's tuner changes alike.
+     * {@code HCOMM_TUNE_AT_INIT}: measures the link between hosts and the one within a host ({@link LinkProbe}, 50 ms
+     * each). A table entry for the world's shape then applies only if it was tuned at a link speed within a factor of 2
+     * of the measured one (a table made on another network is not taken for this one); without such an entry the model
+     * is costed with the measured links. Every rank calls it at the end of init, before any op of the user's; the
+     * figures come from one rank, so every rank's tuner changes alike.
      */
     static void measureAtInit(CommConfig config, Tuner tuner, Communicator world) {
         if (!config.tuneAtInit() || world.size() < 2) return;
-        if (tuner.entry(Tuner.Shape.of(world.topology())) != null) return;
+        Tuner.Shape shape = Tuner.Shape.of(world.topology());
+        TuningTable.Entry before = tuner.entry(shape);
+        if (before != null && !(shape.hosts() > 1 && before.signature().betweenGbps() > 0)) return; // no speed to compare
         long t0 = System.nanoTime();
         LinkProbe.Result between = LinkProbe.between(world, world.topology(), INIT_PROBE_NANOS);
+        if (between != null) tuner.useLinkSpeed(between.gbps());
+        TuningTable.Entry entry = tuner.entry(shape);
+        if (entry != null) {
+            if (world.rank() == 0) {
+                LOG.info("HCOMM_TUNE_AT_INIT: the link between hosts measures {}; the tuning table's entry for {} (tuned at "
+                        + "{} GB/s) applies", between, entry.signature(), entry.signature().betweenGbps());
+            }
+            return;
+        }
         LinkProbe.Result within = LinkProbe.within(world, world.topology(), INIT_PROBE_NANOS);
         tuner.useLinks(between == null ? null : between.cost(), within == null ? null : within.cost());
         if (world.rank() == 0) {
+            if (before != null) {
+                LOG.warn("HCOMM_TUNE_AT_INIT: the tuning table's entry for {} was tuned at {} GB/s between hosts, but the link "
+                        + "measures {}: more than a factor of {} apart, so the cost model chooses, over the measured links",
+                        before.signature(), before.signature().betweenGbps(), between, TuningTable.SPEED_TOLERANCE);
+            }
             LOG.info("HCOMM_TUNE_AT_INIT: measured in {} ms: between hosts {}; within a host {}",
                     (System.nanoTime() - t0) / 1_000_000, between == null ? "none" : between, within == null ? "none" : within);
         }

@@ -137,4 +137,31 @@ class TuningTableTest {
         assertThat(t.find(new Signature(2, 2, 1, 1, "none", "tcp", 0)).choice(Op.ALLREDUCE, 1)).isEqualTo(Algo.RECURSIVE_DOUBLING);
         assertThat(t.find(new Signature(3, 2, 1, 2, "shm", "tcp", 0))).isNull();
     }
+
+    @Test
+    void aMeasuredLinkSpeedTakesTheNearestEntryWithinAFactorOfTwo() {
+        Map<Op, List<Step>> ring = Map.of(Op.ALLREDUCE, List.of(new Step(Long.MAX_VALUE, Algo.RING)));
+        Map<Op, List<Step>> rd = Map.of(Op.ALLREDUCE, List.of(new Step(Long.MAX_VALUE, Algo.RECURSIVE_DOUBLING)));
+        Signature any = new Signature(2, 2, 1, 1, "none", "tcp", 0);
+        TuningTable t = TuningTable.of(List.of(entry(TWO_HOSTS, ring), // 1.9 GB/s
+                entry(new Signature(2, 2, 1, 1, "none", "tcp", 9.5), rd)));
+        assertThat(t.find(any, 1.5).choice(Op.ALLREDUCE, 1)).isEqualTo(Algo.RING);
+        assertThat(t.find(any, 3.7).choice(Op.ALLREDUCE, 1)).isEqualTo(Algo.RING); // 1.95x off 1.9, 2.6x off 9.5
+        assertThat(t.find(any, 5.0).choice(Op.ALLREDUCE, 1)).isEqualTo(Algo.RECURSIVE_DOUBLING);
+        assertThat(t.find(any, 18).choice(Op.ALLREDUCE, 1)).isEqualTo(Algo.RECURSIVE_DOUBLING);
+        assertThat(t.find(any, 0.9)).as("2.1x slower than the slowest entry").isNull();
+        assertThat(t.find(any, 20)).as("2.1x faster than the fastest entry").isNull();
+        assertThat(t.find(any, 0).choice(Op.ALLREDUCE, 1)).as("not measured: the last entry").isEqualTo(Algo.RECURSIVE_DOUBLING);
+        // an entry without a speed matches any measured one
+        TuningTable unknown = TuningTable.of(List.of(entry(any, ring)));
+        assertThat(unknown.find(any, 1000).choice(Op.ALLREDUCE, 1)).isEqualTo(Algo.RING);
+        // the tuner's lookups follow the measured speed
+        Tuner tuner = new Tuner(LinkCost.TCP_LOOPBACK, LinkCost.SHM, Map.of(), t, "shm", "tcp");
+        Shape two = new Shape(2, 2, 1, 1);
+        assertThat(tuner.entry(two).choice(Op.ALLREDUCE, 1)).isEqualTo(Algo.RECURSIVE_DOUBLING);
+        tuner.useLinkSpeed(2.0);
+        assertThat(tuner.entry(two).choice(Op.ALLREDUCE, 1)).isEqualTo(Algo.RING);
+        tuner.useLinkSpeed(100);
+        assertThat(tuner.entry(two)).isNull();
+    }
 }

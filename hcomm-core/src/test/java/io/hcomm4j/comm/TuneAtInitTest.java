@@ -10,10 +10,13 @@ import io.hcomm4j.testing.Ranks;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * {@code HCOMM_TUNE_AT_INIT} on real ranks (threads; hosts of two ranks each, TCP between hosts, shared memory within):
@@ -65,5 +68,42 @@ class TuneAtInitTest {
             between.put(c.rank(), ((CommunicatorImpl) c).transportCollectives().tuner().between());
         });
         assertThat(between.values()).containsOnly(Tuner.LinkCost.TCP_LOOPBACK);
+    }
+
+    /** A table tuned on a link of 1000 GB/s: far from any this machine has. */
+    private static final String FAR_TABLE = """
+            {"format": "hcomm4j-tuning/1", "entries": [ {
+              "signature": {"ranks": 4, "hosts": 2, "min_per_host": 2, "max_per_host": 2, "within": "shm", "between": "tcp",
+                            "between_gbps": 1000},
+              "choices": {"allreduce": [{"up_to": null, "algo": "recursive_doubling"}]} } ]}
+            """;
+
+    @Test
+    void aTableTunedOnAnotherLinkSpeedGivesWayToTheModelWhenInitMeasures(@TempDir Path dir) throws Exception {
+        Path table = dir.resolve("far.json");
+        Files.writeString(table, FAR_TABLE);
+        for (boolean measure : new boolean[] {false, true}) {
+            Map<Integer, Boolean> entry = new ConcurrentHashMap<>();
+            Map<Integer, String> wrong = new ConcurrentHashMap<>();
+            Ranks.runThreadsPerRank(4, Duration.ofMinutes(2),
+                    (r, b) -> b.hostId("host-" + r / 2).tuningFile(table.toString()).tuneAtInit(measure), h -> {
+                Communicator c = h.world();
+                Tuner t = ((CommunicatorImpl) c).transportCollectives().tuner();
+                entry.put(c.rank(), t.entry(Tuner.Shape.of(c.topology())) != null);
+                try (Arena arena = Arena.ofShared()) {
+                    long count = 1 << 16;
+                    MemorySegment in = arena.allocate(8 * count);
+                    MemorySegment out = arena.allocate(8 * count);
+                    for (long i = 0; i < count; i++) in.setAtIndex(ValueLayout.JAVA_LONG, i, c.rank() * 1000L + i);
+                    c.allReduce(in, out, count, DataType.INT64, ReduceOp.SUM);
+                    for (long i = 0; i < count; i++) {
+                        if (out.getAtIndex(ValueLayout.JAVA_LONG, i) != 6000L + 4 * i) wrong.putIfAbsent(c.rank(), "element " + i);
+                    }
+                }
+            });
+            assertThat(wrong).as("measure %s", measure).isEmpty();
+            // without the measurement the table's entry applies (the speed is not known); with it, on every rank, it does not
+            assertThat(entry).as("measure %s", measure).hasSize(4).allSatisfy((r, has) -> assertThat(has).isEqualTo(!measure));
+        }
     }
 }
