@@ -51,24 +51,15 @@ class GrowTest {
                 String out = output(job, r);
                 // the shrink and the training on 3 ranks (TRAINED ... ranks=3) before the grow, then on 4 ranks
                 assertThat(out).contains("CAUGHT [3]", "SHRUNK rank=" + r + " size=3", "TRAINED", "ranks=3", "FINAL", "ranks=4", "DONE");
-                Matcher s = SHRUNK.matcher(out);
-                assertThat(s.find()).as(out).isTrue();
-                assertThat(s.group(1)).isEqualTo(String.valueOf(r));
-                assertThat(s.group(2)).isEqualTo("3");
+                Matcher s = rankAndSize(SHRUNK, out, r, 3);
                 System.out.printf("GrowTest training: rank %d shrank %d ms after the SIGKILL (shrink itself %s ms)%n", r,
                         Long.parseLong(s.group(3)) - killed, s.group(4));
-                Matcher m = GROWN.matcher(out);
-                assertThat(m.find()).as(out).isTrue();
-                assertThat(m.group(1)).isEqualTo(String.valueOf(r));
-                assertThat(m.group(2)).isEqualTo("4");
+                Matcher m = rankAndSize(GROWN, out, r, 4);
                 System.out.printf("GrowTest training: rank %d grown %d ms after the joiner was started (grow call %s ms)%n", r,
                         Long.parseLong(m.group(3)) - t0, m.group(4));
             }
             String out = output(job, n);
-            Matcher m = JOINED.matcher(out);
-            assertThat(m.find()).as(out).isTrue();
-            assertThat(m.group(1)).isEqualTo("3");
-            assertThat(m.group(2)).isEqualTo("4");
+            Matcher m = rankAndSize(JOINED, out, 3, 4);
             assertThat(out).contains("ids=[0, 1, 2, 3]", "CHECKED all", "FINAL", "DONE");
             System.out.printf("GrowTest training: the joiner joined %d ms after it was started (join call %s ms)%n",
                     Long.parseLong(m.group(3)) - t0, m.group(4));
@@ -90,16 +81,10 @@ class GrowTest {
             for (int i = 0; i < survivors.length; i++) {
                 String out = output(job, survivors[i]);
                 // before the grow: the shrink to 3 (ranks 0, 2, 4 become 0, 1, 2), its collectives, the old communicator failing
-                Matcher s = SHRUNK.matcher(out);
-                assertThat(s.find()).as(out).isTrue();
-                assertThat(s.group(1)).isEqualTo(String.valueOf(i));
-                assertThat(s.group(2)).isEqualTo("3");
+                Matcher s = rankAndSize(SHRUNK, out, i, 3);
                 assertThat(out).contains("OLD FAILS [1, 3]");
                 System.out.printf("GrowTest 2 of 5 killed: rank %d -> %d, shrink took %s ms%n", survivors[i], i, s.group(4));
-                Matcher m = GROWN.matcher(out);
-                assertThat(m.find()).as(out).isTrue();
-                assertThat(m.group(1)).isEqualTo(String.valueOf(i));
-                assertThat(m.group(2)).isEqualTo("5");
+                Matcher m = rankAndSize(GROWN, out, i, 5);
                 assertThat(out).contains("CHECKED all", "DONE");
                 System.out.printf("GrowTest 2 joiners: rank %d grow took %s ms%n", survivors[i], m.group(4));
             }
@@ -144,5 +129,14 @@ class GrowTest {
 
     private static void awaitAll(Ranks.Job job, int n, String word) throws Exception {
         for (int r = 0; r < n; r++) awaitOne(job, r, word);
+    }
+
+    /** The first match of {@code line} in {@code out}, whose first two groups must be {@code rank} and {@code size}. */
+    private static Matcher rankAndSize(Pattern line, String out, int rank, int size) {
+        Matcher m = line.matcher(out);
+        assertThat(m.find()).as(out).isTrue();
+        assertThat(m.group(1)).isEqualTo(String.valueOf(rank));
+        assertThat(m.group(2)).isEqualTo(String.valueOf(size));
+        return m;
     }
 }
