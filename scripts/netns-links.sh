@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # netns-links.sh - two "hosts" on this machine joined by rate-limited "NICs": network namespaces and veth pairs.
 #
-#   scripts/netns-links.sh up RATE [RATE ...]      # e.g. up 2gbit 1gbit: namespaces hcl-0, hcl-1, one veth pair per RATE
+#   scripts/netns-links.sh up RATE [RATE ...]      # e.g. up 2gbit 1gbit: namespaces hcl-0, hcl-1, one veth pair per RATE;
+#                                                  # RATE/BURST (e.g. 8mbit/1600) sets the token bucket too (bytes);
+#                                                  # MTU=9000 in the environment: jumbo frames (default 1500)
 #   scripts/netns-links.sh rate NIC RATE           # change NIC's rate both ways mid-run (tc qdisc change ... tbf)
 #   scripts/netns-links.sh down NIC | up-nic NIC   # take NIC down (a failed link) or bring it back
 #   scripts/netns-links.sh run HOST CMD [ARGS...]  # CMD as rank HOST (0 or 1) of a 2-rank job, one rank per namespace
@@ -16,13 +18,15 @@
 # through. Nothing is added to the root namespace. Needs root and iproute2.
 set -euo pipefail
 NS=(hcl-0 hcl-1)
-usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 [ $# -ge 1 ] || usage
 [ "$(id -u)" = 0 ] || { echo "netns-links.sh: needs root (ip netns)" >&2; exit 1; }
 command -v ip >/dev/null && command -v tc >/dev/null || { echo "netns-links.sh: needs ip and tc (iproute2)" >&2; exit 1; }
 
-shape() { # NS NIC RATE add|change
-  ip netns exec "$1" tc qdisc "$4" dev "$2" root tbf rate "$3" burst 256kb latency 50ms
+shape() { # NS NIC RATE[/BURST] add|change
+  local rate=${3%%/*} burst=256kb
+  [ "$rate" = "$3" ] || burst=${3#*/}
+  ip netns exec "$1" tc qdisc "$4" dev "$2" root tbf rate "$rate" burst "$burst" latency 50ms
 }
 
 case $1 in
@@ -35,6 +39,7 @@ up)
     ip link add "nic$i" netns "${NS[0]}" type veth peer name "nic$i" netns "${NS[1]}"
     for h in 0 1; do
       ip -n "${NS[$h]}" addr add "10.79.$i.$((h + 1))/24" dev "nic$i"
+      [ -z "${MTU:-}" ] || ip -n "${NS[$h]}" link set "nic$i" mtu "$MTU"
       ip -n "${NS[$h]}" link set "nic$i" up
       shape "${NS[$h]}" "nic$i" "$rate" add
     done

@@ -109,8 +109,11 @@ public final class Hcomm implements AutoCloseable {
      * @param route          {@code local -> remote} address and port, for TCP
      * @param bytesPerSecond the throughput its chunks' acknowledgements measured lately (0: none measured yet)
      * @param bytes          chunk bytes it carried so far: its share of the striped traffic
+     * @param roundTripNanos the shortest round trip of a 4 KiB latency probe on it, in nanoseconds; 0 if it was not
+     *                       probed (the lower rank of a pair probes each link to the other once its further ones are up,
+     *                       with several interfaces; small messages then go over the interface that answered soonest)
      */
-    public record Link(int index, String kind, String route, double bytesPerSecond, long bytes) {
+    public record Link(int index, String kind, String route, double bytesPerSecond, long bytes, long roundTripNanos) {
     }
 
     /** The settings this session runs with. */

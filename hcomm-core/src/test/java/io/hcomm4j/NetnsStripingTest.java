@@ -38,7 +38,7 @@ import org.junit.jupiter.api.Timeout;
  * network namespaces or {@code tc} are missing.
  */
 class NetnsStripingTest {
-    private static final Pattern ITER = Pattern.compile("ITER (\\d+) at=(\\d+) us=(\\d+) links=(\\S*)");
+    private static final Pattern ITER = Pattern.compile("ITER (\\d+) at=(\\d+) us=(\\d+) links=(\\S*) primary=(\\S*)");
     private static final long BYTES = 16L << 20;
 
     @BeforeAll
@@ -47,7 +47,7 @@ class NetnsStripingTest {
         Assumptions.assumeTrue(why.isEmpty(), () -> "network namespace tests skipped: " + why.orElseThrow());
     }
 
-    private record Iter(int i, long at, long us, Map<Integer, Long> links) {
+    private record Iter(int i, long at, long us, Map<Integer, Long> links, String primary) {
     }
 
     @Test
@@ -148,16 +148,63 @@ class NetnsStripingTest {
         }
     }
 
+    @Test
+    @Timeout(value = 5, unit = TimeUnit.MINUTES)
+    void smallMessagesMoveToTheLinkThatAnswersSoonest() throws Exception {
+        // nic0, the first interface (the primary link's), passes 1600 bytes at once and then 8 Mbit/s: a 4 KiB message
+        // takes milliseconds there, against a tenth of one over nic1
+        try (NetLinks nets = NetLinks.create("8mbit/1600", "1gbit")) {
+            Path stop = Files.createTempDirectory("hcomm-stripe").resolve("stop");
+            String nic1 = nets.address(0, 1);
+            try (Ranks.Job job = start(nets, stop, 30000, Map.of(), 4096)) {
+                long start = System.currentTimeMillis();
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+                Iter moved = null;
+                while (moved == null) {
+                    for (Iter it : parse(Files.readString(job.logs.get(0)))) {
+                        if (it.primary().startsWith(nic1 + ":") && it.links().containsKey(2)) {
+                            moved = it;
+                            break;
+                        }
+                    }
+                    if (System.nanoTime() > deadline) throw new AssertionError("the primary link did not move to nic1 within 60 s:\n" + job.outputs());
+                    for (Process p : job.processes) if (!p.isAlive()) throw new AssertionError("a rank exited early:\n" + job.outputs());
+                    Thread.sleep(50);
+                }
+                awaitIterations(job, moved.at(), 3);
+                Files.writeString(stop, "stop");
+                List<Ranks.Outcome> outcomes = job.await(Duration.ofMinutes(2));
+                for (Ranks.Outcome o : outcomes) {
+                    assertThat(o.exitCode()).as("rank %d exit; output:\n%s", o.rank(), o.output()).isZero();
+                    assertThat(o.output()).contains("OK ").doesNotContain("PeerFailedException");
+                }
+                assertThat(outcomes.get(0).output()).contains("small messages to rank 1 go over " + nic1);
+                List<Iter> iters = parse(outcomes.get(0).output());
+                Iter first = iters.getFirst(), last = iters.getLast();
+                System.out.printf("NetnsStripingTest latency: 4 KiB exchange %d us at iteration %d (primary %s), %d us at iteration %d "
+                        + "(primary %s); moved %d ms after the start%n", first.us(), first.i(), first.primary(), last.us(), last.i(),
+                        last.primary(), moved.at() - start);
+                // the exchanges after the move went over nic1, and nic0 still has a link (the stand-in rail)
+                for (Iter it : iters) if (it.at() > moved.at()) assertThat(it.primary()).as("primary route after the move").startsWith(nic1 + ":");
+                assertThat(last.links()).as("links at the end (1 on nic1, 2 the stand-in on nic0)").containsKeys(0, 1, 2);
+            }
+        }
+    }
+
     /**
      * The two ranks, one per namespace, over both NICs ({@link StripeWorker} until {@code stop} exists); the store on
      * rank 0 at nic0, its port from {@code portBase} and the pid; {@code extraEnv} on top.
      */
     private static Ranks.Job start(NetLinks nets, Path stop, int portBase, Map<String, String> extraEnv) throws Exception {
+        return start(nets, stop, portBase, extraEnv, BYTES);
+    }
+
+    private static Ranks.Job start(NetLinks nets, Path stop, int portBase, Map<String, String> extraEnv, long bytes) throws Exception {
         Map<String, String> env = new java.util.HashMap<>(Map.of("MASTER_ADDR", nets.address(0, 0),
                 "MASTER_PORT", String.valueOf(portBase + (int) (ProcessHandle.current().pid() % 400)),
                 "HCOMM_SOCKET_IFNAME", "nic0,nic1", "HCOMM_TIMEOUT", "120s", "HCOMM_INIT_TIMEOUT", "60s"));
         env.putAll(extraEnv);
-        return Ranks.start(2, StripeWorker.class, env, nets::exec, stop.toString(), String.valueOf(BYTES));
+        return Ranks.start(2, StripeWorker.class, env, nets::exec, stop.toString(), String.valueOf(bytes));
     }
 
     /** Waits until rank 0 printed {@code n} ITER lines stamped after {@code afterMs}; returns the time. */
@@ -202,7 +249,7 @@ class NetnsStripingTest {
                 String[] kv = l.split(":");
                 links.put(Integer.parseInt(kv[0]), Long.parseLong(kv[1]));
             }
-            out.add(new Iter(Integer.parseInt(m.group(1)), Long.parseLong(m.group(2)), Long.parseLong(m.group(3)), links));
+            out.add(new Iter(Integer.parseInt(m.group(1)), Long.parseLong(m.group(2)), Long.parseLong(m.group(3)), links, m.group(5)));
         }
         return out;
     }

@@ -419,8 +419,10 @@ final class PerfCommand implements Callable<Integer> {
         long total = 0;
         for (Hcomm.Link l : links) total += l.bytes();
         for (Hcomm.Link l : links) {
-            parent.err.printf(java.util.Locale.ROOT, "# link %d to rank 1: %s %s, %.1f%% of the chunk bytes, measured %.1f MB/s%n",
-                    l.index(), l.kind(), l.route(), total == 0 ? 0.0 : 100.0 * l.bytes() / total, l.bytesPerSecond() / 1e6);
+            String probe = l.roundTripNanos() == 0 ? "" : String.format(java.util.Locale.ROOT, ", 4 KiB probe round trip %.3f ms",
+                    l.roundTripNanos() / 1e6);
+            parent.err.printf(java.util.Locale.ROOT, "# link %d to rank 1: %s %s, %.1f%% of the chunk bytes, measured %.1f MB/s%s%n",
+                    l.index(), l.kind(), l.route(), total == 0 ? 0.0 : 100.0 * l.bytes() / total, l.bytesPerSecond() / 1e6, probe);
         }
     }
 

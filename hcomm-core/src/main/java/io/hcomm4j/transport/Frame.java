@@ -97,6 +97,19 @@ final class Frame {
     static final long CHUNK = 256 << 10;
     /** Largest {@link #DATA_PART} a sender makes (see {@link DataPump.Lane#chunkBytes}). */
     static final long CHUNK_MAX = 4 << 20;
+    /**
+     * A latency probe on one link to a peer (the primary or a rail): a request carries {@link #ECHO_BYTES} bytes of
+     * padding (the size of a small message, so a slow link's serialization shows) and {@code msgId} the sender's clock;
+     * the receiver answers on the same link with a reply ({@link #ECHO_REPLY}, no payload, the same {@code msgId}). The
+     * round trip tells which link delivers small messages soonest ({@link Rails}).
+     */
+    static final byte ECHO = 16;
+    /** ECHO flags: this is the reply. */
+    static final int ECHO_REPLY = 1;
+    /** The padding of an ECHO request. */
+    static final int ECHO_BYTES = 4096;
+    /** Largest ECHO payload a receiver takes. */
+    static final int ECHO_MAX = 64 << 10;
 
     /** FAILED flags: the connection to the failed rank broke (end of stream or I/O error, without BYE). */
     static final int FAIL_LOST = 1;
@@ -159,6 +172,7 @@ final class Frame {
             case STATUS_REQUEST -> "STATUS_REQUEST";
             case RMA -> "RMA";
             case DATA_PART -> "DATA_PART";
+            case ECHO -> "ECHO";
             default -> "type " + type;
         };
     }

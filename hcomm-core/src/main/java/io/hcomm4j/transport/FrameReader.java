@@ -323,7 +323,7 @@ final class FrameReader {
             if (link.lane.count > 0) chunksAcknowledged(ack);
         }
         if (link.rail != 0 && type != Frame.DATA_PART && type != Frame.ACK && type != Frame.HEARTBEAT && type != Frame.BYE
-                && type != Frame.DATA) {
+                && type != Frame.DATA && type != Frame.ECHO) {
             throw protocol(Frame.typeName(type) + " frame on rail " + link.rail + " (only chunks go there)");
         }
         hdrType = type;
@@ -386,6 +386,17 @@ final class FrameReader {
                 rxSeq = seq;
                 onRma(flags, commId, tag, msgId, length);
                 return;
+            }
+            case Frame.ECHO -> {
+                if ((flags & Frame.ECHO_REPLY) != 0) {
+                    if (length != 0) throw protocol("ECHO reply with " + length + " bytes");
+                    link.echoed(msgId);
+                } else {
+                    if (length > Frame.ECHO_MAX) throw protocol("ECHO of " + length + " bytes");
+                    rxSeq = seq;
+                    expectPayload(null, length, null, null, msgId, 0, flags); // the padding is dropped; answered at its end
+                    return;
+                }
             }
             default -> throw protocol("unknown frame type " + type);
         }
@@ -502,6 +513,10 @@ final class FrameReader {
             finishChunk(r);
             return;
         }
+        if (payloadType == Frame.ECHO) {
+            writer.sendFrame(Frame.ECHO, Frame.ECHO_REPLY, 0, 0, 0, payloadCommId, null, null);
+            return;
+        }
         // reliable: a DATA send (a large RMA one) completes when acknowledged, so say so at once; copies are bounded by bytes
         if (++rxSinceAck >= ACK_EVERY || (link.reliable && (payloadType == Frame.DATA
                 || (payloadType == Frame.RMA && payloadLength > Frame.RMA_COPY_MAX)
@@ -561,7 +576,8 @@ final class FrameReader {
         host.countDuplicate();
         LOG.warn("rank {}: frame {} ({}) from rank {} came a second time (last received {}); dropped", rank, seq,
                 Frame.typeName(type), peer, rxSeq);
-        if (type == Frame.EAGER || type == Frame.DATA || type == Frame.RMA || type == Frame.DATA_PART) {
+        if (type == Frame.EAGER || type == Frame.DATA || type == Frame.RMA || type == Frame.DATA_PART
+                || (type == Frame.ECHO && length > 0)) {
             hdrType = type;
             hdrSeq = seq;
             dupPayload = true;

@@ -8,6 +8,7 @@ package io.hcomm4j.transport;
  * @param route          {@code local -> remote} for TCP
  * @param bytesPerSecond the rate its chunk acknowledgements measured (0: not measured yet)
  * @param bytes          chunk bytes the peer acknowledged on it so far (its share of the striped traffic)
+ * @param roundTripNanos the shortest round trip of a latency probe on it (see {@link Frame#ECHO}); 0: not probed
  */
-public record LinkStats(int index, String kind, String route, double bytesPerSecond, long bytes) {
+public record LinkStats(int index, String kind, String route, double bytesPerSecond, long bytes, long roundTripNanos) {
 }

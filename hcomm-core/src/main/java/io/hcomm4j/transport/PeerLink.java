@@ -94,6 +94,12 @@ final class PeerLink {
     final DataPump pump;
     /** The chunks this link wrote that wait for their acknowledgement, and its measured rate. */
     final DataPump.Lane lane = new DataPump.Lane();
+    /** The padding of every ECHO request (zeros, never written). */
+    private static final java.lang.foreign.MemorySegment ECHO_PAD = java.lang.foreign.Arena.global().allocate(Frame.ECHO_BYTES);
+    /** Shortest ECHO round trip measured on this link so far, in nanoseconds (0: none yet). */
+    private volatile long echoNanos;
+    /** ECHO replies received on this link. */
+    private volatile int echoes;
 
     PeerLink(LinkHost host, int peer) {
         this(host, peer, 0, null);
@@ -169,6 +175,28 @@ final class PeerLink {
         writer.heartbeatIfIdle();
     }
 
+    /** Sends a latency probe ({@link Frame#ECHO}) on this link; its reply updates {@link #echoNanos()}. */
+    boolean sendEcho() {
+        return writer.sendFrame(Frame.ECHO, 0, 0, 0, Frame.ECHO_BYTES, System.nanoTime(), ECHO_PAD, null);
+    }
+
+    /** The reply to the probe sent at {@code sentAt} (this process's clock) came (the reader, on the poller). */
+    void echoed(long sentAt) {
+        long rtt = System.nanoTime() - sentAt;
+        if (rtt > 0 && (echoNanos == 0 || rtt < echoNanos)) echoNanos = rtt;
+        echoes++; // one writer: the poller
+    }
+
+    /** Shortest probe round trip on this link so far, nanoseconds; 0 if none came back yet. */
+    long echoNanos() {
+        return echoNanos;
+    }
+
+    /** Probe replies received on this link so far. */
+    int echoes() {
+        return echoes;
+    }
+
     /** Adds the requests of queued frames (and of sends waiting for an acknowledgement) to {@code out} that {@code keep} selects. */
     void queuedRequests(java.util.function.Predicate<SendRequest> keep, java.util.List<? super SendRequest> out) {
         writer.queuedRequests(keep, out);
@@ -224,6 +252,28 @@ final class PeerLink {
         return dropped[0];
     }
 
+    /**
+     * Re-establishes this (reliable, connected) link on purpose, to move it to another interface: the connection closes
+     * and the reconnect, with its resend log, goes where {@link Rails#reconnectRoute} says; false if it was not connected
+     * or may not be re-established.
+     */
+    boolean move(String why) {
+        boolean[] moved = new boolean[1];
+        progress.withToken(() -> {
+            Conduit c = ch;
+            Moving cause = new Moving(why);
+            if (state != State.CONNECTED || c == null || rail != 0 || !mayReconnect(cause)) return;
+            try {
+                c.abort(Conduit.Drop.CLOSE);
+            } catch (IOException ignored) {
+                // closed either way
+            }
+            lost(cause);
+            moved[0] = true;
+        });
+        return moved[0];
+    }
+
     // ---------------------------------------------------------------------------------------- lifecycle
 
     /**
@@ -269,8 +319,12 @@ final class PeerLink {
             notifyAll();
         }
         host.retire(old);
-        LOG.warn("rank {}: lost the connection to rank {}: {}; re-establishing it (HCOMM_RETRY_MAX {})", rank, peer,
-                cause.toString(), host.retryMax());
+        if (cause instanceof Moving) {
+            LOG.info("rank {}: {}", rank, cause.getMessage());
+        } else {
+            LOG.warn("rank {}: lost the connection to rank {}: {}; re-establishing it (HCOMM_RETRY_MAX {})", rank, peer,
+                    cause.toString(), host.retryMax());
+        }
         host.reconnect(this);
     }
 
@@ -446,6 +500,15 @@ final class PeerLink {
         ReportedFailure(String message, int kind) {
             super(message);
             this.kind = kind;
+        }
+    }
+
+    /** Why a primary link is re-established on purpose: it moves to another interface ({@link #move}). */
+    static final class Moving extends IOException {
+        private static final long serialVersionUID = 1L;
+
+        Moving(String message) {
+            super(message);
         }
     }
 

@@ -21,7 +21,7 @@ import java.util.function.IntFunction;
  * and when it changes; everything else (the envelope of every message, small messages, control frames) stays on the
  * primary link, so ordering and matching do not change.
  *
- * <p>A rail carries chunks, their acknowledgements, heartbeats and its BYE only, and keeps no resend log: when it fails
+ * <p>A rail carries chunks, their acknowledgements, heartbeats, latency probes and its BYE only, and keeps no resend log: when it fails
  * (its connection breaks, it is silent for half of HCOMM_HEARTBEAT_TIMEOUT, or a chunk on it waits
  * {@link #STALL_NANOS} for its acknowledgement: a downed interface), the chunks it had in flight go again over the
  * other links ({@link DataPump#removeLink}; the receiver drops any that came already), the ops go on, and the lower
@@ -31,6 +31,10 @@ import java.util.function.IntFunction;
  * there. Its first interface then carries nothing: the lower rank opens a stand-in rail there (index {@code count},
  * which maps to the first interface), again every {@link #RETRY_NANOS} until the interface is back, so the link comes
  * back into use without moving the primary link (and its ordered traffic) a second time.
+ *
+ * <p>The primary link should be the one that delivers small messages soonest: once the rails are up, the lower rank
+ * probes each link's latency and moves the primary link to another interface if that one answers clearly sooner
+ * ({@link #probe}).
  */
 final class Rails {
     /** Most links to one peer (the hello has 8 bits for the rail's index). */
@@ -40,6 +44,16 @@ final class Rails {
     /** Between attempts to open a rail again. */
     static final long RETRY_NANOS = 1_000_000_000L;
     private static final int CONNECT_MILLIS = 2_000;
+    /** Latency probes per link after the rails came up (the shortest round trip counts). */
+    static final int PROBE_ROUNDS = 8;
+    /** Longest wait for the rails to come up, and for one probe's reply. */
+    private static final long PROBE_WAIT_NANOS = 5_000_000_000L;
+    private static final long PROBE_REPLY_NANOS = 500_000_000L;
+    /**
+     * The primary link moves to another interface only if a probe there came back in less than half the time it took
+     * on the primary's own, and at least this much sooner (idle links of one kind differ by noise only).
+     */
+    static final long MOVE_MIN_GAIN_NANOS = 200_000;
 
     private final PeerTransport t;
     private final int rank;
@@ -59,6 +73,10 @@ final class Rails {
     private final long[][] retryAt;
     /** [peer][k]: an attempt to open rail k is under way (the lower rank only). */
     private final boolean[][] opening;
+    /** [peer]: the interface the primary link's next reconnect goes to first (-1: the usual order). */
+    private final int[] moveTo;
+    /** [peer]: the primary link was moved to the lowest-latency interface once (never again in this session). */
+    private final boolean[] moved;
     /** [peer][k]: bytes read from rail k when the watchdog last looked, and since when that has not changed. */
     private final long[][] rxSeen;
     private final long[][] heardAt;
@@ -71,6 +89,9 @@ final class Rails {
         this.opening = new boolean[size][];
         this.rxSeen = new long[size][];
         this.heardAt = new long[size][];
+        this.moveTo = new int[size];
+        java.util.Arrays.fill(moveTo, -1);
+        this.moved = new boolean[size];
     }
 
     /**
@@ -143,6 +164,84 @@ final class Rails {
     void primaryUp(PeerLink l) {
         if (count <= 1 || rank > l.peer || !(l.ch instanceof SocketConduit)) return;
         for (int k = 1; k < count; k++) openInBackground(l.peer, k);
+        boolean probe;
+        synchronized (this) {
+            probe = binds.size() > 1 && !moved[l.peer];
+            moved[l.peer] = true; // one probe per peer (a reconnect brings the primary up again: no second one)
+        }
+        if (probe) Thread.ofVirtual().name("hcomm-probe-" + rank).start(() -> probe(l.peer));
+    }
+
+    /**
+     * Small messages go over the primary link; so that is the link that delivers them soonest: once the rails to
+     * {@code peer} are up, each link gets {@link #PROBE_ROUNDS} latency probes ({@link Frame#ECHO}, a small message's
+     * size), and if one on another interface came back clearly sooner ({@link #MOVE_MIN_GAIN_NANOS}, under half the
+     * primary's time) the primary link is re-established over that interface ({@link PeerLink#move}: its resend log
+     * keeps order and loses nothing). Its old interface then gets a stand-in rail ({@link #displaced}), so it still
+     * carries chunks.
+     */
+    private void probe(int peer) {
+        try {
+            long deadline = System.nanoTime() + PROBE_WAIT_NANOS;
+            while (up(peer).size() < count - 1 && System.nanoTime() - deadline < 0 && !t.isClosing()) Thread.sleep(10);
+            PeerLink primary = t.links()[peer];
+            List<PeerLink> links = new ArrayList<>();
+            links.add(primary);
+            links.addAll(up(peer));
+            int[] seen = new int[links.size()];
+            for (int round = 0; round < PROBE_ROUNDS; round++) {
+                for (int i = 0; i < links.size(); i++) {
+                    PeerLink l = links.get(i);
+                    seen[i] = l.echoes();
+                    if (l.state == PeerLink.State.CONNECTED && !t.isClosing()) l.sendEcho();
+                }
+                long until = System.nanoTime() + PROBE_REPLY_NANOS;
+                for (int i = 0; i < links.size(); i++) {
+                    PeerLink l = links.get(i);
+                    while (l.echoes() == seen[i] && l.state == PeerLink.State.CONNECTED && System.nanoTime() - until < 0
+                            && !t.isClosing()) {
+                        java.util.concurrent.locks.LockSupport.parkNanos(200_000);
+                    }
+                }
+                if (t.isClosing()) return;
+                Thread.sleep(5); // the links drain between rounds
+            }
+            preferLowestLatency(peer, primary, links);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (RuntimeException e) {
+            PeerTransport.LOG.debug("rank {}: probing the links to rank {} failed: {}", rank, peer, e.toString());
+        }
+    }
+
+    private void preferLowestLatency(int peer, PeerLink primary, List<PeerLink> links) {
+        long own = primary.echoNanos();
+        int from = interfaceOf(primary);
+        if (own == 0 || from < 0 || primary.state != PeerLink.State.CONNECTED) return;
+        PeerLink best = primary;
+        for (PeerLink l : links) {
+            long rtt = l.echoNanos();
+            if (rtt != 0 && l.state == PeerLink.State.CONNECTED && rtt < best.echoNanos()) best = l;
+        }
+        int to = interfaceOf(best);
+        long gain = own - best.echoNanos();
+        if (best == primary || to < 0 || to == from || 2 * best.echoNanos() >= own || gain < MOVE_MIN_GAIN_NANOS) return;
+        synchronized (this) {
+            moveTo[peer] = to;
+        }
+        String why = String.format("small messages to rank %d go over %s from now: a %d-byte probe came back in %.3f ms there "
+                + "against %.3f ms over %s; moving the primary link", peer, binds.get(to).getHostAddress(), Frame.ECHO_BYTES,
+                best.echoNanos() / 1e6, own / 1e6, binds.get(from).getHostAddress());
+        if (!primary.move(why)) {
+            synchronized (this) {
+                moveTo[peer] = -1;
+            }
+        }
+    }
+
+    /** Which of this rank's interfaces {@code l} goes out on (index into binds), or -1. */
+    private int interfaceOf(PeerLink l) {
+        return l.ch instanceof SocketConduit s && s.local != null ? binds.indexOf(s.local) : -1;
     }
 
     private void openInBackground(int peer, int k) {
@@ -337,6 +436,11 @@ final class Rails {
         IntFunction<List<InetSocketAddress>> book = addresses;
         if (mine.size() < 2 || book == null) return null;
         int iface = (attempt - 1) % mine.size();
+        synchronized (this) {
+            // a move: its first attempt goes where the probes said; any further one in the usual order
+            if (attempt == 1 && moveTo[peer] >= 0) iface = moveTo[peer];
+            moveTo[peer] = -1;
+        }
         List<InetSocketAddress> theirs = book.apply(peer);
         return new InetSocketAddress[] {new InetSocketAddress(mine.get(iface), 0), theirs.get(iface % theirs.size())};
     }
@@ -355,7 +459,8 @@ final class Rails {
         for (PeerLink l : all) {
             Conduit c = l.ch;
             String route = c instanceof SocketConduit s ? s.route : c == null ? "-" : c.kind();
-            out.add(new LinkStats(l.rail, c == null ? "none" : c.kind(), route, l.pump.rate(l.lane), l.pump.bytes(l.lane)));
+            out.add(new LinkStats(l.rail, c == null ? "none" : c.kind(), route, l.pump.rate(l.lane), l.pump.bytes(l.lane),
+                    l.echoNanos()));
         }
         return out;
     }
@@ -405,6 +510,8 @@ final class Rails {
         rails[peer] = null;
         retryAt[peer] = null;
         opening[peer] = null;
+        moved[peer] = false;
+        moveTo[peer] = -1;
         rxSeen[peer] = null;
         heardAt[peer] = null;
     }

@@ -29,7 +29,10 @@ public final class NetLinks implements AutoCloseable {
         return tc.exit() == 0 ? Optional.empty() : Optional.of("no usable 'tc' command (iproute2): " + tc.output());
     }
 
-    /** Two namespaces joined by one NIC per rate (e.g. {@code "2gbit", "1gbit"}). */
+    /**
+     * Two namespaces joined by one NIC per rate (e.g. {@code "2gbit", "1gbit"}); a rate may name its token bucket too,
+     * {@code "8mbit/1600"} (bytes; 256 KiB if not: an idle link then passes a small message at once, whatever its rate).
+     */
     public static NetLinks create(String... rates) {
         NetLinks l = new NetLinks(rates.length);
         Runtime.getRuntime().addShutdownHook(l.hook);
@@ -74,8 +77,9 @@ public final class NetLinks implements AutoCloseable {
     }
 
     private void shape(int h, int nic, String rate, String how) {
+        String[] rb = rate.split("/");
         NetNamespaces.Result r = run(List.of("ip", "netns", "exec", ns[h], "tc", "qdisc", how, "dev", "nic" + nic, "root", "tbf",
-                "rate", rate, "burst", "256kb", "latency", "50ms"));
+                "rate", rb[0], "burst", rb.length > 1 ? rb[1] : "256kb", "latency", "50ms"));
         if (r.exit() != 0) throw new IllegalStateException("tc qdisc " + how + " on nic" + nic + " of " + ns[h] + ": " + r.output());
     }
 

@@ -14,8 +14,9 @@ import java.nio.file.Path;
  * A rank of the striping job in network namespaces ({@code NetnsStripingTest}): two ranks exchange {@code bytes}-byte
  * messages (each sends one and receives one per iteration) until rank 0 sees the stop file, every long of every message
  * checked (a mismatch throws: the rank exits non-zero). Rank 0 prints per iteration
- * {@code ITER <i> at=<epoch ms> us=<time of the exchange> links=<index>:<chunk bytes>,...} (its links to rank 1 and
- * what each carried so far), and at the end {@code OK <iterations>}.
+ * {@code ITER <i> at=<epoch ms> us=<time of the exchange> links=<index>:<chunk bytes>,... primary=<route>} (its links to
+ * rank 1, what each carried so far, and where the primary link goes; messages under 1 MiB: every 100th iteration only),
+ * and at the end {@code OK <iterations>}.
  */
 public final class StripeWorker {
     private StripeWorker() {
@@ -48,13 +49,16 @@ public final class StripeWorker {
                     long v = in.get(ValueLayout.JAVA_LONG, o);
                     if (v != (theirs * 0x9E3779B97F4A7C15L ^ o)) throw new AssertionError("iteration " + i + ": long at " + o + " is " + v);
                 }
-                if (rank == 0) {
+                if (rank == 0 && (bytes >= 1 << 20 || i % 100 == 0)) {
                     StringBuilder links = new StringBuilder();
+                    String primary = "-";
                     for (Hcomm.Link l : hcomm.linksTo(1)) {
                         if (!links.isEmpty()) links.append(',');
                         links.append(l.index()).append(':').append(l.bytes());
+                        if (l.index() == 0) primary = l.route().replace(" ", "");
                     }
-                    System.out.println("ITER " + i + " at=" + System.currentTimeMillis() + " us=" + us + " links=" + links);
+                    System.out.println("ITER " + i + " at=" + System.currentTimeMillis() + " us=" + us + " links=" + links
+                            + " primary=" + primary);
                     System.out.flush();
                 }
                 i++;
