@@ -21,8 +21,8 @@ import java.util.Map;
  * A measured tuning table ({@code hcomm tune} writes it, {@code HCOMM_TUNING_FILE} loads it): entries keyed by a
  * topology {@link Signature}, each with the links' measured α, β, γ and, per collective, the algorithm that was fastest
  * in each size class. A communicator whose shape and transports match an entry takes the entry's choices; the others
- * (sub-communicators of another shape) are costed by the model with the measured links of the entry that matches the
- * world. The {@link #fingerprint()} (SHA-256 of the file's bytes) is what the ranks compare at init: every rank of a
+ * (sub-communicators of another shape) keep the built-in model, as they had while {@code hcomm tune} measured the
+ * entry (its links are recorded for the report and for {@code HCOMM_TUNE_AT_INIT}'s comparison). The {@link #fingerprint()} (SHA-256 of the file's bytes) is what the ranks compare at init: every rank of a
  * job must load the same file, or init fails naming the ranks that differ.
  *
  * <p>Format ({@code "format": "hcomm4j-tuning/1"}):

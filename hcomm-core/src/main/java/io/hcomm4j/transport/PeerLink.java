@@ -316,6 +316,7 @@ final class PeerLink {
             lossCause = cause;
             lostAt = System.nanoTime();
             old = ch;
+            echoNanos = 0; // the next connection may take another route
             notifyAll();
         }
         host.retire(old);

@@ -188,25 +188,15 @@ final class Rails {
             List<PeerLink> links = new ArrayList<>();
             links.add(primary);
             links.addAll(up(peer));
-            int[] seen = new int[links.size()];
-            for (int round = 0; round < PROBE_ROUNDS; round++) {
-                for (int i = 0; i < links.size(); i++) {
-                    PeerLink l = links.get(i);
-                    seen[i] = l.echoes();
-                    if (l.state == PeerLink.State.CONNECTED && !t.isClosing()) l.sendEcho();
+            if (!measure(links)) return;
+            if (preferLowestLatency(peer, primary, links)) {
+                // its round trip over the new route, for linksTo and hcomm perf
+                deadline = System.nanoTime() + PROBE_WAIT_NANOS;
+                while (primary.state != PeerLink.State.CONNECTED && System.nanoTime() - deadline < 0 && !t.isClosing()) {
+                    Thread.sleep(10);
                 }
-                long until = System.nanoTime() + PROBE_REPLY_NANOS;
-                for (int i = 0; i < links.size(); i++) {
-                    PeerLink l = links.get(i);
-                    while (l.echoes() == seen[i] && l.state == PeerLink.State.CONNECTED && System.nanoTime() - until < 0
-                            && !t.isClosing()) {
-                        java.util.concurrent.locks.LockSupport.parkNanos(200_000);
-                    }
-                }
-                if (t.isClosing()) return;
-                Thread.sleep(5); // the links drain between rounds
+                measure(List.of(primary));
             }
-            preferLowestLatency(peer, primary, links);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         } catch (RuntimeException e) {
@@ -214,10 +204,34 @@ final class Rails {
         }
     }
 
-    private void preferLowestLatency(int peer, PeerLink primary, List<PeerLink> links) {
+    /** {@link #PROBE_ROUNDS} rounds of one probe on each link, each round waiting for its replies; false if closing. */
+    private boolean measure(List<PeerLink> links) throws InterruptedException {
+        int[] seen = new int[links.size()];
+        for (int round = 0; round < PROBE_ROUNDS; round++) {
+            for (int i = 0; i < links.size(); i++) {
+                PeerLink l = links.get(i);
+                seen[i] = l.echoes();
+                if (l.state == PeerLink.State.CONNECTED && !t.isClosing()) l.sendEcho();
+            }
+            long until = System.nanoTime() + PROBE_REPLY_NANOS;
+            for (int i = 0; i < links.size(); i++) {
+                PeerLink l = links.get(i);
+                while (l.echoes() == seen[i] && l.state == PeerLink.State.CONNECTED && System.nanoTime() - until < 0
+                        && !t.isClosing()) {
+                    java.util.concurrent.locks.LockSupport.parkNanos(200_000);
+                }
+            }
+            if (t.isClosing()) return false;
+            Thread.sleep(5); // the links drain between rounds
+        }
+        return true;
+    }
+
+    /** Moves the primary link to the interface whose probes came back clearly soonest; true if it is moving. */
+    private boolean preferLowestLatency(int peer, PeerLink primary, List<PeerLink> links) {
         long own = primary.echoNanos();
         int from = interfaceOf(primary);
-        if (own == 0 || from < 0 || primary.state != PeerLink.State.CONNECTED) return;
+        if (own == 0 || from < 0 || primary.state != PeerLink.State.CONNECTED) return false;
         PeerLink best = primary;
         for (PeerLink l : links) {
             long rtt = l.echoNanos();
@@ -225,18 +239,18 @@ final class Rails {
         }
         int to = interfaceOf(best);
         long gain = own - best.echoNanos();
-        if (best == primary || to < 0 || to == from || 2 * best.echoNanos() >= own || gain < MOVE_MIN_GAIN_NANOS) return;
+        if (best == primary || to < 0 || to == from || 2 * best.echoNanos() >= own || gain < MOVE_MIN_GAIN_NANOS) return false;
         synchronized (this) {
             moveTo[peer] = to;
         }
         String why = String.format("small messages to rank %d go over %s from now: a %d-byte probe came back in %.3f ms there "
                 + "against %.3f ms over %s; moving the primary link", peer, binds.get(to).getHostAddress(), Frame.ECHO_BYTES,
                 best.echoNanos() / 1e6, own / 1e6, binds.get(from).getHostAddress());
-        if (!primary.move(why)) {
-            synchronized (this) {
-                moveTo[peer] = -1;
-            }
+        if (primary.move(why)) return true;
+        synchronized (this) {
+            moveTo[peer] = -1;
         }
+        return false;
     }
 
     /** Which of this rank's interfaces {@code l} goes out on (index into binds), or -1. */
