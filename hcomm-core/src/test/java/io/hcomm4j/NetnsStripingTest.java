@@ -38,7 +38,7 @@ import org.junit.jupiter.api.Timeout;
  * network namespaces or {@code tc} are missing.
  */
 class NetnsStripingTest {
-    private static final Pattern ITER = Pattern.compile("ITER (\\d+) at=(\\d+) us=(\\d+) links=(\\S*) primary=(\\S*)");
+    private static final Pattern ITER = Pattern.compile("ITER (\\d+) at=(\\d+) us=(\\d+) links=(\\S*) primary=(\\S*) unsent=(\\S*)");
     private static final long BYTES = 16L << 20;
 
     @BeforeAll
@@ -47,7 +47,8 @@ class NetnsStripingTest {
         Assumptions.assumeTrue(why.isEmpty(), () -> "network namespace tests skipped: " + why.orElseThrow());
     }
 
-    private record Iter(int i, long at, long us, Map<Integer, Long> links, String primary) {
+    /** One exchange: its links' chunk bytes so far, and the bound on each link's unsent socket bytes ({@code Hcomm.Link}). */
+    private record Iter(int i, long at, long us, Map<Integer, Long> links, String primary, Map<Integer, Long> unsent) {
     }
 
     @Test
@@ -95,6 +96,9 @@ class NetnsStripingTest {
                 Iter beforeSlow = last(iters, marks[1]);
                 assertThat(beforeSlow.links()).as("links before the slowdown").containsKeys(0, 1);
                 assertThat(beforeSlow.links().get(1)).as("chunk bytes on nic1").isPositive();
+                // with their rates measured, both sockets hold at most about 1 ms of their link unsent (not loopback)
+                assertThat(beforeSlow.unsent()).as("unsent bounds before the slowdown").containsOnlyKeys(0, 1)
+                        .allSatisfy((link, bound) -> assertThat(bound).as("link %d", link).isBetween(256L << 10, 4L << 20));
                 Iter slow = last(iters, marks[2]);
                 assertThat(slow.links().getOrDefault(1, 0L)).as("nic1 carried more after nic0 slowed").isGreaterThan(beforeSlow.links().get(1));
                 Iter down = last(iters, marks[3]);
@@ -243,13 +247,19 @@ class NetnsStripingTest {
         List<Iter> out = new ArrayList<>();
         Matcher m = ITER.matcher(log);
         while (m.find()) {
-            Map<Integer, Long> links = new java.util.TreeMap<>();
-            for (String l : m.group(4).split(",")) {
-                if (l.isEmpty()) continue;
-                String[] kv = l.split(":");
-                links.put(Integer.parseInt(kv[0]), Long.parseLong(kv[1]));
-            }
-            out.add(new Iter(Integer.parseInt(m.group(1)), Long.parseLong(m.group(2)), Long.parseLong(m.group(3)), links, m.group(5)));
+            out.add(new Iter(Integer.parseInt(m.group(1)), Long.parseLong(m.group(2)), Long.parseLong(m.group(3)),
+                    perLink(m.group(4)), m.group(5), perLink(m.group(6))));
+        }
+        return out;
+    }
+
+    /** {@code index:value,...} as a map. */
+    private static Map<Integer, Long> perLink(String list) {
+        Map<Integer, Long> out = new java.util.TreeMap<>();
+        for (String l : list.split(",")) {
+            if (l.isEmpty()) continue;
+            String[] kv = l.split(":");
+            out.put(Integer.parseInt(kv[0]), Long.parseLong(kv[1]));
         }
         return out;
     }

@@ -421,8 +421,11 @@ final class PerfCommand implements Callable<Integer> {
         for (Hcomm.Link l : links) {
             String probe = l.roundTripNanos() == 0 ? "" : String.format(java.util.Locale.ROOT, ", 4 KiB probe round trip %.3f ms",
                     l.roundTripNanos() / 1e6);
-            parent.err.printf(java.util.Locale.ROOT, "# link %d to rank 1: %s %s, %.1f%% of the chunk bytes, measured %.1f MB/s%s%n",
-                    l.index(), l.kind(), l.route(), total == 0 ? 0.0 : 100.0 * l.bytes() / total, l.bytesPerSecond() / 1e6, probe);
+            String unsent = l.unsentBytes() == 0 ? "" : String.format(java.util.Locale.ROOT, ", at most %d KiB unsent in the socket",
+                    l.unsentBytes() >> 10);
+            parent.err.printf(java.util.Locale.ROOT, "# link %d to rank 1: %s %s, %.1f%% of the chunk bytes, measured %.1f MB/s%s%s%n",
+                    l.index(), l.kind(), l.route(), total == 0 ? 0.0 : 100.0 * l.bytes() / total, l.bytesPerSecond() / 1e6, probe,
+                    unsent);
         }
     }
 

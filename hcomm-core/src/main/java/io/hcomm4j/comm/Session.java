@@ -496,7 +496,8 @@ public final class Session implements SessionProvider.SessionHandle {
     public List<io.hcomm4j.Hcomm.Link> linksTo(int rank) {
         List<io.hcomm4j.Hcomm.Link> out = new java.util.ArrayList<>();
         for (var l : transport.linkStats(rank)) {
-            out.add(new io.hcomm4j.Hcomm.Link(l.index(), l.kind(), l.route(), l.bytesPerSecond(), l.bytes(), l.roundTripNanos()));
+            out.add(new io.hcomm4j.Hcomm.Link(l.index(), l.kind(), l.route(), l.bytesPerSecond(), l.bytes(), l.roundTripNanos(),
+                    l.unsentBytes()));
         }
         return out;
     }

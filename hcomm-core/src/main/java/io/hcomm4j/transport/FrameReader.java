@@ -549,6 +549,7 @@ final class FrameReader {
         ArrayList<SendRequest> done = completedByAck;
         DataPump pump = link.pump;
         boolean wasFull = pump.acked(link.lane, ack, done);
+        if (link.ch instanceof SocketConduit sc) sc.rateMeasured(link.lane.bytesPerSecond());
         for (int i = 0; i < done.size(); i++) done.get(i).succeed(null);
         done.clear();
         // this link has room again: whichever link now delivers the next chunk soonest takes it

@@ -474,7 +474,7 @@ final class Rails {
             Conduit c = l.ch;
             String route = c instanceof SocketConduit s ? s.route : c == null ? "-" : c.kind();
             out.add(new LinkStats(l.rail, c == null ? "none" : c.kind(), route, l.pump.rate(l.lane), l.pump.bytes(l.lane),
-                    l.echoNanos()));
+                    l.echoNanos(), c instanceof SocketConduit s ? s.unsentLimit() : 0));
         }
         return out;
     }

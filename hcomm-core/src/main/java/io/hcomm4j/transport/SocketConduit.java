@@ -8,6 +8,13 @@ import java.nio.channels.SocketChannel;
 
 /** A TCP connection as a {@link Conduit}: registered with the progress engine's selector, readiness from it. */
 final class SocketConduit implements Conduit {
+    /** {@link #rateMeasured}: time of the link's rate that the socket may hold unsent. */
+    static final long UNSENT_NANOS = 1_000_000;
+    /** {@link #rateMeasured}: never less than this (a slow link still takes a whole chunk or two at once). */
+    static final long UNSENT_MIN = 256 * 1024;
+    /** {@link #rateMeasured}: never more than this (the kernel's default send buffer limit). */
+    static final long UNSENT_MAX = 4 * 1024 * 1024;
+
     private final SocketChannel ch;
     private final PeerLink link;
     private final Progress progress;
@@ -16,6 +23,10 @@ final class SocketConduit implements Conduit {
     final String route;
     /** The local address: which interface the connection went out on. */
     final java.net.InetAddress local;
+    /** The socket's descriptor, for {@link UnsentLimit} (-1: over loopback, or not found). */
+    private final int fd;
+    /** The bound on unsent bytes set last (0: the kernel's own); set by the poller. */
+    private volatile long unsentLimit;
 
     SocketConduit(SocketChannel ch, PeerLink link, Progress progress) throws IOException {
         this.ch = ch;
@@ -25,6 +36,31 @@ final class SocketConduit implements Conduit {
         ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
         this.route = address(ch.getLocalAddress()) + " -> " + address(ch.getRemoteAddress());
         this.local = ch.getLocalAddress() instanceof java.net.InetSocketAddress i ? i.getAddress() : null;
+        // over loopback the socket drains at memory speed: its queue costs a frame little, and a bound would only add
+        // wake-ups of the writer
+        this.fd = local == null || local.isLoopbackAddress() ? -1 : UnsentLimit.descriptor(ch);
+    }
+
+    /**
+     * The link's rate was measured (poller): the socket holds at most {@link #UNSENT_NANOS} of it unsent, at least
+     * {@link #UNSENT_MIN} and at most {@link #UNSENT_MAX} bytes (see {@link UnsentLimit}); changed only when the bound
+     * moves by a quarter, so a rate that wobbles costs no system calls.
+     */
+    void rateMeasured(double bytesPerSecond) {
+        if (fd < 0 || bytesPerSecond <= 0) return;
+        long want = Math.clamp((long) (bytesPerSecond * UNSENT_NANOS / 1e9), UNSENT_MIN, UNSENT_MAX);
+        if (Math.abs(want - unsentLimit) * 4 < unsentLimit) return;
+        if (ch.isOpen() && UnsentLimit.set(fd, (int) want)) unsentLimit = want;
+    }
+
+    /** The bound on unsent bytes in force (0: the kernel's own); tests and diagnostics. */
+    long unsentLimit() {
+        return unsentLimit;
+    }
+
+    /** Whether this socket's unsent bytes can be bounded (not loopback, descriptor found). */
+    boolean boundsUnsent() {
+        return fd >= 0;
     }
 
     private static String address(java.net.SocketAddress a) {

@@ -51,14 +51,17 @@ public final class StripeWorker {
                 }
                 if (rank == 0 && (bytes >= 1 << 20 || i % 100 == 0)) {
                     StringBuilder links = new StringBuilder();
+                    StringBuilder unsent = new StringBuilder();
                     String primary = "-";
                     for (Hcomm.Link l : hcomm.linksTo(1)) {
                         if (!links.isEmpty()) links.append(',');
                         links.append(l.index()).append(':').append(l.bytes());
+                        if (!unsent.isEmpty()) unsent.append(',');
+                        unsent.append(l.index()).append(':').append(l.unsentBytes());
                         if (l.index() == 0) primary = l.route().replace(" ", "");
                     }
                     System.out.println("ITER " + i + " at=" + System.currentTimeMillis() + " us=" + us + " links=" + links
-                            + " primary=" + primary);
+                            + " primary=" + primary + " unsent=" + unsent);
                     System.out.flush();
                 }
                 i++;
