@@ -13,9 +13,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
 # shellcheck source=scripts/common.sh
 . "$ROOT/scripts/common.sh"
-hcomm_find_jdk || exit 1
-hcomm_ensure_maven || exit 1
-hcomm_maven_opts
+hcomm_build_env || exit 1
 
 JMH_OPTS=${JMH_OPTS:--f 1 -wi 3 -w 1s -i 5 -r 1s}
 JAR=$ROOT/hcomm-bench/target/benchmarks.jar

@@ -88,3 +88,8 @@ hcomm_maven_opts() {
   esac
   export MAVEN_OPTS
 }
+
+# What every script that runs Maven needs first: a JDK >= 25 (JAVA, JAVA_HOME), mvn, and MAVEN_OPTS.
+hcomm_build_env() {
+  hcomm_find_jdk && hcomm_ensure_maven && hcomm_maven_opts
+}
