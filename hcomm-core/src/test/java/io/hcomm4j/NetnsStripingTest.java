@@ -80,10 +80,15 @@ class NetnsStripingTest {
                 List<Iter> iters = parse(outcomes.get(0).output());
                 String[] phase = {"2 + 1 Gbit/s", "0.5 + 1 Gbit/s", "0.5 Gbit/s, nic1 down", "0.5 + 1 Gbit/s, nic1 back"};
                 StringBuilder report = new StringBuilder("NetnsStripingTest, 16 MiB each way per exchange:\n");
+                List<String> emptyPhases = new ArrayList<>();
                 for (int p = 0; p < 4; p++) {
                     long from = marks[p], to = marks[p + 1];
                     List<Iter> in = iters.stream().filter(it -> it.at() > from && it.at() <= to).toList();
-                    assertThat(in).as("exchanges during phase '%s'", phase[p]).isNotEmpty();
+                    if (in.isEmpty()) {
+                        emptyPhases.add(phase[p]);
+                        report.append(String.format("  %-28s no exchange ended in its %d ms%n", phase[p], to - from));
+                        continue;
+                    }
                     long us = in.stream().mapToLong(Iter::us).sum();
                     report.append(String.format("  %-28s %3d exchanges, %.3f GB/s each way; links at its end %s%n", phase[p], in.size(),
                             in.size() * (double) BYTES / us / 1e3, in.getLast().links()));
@@ -92,6 +97,8 @@ class NetnsStripingTest {
                     report.append(timeline).append('\n');
                 }
                 System.out.print(report);
+                assertThat(emptyPhases).as("phases in which no exchange ended; every exchange (ms since epoch, us):\n%s",
+                        iters.stream().map(it -> it.at() + ":" + it.us()).toList()).isEmpty();
                 // while both were up, both carried chunks; after nic1 went down its rail was gone; once back, it carried again
                 Iter beforeSlow = last(iters, marks[1]);
                 assertThat(beforeSlow.links()).as("links before the slowdown").containsKeys(0, 1);
