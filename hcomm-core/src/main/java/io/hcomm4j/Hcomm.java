@@ -112,9 +112,9 @@ public final class Hcomm implements AutoCloseable {
      * @param roundTripNanos the shortest round trip of a 4 KiB latency probe on it, in nanoseconds; 0 if it was not
      *                       probed (the lower rank of a pair probes each link to the other once its further ones are up,
      *                       with several interfaces; small messages then go over the interface that answered soonest)
-     * @param unsentBytes    the most its socket may hold written but not yet sent: about 1 ms of its measured rate (at least 256 KiB), so
-     *                       that control frames and high-priority chunks do not wait behind a bulk transfer in the
-     *                       kernel (Linux {@code TCP_NOTSENT_LOWAT}); 0 where the kernel's own limit applies (loopback,
+     * @param unsentBytes    the most its socket may hold written but not yet sent: about 1 ms of its measured rate (at
+     *                       least 256 KiB), so that control frames and high-priority chunks do not wait behind a bulk
+     *                       transfer in the kernel (Linux {@code TCP_NOTSENT_LOWAT}); 0 where the kernel's own limit applies (loopback,
      *                       shared memory, no rate measured yet, or not Linux)
      */
     public record Link(int index, String kind, String route, double bytesPerSecond, long bytes, long roundTripNanos,

@@ -58,11 +58,6 @@ final class SocketConduit implements Conduit {
         return unsentLimit;
     }
 
-    /** Whether this socket's unsent bytes can be bounded (not loopback, descriptor found). */
-    boolean boundsUnsent() {
-        return fd >= 0;
-    }
-
     private static String address(java.net.SocketAddress a) {
         return a instanceof java.net.InetSocketAddress i ? i.getAddress().getHostAddress() + ":" + i.getPort() : String.valueOf(a);
     }

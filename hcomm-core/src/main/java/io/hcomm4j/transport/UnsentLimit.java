@@ -24,7 +24,7 @@ import java.nio.file.Path;
  * <p>Why: a frame written to a socket waits behind everything the socket holds, and the kernel takes as much as its send
  * buffer allows (up to 4 MiB by default: 17 ms of a 2 Gbit/s link). A CTS, an acknowledgement or a high-priority chunk
  * then waits that long behind a bulk transfer going the same way, and a pipelined collective, whose next piece waits for
- * the CTS, stalls. With the unsent bytes held to a few milliseconds of the link's rate, the rest of the transfer waits in
+ * the CTS, stalls. With the unsent bytes held to about a millisecond of the link's rate, the rest of the transfer waits in
  * the {@link DataPump} instead, where control frames and high-priority chunks go first. The socket reports writable
  * again once its unsent bytes drop below the bound, so the link still never runs dry.
  *

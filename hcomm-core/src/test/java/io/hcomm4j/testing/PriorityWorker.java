@@ -45,6 +45,7 @@ public final class PriorityWorker {
     public static Result measure(Communicator c, long bulk) {
         int rank = c.rank();
         try (Arena a = Arena.ofShared(); Stream normal = c.newStream(); Stream urgent = c.newStream(Stream.Priority.HIGH)) {
+            if (urgent.priority() != Stream.Priority.HIGH) throw new AssertionError("stream priority " + urgent.priority());
             MemorySegment big = a.allocate(bulk, 64);
             MemorySegment request = a.allocate(REQUEST), reply = a.allocate(8);
             if (rank == 0) {
