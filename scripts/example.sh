@@ -29,8 +29,8 @@
 # --region-mib --kill-prefill --kill-after. JAVA_OPTS adds JVM flags. Builds the project first when a source is newer
 # than the jar.
 #
-# For elastic, each rank plays the orchestrator's part too (as Kubernetes restarts a failed pod): when the rank's JVM
-# is killed (exit code 137), it starts a replacement in its place (--replacement 1), which joins the running job.
+# For elastic, the launcher replaces the rank that dies (`hcomm launch --max-restarts 1`): the new JVM gets
+# HCOMM_JOIN=1, so Hcomm.init() joins the running job and takes the dead rank's place when the others grow back.
 # For kv-cache, a prefill engine whose JVM was killed (--kill-prefill) ends its rank with 0, so the launcher lets the
 # decode engine and the other prefill engines go on (their result lines say whether the hand-off survived it).
 set -euo pipefail
@@ -108,33 +108,13 @@ in_job() {
 
 if ! in_job; then
   # Not a rank yet: start a job of RANKS ranks on this machine, each running this script again.
-  exec "$ROOT/hcomm" launch -n "$RANKS" -- "$SELF" "$NAME" "$@"
+  RESTARTS=()
+  [ "$NAME" != elastic ] || RESTARTS=(--max-restarts 1)
+  exec "$ROOT/hcomm" launch -n "$RANKS" "${RESTARTS[@]}" -- "$SELF" "$NAME" "$@"
 fi
 
 # One rank. The JVM prints "WARNING: Using incubator modules: jdk.incubator.vector" on every start: drop that line
 # (as ./hcomm does), pass the rest of stderr through.
-if [ "$NAME" = elastic ]; then
-  # The orchestrator's part: a rank whose JVM was killed (SIGKILL: exit code 137) is replaced once by a new process that
-  # joins the running job (Hcomm.join) and takes the dead rank's place when the others grow back. So this rank stays a
-  # shell around its JVM. The JVM's stderr goes to fd 3 (this script's stderr); the shell's own "Killed" report of the
-  # first JVM goes nowhere: the example said what it does.
-  exec 3>&2
-  run_rank() {
-    # shellcheck disable=SC2086
-    "$JAVA" --enable-native-access=ALL-UNNAMED --add-modules jdk.incubator.vector -XX:+UseParallelGC ${JAVA_OPTS:-} \
-      -cp "$JAR" "$CLASS" "$@" \
-      2> >(trap '' INT TERM; exec grep -v --line-buffered -x 'WARNING: Using incubator modules: jdk.incubator.vector' >&3)
-  }
-  code=0
-  run_rank "$@" 2>/dev/null || code=$?
-  if [ "$code" -eq 137 ]; then
-    echo "example.sh: the JVM of rank ${RANK:-${SLURM_PROCID:-?}} was killed; starting a replacement that joins the running job" >&2
-    code=0
-    run_rank "$@" --replacement 1 2>/dev/null || code=$?
-  fi
-  exit "$code"
-fi
-
 if [ "$NAME" = kv-cache ] || [ "$NAME" = kv ]; then
   # A prefill engine killed on purpose (SIGKILL: exit code 137) must not make the launcher stop the job: this rank ends
   # with 0 and the decode engine reports what it saw.

@@ -37,6 +37,7 @@ public final class CommConfig {
     private final String algo;
     private final String tuningFile;
     private final boolean feedback;
+    private final boolean join;
     private final int channels;
     private final boolean tuneAtInit;
     private final boolean fullCheck;
@@ -87,6 +88,7 @@ public final class CommConfig {
         this.algo = b.algo;
         this.tuningFile = b.tuningFile;
         this.feedback = b.feedback;
+        this.join = b.join;
         this.channels = b.channels;
         this.tuneAtInit = b.tuneAtInit;
         this.fullCheck = b.fullCheck;
@@ -222,6 +224,13 @@ public final class CommConfig {
     public boolean feedback() { return feedback; }
 
     /**
+     * Whether {@link Hcomm#init(CommConfig)} joins a running job instead of starting one ({@code HCOMM_JOIN}, default
+     * false), as {@link Hcomm#join(CommConfig)} does: {@code hcomm launch --max-restarts N} sets it in the environment
+     * of a process it starts in place of a rank that died, so the same program, unchanged, becomes the replacement.
+     */
+    public boolean join() { return join; }
+
+    /**
      * Whether init measures the links' α and β ({@code HCOMM_TUNE_AT_INIT}, default false) for the cost model when no
      * tuning table covers the job: two probes of 50 ms (between hosts, within a host), about 0.1 s more init.
      */
@@ -333,7 +342,7 @@ public final class CommConfig {
                 + ", secret=" + (secret == null ? "unset" : "***") + ", timeout=" + timeout
                 + ", initTimeout=" + initTimeout + ", socketIfname=" + socketIfname + ", socketAddr=" + socketAddr
                 + ", spinTime=" + spinTime + ", eagerLimit=" + eagerLimit + ", unexpectedLimit=" + unexpectedLimit
-                + ", storeHosted=" + storeHosted + ", storePort=" + storePort + ", storeReconnect=" + storeReconnect + ", algo=" + algo + ", tuningFile=" + tuningFile + ", feedback=" + feedback + ", channels=" + channels + ", tuneAtInit=" + tuneAtInit + ", check=" + (fullCheck ? "full" : "cheap")
+                + ", storeHosted=" + storeHosted + ", storePort=" + storePort + ", storeReconnect=" + storeReconnect + ", algo=" + algo + ", tuningFile=" + tuningFile + ", feedback=" + feedback + ", join=" + join + ", channels=" + channels + ", tuneAtInit=" + tuneAtInit + ", check=" + (fullCheck ? "full" : "cheap")
                 + ", memPoolMax=" + memPoolMax + ", shmDir=" + shmDir + ", memDebug=" + memDebug + ", memAdopt=" + memAdopt
                 + ", transport=" + transport.name().toLowerCase(Locale.ROOT) + ", hostId=" + hostId + ", shmRingSize=" + shmRingSize
                 + ", heartbeatTimeout=" + heartbeatTimeout + ", heartbeatInterval=" + heartbeatInterval + ", stuckReport=" + stuckReport + ", warmUp=" + warmUp + ", zeroCopy=" + zeroCopy
@@ -359,6 +368,7 @@ public final class CommConfig {
         private String algo = "";
         private String tuningFile;
         private boolean feedback;
+        private boolean join;
         private int channels = 1;
         private boolean tuneAtInit;
         private boolean fullCheck;
@@ -431,6 +441,8 @@ public final class CommConfig {
 
         /** @param on time the algorithms and replace one that became slow (HCOMM_FEEDBACK, default false) */
         public Builder feedback(boolean on) { this.feedback = on; return this; }
+        /** @param on init joins a running job in a dead rank's place (HCOMM_JOIN, default false) */
+        public Builder join(boolean on) { this.join = on; return this; }
 
         /** @param n TCP connections per interface to each peer, 1..16 (HCOMM_CHANNELS, default 1) */
         public Builder channels(int n) { this.channels = n; return this; }

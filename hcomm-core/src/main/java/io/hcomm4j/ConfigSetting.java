@@ -28,6 +28,7 @@ enum ConfigSetting {
     ALGO { void apply(CommConfig.Builder b, String v) { b.algo(v); } },
     TUNING_FILE { void apply(CommConfig.Builder b, String v) { b.tuningFile(v); } },
     FEEDBACK { void apply(CommConfig.Builder b, String v) { b.feedback(parseBool(v)); } },
+    JOIN { void apply(CommConfig.Builder b, String v) { b.join(parseBool(v)); } },
     CHANNELS { void apply(CommConfig.Builder b, String v) { b.channels(parseInt(v)); } },
     TUNE_AT_INIT { void apply(CommConfig.Builder b, String v) { b.tuneAtInit(parseBool(v)); } },
     MEM_POOL_MAX { void apply(CommConfig.Builder b, String v) { b.memPoolMax(parseSize(v)); } },

@@ -17,9 +17,11 @@ import java.util.List;
  */
 public final class Hcomm implements AutoCloseable {
     private final SessionProvider.SessionHandle session;
+    private final boolean joined;
 
-    private Hcomm(SessionProvider.SessionHandle session) {
+    private Hcomm(SessionProvider.SessionHandle session, boolean joined) {
         this.session = session;
+        this.joined = joined;
     }
 
     /** Initializes from the environment ({@link CommConfig#fromEnvironment()}). */
@@ -29,10 +31,14 @@ public final class Hcomm implements AutoCloseable {
 
     /**
      * Rendezvous with every rank through the store named by {@code config}, then returns the session.
-     * Blocks until all {@code worldSize} ranks have joined or {@link CommConfig#initTimeout()} passes.
+     * Blocks until all {@code worldSize} ranks have joined or {@link CommConfig#initTimeout()} passes. With
+     * {@link CommConfig#join()} ({@code HCOMM_JOIN=1}, which {@code hcomm launch --max-restarts} sets for a process it
+     * starts in place of a dead rank) it joins the running job instead, as {@link #join(CommConfig)}; {@link #joined()}
+     * then says so.
      */
     public static Hcomm init(CommConfig config) {
-        return new Hcomm(Providers.session().open(config));
+        if (config.join()) return join(config);
+        return new Hcomm(Providers.session().open(config), false);
     }
 
     /**
@@ -43,12 +49,21 @@ public final class Hcomm implements AutoCloseable {
      * (this process's rank in it is one of the last); its world rank is the failed rank whose place it took.
      */
     public static Hcomm join(CommConfig config) {
-        return new Hcomm(Providers.session().join(config));
+        return new Hcomm(Providers.session().join(config), true);
     }
 
     /** As {@link #join(CommConfig)}, configured from the environment. */
     public static Hcomm join() {
         return join(CommConfig.fromEnvironment());
+    }
+
+    /**
+     * Whether this session joined a running job ({@link #join}, or {@link #init} with {@link CommConfig#join()}) in
+     * the place of a rank that died, rather than starting with the job: such a process has to get the job's state
+     * (weights, step) from the others, who {@link Communicator#grow grow} to take it in.
+     */
+    public boolean joined() {
+        return joined;
     }
 
     /**

@@ -68,6 +68,15 @@ class CommConfigTest {
     }
 
     @Test
+    void joinIsOffUnlessTheLauncherSetsIt() {
+        assertThat(CommConfig.builder().build().join()).isFalse();
+        assertThat(CommConfig.builderFrom(Map.of("HCOMM_JOIN", "1"), k -> null).build().join()).isTrue();
+        assertThat(CommConfig.builderFrom(Map.of("HCOMM_JOIN", "1"), Map.of("hcomm.join", "false")::get).build().join()).isFalse();
+        assertThatThrownBy(() -> CommConfig.builderFrom(Map.of("HCOMM_JOIN", "yes please"), k -> null).build())
+                .hasMessageContaining("HCOMM_JOIN");
+    }
+
+    @Test
     void memoryPoolSettings() {
         CommConfig defaults = CommConfig.builder().build();
         assertThat(defaults.memPoolMax()).isEqualTo(4L << 30);

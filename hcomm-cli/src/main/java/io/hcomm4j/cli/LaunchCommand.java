@@ -78,6 +78,15 @@ final class LaunchCommand implements Callable<Integer> {
             description = "How long stopped ranks get between SIGTERM and SIGKILL (default: ${DEFAULT-VALUE}).")
     Duration gracePeriod;
 
+    @Option(names = "--max-restarts", paramLabel = "N", defaultValue = "0",
+            description = "Replace up to N failed ranks of this node (over all of them) by new processes that join the"
+                    + " running job, instead of stopping it (default: ${DEFAULT-VALUE}). A replacement runs COMMAND with"
+                    + " the dead rank's environment plus HCOMM_JOIN=1, so Hcomm.init() joins the running job"
+                    + " (Hcomm.join()) and takes the dead rank's place when the other ranks grow, and HCOMM_RESTART_COUNT."
+                    + " The other ranks go on (torchrun restarts them all): for programs that shrink and grow, like the"
+                    + " elastic example; docs/deploy.md, \"Elastic jobs\".")
+    int maxRestarts;
+
     @Option(names = "--aot-cache", paramLabel = "FILE",
             description = "Start Java ranks from the JDK's ahead-of-time cache FILE (classes loaded and linked, method"
                     + " profiles): if FILE does not exist, this run trains it (local rank 0 runs with"
@@ -126,6 +135,9 @@ final class LaunchCommand implements Callable<Integer> {
                         + " free on node 0 (e.g. 29500).");
             }
         }
+        if (maxRestarts < 0) {
+            throw new ParameterException(spec.commandLine(), "--max-restarts must be >= 0, was " + maxRestarts);
+        }
         if (jobSecret == null) jobSecret = Auth.newSecret();
         LocalLauncher.Job job;
         try {
@@ -138,6 +150,7 @@ final class LaunchCommand implements Callable<Integer> {
                 .gracePeriod(gracePeriod)
                 .aotCache(aotCache)
                 .cpuBind(cpuBind)
+                .maxRestarts(maxRestarts)
                 .run(job, command);
     }
 }

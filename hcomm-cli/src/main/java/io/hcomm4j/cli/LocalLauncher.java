@@ -4,10 +4,8 @@ import io.hcomm4j.bootstrap.TcpStoreServer;
 import io.hcomm4j.security.Auth;
 import java.io.File;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.PrintStream;
 import java.net.InetSocketAddress;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -48,9 +46,6 @@ final class LocalLauncher {
     /** Variables that would contradict the launcher's job if a rank inherited them from this process. */
     private static final List<String> CLEARED_VARIABLES = List.of(
             "HCOMM_RANK", "HCOMM_WORLD_SIZE", "HCOMM_INIT_METHOD", "HCOMM_STORE_PORT");
-
-    /** Longest line piece copied at once; a longer line is split into several prefixed lines. */
-    private static final int MAX_LINE = 64 * 1024;
 
     /** How long to wait for killed processes to disappear. */
     private static final Duration KILL_WAIT = Duration.ofSeconds(5);
@@ -130,6 +125,7 @@ final class LocalLauncher {
     private Map<String, String> extraEnvironment = Map.of();
     private volatile List<Process> started = List.of();
     private CpuBind cpuBind = CpuBind.AUTO;
+    private int maxRestarts;
     private String tasksetPath;
     private java.nio.file.Path aotCache;
     /** Set per run: whether this run trains {@link #aotCache} (it did not exist) rather than starts from it. */
@@ -166,6 +162,21 @@ final class LocalLauncher {
         String option = !aotTraining ? "-XX:AOTCache=" + aotCache : local == 0 ? "-XX:AOTCacheOutput=" + aotCache : null;
         // JDK_JAVA_OPTIONS splits at white space outside double quotes
         return option != null && option.chars().anyMatch(Character::isWhitespace) ? '"' + option + '"' : option;
+    }
+
+    /**
+     * How many times a rank that failed (a non-zero exit, a signal) is replaced by a new process instead of the job being
+     * stopped (default 0: the first failure stops it), over this node's ranks together. The replacement runs the same
+     * command with the same environment plus {@code HCOMM_JOIN=1} (so {@code Hcomm.init()} joins the running job, as
+     * {@code Hcomm.join()} does, and takes the dead rank's place when the others grow) and {@code HCOMM_RESTART_COUNT}
+     * (1 for the first replacement on this node). Unlike torchrun, which restarts every rank of the job, the ranks that
+     * are alive go on: the program must shrink and grow (see the elastic example); for one that does not, the others
+     * fail too.
+     */
+    LocalLauncher maxRestarts(int restarts) {
+        if (restarts < 0) throw new IllegalArgumentException("max restarts must be >= 0, was " + restarts);
+        this.maxRestarts = restarts;
+        return this;
     }
 
     /** Sets how ranks are bound to CPUs (default {@link CpuBind#AUTO}). */
@@ -387,6 +398,10 @@ final class LocalLauncher {
     private final class Ranks {
         private final Job job;
         private final Process[] processes;
+        /** Per local rank, the command and environment it was started with (a replacement gets the same). */
+        private final List<List<String>> commands;
+        private final List<Map<String, String>> environments;
+        private int restarts;
         private final List<Thread> pumps = new ArrayList<>();
         private final BlockingQueue<Integer> exits = new LinkedBlockingQueue<>();
         private volatile boolean stopRequested;
@@ -397,10 +412,14 @@ final class LocalLauncher {
         Ranks(Job job) {
             this.job = job;
             this.processes = new Process[job.procsPerNode()];
+            this.commands = new ArrayList<>(java.util.Collections.nCopies(job.procsPerNode(), null));
+            this.environments = new ArrayList<>(java.util.Collections.nCopies(job.procsPerNode(), null));
             this.otherChildren = ProcessHandle.current().children().map(ProcessHandle::pid).collect(Collectors.toSet());
         }
 
         void start(int local, List<String> command, Map<String, String> rankEnv) throws IOException {
+            commands.set(local, command);
+            environments.set(local, rankEnv);
             ProcessBuilder pb = new ProcessBuilder(command);
             Map<String, String> env = pb.environment();
             CLEARED_VARIABLES.forEach(env::remove);
@@ -421,9 +440,9 @@ final class LocalLauncher {
             // Ranks read no input: a job's ranks sharing this terminal would fight over it.
             p.getOutputStream().close();
             String prefix = "[rank " + rank + "] ";
-            pumps.add(pump(p.getInputStream(), out, rank == 0 && rank0StdoutRaw ? "" : prefix, line -> true,
+            pumps.add(LinePump.start(p.getInputStream(), out, rank == 0 && rank0StdoutRaw ? "" : prefix, line -> true,
                     "rank-" + rank + "-stdout"));
-            pumps.add(pump(p.getErrorStream(), err, prefix, stderrFilter, "rank-" + rank + "-stderr"));
+            pumps.add(LinePump.start(p.getErrorStream(), err, prefix, stderrFilter, "rank-" + rank + "-stderr"));
             p.onExit().thenRun(() -> exits.add(local));
         }
 
@@ -435,20 +454,41 @@ final class LocalLauncher {
             return stopRequested;
         }
 
-        /** Waits for the ranks; returns the job's exit code. */
+        /** Waits for the ranks, replacing failed ones while {@link #maxRestarts} allows; returns the job's exit code. */
         int supervise() throws InterruptedException {
-            for (int remaining = processes.length; remaining > 0; remaining--) {
+            for (int remaining = processes.length; remaining > 0; ) {
                 int local = exits.take();
                 int code = processes[local].exitValue();
-                if (code != 0 && !stopRequested) {
-                    stop();
-                    drainOutput(Duration.ofSeconds(2));
-                    err.println(name + ": rank " + (job.firstRank() + local) + " exited with code " + code
-                            + "; stopped the other ranks");
-                    return code > 0 && code < 256 ? code : 1;
+                if (code == 0 || stopRequested) {
+                    remaining--;
+                    continue;
                 }
+                int rank = job.firstRank() + local;
+                if (restarts < maxRestarts && replace(local, rank, code)) continue;
+                stop();
+                drainOutput(Duration.ofSeconds(2));
+                err.println(name + ": rank " + rank + " exited with code " + code + (maxRestarts > 0
+                        ? " after " + restarts + " of " + maxRestarts + " restarts" : "") + "; stopped the other ranks");
+                return code > 0 && code < 256 ? code : 1;
             }
             return stopRequested ? 143 : 0; // stopped from outside (SIGTERM): the job did not finish
+        }
+
+        /** Starts a process that joins the running job in the place of {@code rank}, which exited with {@code code}. */
+        private boolean replace(int local, int rank, int code) {
+            restarts++;
+            err.println(name + ": rank " + rank + " exited with code " + code + "; starting a replacement that joins the"
+                    + " running job (restart " + restarts + " of " + maxRestarts + ")");
+            Map<String, String> env = new LinkedHashMap<>(environments.get(local));
+            env.put("HCOMM_JOIN", "1");
+            env.put("HCOMM_RESTART_COUNT", Integer.toString(restarts));
+            try {
+                start(local, commands.get(local), env);
+                return true;
+            } catch (IOException e) {
+                err.println(name + ": cannot start a replacement for rank " + rank + ": " + e.getMessage());
+                return false;
+            }
         }
 
         /**
@@ -525,68 +565,6 @@ final class LocalLauncher {
             Thread.sleep(millis);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-        }
-    }
-
-    /**
-     * Copies {@code in} to {@code to} line by line, each line written whole with one call and prefixed.
-     * Bytes are copied as they are (no decoding); lines longer than {@link #MAX_LINE} are split.
-     */
-    private static Thread pump(InputStream in, PrintStream to, String prefix, Predicate<String> keep, String name) {
-        byte[] prefixBytes = prefix.getBytes(StandardCharsets.UTF_8);
-        return Thread.ofPlatform().name(name).daemon().start(() -> {
-            LineBuffer line = new LineBuffer(prefixBytes);
-            byte[] buf = new byte[8192];
-            try (in) {
-                int n;
-                while ((n = in.read(buf)) >= 0) {
-                    for (int i = 0; i < n; i++) {
-                        byte b = buf[i];
-                        if (b == '\n') {
-                            line.emit(to, keep);
-                        } else {
-                            line.append(b);
-                            if (line.length() >= MAX_LINE) line.emit(to, keep);
-                        }
-                    }
-                }
-            } catch (IOException e) {
-                // the stream was closed: the rank is gone
-            }
-            if (line.length() > 0) line.emit(to, keep);
-        });
-    }
-
-    /** One line being collected: prefix, bytes, newline. */
-    private static final class LineBuffer {
-        private final int start;
-        private byte[] bytes;
-        private int end;
-
-        LineBuffer(byte[] prefix) {
-            this.bytes = Arrays.copyOf(prefix, prefix.length + 256);
-            this.start = prefix.length;
-            this.end = start;
-        }
-
-        int length() {
-            return end - start;
-        }
-
-        void append(byte b) {
-            if (end + 1 >= bytes.length) bytes = Arrays.copyOf(bytes, bytes.length * 2);
-            bytes[end++] = b;
-        }
-
-        void emit(PrintStream to, Predicate<String> keep) {
-            int len = end - start;
-            if (len > 0 && bytes[end - 1] == '\r') len--; // CRLF
-            if (keep.test(new String(bytes, start, len, StandardCharsets.UTF_8))) {
-                bytes[start + len] = '\n';
-                to.write(bytes, 0, start + len + 1); // one call: whole line, never interleaved
-                to.flush();
-            }
-            end = start;
         }
     }
 }

@@ -37,10 +37,11 @@ import java.util.Map;
  *       on with fewer samples per step.</li>
  *   <li><b>Grow.</b> At step {@code --grow-step} (default 200) a job smaller than it started calls
  *       {@link Communicator#grow(int)}, which waits for replacement processes. A replacement is this program started
- *       with {@code --replacement 1}: it calls {@link Hcomm#join()} instead of {@link Hcomm#init()}, takes the dead
- *       rank's place, and receives the step, the weights and the history from rank 0 by broadcast. Something must
- *       start it, as Kubernetes restarts a failed pod or an elastic agent a failed worker: {@code scripts/example.sh}
- *       does, when a rank's JVM was killed.</li>
+ *       again by the launcher ({@code hcomm launch --max-restarts 1}, which sets {@code HCOMM_JOIN=1}) or by hand with
+ *       {@code --replacement 1}: it joins the running job ({@link Hcomm#join()}) instead of starting one, takes the
+ *       dead rank's place, and receives the step, the weights and the history from rank 0 by broadcast. Something
+ *       must start it, as Kubernetes restarts a failed pod or an elastic agent a failed worker: {@code hcomm launch
+ *       --max-restarts N} does.</li>
  * </ol>
  *
  * <p>Checks, printed in one line per rank (exit code 1 if one fails):
@@ -54,8 +55,8 @@ import java.util.Map;
  *       200-299 with 4).</li>
  * </ol>
  *
- * <p>Run: {@code scripts/example.sh elastic -n 4}. With another launcher, start a replacement yourself when a rank
- * dies ({@code java -cp hcomm-examples.jar io.hcomm4j.examples.ElasticTraining --replacement 1} with the job's
+ * <p>Run: {@code scripts/example.sh elastic -n 4} (that is {@code hcomm launch -n 4 --max-restarts 1}). With another
+ * launcher, start a replacement yourself when a rank dies ({@code java -cp hcomm-examples.jar io.hcomm4j.examples.ElasticTraining --replacement 1} with the job's
  * MASTER_ADDR, MASTER_PORT and HCOMM_SECRET). The store must outlive the dead rank: a launcher's store
  * ({@code HCOMM_STORE_HOSTED=1}) always does; without one rank 0 serves it, so {@code --kill-rank 0} is refused then.
  * Options: {@code --steps 300 --batch 32 --lr 1.0 --kill-rank 3 --kill-step 100 --grow-step 200 --loss-bound 0.3}
@@ -100,8 +101,10 @@ public final class ElasticTraining {
         int killStep = options.intValue("kill-step", 100);
         int growStep = options.intValue("grow-step", 200);
         double lossBound = options.doubleValue("loss-bound", 0.3);
-        boolean replacement = options.intValue("replacement", 0) == 1;
-        if (killRank == 0 && !replacement && !CommConfig.fromEnvironment().storeHosted()) {
+        CommConfig config = CommConfig.fromEnvironment();
+        // a replacement: started with --replacement 1, or by hcomm launch --max-restarts (HCOMM_JOIN=1 for Hcomm.init)
+        boolean replacement = options.intValue("replacement", 0) == 1 || config.join();
+        if (killRank == 0 && !replacement && !config.storeHosted()) {
             throw new IllegalArgumentException("--kill-rank 0: rank 0 serves the job's store here (HCOMM_STORE_HOSTED is not set), "
                     + "so its death would take the store along; run under a launcher (scripts/example.sh, hcomm launch) or pick "
                     + "another rank");
@@ -110,7 +113,7 @@ public final class ElasticTraining {
         Activations act = new Activations(batch);
 
         // A replacement joins the running job: it gets a dead rank's place once the others call grow().
-        try (Hcomm hcomm = replacement ? Hcomm.join() : Hcomm.init()) {
+        try (Hcomm hcomm = replacement ? Hcomm.join(config) : Hcomm.init(config)) {
             Communicator comm = hcomm.world();
             int target = comm.size();                  // the size to grow back to: the job's, as it started
             int startedAs = comm.rank();
