@@ -40,6 +40,9 @@ import picocli.CommandLine.Spec;
             "      --master-addr 10.0.0.1 --master-port 29500 -- ./train.sh     # on node 0 (10.0.0.1)",
             "  hcomm launch -n 2 --nnodes 2 --node-rank 1 \\",
             "      --master-addr 10.0.0.1 --master-port 29500 -- ./train.sh     # on node 1",
+            "  hcomm launch -n 4 --max-restarts 1 -- java -cp app.jar com.example.ElasticTrain   # replace a dead rank",
+            "  hcomm launch -n 2 --nnodes 2:4 --node-rank 0 --master-addr 10.0.0.1 --master-port 29500 -- ./train.sh",
+            "  hcomm launch -n 2 --nnodes 2:4 --master-addr 10.0.0.1 --master-port 29500 -- ./train.sh   # other nodes",
         })
 final class LaunchCommand implements Callable<Integer> {
     @ParentCommand
@@ -52,13 +55,22 @@ final class LaunchCommand implements Callable<Integer> {
             description = "Ranks to start on this node (default: ${DEFAULT-VALUE}).")
     int procsPerNode;
 
-    @Option(names = "--nnodes", paramLabel = "K", defaultValue = "1",
-            description = "Number of nodes of the job (default: ${DEFAULT-VALUE}).")
-    int nnodes;
+    @Option(names = "--nnodes", paramLabel = "K|MIN:MAX", defaultValue = "1",
+            description = "Number of nodes of the job (default: ${DEFAULT-VALUE}), or MIN:MAX: the job starts with the"
+                    + " nodes whose launchers came (at least MIN; once MIN are there, node 0 waits --nodes-wait for more,"
+                    + " up to MAX); a node that comes later runs its ranks as replacements that join the running job"
+                    + " (HCOMM_JOIN=1) when its ranks grow; a node that leaves (its ranks die) is shrunk away by them.")
+    String nnodesSpec;
 
-    @Option(names = "--node-rank", paramLabel = "I", defaultValue = "0",
-            description = "This node's index, 0..K-1; node 0 serves the store (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--node-rank", paramLabel = "I", defaultValue = "-1",
+            description = "This node's index, 0..K-1; node 0 serves the store (default: 0). With --nnodes MIN:MAX only"
+                    + " node 0 gives it; the others get theirs in the order they come.")
     int nodeRank;
+
+    @Option(names = "--nodes-wait", paramLabel = "TIME", defaultValue = "10s", converter = HcommCli.DurationConverter.class,
+            description = "With --nnodes MIN:MAX: how long node 0 waits for more nodes once MIN are there (default:"
+                    + " ${DEFAULT-VALUE}).")
+    Duration nodesWait;
 
     @Option(names = "--master-addr", paramLabel = "ADDR",
             description = "Address of the store, served by node 0 (default: 127.0.0.1; required with --nnodes > 1).")
@@ -113,12 +125,30 @@ final class LaunchCommand implements Callable<Integer> {
         }
     }
 
+    /** How long to wait for the other nodes: HCOMM_INIT_TIMEOUT, as a rank waits for the others at init (2 minutes). */
+    private Duration initTimeout() {
+        String t = parent.env.get("HCOMM_INIT_TIMEOUT");
+        return t == null || t.isBlank() ? Duration.ofMinutes(2) : io.hcomm4j.CommConfig.parseDuration(t.trim());
+    }
+
     @Parameters(arity = "1..*", paramLabel = "COMMAND",
             description = "The command every rank runs, with its arguments (put it after --).")
     List<String> command;
 
     @Override
     public Integer call() {
+        int[] range;
+        try {
+            range = NodeRendezvous.parse(nnodesSpec);
+        } catch (IllegalArgumentException e) {
+            throw new ParameterException(spec.commandLine(), e.getMessage());
+        }
+        boolean elastic = range[0] != range[1];
+        int nnodes = range[1];
+        if (elastic && nodeRank > 0) {
+            throw new ParameterException(spec.commandLine(), "With --nnodes " + nnodesSpec + " only node 0 gives --node-rank"
+                    + " (0: it serves the store); the other nodes get theirs in the order they come, so leave it out there.");
+        }
         String jobSecret = secret != null ? secret : parent.env.get("HCOMM_SECRET");
         if (jobSecret != null && jobSecret.isBlank()) jobSecret = null;
         if (nnodes > 1) {
@@ -139,18 +169,31 @@ final class LaunchCommand implements Callable<Integer> {
             throw new ParameterException(spec.commandLine(), "--max-restarts must be >= 0, was " + maxRestarts);
         }
         if (jobSecret == null) jobSecret = Auth.newSecret();
-        LocalLauncher.Job job;
-        try {
-            job = new LocalLauncher.Job(procsPerNode, nnodes, nodeRank,
-                    masterAddr != null ? masterAddr : "127.0.0.1", masterPort, jobSecret);
-        } catch (IllegalArgumentException e) {
-            throw new ParameterException(spec.commandLine(), e.getMessage());
-        }
-        return new LocalLauncher("hcomm launch", parent.out, parent.err)
+        LocalLauncher launcher = new LocalLauncher("hcomm launch", parent.out, parent.err)
                 .gracePeriod(gracePeriod)
                 .aotCache(aotCache)
                 .cpuBind(cpuBind)
-                .maxRestarts(maxRestarts)
-                .run(job, command);
+                .maxRestarts(maxRestarts);
+        String addr = masterAddr != null ? masterAddr : "127.0.0.1";
+        LocalLauncher.Job job;
+        try {
+            if (!elastic) {
+                job = new LocalLauncher.Job(procsPerNode, nnodes, Math.max(nodeRank, 0), addr, masterPort, jobSecret);
+            } else if (nodeRank == 0) {
+                job = new LocalLauncher.Job(procsPerNode, nnodes, 0, addr, masterPort, jobSecret);
+                launcher.elasticNodes(range[0], range[1], nodesWait, initTimeout());
+            } else {
+                NodeRendezvous.Place place = NodeRendezvous.arriveAt(new java.net.InetSocketAddress(addr, masterPort), jobSecret, initTimeout());
+                parent.err.println("hcomm launch: this is node " + place.nodeRank() + "; the job formed with " + place.nodes()
+                        + " node(s)" + (place.late() ? ": this node came late, its ranks join the running job as replacements" : ""));
+                job = new LocalLauncher.Job(procsPerNode, place.nodes(), 0, addr, masterPort, jobSecret).withNodeRank(place.nodeRank());
+            }
+        } catch (IllegalArgumentException e) {
+            throw new ParameterException(spec.commandLine(), e.getMessage());
+        } catch (io.hcomm4j.HcommException e) {
+            parent.err.println("hcomm launch: " + e.getMessage());
+            return 1;
+        }
+        return launcher.run(job, command);
     }
 }

@@ -59,17 +59,35 @@ final class LocalLauncher {
      * @param masterAddr   address of the store (node 0 binds it)
      * @param masterPort   port of the store; 0 lets node 0 pick a free one (single node only)
      * @param secret       the job secret every rank proves; the same on every node
+     * @param late         this node came after the job formed ({@code --nnodes MIN:MAX}, {@code nodeRank >= nnodes}):
+     *                     its ranks join the running job as replacements ({@code HCOMM_JOIN=1}, no {@code RANK})
      */
-    record Job(int procsPerNode, int nnodes, int nodeRank, String masterAddr, int masterPort, String secret) {
+    record Job(int procsPerNode, int nnodes, int nodeRank, String masterAddr, int masterPort, String secret, boolean late) {
         Job {
             Objects.requireNonNull(masterAddr, "masterAddr");
             if (procsPerNode < 1) throw new IllegalArgumentException("ranks per node must be >= 1, was " + procsPerNode);
             if (nnodes < 1) throw new IllegalArgumentException("number of nodes must be >= 1, was " + nnodes);
-            if (nodeRank < 0 || nodeRank >= nnodes) {
+            if (nodeRank < 0 || nodeRank >= nnodes && !late) {
                 throw new IllegalArgumentException("node rank must be in 0.." + (nnodes - 1) + ", was " + nodeRank);
             }
+            if (late && nodeRank < nnodes) throw new IllegalArgumentException("a late node's rank is >= " + nnodes + ", was " + nodeRank);
             if (masterPort < 0 || masterPort > 65535) throw new IllegalArgumentException("master port must be in 0..65535, was " + masterPort);
             if (nnodes > 1 && masterPort == 0) throw new IllegalArgumentException("a job of several nodes needs a master port (not 0)");
+        }
+
+        /** A node that is part of the job as it starts. */
+        Job(int procsPerNode, int nnodes, int nodeRank, String masterAddr, int masterPort, String secret) {
+            this(procsPerNode, nnodes, nodeRank, masterAddr, masterPort, secret, false);
+        }
+
+        /** This job as node {@code rank} runs it ({@code --nnodes MIN:MAX}: a late node's rank is {@code >= nnodes}). */
+        Job withNodeRank(int rank) {
+            return new Job(procsPerNode, nnodes, rank, masterAddr, masterPort, secret, rank >= nnodes);
+        }
+
+        /** This job with {@code nodes} nodes (as {@code --nnodes MIN:MAX} formed it). */
+        Job withNodes(int nodes) {
+            return new Job(procsPerNode, nodes, nodeRank, masterAddr, masterPort, secret, nodeRank >= nodes);
         }
 
         /** A job of {@code n} ranks on this machine, with its store on a free loopback port. */
@@ -126,6 +144,10 @@ final class LocalLauncher {
     private volatile List<Process> started = List.of();
     private CpuBind cpuBind = CpuBind.AUTO;
     private int maxRestarts;
+    /** {@code --nnodes MIN:MAX} on node 0: {min, max}, and how long to wait for more than MIN; null: a fixed number. */
+    private int[] nodesRange;
+    private Duration nodesWait;
+    private Duration nodesTimeout;
     private String tasksetPath;
     private java.nio.file.Path aotCache;
     /** Set per run: whether this run trains {@link #aotCache} (it did not exist) rather than starts from it. */
@@ -179,31 +201,22 @@ final class LocalLauncher {
         return this;
     }
 
+    /**
+     * On node 0 of a job of {@code min} to {@code max} nodes ({@code --nnodes MIN:MAX}): once the store is up, waits
+     * for the other nodes' launchers ({@link NodeRendezvous}) up to {@code timeout} for MIN, {@code wait} more for
+     * up to MAX, and runs the job with the nodes that came.
+     */
+    LocalLauncher elasticNodes(int min, int max, Duration wait, Duration timeout) {
+        this.nodesRange = new int[] {min, max};
+        this.nodesWait = Objects.requireNonNull(wait, "wait");
+        this.nodesTimeout = Objects.requireNonNull(timeout, "timeout");
+        return this;
+    }
+
     /** Sets how ranks are bound to CPUs (default {@link CpuBind#AUTO}). */
     LocalLauncher cpuBind(CpuBind bind) {
         this.cpuBind = Objects.requireNonNull(bind, "bind");
         return this;
-    }
-
-    /** The {@code taskset} binary on the PATH, or null. */
-    private static String taskset() {
-        return executable("taskset") ? onPath("taskset") : null;
-    }
-
-    /** Whether {@code command} names an executable file: a path, or a name found on the PATH. */
-    private static boolean executable(String command) {
-        if (command.contains(File.separator)) return new File(command).canExecute();
-        return onPath(command) != null;
-    }
-
-    private static String onPath(String name) {
-        String path = System.getenv("PATH");
-        if (path == null) return null;
-        for (String dir : path.split(File.pathSeparator)) {
-            File f = new File(dir.isEmpty() ? "." : dir, name);
-            if (f.isFile() && f.canExecute()) return f.getPath();
-        }
-        return null;
     }
 
     /**
@@ -280,7 +293,13 @@ final class LocalLauncher {
     /** The variables the launcher sets for local rank {@code localRank} of {@code job}. */
     static Map<String, String> rankEnvironment(Job job, int localRank, int storePort) {
         Map<String, String> env = new LinkedHashMap<>();
-        env.put("RANK", Integer.toString(job.firstRank() + localRank));
+        // a late node's ranks get their world ranks when the job grows to take them in
+        if (job.late()) {
+            env.put("HCOMM_JOIN", "1");
+            env.put("HCOMM_RESTART_COUNT", "0"); // not a restart: a node that came after the job formed
+        } else {
+            env.put("RANK", Integer.toString(job.firstRank() + localRank));
+        }
         env.put("LOCAL_RANK", Integer.toString(localRank));
         env.put("WORLD_SIZE", Integer.toString(job.worldSize()));
         env.put("LOCAL_WORLD_SIZE", Integer.toString(job.procsPerNode()));
@@ -327,10 +346,22 @@ final class LocalLauncher {
             }
         }
         int storePort = store != null ? store.address().getPort() : job.masterPort();
+        if (store != null && nodesRange != null) {
+            try {
+                int nodes = NodeRendezvous.formOnNode0(store.address(), job.secret(), nodesRange[0], nodesRange[1], nodesWait, nodesTimeout);
+                err.println(name + ": the job formed with " + nodes + " node(s) (--nnodes " + nodesRange[0] + ":"
+                        + nodesRange[1] + "): " + nodes * job.procsPerNode() + " ranks");
+                job = job.withNodes(nodes);
+            } catch (RuntimeException e) {
+                err.println(name + ": " + e.getMessage());
+                closeQuietly(store);
+                return 1;
+            }
+        }
         String[] cpuShares = new String[job.procsPerNode()];
         if (cpuBind == CpuBind.AUTO) {
             List<Integer> cpus = CpuShares.allowedCpus();
-            String taskset = job.procsPerNode() > 1 ? taskset() : null;
+            String taskset = job.procsPerNode() > 1 ? Executables.taskset() : null;
             if (taskset != null) {
                 for (int i = 0; i < cpuShares.length; i++) cpuShares[i] = CpuShares.cpuShare(cpus, i, job.procsPerNode());
             }
@@ -357,7 +388,7 @@ final class LocalLauncher {
                     List<String> rankCommand = command;
                     if (cpuShares[i] != null) {
                         // taskset would start even if the command cannot: keep the launcher's own clear report
-                        if (!executable(command.getFirst())) throw new IOException("no such executable file");
+                        if (!Executables.executable(command.getFirst())) throw new IOException("no such executable file");
                         rankCommand = new ArrayList<>(List.of(tasksetPath, "-c", cpuShares[i]));
                         rankCommand.addAll(command);
                     }

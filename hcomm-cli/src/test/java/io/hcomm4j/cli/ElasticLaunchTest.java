@@ -81,4 +81,50 @@ class ElasticLaunchTest {
         assertThat(io.errLines()).as(io.toString()).contains(
                 "hcomm launch: rank 2 exited with code 137; starting a replacement that joins the running job (restart 1 of 1)");
     }
+
+    /**
+     * {@code --nnodes 2:3}: two nodes' launchers form the job (node 0 waits 1 s for a third that does not come); node
+     * 1's rank dies and, without restarts, its launcher ends (the node leaves); node 0's rank shrinks and waits to grow;
+     * a third launcher comes late, its rank joins as a replacement, and both check every element again.
+     */
+    @Test
+    void nodesFormWithinMinMaxLeaveAndALateNodeJoins() throws Exception {
+        int port;
+        try (java.net.ServerSocket s = new java.net.ServerSocket(0)) {
+            port = s.getLocalPort();
+        }
+        List<String> rank = new ArrayList<>(LocalLauncher.javaCommand(ElasticRank.class.getName(), List.of()));
+        rank.addAll(1, List.of("-Dhcomm.init.timeout=60s", "-Dhcomm.timeout=60s"));
+        Captured[] node = {new Captured(), new Captured(), new Captured()};
+        int[] codes = new int[3];
+        Thread[] launchers = new Thread[3];
+        for (int i = 0; i < 3; i++) {
+            List<String> args = new ArrayList<>(List.of("launch", "-n", "1", "--nnodes", "2:3", "--nodes-wait", "1s",
+                    "--master-addr", "127.0.0.1", "--master-port", Integer.toString(port), "--secret", "elastic-nodes-secret",
+                    "--grace-period", "2s"));
+            if (i == 0) args.addAll(List.of("--node-rank", "0"));
+            args.add("--");
+            args.addAll(rank);
+            int n = i;
+            launchers[i] = Thread.ofPlatform().unstarted(() -> codes[n] = HcommCli.execute(args.toArray(String[]::new),
+                    node[n].out, node[n].err, Map.of("HCOMM_INIT_TIMEOUT", "60s")));
+        }
+        launchers[0].start();
+        launchers[1].start();
+        launchers[1].join(90_000);
+        launchers[2].start(); // after node 1 has left
+        launchers[0].join(90_000);
+        launchers[2].join(90_000);
+
+        String all = node[0] + "\n--- node 1\n" + node[1] + "\n--- node 2\n" + node[2];
+        assertThat(codes).as(all).containsExactly(0, 137, 0);
+        assertThat(node[0].errLines()).as(all).contains("hcomm launch: the job formed with 2 node(s) (--nnodes 2:3): 2 ranks");
+        assertThat(node[1].errLines()).as(all).contains("hcomm launch: this is node 1; the job formed with 2 node(s)");
+        assertThat(node[2].errLines()).as(all).contains("hcomm launch: this is node 2; the job formed with 2 node(s): this node"
+                + " came late, its ranks join the running job as replacements");
+        assertThat(node[1].outLines()).as(all).containsExactly("[rank 1] rank 1: round 0 all correct; killing this JVM");
+        assertThat(node[0].outLines()).as(all).containsExactly(
+                "[rank 0] rank 0: round 0 all correct, lost [1], shrunk to 1, grown to 2 as rank 0, round 2 all correct");
+        assertThat(node[2].outLines()).as(all).containsExactly("[rank 2] replacement 0: rank 1 of 2, round 2 all correct");
+    }
 }
