@@ -34,6 +34,7 @@ public final class CommConfig {
     private final boolean storeHosted;
     private final int storePort;
     private final Duration storeReconnect;
+    private final String storeScope;
     private final String algo;
     private final String tuningFile;
     private final boolean feedback;
@@ -85,6 +86,7 @@ public final class CommConfig {
         this.storeHosted = b.storeHosted;
         this.storePort = b.storePort;
         this.storeReconnect = b.storeReconnect;
+        this.storeScope = b.storeScope;
         this.algo = b.algo;
         this.tuningFile = b.tuningFile;
         this.feedback = b.feedback;
@@ -208,6 +210,13 @@ public final class CommConfig {
      * applied twice. Default {@code 30s}; {@link Duration#ZERO}: a lost store connection fails at once.
      */
     public Duration storeReconnect() { return storeReconnect; }
+
+    /**
+     * {@code HCOMM_STORE_SCOPE}: a prefix the session puts before every key it uses in the store ({@code scope/key}), so
+     * that one long-lived store serves several jobs, or several attempts of one job, without any of them meeting another's
+     * keys (a Spark barrier stage scopes each attempt by stage id and attempt number). Empty (the default): no prefix.
+     */
+    public String storeScope() { return storeScope; }
 
     /** Forced collective algorithms ({@code HCOMM_ALGO}, e.g. {@code allreduce=ring;broadcast=tree}); empty: the cost model picks. */
     public String algo() { return algo; }
@@ -342,7 +351,7 @@ public final class CommConfig {
                 + ", secret=" + (secret == null ? "unset" : "***") + ", timeout=" + timeout
                 + ", initTimeout=" + initTimeout + ", socketIfname=" + socketIfname + ", socketAddr=" + socketAddr
                 + ", spinTime=" + spinTime + ", eagerLimit=" + eagerLimit + ", unexpectedLimit=" + unexpectedLimit
-                + ", storeHosted=" + storeHosted + ", storePort=" + storePort + ", storeReconnect=" + storeReconnect + ", algo=" + algo + ", tuningFile=" + tuningFile + ", feedback=" + feedback + ", join=" + join + ", channels=" + channels + ", tuneAtInit=" + tuneAtInit + ", check=" + (fullCheck ? "full" : "cheap")
+                + ", storeHosted=" + storeHosted + ", storePort=" + storePort + ", storeReconnect=" + storeReconnect + ", storeScope=" + storeScope + ", algo=" + algo + ", tuningFile=" + tuningFile + ", feedback=" + feedback + ", join=" + join + ", channels=" + channels + ", tuneAtInit=" + tuneAtInit + ", check=" + (fullCheck ? "full" : "cheap")
                 + ", memPoolMax=" + memPoolMax + ", shmDir=" + shmDir + ", memDebug=" + memDebug + ", memAdopt=" + memAdopt
                 + ", transport=" + transport.name().toLowerCase(Locale.ROOT) + ", hostId=" + hostId + ", shmRingSize=" + shmRingSize
                 + ", heartbeatTimeout=" + heartbeatTimeout + ", heartbeatInterval=" + heartbeatInterval + ", stuckReport=" + stuckReport + ", warmUp=" + warmUp + ", zeroCopy=" + zeroCopy
@@ -365,6 +374,7 @@ public final class CommConfig {
         private boolean storeHosted;
         private int storePort = UNSET;
         private Duration storeReconnect = Duration.ofSeconds(30);
+        private String storeScope = "";
         private String algo = "";
         private String tuningFile;
         private boolean feedback;
@@ -432,6 +442,9 @@ public final class CommConfig {
 
         /** @param budget how long a lost store connection is re-established, 0 to 10m; 0: never (HCOMM_STORE_RECONNECT) */
         public Builder storeReconnect(Duration budget) { this.storeReconnect = Objects.requireNonNull(budget, "storeReconnect"); return this; }
+
+        /** @param scope prefix of every store key, e.g. {@code spark/stage-3.1}; empty for none (HCOMM_STORE_SCOPE) */
+        public Builder storeScope(String scope) { this.storeScope = scope == null ? "" : scope; return this; }
 
         /** @param algo forced algorithms, {@code op=algo;...} (see docs/configuration.md); empty for the cost model */
         public Builder algo(String algo) { this.algo = algo == null ? "" : algo; return this; }
@@ -563,6 +576,7 @@ public final class CommConfig {
             if (storeReconnect.isNegative() || storeReconnect.compareTo(Duration.ofMinutes(10)) > 0) {
                 throw new IllegalArgumentException("storeReconnect (HCOMM_STORE_RECONNECT) must be in [0, 10m], was " + storeReconnect);
             }
+            checkStoreScope(storeScope);
             try {
                 Providers.session().checkAlgorithms(algo);
             } catch (IllegalArgumentException e) {
@@ -576,6 +590,16 @@ public final class CommConfig {
         private static final long MIN_RING = 64 * 1024;
         private static final Duration MIN_HEARTBEAT_TIMEOUT = Duration.ofMillis(500);
         private static final long MAX_RING = 1L << 30;
+
+        /** Store keys are UTF-8 text; a scope of plain characters keeps them readable in {@code hcomm status} and logs. */
+        private static void checkStoreScope(String scope) {
+            if (scope.isEmpty()) return;
+            boolean plain = scope.chars().allMatch(c -> c < 127 && (Character.isLetterOrDigit(c) || "._:/-".indexOf(c) >= 0));
+            if (scope.length() > 200 || !plain || scope.startsWith("/") || scope.endsWith("/") || scope.contains("//")) {
+                throw new IllegalArgumentException("storeScope (HCOMM_STORE_SCOPE) must be 1 to 200 of the characters "
+                        + "A-Z a-z 0-9 . _ : / - without a leading, trailing or doubled '/', was '" + scope + "'");
+            }
+        }
 
         private static void positive(String name, Duration d) {
             if (d.isNegative() || d.isZero()) throw new IllegalArgumentException(name + " must be > 0, was " + d);

@@ -25,6 +25,7 @@ enum ConfigSetting {
     STORE_HOSTED { void apply(CommConfig.Builder b, String v) { b.storeHosted(parseBool(v)); } },
     STORE_PORT { void apply(CommConfig.Builder b, String v) { b.storePort(parseInt(v)); } },
     STORE_RECONNECT { void apply(CommConfig.Builder b, String v) { b.storeReconnect(parseDuration(v)); } },
+    STORE_SCOPE { void apply(CommConfig.Builder b, String v) { b.storeScope(v); } },
     ALGO { void apply(CommConfig.Builder b, String v) { b.algo(v); } },
     TUNING_FILE { void apply(CommConfig.Builder b, String v) { b.tuningFile(v); } },
     FEEDBACK { void apply(CommConfig.Builder b, String v) { b.feedback(parseBool(v)); } },

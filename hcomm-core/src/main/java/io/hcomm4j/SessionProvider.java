@@ -18,6 +18,17 @@ public interface SessionProvider {
      */
     void checkAlgorithms(String spec);
 
+    /** Serves a job's store on {@code bind} (see {@link StoreServer#start}). */
+    ServedStore serveStore(java.net.InetSocketAddress bind, String secret);
+
+    /** A store this process serves, as {@link StoreServer} uses it. */
+    interface ServedStore extends AutoCloseable {
+        java.net.InetSocketAddress address();
+
+        @Override
+        void close();
+    }
+
     /** One session, as {@link Hcomm} uses it. */
     interface SessionHandle extends AutoCloseable {
         Communicator world();

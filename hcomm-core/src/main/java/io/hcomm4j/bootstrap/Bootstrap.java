@@ -143,6 +143,8 @@ public final class Bootstrap {
             StoreProtocol.closeQuietly(server);
             throw e;
         }
+        // after the data address, which looks at the TcpStore underneath
+        if (!config.storeScope().isEmpty()) store = new ScopedStore(store, config.storeScope());
         LOG.debug("joined as rank {} of {} via {} (data address {})", rank, size, store, data.getHostAddress());
         return new Joined(rank, size, store, data, server);
     }

@@ -3,6 +3,8 @@ package io.hcomm4j.comm;
 import io.hcomm4j.CommConfig;
 import io.hcomm4j.SessionProvider;
 import io.hcomm4j.algo.Tuner;
+import io.hcomm4j.bootstrap.TcpStoreServer;
+import java.net.InetSocketAddress;
 
 /**
  * The {@link SessionProvider} that {@link io.hcomm4j.Hcomm} loads (META-INF/services and module-info register it):
@@ -35,5 +37,21 @@ public final class SessionService implements SessionProvider {
     @Override
     public void checkAlgorithms(String spec) {
         Tuner.parse(spec);
+    }
+
+    @Override
+    public SessionProvider.ServedStore serveStore(InetSocketAddress bind, String secret) {
+        TcpStoreServer server = TcpStoreServer.start(bind, secret);
+        return new SessionProvider.ServedStore() {
+            @Override
+            public InetSocketAddress address() {
+                return server.address();
+            }
+
+            @Override
+            public void close() {
+                server.close();
+            }
+        };
     }
 }

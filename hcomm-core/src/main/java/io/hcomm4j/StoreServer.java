@@ -1,0 +1,81 @@
+package io.hcomm4j;
+
+import java.net.Inet6Address;
+import java.net.InetSocketAddress;
+import java.util.Objects;
+
+/**
+ * A job's rendezvous store served from this process, for a coordinator that outlives the ranks: the driver of a Spark
+ * application, a service that starts jobs, a test. It is what {@code hcomm store} runs as a process of its own. Ranks
+ * meet there with {@link CommConfig.Builder#initMethod initMethod(server.initMethod())},
+ * {@link CommConfig.Builder#storeHosted storeHosted(true)} and the same {@link CommConfig.Builder#secret secret}.
+ *
+ * <pre>{@code
+ * try (StoreServer store = StoreServer.start(new InetSocketAddress("10.0.0.1", 0), secret)) {
+ *     // ranks anywhere: CommConfig.builder().initMethod(store.initMethod()).storeHosted(true).secret(secret)
+ *     //                 .rank(r).worldSize(n).storeScope("job-17").build()
+ * }
+ * }</pre>
+ *
+ * <p>One server serves any number of jobs, one after another or at once, if each has its own
+ * {@link CommConfig#storeScope() store scope}. What the jobs write stays until the server closes (a few hundred bytes
+ * per rank and init). Connections prove the secret as every store connection does; a server started without one accepts
+ * anyone who reaches it (logged by each rank that connects without one).
+ */
+public final class StoreServer implements AutoCloseable {
+    private final SessionProvider.ServedStore served;
+
+    private StoreServer(SessionProvider.ServedStore served) {
+        this.served = served;
+    }
+
+    /**
+     * Starts serving on {@code bind}: port 0 picks a free port ({@link #address()} tells which), the wildcard address
+     * listens on every interface.
+     *
+     * @param bind   address and port to listen on
+     * @param secret the job secret every connection must prove, or null for none
+     * @throws HcommException the address cannot be bound (the message names it)
+     */
+    public static StoreServer start(InetSocketAddress bind, String secret) {
+        Objects.requireNonNull(bind, "bind");
+        if (bind.isUnresolved()) throw new IllegalArgumentException("bind address " + bind + " does not resolve");
+        if (secret != null && secret.isEmpty()) secret = null;
+        return new StoreServer(Providers.session().serveStore(bind, secret));
+    }
+
+    /** The address and port it listens on. */
+    public InetSocketAddress address() {
+        return served.address();
+    }
+
+    /**
+     * {@code tcp://host:port} of this server for ranks that reach it at {@code host} (an IPv6 literal goes in brackets):
+     * the address it listens on is often a wildcard, which says nothing about how others reach it.
+     */
+    public String initMethod(String host) {
+        Objects.requireNonNull(host, "host");
+        boolean v6 = host.indexOf(':') >= 0 && !host.startsWith("[");
+        return "tcp://" + (v6 ? "[" + host + "]" : host) + ":" + address().getPort();
+    }
+
+    /** {@code tcp://host:port} of the address it listens on (a wildcard bind gives the loopback address). */
+    public String initMethod() {
+        InetSocketAddress a = address();
+        if (a.getAddress().isAnyLocalAddress()) {
+            return initMethod(a.getAddress() instanceof Inet6Address ? "::1" : "127.0.0.1");
+        }
+        return initMethod(a.getAddress().getHostAddress());
+    }
+
+    /** Stops serving and closes every connection; ranks still using the store fail their next store call. Idempotent. */
+    @Override
+    public void close() {
+        served.close();
+    }
+
+    @Override
+    public String toString() {
+        return "StoreServer{" + initMethod() + "}";
+    }
+}
