@@ -31,6 +31,8 @@ class ClientBoundaryTest {
             "hcomm-bench", Set.of("kernel"),
             // the data-parallel layer is an application of the API, as PyTorch DDP is of torch.distributed
             "hcomm-ddp", Set.of(),
+            // Spark's barrier stages as communicators: the API only (the driver's store is the API's StoreServer)
+            "hcomm-spark", Set.of(),
             // the examples show what an application writes: the API only, and the data-parallel layer (module
             // hcomm-ddp, a library of its own and not a package of hcomm-core)
             "hcomm-examples", Set.of("ddp"));
