@@ -22,21 +22,11 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Init-time discovery: who am I (rank, world size), where is the store, which address do data
- * connections use. Reads {@code tcp://}, {@code file://} and {@code env://} init methods; {@code env://}
- * understands torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), Slurm (SLURM_PROCID, SLURM_NTASKS), a
- * Kubernetes Indexed Job (JOB_COMPLETION_INDEX with WORLD_SIZE), Open MPI (OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE) and PMI (PMI_RANK, PMI_SIZE).
+ * connections use. Reads {@code tcp://}, {@code file://} and {@code env://} init methods; the launchers' variables
+ * (rank, world size, and the store's address for {@code env://}) are read by {@link JobEnvironment}.
  */
 public final class Bootstrap {
     private static final Logger LOG = LoggerFactory.getLogger(Bootstrap.class);
-    /** Launcher conventions in the order they are tried: {rank variable, size variable, who sets them}. */
-    private static final String[][] RANK_SOURCES = {
-        {"RANK", "WORLD_SIZE", "torchrun / hcomm launch"},
-        {"SLURM_PROCID", "SLURM_NTASKS", "Slurm srun"},
-        // a Kubernetes Indexed Job sets the index; the manifest sets WORLD_SIZE (its completions)
-        {"JOB_COMPLETION_INDEX", "WORLD_SIZE", "Kubernetes Indexed Job"},
-        {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "Open MPI mpirun"},
-        {"PMI_RANK", "PMI_SIZE", "PMI (MPICH, Intel MPI)"},
-    };
     /** One warning per JVM is enough: every rank thread of a test or every communicator would repeat it. */
     private static final AtomicBoolean WARNED_NO_SECRET = new AtomicBoolean();
 
@@ -83,9 +73,9 @@ public final class Bootstrap {
     private static Joined join(CommConfig config, Map<String, String> env, boolean replacement) {
         Objects.requireNonNull(config, "config");
         Objects.requireNonNull(env, "env");
-        int[] rs = replacement ? new int[] {-1, -1} : rankAndSize(config, env);
-        int rank = rs[0];
-        int size = rs[1];
+        JobEnvironment.Placement place = replacement ? null : JobEnvironment.resolve(config, env, System::getProperty);
+        int rank = place == null ? -1 : place.rank();
+        int size = place == null ? -1 : place.worldSize();
         String secret = config.secret().filter(s -> !s.isEmpty()).orElse(null);
         if (secret == null && WARNED_NO_SECRET.compareAndSet(false, true)) {
             LOG.warn("no job secret: store and data connections are unauthenticated, so any process that can reach "
@@ -109,8 +99,9 @@ public final class Bootstrap {
                 storeAddress = parseTcp(method);
                 origin = "initMethod " + method;
             } else if (scheme.startsWith("env://")) {
-                storeAddress = envStoreAddress(config, env);
-                origin = config.storePort() != CommConfig.UNSET ? "MASTER_ADDR and HCOMM_STORE_PORT" : "MASTER_ADDR:MASTER_PORT";
+                JobEnvironment.StoreAddress a = JobEnvironment.storeAddress(config, env, place == null ? null : place.source());
+                storeAddress = a.address();
+                origin = a.origin();
             } else {
                 throw new HcommException("initMethod '" + method + "' is not one of env://, tcp://host:port, file:///path");
             }
@@ -149,52 +140,6 @@ public final class Bootstrap {
         return new Joined(rank, size, store, data, server);
     }
 
-    /** {rank, size}: from the config where set, otherwise from the first launcher convention found in {@code env}. */
-    static int[] rankAndSize(CommConfig config, Map<String, String> env) {
-        int rank = config.rank();
-        int size = config.worldSize();
-        String rankFrom = "HCOMM_RANK";
-        String sizeFrom = "HCOMM_WORLD_SIZE";
-        if (rank == CommConfig.UNSET || size == CommConfig.UNSET) {
-            String[] source = null;
-            List<String> halfSet = new ArrayList<>();
-            for (String[] s : RANK_SOURCES) {
-                boolean r = present(env, s[0]);
-                boolean n = present(env, s[1]);
-                if (r && n) {
-                    source = s;
-                    break;
-                }
-                if (r != n) halfSet.add((r ? s[0] : s[1]) + " is set but " + (r ? s[1] : s[0]) + " is not");
-            }
-            if (source == null) {
-                StringBuilder sb = new StringBuilder("cannot tell this process's rank and world size: set HCOMM_RANK "
-                        + "and HCOMM_WORLD_SIZE, or start it with a launcher; looked for ");
-                for (int i = 0; i < RANK_SOURCES.length; i++) {
-                    if (i > 0) sb.append(i == RANK_SOURCES.length - 1 ? " and " : ", ");
-                    sb.append(RANK_SOURCES[i][0]).append('/').append(RANK_SOURCES[i][1])
-                            .append(" (").append(RANK_SOURCES[i][2]).append(')');
-                }
-                sb.append(halfSet.isEmpty() ? ", found none" : "; " + String.join("; ", halfSet));
-                throw new HcommException(sb.toString());
-            }
-            if (rank == CommConfig.UNSET) {
-                rank = parseInt(env, source[0]);
-                rankFrom = source[0];
-            }
-            if (size == CommConfig.UNSET) {
-                size = parseInt(env, source[1]);
-                sizeFrom = source[1];
-            }
-        }
-        if (size < 1) throw new HcommException("world size " + size + " (from " + sizeFrom + ") must be >= 1");
-        if (rank < 0 || rank >= size) {
-            throw new HcommException("rank " + rank + " (from " + rankFrom + ") is outside [0, " + size
-                    + ") for world size " + size + " (from " + sizeFrom + ")");
-        }
-        return new int[] {rank, size};
-    }
-
     /** Parses {@code tcp://host:port} (IPv6 literals in brackets). */
     static InetSocketAddress parseTcp(String method) {
         String rest = method.substring("tcp://".length());
@@ -216,21 +161,6 @@ public final class Bootstrap {
             port = rest.substring(colon + 1);
         }
         return new InetSocketAddress(host, parsePort(port, "the port of initMethod '" + method + "'"));
-    }
-
-    /** MASTER_ADDR and MASTER_PORT, or MASTER_ADDR and the configured store port (under torchrun, whose own store has MASTER_PORT). */
-    static InetSocketAddress envStoreAddress(CommConfig config, Map<String, String> env) {
-        boolean portFromConfig = config.storePort() != CommConfig.UNSET;
-        List<String> missing = new ArrayList<>();
-        if (!present(env, "MASTER_ADDR")) missing.add("MASTER_ADDR");
-        if (!portFromConfig && !present(env, "MASTER_PORT")) missing.add("MASTER_PORT");
-        if (!missing.isEmpty()) {
-            throw new HcommException("init method env:// finds the store at MASTER_ADDR:MASTER_PORT (or MASTER_ADDR "
-                    + "and HCOMM_STORE_PORT), but " + String.join(" and ", missing) + (missing.size() > 1 ? " are" : " is")
-                    + " not set; set them, or use HCOMM_INIT_METHOD=tcp://host:port or file:///shared/dir");
-        }
-        int port = portFromConfig ? config.storePort() : parsePort(env.get("MASTER_PORT").trim(), "MASTER_PORT");
-        return new InetSocketAddress(env.get("MASTER_ADDR").trim(), port);
     }
 
     /** The data address from {@code socketAddr} or {@code socketIfname}, or null if neither is set. */
@@ -308,21 +238,7 @@ public final class Bootstrap {
         }
     }
 
-    private static boolean present(Map<String, String> env, String name) {
-        String v = env.get(name);
-        return v != null && !v.isBlank();
-    }
-
-    private static int parseInt(Map<String, String> env, String name) {
-        String v = env.get(name).trim();
-        try {
-            return Integer.parseInt(v);
-        } catch (NumberFormatException e) {
-            throw new HcommException(name + "='" + v + "' is not an integer");
-        }
-    }
-
-    private static int parsePort(String v, String what) {
+    static int parsePort(String v, String what) {
         int p;
         try {
             p = Integer.parseInt(v);

@@ -33,54 +33,6 @@ class BootstrapTest {
         return CommConfig.builder().secret(SECRET).initTimeout(Duration.ofSeconds(10));
     }
 
-    private static int[] rankAndSize(Map<String, String> env) {
-        return Bootstrap.rankAndSize(config().build(), env);
-    }
-
-    @Test
-    void rankAndSizeFromEachLauncherConvention() {
-        assertThat(rankAndSize(Map.of("RANK", "2", "WORLD_SIZE", "4"))).containsExactly(2, 4);
-        assertThat(rankAndSize(Map.of("SLURM_PROCID", "5", "SLURM_NTASKS", "8"))).containsExactly(5, 8);
-        assertThat(rankAndSize(Map.of("OMPI_COMM_WORLD_RANK", "1", "OMPI_COMM_WORLD_SIZE", "3"))).containsExactly(1, 3);
-        assertThat(rankAndSize(Map.of("PMI_RANK", "0", "PMI_SIZE", "1"))).containsExactly(0, 1);
-        assertThat(rankAndSize(Map.of("JOB_COMPLETION_INDEX", "6", "WORLD_SIZE", "8"))).containsExactly(6, 8);
-        // an explicit RANK (e.g. mapped from the index by the manifest) wins
-        assertThat(rankAndSize(Map.of("RANK", "1", "JOB_COMPLETION_INDEX", "6", "WORLD_SIZE", "8"))).containsExactly(1, 8);
-    }
-
-    @Test
-    void torchrunVariablesWinOverSlurmAndConfigWinsOverAll() {
-        // torchrun inside a Slurm allocation: RANK is the rank, SLURM_PROCID is the node's task
-        Map<String, String> env = Map.of("RANK", "3", "WORLD_SIZE", "4", "SLURM_PROCID", "0", "SLURM_NTASKS", "1");
-        assertThat(rankAndSize(env)).containsExactly(3, 4);
-        assertThat(Bootstrap.rankAndSize(config().rank(1).worldSize(2).build(), env)).containsExactly(1, 2);
-        assertThat(Bootstrap.rankAndSize(config().rank(1).build(), env)).as("size from env").containsExactly(1, 4);
-    }
-
-    @Test
-    void missingVariablesAreNamed() {
-        assertThatThrownBy(() -> rankAndSize(Map.of())).isInstanceOf(HcommException.class)
-                .hasMessageContaining("HCOMM_RANK").hasMessageContaining("RANK/WORLD_SIZE")
-                .hasMessageContaining("SLURM_PROCID/SLURM_NTASKS")
-                .hasMessageContaining("OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE")
-                .hasMessageContaining("PMI_RANK/PMI_SIZE");
-        assertThatThrownBy(() -> rankAndSize(Map.of("RANK", "1"))).isInstanceOf(HcommException.class)
-                .hasMessageContaining("RANK is set but WORLD_SIZE is not");
-    }
-
-    @Test
-    void badValuesAreNamed() {
-        assertThatThrownBy(() -> rankAndSize(Map.of("RANK", "one", "WORLD_SIZE", "4")))
-                .isInstanceOf(HcommException.class).hasMessageContaining("RANK='one' is not an integer");
-        assertThatThrownBy(() -> rankAndSize(Map.of("SLURM_PROCID", "4", "SLURM_NTASKS", "4")))
-                .isInstanceOf(HcommException.class).hasMessageContaining("rank 4 (from SLURM_PROCID)")
-                .hasMessageContaining("SLURM_NTASKS");
-        assertThatThrownBy(() -> rankAndSize(Map.of("RANK", "-1", "WORLD_SIZE", "4")))
-                .isInstanceOf(HcommException.class).hasMessageContaining("rank -1");
-        assertThatThrownBy(() -> rankAndSize(Map.of("RANK", "0", "WORLD_SIZE", "0")))
-                .isInstanceOf(HcommException.class).hasMessageContaining("world size 0");
-    }
-
     @Test
     void tcpInitRankZeroHostsAndFourRanksShareOneStore() throws Exception {
         int port = TestPorts.freePort();

@@ -27,8 +27,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * What docs/deploy.md shows for engines that do not run here, checked as far as this machine allows: the Slurm batch
- * script with stand-ins for {@code srun} and {@code scontrol}, and the init steps of the Spark snippet with threads
- * in place of barrier tasks.
+ * script with a stand-in for {@code srun} (the ranks find the store from the node list and the job id themselves), and
+ * the init steps of the Spark snippet with threads in place of barrier tasks.
  */
 @Timeout(200)
 class DeployRecipesTest {
@@ -37,18 +37,13 @@ class DeployRecipesTest {
     @Test
     void slurmBatchScriptRunsTheRanksFromSlurmProcid(@TempDir Path bin) throws Exception {
         assertThat(SBATCH).as("the batch script, relative to the module directory").isRegularFile();
-        // scontrol: prints the node list one name per line. srun: starts SLURM_NTASKS copies of its command with
-        // SLURM_PROCID 0.. (what srun does on each node) and fails if one does.
-        script(bin.resolve("scontrol"), """
-                #!/bin/bash
-                [ "$1 $2" = "show hostnames" ] || exit 2
-                tr ',' '\\n' <<<"$3"
-                """);
+        // srun: starts SLURM_NTASKS copies of its command with SLURM_PROCID 0.. and a SLURM_STEP_ID (what srun does on
+        // each node) and fails if one does.
         script(bin.resolve("srun"), """
                 #!/bin/bash
                 while [ "${1:-}" != "${1#-}" ]; do shift; done
                 pids=()
-                for ((i = 0; i < SLURM_NTASKS; i++)); do SLURM_PROCID=$i "$@" & pids+=($!); done
+                for ((i = 0; i < SLURM_NTASKS; i++)); do SLURM_PROCID=$i SLURM_STEP_ID=0 "$@" & pids+=($!); done
                 rc=0
                 for p in "${pids[@]}"; do wait "$p" || rc=$?; done
                 exit $rc
@@ -58,7 +53,7 @@ class DeployRecipesTest {
         env.put("PATH", bin + ":" + System.getenv("PATH"));
         env.put("SLURM_JOB_NODELIST", "localhost");
         env.put("SLURM_NTASKS", "2");
-        // the script's port is 20000 + SLURM_JOB_ID % 20000: pick a job id whose port is free
+        // the store's port is 20000 + SLURM_JOB_ID % 20000: pick a job id whose port is free
         env.put("SLURM_JOB_ID", Integer.toString(freePortFrom20000() - 20000));
         env.put("JAVA_HOME", System.getProperty("java.home"));
         env.put("JAR", System.getProperty("java.class.path"));   // the script's -cp: this module's classes and jars
