@@ -58,6 +58,16 @@ public final class Hcomm implements AutoCloseable {
     }
 
     /**
+     * Whether the reductions (all-reduce, reduce, reduce-scatter, accumulate) run on SIMD kernels in this JVM: the JVM
+     * was started with {@code --add-modules jdk.incubator.vector}, the Vector API worked on first use, and the CPU has
+     * vectors of at least 128 bits. Otherwise they run on scalar loops, which compute the same bits several times
+     * slower. Decided once per JVM; a check for a job's start-up log.
+     */
+    public static boolean vectorReductions() {
+        return Providers.session().vectorReductions();
+    }
+
+    /**
      * Whether this session joined a running job ({@link #join}, or {@link #init} with {@link CommConfig#join()}) in
      * the place of a rank that died, rather than starting with the job: such a process has to get the job's state
      * (weights, step) from the others, who {@link Communicator#grow grow} to take it in.

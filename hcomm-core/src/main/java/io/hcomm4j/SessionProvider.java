@@ -18,6 +18,9 @@ public interface SessionProvider {
      */
     void checkAlgorithms(String spec);
 
+    /** Whether reductions run on vector kernels in this JVM (see {@link Hcomm#vectorReductions()}). */
+    boolean vectorReductions();
+
     /** Serves a job's store on {@code bind} (see {@link StoreServer#start}). */
     ServedStore serveStore(java.net.InetSocketAddress bind, String secret);
 

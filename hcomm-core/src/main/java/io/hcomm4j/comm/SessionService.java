@@ -40,6 +40,11 @@ public final class SessionService implements SessionProvider {
     }
 
     @Override
+    public boolean vectorReductions() {
+        return io.hcomm4j.kernel.ReduceKernel.vectorAvailable();
+    }
+
+    @Override
     public SessionProvider.ServedStore serveStore(InetSocketAddress bind, String secret) {
         TcpStoreServer server = TcpStoreServer.start(bind, secret);
         return new SessionProvider.ServedStore() {

@@ -34,13 +34,22 @@ class VectorFallbackTest {
         assertThat(exited).as("child JVM exited; output:%n%s", out).isTrue();
         assertThat(p.exitValue()).as("exit code; output:%n%s", out).isZero();
         assertThat(out.lines().toList()).as(out)
-                .contains("available=false", "kernel=ReduceKernel[FLOAT32 SUM, scalar]", "sum=[11.0, 22.0, 33.0]");
+                .contains("available=false", "api=false", "kernel=ReduceKernel[FLOAT32 SUM, scalar]", "sum=[11.0, 22.0, 33.0]");
+    }
+
+    /** The public answer ({@link io.hcomm4j.Hcomm#vectorReductions()}) is the kernels' own, here (with the module) too. */
+    @Test
+    void thePublicCallSaysWhatTheKernelsAre() {
+        assertThat(io.hcomm4j.Hcomm.vectorReductions()).isEqualTo(ReduceKernel.vectorAvailable());
+        assertThat(ReduceKernel.of(DataType.FLOAT32, ReduceOp.SUM).toString())
+                .contains(io.hcomm4j.Hcomm.vectorReductions() ? ", vector" : ", scalar");
     }
 
     /** The child: what {@link ReduceKernel} gives a JVM without the module, and whether it computes. */
     static final class WithoutVectorModule {
         public static void main(String[] args) {
             System.out.println("available=" + ReduceKernel.vectorAvailable());
+            System.out.println("api=" + io.hcomm4j.Hcomm.vectorReductions());
             ReduceKernel k = ReduceKernel.of(DataType.FLOAT32, ReduceOp.SUM);
             System.out.println("kernel=" + k);
             float[] acc = {1, 2, 3};
