@@ -58,6 +58,31 @@ public final class Hcomm implements AutoCloseable {
     }
 
     /**
+     * This process's rank and its job's size as {@link #init()} reads them from the environment a launcher gave it
+     * (hcomm launch, torchrun, Open MPI, MPICH/Hydra, Slurm's srun, a Kubernetes Indexed Job; {@code HCOMM_RANK} and
+     * {@code HCOMM_WORLD_SIZE}), by the same rule, without joining anything: for a program that decides its role
+     * before (or instead of) init, as one that uses only a {@link TransferEngine} does. Empty when no launcher
+     * variable is set.
+     *
+     * @throws HcommException the variables contradict each other (e.g. {@code HCOMM_RANK} against {@code RANK}) or
+     *                        one is not a number; the message names both
+     */
+    public static java.util.Optional<LaunchedAs> launchedAs() {
+        return Providers.session().launchedAs();
+    }
+
+    /**
+     * Where {@link #launchedAs()} found this process in its job.
+     *
+     * @param rank      this process's rank
+     * @param worldSize the number of ranks
+     * @param source    which variables said so, e.g. {@code rank 2 of 4 from OMPI_COMM_WORLD_RANK=2,
+     *                  OMPI_COMM_WORLD_SIZE=4 (Open MPI mpirun)}
+     */
+    public record LaunchedAs(int rank, int worldSize, String source) {
+    }
+
+    /**
      * Whether the reductions (all-reduce, reduce, reduce-scatter, accumulate) run on SIMD kernels in this JVM: the JVM
      * was started with {@code --add-modules jdk.incubator.vector}, the Vector API worked on first use, and the CPU has
      * vectors of at least 128 bits. Otherwise they run on scalar loops, which compute the same bits several times

@@ -18,6 +18,9 @@ public interface SessionProvider {
      */
     void checkAlgorithms(String spec);
 
+    /** This process's place in a launched job, from the environment (see {@link Hcomm#launchedAs()}). */
+    java.util.Optional<Hcomm.LaunchedAs> launchedAs();
+
     /** Whether reductions run on vector kernels in this JVM (see {@link Hcomm#vectorReductions()}). */
     boolean vectorReductions();
 

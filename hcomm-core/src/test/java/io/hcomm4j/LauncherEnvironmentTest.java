@@ -158,12 +158,15 @@ class LauncherEnvironmentTest {
         Matcher m = failure("stale HCOMM_RANK");
         assertThat(m.group(2)).contains("contradicting").contains("HCOMM_RANK=1 (set by you)")
                 .contains("RANK=0, WORLD_SIZE=2 (torchrun / hcomm launch)");
+        // the public reading (Hcomm.launchedAs) refuses it alike
+        assertThat(outputs.get("stale HCOMM_RANK")).contains("LAUNCHED AS refused: ").contains("contradicting");
     }
 
     private void assertRank(String name, int rank, String choice, boolean info) {
         String out = outputs.get(name);
         assertThat(exits.get(name)).as(name + ":\n" + out + "\nall:\n" + outputs).isZero();
-        assertThat(out).as(name).contains("LAUNCHED rank " + rank + "/" + N + " OK");
+        assertThat(out).as(name).contains("LAUNCHED rank " + rank + "/" + N + " OK")
+                .contains("LAUNCHED AS rank " + rank + "/" + N + ": " + choice.replaceFirst("; .*", ""));
         List<String> choices = new ArrayList<>();
         Matcher m = CHOICE.matcher(out);
         while (m.find()) choices.add(m.group(1) + " " + m.group(2));

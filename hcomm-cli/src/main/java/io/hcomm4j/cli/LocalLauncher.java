@@ -43,9 +43,14 @@ final class LocalLauncher {
     static final List<String> RANK_JVM_FLAGS = List.of(
             "--enable-native-access=ALL-UNNAMED", "--add-modules", "jdk.incubator.vector", "-XX:+UseParallelGC");
 
-    /** Variables that would contradict the launcher's job if a rank inherited them from this process. */
+    /**
+     * Variables that would contradict the launcher's job if a rank inherited them from this process: an outer launcher's
+     * (hcomm launch run by mpirun or Hydra gets their rank variables, which init would find against RANK) and a
+     * replacement's own ({@code HCOMM_JOIN}).
+     */
     private static final List<String> CLEARED_VARIABLES = List.of(
-            "HCOMM_RANK", "HCOMM_WORLD_SIZE", "HCOMM_INIT_METHOD", "HCOMM_STORE_PORT");
+            "HCOMM_RANK", "HCOMM_WORLD_SIZE", "HCOMM_INIT_METHOD", "HCOMM_STORE_PORT", "HCOMM_JOIN", "HCOMM_RESTART_COUNT",
+            "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE");
 
     /** How long to wait for killed processes to disappear. */
     private static final Duration KILL_WAIT = Duration.ofSeconds(5);
@@ -149,9 +154,7 @@ final class LocalLauncher {
     private Duration nodesWait;
     private Duration nodesTimeout;
     private String tasksetPath;
-    private java.nio.file.Path aotCache;
-    /** Set per run: whether this run trains {@link #aotCache} (it did not exist) rather than starts from it. */
-    private boolean aotTraining;
+    private AotCache aotCache;
 
     /**
      * Whether each local rank runs on CPUs of its own. AUTO: when this node's ranks are no more than the CPUs this
@@ -165,25 +168,15 @@ final class LocalLauncher {
      */
     enum CpuBind { AUTO, NONE }
 
-    /**
-     * Starts the ranks' JVMs from the JDK's ahead-of-time cache {@code file} (JEP 483/514/515: classes loaded and
-     * linked, and method profiles, from a training run), or trains it: when the file does not exist yet, local rank 0
-     * runs with {@code -XX:AOTCacheOutput} and its JVM writes the cache as it exits; when it exists, every rank runs
-     * with {@code -XX:AOTCache}. The option reaches the ranks' {@code java} launchers through
-     * {@code JDK_JAVA_OPTIONS} (appended to any the environment has). A cache that does not match the JVM or class
-     * path is ignored by the JVM with a warning, and the rank runs as without it.
-     */
+    /** Starts the ranks' JVMs from, or trains, the JDK's ahead-of-time cache {@code file} (see {@link AotCache}). */
     LocalLauncher aotCache(java.nio.file.Path file) {
-        this.aotCache = file == null ? null : file.toAbsolutePath();
+        this.aotCache = file == null ? null : new AotCache(file.toAbsolutePath());
         return this;
     }
 
     /** The {@code JDK_JAVA_OPTIONS} option for local rank {@code local} of this run, or null. */
     String aotOption(int local) {
-        if (aotCache == null) return null;
-        String option = !aotTraining ? "-XX:AOTCache=" + aotCache : local == 0 ? "-XX:AOTCacheOutput=" + aotCache : null;
-        // JDK_JAVA_OPTIONS splits at white space outside double quotes
-        return option != null && option.chars().anyMatch(Character::isWhitespace) ? '"' + option + '"' : option;
+        return aotCache == null ? null : aotCache.option(local);
     }
 
     /**
@@ -367,12 +360,7 @@ final class LocalLauncher {
             }
             tasksetPath = taskset;
         }
-        if (aotCache != null) {
-            aotTraining = !java.nio.file.Files.exists(aotCache);
-            err.println(name + ": " + (aotTraining
-                    ? "training the AOT cache " + aotCache + " on local rank 0 (written as its JVM exits; later runs start from it)"
-                    : "ranks start from the AOT cache " + aotCache));
-        }
+        if (aotCache != null) err.println(name + ": " + aotCache.startRun());
         Subreaper.activate();
         Ranks ranks = new Ranks(job);
         HostedStore hosted = store;

@@ -40,6 +40,12 @@ public final class SessionService implements SessionProvider {
     }
 
     @Override
+    public java.util.Optional<io.hcomm4j.Hcomm.LaunchedAs> launchedAs() {
+        return io.hcomm4j.bootstrap.JobEnvironment.detect(System.getenv())
+                .map(p -> new io.hcomm4j.Hcomm.LaunchedAs(p.rank(), p.worldSize(), p.choice()));
+    }
+
+    @Override
     public boolean vectorReductions() {
         return io.hcomm4j.kernel.ReduceKernel.vectorAvailable();
     }

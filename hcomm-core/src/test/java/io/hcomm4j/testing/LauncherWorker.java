@@ -16,6 +16,12 @@ public final class LauncherWorker {
 
     public static void main(String[] args) {
         long t0 = System.nanoTime();
+        // the public view of the same reading init makes below
+        try {
+            Hcomm.launchedAs().ifPresent(p -> System.out.printf("LAUNCHED AS rank %d/%d: %s%n", p.rank(), p.worldSize(), p.source()));
+        } catch (HcommException e) {
+            System.out.println("LAUNCHED AS refused: " + e.getMessage()); // init below says the same
+        }
         Hcomm hcomm;
         try {
             hcomm = Hcomm.init();

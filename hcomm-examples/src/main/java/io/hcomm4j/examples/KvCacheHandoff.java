@@ -638,15 +638,12 @@ public final class KvCacheHandoff {
 
     // ------------------------------------------------------------------------------------------------- launcher
 
-    /** {rank, size} from the launcher's variables (hcomm launch, torchrun, Slurm, mpirun, Hydra), or null. */
+    /**
+     * {rank, size} from the launcher's variables (hcomm launch, torchrun, Slurm, mpirun, Hydra), read by init's own rule
+     * ({@link io.hcomm4j.Hcomm#launchedAs()}: e.g. mpirun started from a batch script wins over the inherited
+     * SLURM_PROCID), or null.
+     */
     static int[] launcherRankAndSize() {
-        String[][] sources = {{"HCOMM_RANK", "HCOMM_WORLD_SIZE"}, {"RANK", "WORLD_SIZE"}, {"SLURM_PROCID", "SLURM_NTASKS"},
-                {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}, {"PMI_RANK", "PMI_SIZE"}};
-        for (String[] src : sources) {
-            String r = System.getenv(src[0]);
-            String n = System.getenv(src[1]);
-            if (r != null && n != null && !r.isBlank() && !n.isBlank()) return new int[] {Integer.parseInt(r.trim()), Integer.parseInt(n.trim())};
-        }
-        return null;
+        return io.hcomm4j.Hcomm.launchedAs().map(p -> new int[] {p.rank(), p.worldSize()}).orElse(null);
     }
 }
