@@ -29,7 +29,8 @@ import picocli.CommandLine.Spec;
                     + " to publish theirs), when that ends, or when a communicator's health changes; a rank without a"
                     + " status was none of these (or cannot reach the store).",
             "The store is found like Hcomm.init() finds it: --init-method, else HCOMM_INIT_METHOD, else"
-                    + " MASTER_ADDR:MASTER_PORT; the secret is HCOMM_SECRET (or --secret).",
+                    + " MASTER_ADDR:MASTER_PORT (HCOMM_STORE_PORT, if set, in place of MASTER_PORT); the secret is"
+                    + " HCOMM_SECRET (or --secret).",
             "",
         },
         footer = {
@@ -89,7 +90,9 @@ final class StatusCommand implements Callable<Integer> {
             throw new ParameterException(spec.commandLine(), "--init-method " + m + " is not tcp://host:port or file:///dir");
         }
         String addr = parent.env.get("MASTER_ADDR");
-        String port = parent.env.get("MASTER_PORT");
+        // as init: HCOMM_STORE_PORT moves the store off MASTER_PORT (where torchrun's agent serves its own)
+        String storePort = parent.env.get("HCOMM_STORE_PORT");
+        String port = storePort != null && !storePort.isBlank() ? storePort : parent.env.get("MASTER_PORT");
         if (addr == null || port == null) {
             throw new ParameterException(spec.commandLine(), "where is the job's store? give --init-method tcp://host:port, or set"
                     + " HCOMM_INIT_METHOD, or MASTER_ADDR and MASTER_PORT");

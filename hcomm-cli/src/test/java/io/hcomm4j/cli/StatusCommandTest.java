@@ -61,6 +61,12 @@ class StatusCommandTest {
                 Thread.sleep(200);
             }
             System.out.println("StatusCommandTest: hcomm status printed:\n" + status);
+            // found from the environment as init finds it: HCOMM_STORE_PORT in place of MASTER_PORT (torchrun's agent's)
+            Captured byEnv = new Captured();
+            assertThat(HcommCli.execute(new String[] {"status"}, byEnv.out, byEnv.err, Map.of("HCOMM_SECRET", "status-secret",
+                    "MASTER_ADDR", "127.0.0.1", "MASTER_PORT", "1", "HCOMM_STORE_PORT", String.valueOf(port))))
+                    .as(byEnv.toString()).isZero();
+            assertThat(byEnv.out()).contains("session hcomm/1/: 3 ranks");
             assertThat(status).contains("session hcomm/1/: 3 ranks");
             assertThat(status).containsPattern("(?m)^0 +READY .*allReduce #2 16 B, \\d+\\.\\ds STUCK");
             assertThat(status).containsPattern("(?m)^1 +READY .*allReduce #2 16 B, \\d+\\.\\ds STUCK");
