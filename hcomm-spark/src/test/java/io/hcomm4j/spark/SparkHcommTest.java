@@ -86,6 +86,43 @@ class SparkHcommTest {
         }
     }
 
+    /** Ranks of the cancelled stage that have reached their blocking call (the tasks run in this JVM: local mode). */
+    private static final java.util.concurrent.CountDownLatch BLOCKED = new java.util.concurrent.CountDownLatch(4);
+
+    @Test
+    void aCancelledStageAbortsTheCommunicatorsOfItsBlockedTasks() throws Exception {
+        SparkContext sc = sc();
+        try (SparkHcomm hcomm = SparkHcomm.start(sc)) {
+            sc.setJobGroup("cancelled", "a stage whose ranks wait for each other forever", false);
+            Thread canceller = Thread.ofVirtual().start(() -> {
+                try {
+                    BLOCKED.await();
+                    Thread.sleep(200); // into their waits
+                } catch (InterruptedException e) {
+                    return;
+                }
+                sc.cancelJobGroup("cancelled");
+            });
+            long start = System.nanoTime();
+            // ranks 0-2 all-reduce, rank 3 waits for a message nobody sends: only Spark's kill can end the stage, and
+            // Spark does not interrupt task threads (interruptOnCancel false), so the communicators must be aborted
+            assertThatThrownBy(() -> hcomm.run(rows(4), (rank, rows) -> {
+                BLOCKED.countDown();
+                if (rank.rank() == 3) rank.world().recv(new float[1], 0, 99);
+                else rank.world().allReduce(new float[1], ReduceOp.SUM);
+                return "not reached";
+            })).hasMessageContaining("cancelled");
+            double seconds = (System.nanoTime() - start) / 1e9;
+            canceller.join();
+            sc.clearJobGroup();
+            System.out.printf("a cancelled barrier stage ended %.1f s after it started%n", seconds);
+            // left alone, the waits would end only at HCOMM_TIMEOUT (5 minutes)
+            assertThat(seconds).isLessThan(30);
+            SparkLeakTest.awaitNoHcommThreads("hcomm-store-acceptor-"); // the handle's store serves on; the tasks' sessions are gone
+            assertAllReduceChecked(hcomm, 13); // the handle and the slots serve the next stage
+        }
+    }
+
     @Test
     void badArgumentsFailOnTheDriverNamingThem() {
         try (SparkHcomm hcomm = SparkHcomm.start(sc())) {
