@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
 import java.util.stream.IntStream;
+import org.apache.spark.BarrierTaskContext;
 import org.apache.spark.SparkContext;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.rdd.RDD;
@@ -86,41 +87,80 @@ class SparkHcommTest {
         }
     }
 
-    /** Ranks of the cancelled stage that have reached their blocking call (the tasks run in this JVM: local mode). */
-    private static final java.util.concurrent.CountDownLatch BLOCKED = new java.util.concurrent.CountDownLatch(4);
+    /** Ranks of a stage to be cancelled that have reached their blocking call (the tasks run in this JVM: local mode). */
+    private static volatile java.util.concurrent.CountDownLatch blocked;
+    /** While set, rank 3 of {@link #aCancelledStageInterruptsTasksWaitingInInit} holds back from init. */
+    private static volatile boolean holdRank3;
 
     @Test
     void aCancelledStageAbortsTheCommunicatorsOfItsBlockedTasks() throws Exception {
-        SparkContext sc = sc();
-        try (SparkHcomm hcomm = SparkHcomm.start(sc)) {
-            sc.setJobGroup("cancelled", "a stage whose ranks wait for each other forever", false);
-            Thread canceller = Thread.ofVirtual().start(() -> {
-                try {
-                    BLOCKED.await();
-                    Thread.sleep(200); // into their waits
-                } catch (InterruptedException e) {
-                    return;
-                }
-                sc.cancelJobGroup("cancelled");
-            });
-            long start = System.nanoTime();
-            // ranks 0-2 all-reduce, rank 3 waits for a message nobody sends: only Spark's kill can end the stage, and
-            // Spark does not interrupt task threads (interruptOnCancel false), so the communicators must be aborted
-            assertThatThrownBy(() -> hcomm.run(rows(4), (rank, rows) -> {
-                BLOCKED.countDown();
+        try (SparkHcomm hcomm = SparkHcomm.start(sc())) {
+            // ranks 0-2 all-reduce, rank 3 waits for a message nobody sends
+            assertCancelledPromptly(hcomm, (rank, rows) -> {
+                blocked.countDown();
                 if (rank.rank() == 3) rank.world().recv(new float[1], 0, 99);
                 else rank.world().allReduce(new float[1], ReduceOp.SUM);
                 return "not reached";
-            })).hasMessageContaining("cancelled");
-            double seconds = (System.nanoTime() - start) / 1e9;
+            });
+        }
+        SparkLeakTest.awaitNoHcommThreads();
+    }
+
+    @Test
+    void aCancelledStageInterruptsTasksWaitingInInit() throws Exception {
+        // rank 3 never reaches init (its settings are held up until its task is killed): ranks 0-2 wait in init for it
+        SparkHcomm.Builder b = SparkHcomm.builder(sc()).configure(c -> {
+            BarrierTaskContext ctx = BarrierTaskContext.get();
+            blocked.countDown();
+            while (ctx.partitionId() == 3 && holdRank3) {
+                ctx.killTaskIfInterrupted();
+                java.util.concurrent.locks.LockSupport.parkNanos(10_000_000);
+            }
+            return c;
+        });
+        holdRank3 = true;
+        try (SparkHcomm hcomm = b.start()) {
+            assertCancelledPromptly(hcomm, (rank, rows) -> "not reached");
+        }
+        // the store's threads that served the interrupted inits' waits end with the store at the latest
+        SparkLeakTest.awaitNoHcommThreads();
+    }
+
+    /**
+     * Runs {@code task}, whose ranks block for good, and cancels its job once all 4 are in: Spark does not interrupt
+     * task threads (interruptOnCancel false), so only the kill's abort (or, in init, interrupt) ends them. The stage
+     * must end well before HCOMM_INIT_TIMEOUT or HCOMM_TIMEOUT (2 and 5 minutes), leave no session thread, and the
+     * next stage on the same handle (on the same, reused task threads) must run.
+     */
+    private static void assertCancelledPromptly(SparkHcomm hcomm, RankTask<Integer, String> task) throws Exception {
+        SparkContext sc = sc();
+        blocked = new java.util.concurrent.CountDownLatch(4);
+        sc.setJobGroup("cancelled", "ranks that wait on each other for good", false);
+        Thread canceller = Thread.ofVirtual().start(() -> {
+            try {
+                blocked.await();
+                Thread.sleep(200); // into their waits
+            } catch (InterruptedException e) {
+                return;
+            }
+            sc.cancelJobGroup("cancelled");
+        });
+        long start = System.nanoTime();
+        try {
+            assertThatThrownBy(() -> hcomm.run(rows(4), task)).hasMessageContaining("cancelled");
+        } finally {
             canceller.join();
             sc.clearJobGroup();
-            System.out.printf("a cancelled barrier stage ended %.1f s after it started%n", seconds);
-            // left alone, the waits would end only at HCOMM_TIMEOUT (5 minutes)
-            assertThat(seconds).isLessThan(30);
-            SparkLeakTest.awaitNoHcommThreads("hcomm-store-acceptor-"); // the handle's store serves on; the tasks' sessions are gone
-            assertAllReduceChecked(hcomm, 13); // the handle and the slots serve the next stage
         }
+        double seconds = (System.nanoTime() - start) / 1e9;
+        System.out.printf("a cancelled barrier stage ended %.1f s after it started%n", seconds);
+        assertThat(seconds).isLessThan(30);
+        // the tasks' sessions are gone; the handle's store serves on (and a connection whose client was interrupted in
+        // init waits there until that wait's deadline: the server reads nothing from it meanwhile)
+        SparkLeakTest.awaitNoHcommThreads("hcomm-store-");
+        blocked = new java.util.concurrent.CountDownLatch(0);
+        holdRank3 = false;
+        assertAllReduceChecked(hcomm, 13);
     }
 
     @Test
