@@ -2,9 +2,6 @@ package io.hcomm4j.examples;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.hcomm4j.CommConfig;
-import io.hcomm4j.Hcomm;
-import io.hcomm4j.ReduceOp;
 import io.hcomm4j.examples.RankJobs.Outcome;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -12,23 +9,17 @@ import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
  * What docs/deploy.md shows for engines that do not run here, checked as far as this machine allows: the Slurm batch
- * script with a stand-in for {@code srun} (the ranks find the store from the node list and the job id themselves), and
- * the init steps of the Spark snippet with threads in place of barrier tasks.
+ * script with a stand-in for {@code srun} (the ranks find the store from the node list and the job id themselves).
+ * Spark runs for real in hcomm-spark's tests.
  */
 @Timeout(200)
 class DeployRecipesTest {
@@ -65,44 +56,6 @@ class DeployRecipesTest {
         assertThat(results).as(job.output()).hasSize(2)
                 .anySatisfy(l -> assertThat(l).startsWith("training rank 0/2: ").endsWith(": OK"))
                 .anySatisfy(l -> assertThat(l).startsWith("training rank 1/2: ").endsWith(": OK"));
-    }
-
-    @Test
-    void sparkSnippetInitStepsWorkForTasksSharingOneJvm() throws Exception {
-        int tasks = 3;
-        String secret = "spark-" + Long.toHexString(ThreadLocalRandom.current().nextLong());
-        // Stands in for ctx.allGather(mine)(0): every task gets what rank 0 contributed.
-        CompletableFuture<String> fromRank0 = new CompletableFuture<>();
-        ExecutorService executor = Executors.newFixedThreadPool(tasks);
-        try {
-            List<Future<Integer>> sums = new ArrayList<>();
-            for (int partitionId = 0; partitionId < tasks; partitionId++) {
-                int rank = partitionId;
-                sums.add(executor.submit(() -> {
-                    if (rank == 0) {
-                        try (ServerSocket s = new ServerSocket(0)) {
-                            fromRank0.complete(Integer.toString(s.getLocalPort()));
-                        }
-                    }
-                    String port = fromRank0.get(60, TimeUnit.SECONDS);
-                    String host = "127.0.0.1";                   // the host part of getTaskInfos()(0).address
-                    CommConfig config = CommConfig.builderFromEnvironment()
-                            .rank(rank).worldSize(tasks)
-                            .initMethod("tcp://" + host + ":" + port)
-                            .secret(secret)
-                            .build();
-                    try (Hcomm hcomm = Hcomm.init(config)) {
-                        int[] value = {rank + 1};
-                        hcomm.world().allReduce(value, ReduceOp.SUM);
-                        return value[0];
-                    }
-                }));
-            }
-            for (Future<Integer> f : sums) assertThat(f.get(120, TimeUnit.SECONDS)).isEqualTo(1 + 2 + 3);
-        } finally {
-            executor.shutdownNow();
-            executor.awaitTermination(30, TimeUnit.SECONDS);
-        }
     }
 
     private static void script(Path file, String text) throws IOException {
