@@ -90,7 +90,7 @@ if needs_build; then
   flock 9 2>/dev/null || true
   if needs_build; then
     echo "example.sh: building HComm4J (mvn package, tests skipped) ..." >&2
-    (cd "$ROOT" && mvn -q -B -ntp -DskipTests package) 2>&1 | sed -u 's/\x1b\[[0-9;]*m//g' >&2 || {
+    (cd "$ROOT" && mvn -q -B -ntp -DskipTests -pl hcomm-cli,hcomm-examples -am package) 2>&1 | sed -u 's/\x1b\[[0-9;]*m//g' >&2 || {
       echo "example.sh: the build failed (see above)" >&2
       exit 1
     }
