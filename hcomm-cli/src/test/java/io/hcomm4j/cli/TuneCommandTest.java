@@ -15,9 +15,10 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * {@code hcomm tune} as a command: two rank JVMs measure every algorithm (checked results) and rank 0 writes a table
- * that reads back with a choice per op, the measured times and the link; a second run replaces the entry of its own
- * topology and keeps the others; bad options are usage errors naming them.
+ * {@code hcomm tune} as a command: two rank JVMs measure every algorithm (checked results), the ops in the order
+ * {@code --ops} gives, and rank 0 writes a table that reads back with a choice per op, the measured times and the link,
+ * in place of the entry of its own topology the file had, beside the entry of another topology it keeps; bad options are
+ * usage errors naming them.
  */
 @Timeout(240)
 class TuneCommandTest {
@@ -27,20 +28,34 @@ class TuneCommandTest {
     @Test
     void twoRanksWriteATableThatReadsBackAndMergesByTopology() throws Exception {
         Path file = tmp.resolve("tuning.json");
-        // an entry of another topology, which the run must keep
-        String other = """
+        // an entry of another topology, which the run must keep, and an older one of the run's own topology (2 ranks on
+        // one host, allreduce at 8 bytes only, as "--ops allreduce -b 8 -e 8" writes it), which it must replace: one run
+        // of rank JVMs for both (a second tune run cost 10-15 s here, most of it the JIT warm-up every run starts with)
+        String tables = """
                 {"format": "hcomm4j-tuning/1", "entries": [ {
                   "signature": {"ranks": 8, "hosts": 2, "min_per_host": 4, "max_per_host": 4, "within": "shm", "between": "tcp"},
-                  "choices": {"allreduce": [{"up_to": null, "algo": "hierarchical"}]} } ]}
+                  "choices": {"allreduce": [{"up_to": null, "algo": "hierarchical"}]} }, {
+                  "signature": {"ranks": 2, "hosts": 1, "min_per_host": 2, "max_per_host": 2, "within": "shm", "between": "none"},
+                  "choices": {"allreduce": [{"up_to": null, "algo": "ring"}]},
+                  "measured": {"sizes": [8], "allreduce": {"ring": [0.000009]}} } ]}
                 """;
-        Files.writeString(file, other);
+        Files.writeString(file, tables);
+        TuningTable before = TuningTable.read(file);
+        assertThat(before.entries()).hasSize(2);
+        assertThat(before.entries().get(1).choices().keySet()).containsExactly(Op.ALLREDUCE);
+        assertThat(before.entries().get(1).sizes()).containsExactly(8);
         Captured io = new Captured();
-        int code = HcommCli.execute(new String[] {"tune", "-n", "2", "-o", file.toString(), "-b", "8", "-e", "512", "-f", "8"},
-                io.out, io.err, Map.of());
+        // the five ops in an order of their own: the launcher passes --ops on, and the ranks measure in its order
+        int code = HcommCli.execute(new String[] {"tune", "-n", "2", "-o", file.toString(), "-b", "8", "-e", "512", "-f", "8",
+                "--ops", "alltoall,reducescatter,allgather,broadcast,allreduce"}, io.out, io.err, Map.of());
         assertThat(code).as(io.toString()).isZero();
+        assertThat(io.errLines()).as(io.toString()).filteredOn(l -> l.startsWith("[rank 0] # measured "))
+                .extracting(l -> l.substring("[rank 0] # measured ".length(), l.indexOf(':')))
+                .containsExactly("alltoall", "reducescatter", "allgather", "broadcast", "allreduce");
         TuningTable t = TuningTable.read(file);
         assertThat(t.entries()).hasSize(2);
         assertThat(t.entries().getFirst().signature().ranks()).isEqualTo(8);
+        assertThat(t.fingerprint()).isNotEqualTo(before.fingerprint());
         TuningTable.Entry e = t.entries().get(1);
         assertThat(e.signature()).isEqualTo(new TuningTable.Signature(2, 1, 2, 2, "shm", "none", 0));
         assertThat(e.sizes()).containsExactly(8, 64, 512);
@@ -70,17 +85,9 @@ class TuneCommandTest {
         assertThat(e.within()).as("the within-host link was probed").isNotNull();
         assertThat(e.between()).isNull();
         assertThat(io.out()).contains("# hcomm tune: 2 ranks on 1 hosts", "# allreduce", "# alltoall", "# wrote " + file);
-
-        // again, allreduce only: the 2-rank entry is replaced, the other kept
-        Captured again = new Captured();
-        code = HcommCli.execute(new String[] {"tune", "-n", "2", "-o", file.toString(), "--ops", "allreduce", "-b", "8", "-e", "8"},
-                again.out, again.err, Map.of());
-        assertThat(code).as(again.toString()).isZero();
-        TuningTable t2 = TuningTable.read(file);
-        assertThat(t2.entries()).hasSize(2);
-        assertThat(t2.entries().get(1).choices().keySet()).containsExactly(Op.ALLREDUCE);
-        assertThat(t2.entries().get(1).sizes()).containsExactly(8);
-        assertThat(t2.fingerprint()).isNotEqualTo(t.fingerprint());
+        // what "--ops allreduce -b 8 -e 8" measures (the launcher and the ranks both take the ops and sizes from these)
+        assertThat(TuneCommand.ops(List.of("allreduce"))).containsExactly(Op.ALLREDUCE);
+        assertThat(TuneCommand.sizes(8, 8, 8)).containsExactly(8L);
     }
 
     @Test

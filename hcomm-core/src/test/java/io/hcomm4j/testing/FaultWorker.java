@@ -27,8 +27,8 @@ import java.util.stream.Stream;
  * </ul>
  * Scenarios: {@code allreduce} (every rank loops over 1 MiB all-reduces until one fails; the test kills or stops the
  * last rank), {@code isolated} (rank 1 never talks to the last rank, which the test kills; rank 1 learns from its health
- * listener), {@code busy} (rank 1 computes for 5 s, with two more threads burning CPU, while the others wait in a
- * barrier longer than the heartbeat timeout: nobody may be declared failed).
+ * listener), {@code busy} (rank 1 computes for 1.5 times the heartbeat timeout, 3 s at least, with two more threads
+ * burning CPU, while the others wait in a barrier longer than the heartbeat timeout: nobody may be declared failed).
  */
 public final class FaultWorker {
     private FaultWorker() {
@@ -164,15 +164,20 @@ public final class FaultWorker {
         return 0;
     }
 
-    /** Rank 1 is busy (no library call) longer than the heartbeat timeout; the others wait for it in a barrier. */
+    /**
+     * Rank 1 is busy (no library call) for 1.5 times the heartbeat timeout, 3 s at least (3 s with the tests' 2 s); the
+     * others wait for it in a barrier. A rank whose heartbeats stopped while it computed would be declared failed at
+     * the timeout, a second or more before the busy spell ends.
+     */
     private static int busy(Hcomm hcomm) throws InterruptedException {
         Communicator comm = hcomm.world();
+        long busyMs = Math.max(3_000, hcomm.config().heartbeatTimeout().toMillis() * 3 / 2);
         comm.barrier();
         long t0 = System.nanoTime();
         if (comm.rank() == 1) {
             Thread[] burners = new Thread[2];
-            for (int i = 0; i < burners.length; i++) burners[i] = Thread.ofPlatform().start(() -> burn(5_000));
-            burn(5_000);
+            for (int i = 0; i < burners.length; i++) burners[i] = Thread.ofPlatform().start(() -> burn(busyMs));
+            burn(busyMs);
             for (Thread t : burners) t.join();
         }
         try {

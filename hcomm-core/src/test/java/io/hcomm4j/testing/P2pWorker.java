@@ -161,8 +161,7 @@ public final class P2pWorker {
                 int count = (int) (bytes / type.byteSize());
                 int tag = 100 + type.ordinal();
                 Object out = newArray(type, count), in = newArray(type, count + 3);
-                MemorySegment outSeg = seg(out), inSeg = seg(in);
-                for (int i = 0; i < count; i++) setElem(outSeg, type, i, value(rank, type, i));
+                fillElements(out, type, rank, count);
                 CommFuture<Status> r = switch (in) {
                     case byte[] a -> comm.recvAsync(a, prev, tag);
                     case short[] a -> comm.recvAsync(a, prev, tag);
@@ -183,9 +182,10 @@ public final class P2pWorker {
                 }
                 Status st = r.await();
                 expect(st, prev, tag, (long) count * type.byteSize(), "types " + type);
-                for (int i = 0; i < count; i++) {
-                    long got = getElem(inSeg, type, i), want = value(prev, type, i);
-                    if (got != want) throw new AssertionError("types " + type + " count " + count + ": element " + i + " is " + got + ", expected " + want);
+                int i = firstWrongElement(in, type, prev, count);
+                if (i >= 0) {
+                    throw new AssertionError("types " + type + " count " + count + ": element " + i + " is " + getElem(seg(in), type, i)
+                            + ", expected " + value(prev, type, i));
                 }
             }
         }
@@ -227,15 +227,35 @@ public final class P2pWorker {
         };
     }
 
-    static void setElem(MemorySegment s, DataType t, int i, long v) {
-        switch (t) {
-            case INT8, UINT8 -> s.setAtIndex(ValueLayout.JAVA_BYTE, i, (byte) v);
-            case FLOAT16, BFLOAT16 -> s.setAtIndex(ValueLayout.JAVA_SHORT, i, (short) v);
-            case INT32 -> s.setAtIndex(ValueLayout.JAVA_INT, i, (int) v);
-            case INT64 -> s.setAtIndex(ValueLayout.JAVA_LONG, i, v);
-            case FLOAT32 -> s.setAtIndex(ValueLayout.JAVA_FLOAT, i, Float.intBitsToFloat((int) v));
-            case FLOAT64 -> s.setAtIndex(ValueLayout.JAVA_DOUBLE, i, Double.longBitsToDouble(v));
+    /**
+     * Sets elements {@code 0 .. count-1} of {@code a} (the Java carrier array of {@code t}) to {@code value(rank, t, i)}.
+     * A loop per array type: element by element through a {@link MemorySegment} view with the type switched per
+     * element, the 8 types' 9.5 MB took most of the scenario's seconds.
+     */
+    static void fillElements(Object a, DataType t, int rank, int count) {
+        switch (a) {
+            case byte[] x -> { for (int i = 0; i < count; i++) x[i] = (byte) value(rank, t, i); }
+            case short[] x -> { for (int i = 0; i < count; i++) x[i] = (short) value(rank, t, i); }
+            case int[] x -> { for (int i = 0; i < count; i++) x[i] = (int) value(rank, t, i); }
+            case long[] x -> { for (int i = 0; i < count; i++) x[i] = value(rank, t, i); }
+            case float[] x -> { for (int i = 0; i < count; i++) x[i] = Float.intBitsToFloat((int) value(rank, t, i)); }
+            case double[] x -> { for (int i = 0; i < count; i++) x[i] = Double.longBitsToDouble(value(rank, t, i)); }
+            default -> throw new IllegalStateException();
         }
+    }
+
+    /** The first of elements {@code 0 .. count-1} of {@code a} whose raw bits are not {@code value(rank, t, i)}, or -1. */
+    static int firstWrongElement(Object a, DataType t, int rank, int count) {
+        switch (a) {
+            case byte[] x -> { for (int i = 0; i < count; i++) if (x[i] != (byte) value(rank, t, i)) return i; }
+            case short[] x -> { for (int i = 0; i < count; i++) if (x[i] != (short) value(rank, t, i)) return i; }
+            case int[] x -> { for (int i = 0; i < count; i++) if (x[i] != (int) value(rank, t, i)) return i; }
+            case long[] x -> { for (int i = 0; i < count; i++) if (x[i] != value(rank, t, i)) return i; }
+            case float[] x -> { for (int i = 0; i < count; i++) if (Float.floatToRawIntBits(x[i]) != (int) value(rank, t, i)) return i; }
+            case double[] x -> { for (int i = 0; i < count; i++) if (Double.doubleToRawLongBits(x[i]) != value(rank, t, i)) return i; }
+            default -> throw new IllegalStateException();
+        }
+        return -1;
     }
 
     static long getElem(MemorySegment s, DataType t, int i) {

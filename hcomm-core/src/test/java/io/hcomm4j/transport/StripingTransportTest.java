@@ -59,10 +59,12 @@ class StripingTransportTest {
         try (Arena arena = Arena.ofShared()) {
             allLinksUp(ts, LINKS);
             long rendezvous = 0, all = 0; // what each side sent: as chunks at least the rendezvous messages, at most all
+            // each round refills round 0's buffers (fresh ones, 200 MB a round, cost page faults: tens of µs a page here)
+            java.util.Map<String, MemorySegment[]> buffers = new java.util.HashMap<>();
             for (int round = 0; round < 3; round++) {
                 // in flight at once, both ways: every size, in a shuffled order, two of them on one tag (order kept)
                 List<long[]> plan = new ArrayList<>();
-                for (long s : sizes) plan.add(new long[] {s, rnd.nextInt(3)});
+                for (int j = 0; j < sizes.length; j++) plan.add(new long[] {sizes[j], rnd.nextInt(3), j});
                 java.util.Collections.shuffle(plan, rnd);
                 List<MemorySegment[]> bufs = new ArrayList<>();
                 List<Request<?>> reqs = new ArrayList<>();
@@ -70,7 +72,9 @@ class StripingTransportTest {
                     long size = plan.get(i)[0];
                     int tag = (int) plan.get(i)[1];
                     for (int from = 0; from < 2; from++) {
-                        MemorySegment src = arena.allocate(size), dst = arena.allocate(size);
+                        MemorySegment[] pair = buffers.computeIfAbsent(plan.get(i)[2] + "/" + from,
+                                k -> new MemorySegment[] {arena.allocate(size), arena.allocate(size)});
+                        MemorySegment src = pair[0], dst = pair[1];
                         fill(src, round * 1000L + i * 10L + from);
                         dst.fill((byte) 0x5A);
                         bufs.add(new MemorySegment[] {src, dst});

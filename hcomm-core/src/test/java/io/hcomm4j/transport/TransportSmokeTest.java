@@ -45,9 +45,10 @@ class TransportSmokeTest {
 
     private static void pingPongAndLarge(PeerTransport[] ts, String kind) throws Exception {
         try (Arena arena = Arena.ofShared()) {
+            MemorySegment src = null, dst = null;
             for (long size : new long[] {0, 1, 4095, 4096, 65536, 65537, (1 << 20) + 7, 64L << 20}) {
-                MemorySegment src = arena.allocate(Math.max(1, size));
-                MemorySegment dst = arena.allocate(Math.max(1, size));
+                src = arena.allocate(Math.max(1, size));
+                dst = arena.allocate(Math.max(1, size));
                 for (long i = 0; i < size; i++) src.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 31 + size));
                 MemorySegment s = src.asSlice(0, size);
                 var r = ts[1].recv(0, 0, 5, dst);
@@ -77,7 +78,8 @@ class TransportSmokeTest {
             long t1 = System.nanoTime();
             echo.join();
             System.out.printf(kind + " pingpong 8B half-rtt %.2f us%n", (t1 - t0) / 10000.0 / 2 / 1000);
-            MemorySegment big = arena.allocate(64L << 20), big2 = arena.allocate(64L << 20);
+            // the last size's buffers, 64 MiB each: fresh ones cost page faults, tens of µs a page on these VMs
+            MemorySegment big = src, big2 = dst;
             for (int rep = 0; rep < 6; rep++) {
                 long s0 = System.nanoTime();
                 var rr = ts[1].recv(0, 0, 9, big2);

@@ -55,6 +55,8 @@ final class RankJobs {
         cmd.add(ProcessHandle.current().info().command().orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
         String flags = System.getProperty("hcomm.test.jvmArgs", "--enable-native-access=ALL-UNNAMED");
         cmd.addAll(Arrays.asList(flags.trim().split("\\s+")));
+        // no 300 ms wait at exit for the JDK's poller thread in native code (see hcomm-core's Ranks.FAST_EXIT)
+        cmd.add("-XX:UserThreadWaitAttemptsAtExit=0");
         cmd.add("-Xmx256m");
         cmd.add("-cp");
         cmd.add(System.getProperty("java.class.path"));
