@@ -2,6 +2,7 @@ package io.hcomm4j.cli;
 
 import io.hcomm4j.HcommException;
 import io.hcomm4j.bootstrap.FileStore;
+import io.hcomm4j.bootstrap.JobEnvironment;
 import io.hcomm4j.bootstrap.Store;
 import io.hcomm4j.bootstrap.TcpStore;
 import io.hcomm4j.monitor.JobStatus;
@@ -89,15 +90,14 @@ final class StatusCommand implements Callable<Integer> {
             }
             throw new ParameterException(spec.commandLine(), "--init-method " + m + " is not tcp://host:port or file:///dir");
         }
-        String addr = parent.env.get("MASTER_ADDR");
-        // as init: HCOMM_STORE_PORT moves the store off MASTER_PORT (where torchrun's agent serves its own)
-        String storePort = parent.env.get("HCOMM_STORE_PORT");
-        String port = storePort != null && !storePort.isBlank() ? storePort : parent.env.get("MASTER_PORT");
-        if (addr == null || port == null) {
-            throw new ParameterException(spec.commandLine(), "where is the job's store? give --init-method tcp://host:port, or set"
-                    + " HCOMM_INIT_METHOD, or MASTER_ADDR and MASTER_PORT");
+        InetSocketAddress address;
+        try {
+            address = JobEnvironment.storeAddress(parent.env); // init's own rule (HCOMM_STORE_PORT, an srun step's defaults)
+        } catch (HcommException e) {
+            throw new ParameterException(spec.commandLine(), "where is the job's store? give --init-method tcp://host:port,"
+                    + " or set HCOMM_INIT_METHOD, or MASTER_ADDR and MASTER_PORT (" + e.getMessage() + ")");
         }
-        return TcpStore.connect(new InetSocketAddress(addr.trim(), port(port.trim())), key, timeout);
+        return TcpStore.connect(address, key, timeout);
     }
 
     private int port(String text) {

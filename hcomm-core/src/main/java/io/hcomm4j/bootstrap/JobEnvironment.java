@@ -263,6 +263,19 @@ public final class JobEnvironment {
     }
 
     /**
+     * The store's address for {@code env://} as init finds it, from {@code env} alone ({@code HCOMM_STORE_PORT} as the
+     * configured store port): for {@code hcomm status}, which looks at a job from beside it.
+     *
+     * @throws HcommException the variables do not name a store, or contradict each other
+     */
+    public static InetSocketAddress storeAddress(Map<String, String> env) {
+        CommConfig.Builder b = CommConfig.builder();
+        String storePort = value(env, "HCOMM_STORE_PORT");
+        if (storePort != null) b.storePort(Bootstrap.parsePort(storePort, "HCOMM_STORE_PORT"));
+        return storeAddress(b.build(), env, detect(env).map(Placement::source).orElse(null)).address();
+    }
+
+    /**
      * The store's address for {@code env://}: {@code MASTER_ADDR} and {@code MASTER_PORT} (or {@code HCOMM_STORE_PORT});
      * in an srun step whose task numbers gave the rank, the first node of the step and a port from the job id where they
      * are unset.
