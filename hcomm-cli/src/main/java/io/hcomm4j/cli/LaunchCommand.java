@@ -186,7 +186,7 @@ final class LaunchCommand implements Callable<Integer> {
                 NodeRendezvous.Place place = NodeRendezvous.arriveAt(new java.net.InetSocketAddress(addr, masterPort), jobSecret, initTimeout());
                 parent.err.println("hcomm launch: this is node " + place.nodeRank() + "; the job formed with " + place.nodes()
                         + " node(s)" + (place.late() ? ": this node came late, its ranks join the running job as replacements" : ""));
-                job = new LocalLauncher.Job(procsPerNode, place.nodes(), 0, addr, masterPort, jobSecret).withNodeRank(place.nodeRank());
+                job = new LocalLauncher.Job(procsPerNode, place.nodes(), place.nodeRank(), addr, masterPort, jobSecret, place.late());
             }
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());

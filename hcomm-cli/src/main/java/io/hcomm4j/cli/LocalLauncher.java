@@ -85,11 +85,6 @@ final class LocalLauncher {
             this(procsPerNode, nnodes, nodeRank, masterAddr, masterPort, secret, false);
         }
 
-        /** This job as node {@code rank} runs it ({@code --nnodes MIN:MAX}: a late node's rank is {@code >= nnodes}). */
-        Job withNodeRank(int rank) {
-            return new Job(procsPerNode, nnodes, rank, masterAddr, masterPort, secret, rank >= nnodes);
-        }
-
         /** This job with {@code nodes} nodes (as {@code --nnodes MIN:MAX} formed it). */
         Job withNodes(int nodes) {
             return new Job(procsPerNode, nodes, nodeRank, masterAddr, masterPort, secret, nodeRank >= nodes);

@@ -95,9 +95,11 @@ class ElasticLaunchTest {
         }
         List<String> rank = new ArrayList<>(LocalLauncher.javaCommand(ElasticRank.class.getName(), List.of()));
         rank.addAll(1, List.of("-Dhcomm.init.timeout=60s", "-Dhcomm.timeout=60s"));
-        Captured[] node = {new Captured(), new Captured(), new Captured()};
-        int[] codes = new int[3];
-        Thread[] launchers = new Thread[3];
+        // each launcher in a JVM of its own, as on three machines: a launcher adopts and stops the processes its JVM
+        // started that it does not know (Subreaper), so two in one JVM would stop each other's ranks
+        java.nio.file.Path dir = java.nio.file.Files.createTempDirectory("hcomm-elastic-nodes");
+        Process[] launchers = new Process[3];
+        ProcessBuilder[] builders = new ProcessBuilder[3];
         for (int i = 0; i < 3; i++) {
             List<String> args = new ArrayList<>(List.of("launch", "-n", "1", "--nnodes", "2:3", "--nodes-wait", "1s",
                     "--master-addr", "127.0.0.1", "--master-port", Integer.toString(port), "--secret", "elastic-nodes-secret",
@@ -105,26 +107,37 @@ class ElasticLaunchTest {
             if (i == 0) args.addAll(List.of("--node-rank", "0"));
             args.add("--");
             args.addAll(rank);
-            int n = i;
-            launchers[i] = Thread.ofPlatform().unstarted(() -> codes[n] = HcommCli.execute(args.toArray(String[]::new),
-                    node[n].out, node[n].err, Map.of("HCOMM_INIT_TIMEOUT", "60s")));
+            builders[i] = new ProcessBuilder(LocalLauncher.javaCommand(HcommCli.class.getName(), args))
+                    .redirectOutput(dir.resolve("node" + i + ".out").toFile()).redirectError(dir.resolve("node" + i + ".err").toFile());
+            builders[i].environment().put("HCOMM_INIT_TIMEOUT", "60s");
         }
-        launchers[0].start();
-        launchers[1].start();
-        launchers[1].join(90_000);
-        launchers[2].start(); // after node 1 has left
-        launchers[0].join(90_000);
-        launchers[2].join(90_000);
+        launchers[0] = builders[0].start();
+        launchers[1] = builders[1].start();
+        launchers[1].waitFor(90, java.util.concurrent.TimeUnit.SECONDS);
+        launchers[2] = builders[2].start(); // after node 1 has left
+        launchers[0].waitFor(90, java.util.concurrent.TimeUnit.SECONDS);
+        launchers[2].waitFor(90, java.util.concurrent.TimeUnit.SECONDS);
+        int[] codes = new int[3];
+        List<List<String>> out = new ArrayList<>();
+        List<List<String>> err = new ArrayList<>();
+        StringBuilder all = new StringBuilder();
+        for (int i = 0; i < 3; i++) {
+            if (launchers[i].isAlive()) launchers[i].destroyForcibly().waitFor();
+            codes[i] = launchers[i].exitValue();
+            out.add(java.nio.file.Files.readAllLines(dir.resolve("node" + i + ".out")));
+            err.add(java.nio.file.Files.readAllLines(dir.resolve("node" + i + ".err")));
+            all.append("--- node ").append(i).append(", exit ").append(codes[i]).append("\nstdout:\n")
+                    .append(String.join("\n", out.get(i))).append("\nstderr:\n").append(String.join("\n", err.get(i))).append('\n');
+        }
 
-        String all = node[0] + "\n--- node 1\n" + node[1] + "\n--- node 2\n" + node[2];
-        assertThat(codes).as(all).containsExactly(0, 137, 0);
-        assertThat(node[0].errLines()).as(all).contains("hcomm launch: the job formed with 2 node(s) (--nnodes 2:3): 2 ranks");
-        assertThat(node[1].errLines()).as(all).contains("hcomm launch: this is node 1; the job formed with 2 node(s)");
-        assertThat(node[2].errLines()).as(all).contains("hcomm launch: this is node 2; the job formed with 2 node(s): this node"
+        assertThat(codes).as(all.toString()).containsExactly(0, 137, 0);
+        assertThat(err.get(0)).as(all.toString()).contains("hcomm launch: the job formed with 2 node(s) (--nnodes 2:3): 2 ranks");
+        assertThat(err.get(1)).as(all.toString()).contains("hcomm launch: this is node 1; the job formed with 2 node(s)");
+        assertThat(err.get(2)).as(all.toString()).contains("hcomm launch: this is node 2; the job formed with 2 node(s): this node"
                 + " came late, its ranks join the running job as replacements");
-        assertThat(node[1].outLines()).as(all).containsExactly("[rank 1] rank 1: round 0 all correct; killing this JVM");
-        assertThat(node[0].outLines()).as(all).containsExactly(
+        assertThat(out.get(1)).as(all.toString()).containsExactly("[rank 1] rank 1: round 0 all correct; killing this JVM");
+        assertThat(out.get(0)).as(all.toString()).containsExactly(
                 "[rank 0] rank 0: round 0 all correct, lost [1], shrunk to 1, grown to 2 as rank 0, round 2 all correct");
-        assertThat(node[2].outLines()).as(all).containsExactly("[rank 2] replacement 0: rank 1 of 2, round 2 all correct");
+        assertThat(out.get(2)).as(all.toString()).containsExactly("[rank 2] replacement 0: rank 1 of 2, round 2 all correct");
     }
 }
