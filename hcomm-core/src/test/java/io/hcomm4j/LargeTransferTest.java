@@ -11,9 +11,10 @@ import org.junit.jupiter.api.Test;
 
 /**
  * One message beyond 2 GiB between two processes, every byte checked. Needs about 5 GiB of memory and a few
- * seconds; skip it with {@code -Dhcomm.test.excludedGroups=large}, run it alone with {@code -Dgroups=large}.
+ * seconds; skip it with {@code -Dhcomm.test.excludedGroups=large}, run it alone with {@code -Dtest=LargeTransferTest}.
  */
 @Tag("large")
+@Tag("serial")
 class LargeTransferTest {
     @Test
     void messageBeyondTwoGibibytes() throws Exception {

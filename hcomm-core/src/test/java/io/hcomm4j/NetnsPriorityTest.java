@@ -14,6 +14,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -27,6 +28,7 @@ import org.junit.jupiter.api.Timeout;
  * the kernel's own limit, a temporary switch), and under a fiftieth of the transfer's time. The figures are printed
  * (docs/performance.md has the runs). Skipped, with the reason, where network namespaces or {@code tc} are missing.
  */
+@Tag("serial")
 class NetnsPriorityTest {
     private static final Pattern RESULT = Pattern.compile(
             "PRIORITY idle_us=([0-9.]+) busy_us=([0-9.]+) max_us=([0-9.]+) n=(\\d+) transfer_ms=([0-9.]+)");

@@ -17,6 +17,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -37,6 +38,7 @@ import org.junit.jupiter.api.Timeout;
  * lost (the workers check every long and exit 0) and which links carried bytes when. Skipped, with the reason, where
  * network namespaces or {@code tc} are missing.
  */
+@Tag("serial")
 class NetnsStripingTest {
     private static final Pattern ITER = Pattern.compile("ITER (\\d+) at=(\\d+) us=(\\d+) links=(\\S*) primary=(\\S*) unsent=(\\S*)");
     private static final long BYTES = 16L << 20;

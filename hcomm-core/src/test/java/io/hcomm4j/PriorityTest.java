@@ -8,6 +8,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -19,6 +20,7 @@ import org.junit.jupiter.api.Test;
  * round trip was the transfer's time). The test prints it against the round trip on the idle link too. Every byte of
  * both is checked.
  */
+@Tag("serial")
 class PriorityTest {
     private static final long BULK = 1L << 30;
     /** The median round trip during the transfer is below this share of the transfer's time. */
