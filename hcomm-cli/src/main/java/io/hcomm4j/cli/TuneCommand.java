@@ -80,6 +80,12 @@ final class TuneCommand implements Callable<Integer> {
             description = "Factor between sizes (default: ${DEFAULT-VALUE}).")
     int factor;
 
+    @Option(names = "--warmup", paramLabel = "TIME", defaultValue = "20s", converter = HcommCli.DurationConverter.class,
+            description = "At most this long warming the JIT up before measuring: the library's warm-up (every collective"
+                    + " on every path), then at most a second per algorithm (default: ${DEFAULT-VALUE}; 0 for none, and the"
+                    + " first rounds then carry the compiler's time).")
+    Duration warmup;
+
     @Option(names = "--cpu-bind", paramLabel = "HOW", defaultValue = "auto", converter = LaunchCommand.CpuBindConverter.class,
             description = "With -n: auto (default) or none, as hcomm perf.")
     LocalLauncher.CpuBind cpuBind = LocalLauncher.CpuBind.AUTO;
@@ -105,7 +111,8 @@ final class TuneCommand implements Callable<Integer> {
         if (job.isPresent()) return runAsRank(chosen, sizes);
         LocalLauncher launcher = new LocalLauncher("hcomm tune", parent.out, parent.err).rank0StdoutRaw(true).cpuBind(cpuBind);
         List<String> args = new ArrayList<>(List.of("tune", "-o", output.toAbsolutePath().toString(),
-                "-b", Long.toString(minBytes), "-e", Long.toString(maxBytes), "-f", Integer.toString(factor)));
+                "-b", Long.toString(minBytes), "-e", Long.toString(maxBytes), "-f", Integer.toString(factor),
+                "--warmup", warmup.toMillis() + "ms"));
         if (ops != null) args.addAll(List.of("--ops", String.join(",", ops)));
         return launcher.runJava(ranks, HcommCli.class.getName(), args);
     }
@@ -198,12 +205,13 @@ final class TuneCommand implements Callable<Integer> {
      * The JIT compiles an algorithm's path on its first few thousand calls: untimed calls at the smallest size (a
      * second at most) and a few at a middle one, so the first algorithm measured does not carry the compiler's time.
      */
-    private static void warmUp(Communicator comm, Op op, Algo a, long[] sizes) {
+    private static void warmUp(Communicator comm, Op op, Algo a, long[] sizes, Duration budget) {
+        if (budget.isZero()) return;
         try {
             Tuner.forceForTuning(op, a);
             long small = sizes[0];
             long mid = Math.min(sizes[sizes.length - 1], 64L << 10);
-            long end = System.nanoTime() + 1_000_000_000L;
+            long end = System.nanoTime() + Math.min(1_000_000_000L, budget.toNanos());
             int calls = 0;
             // every rank runs the same number of calls: rank 0's clock decides, told with each batch's barrier-like op
             while (true) {
@@ -238,7 +246,7 @@ final class TuneCommand implements Callable<Integer> {
             Topology topo = comm.topology();
             Tuner.Shape shape = Tuner.Shape.of(topo);
             String within = "tcp".equalsIgnoreCase(parent.env.getOrDefault("HCOMM_TRANSPORT", "auto").trim()) ? "tcp" : "shm";
-            comm.warmUp(Duration.ofSeconds(20));
+            if (!warmup.isZero()) comm.warmUp(warmup);
             LinkProbe.Result between = LinkProbe.between(comm, topo, PROBE_NANOS);
             LinkProbe.Result local = LinkProbe.within(comm, topo, PROBE_NANOS);
             Map<Op, Map<Algo, double[][]>> measured = new EnumMap<>(Op.class);
@@ -247,7 +255,7 @@ final class TuneCommand implements Callable<Integer> {
             for (Op op : chosen) {
                 List<Algo> algos = new ArrayList<>();
                 for (Algo a : Tuner.SERVES.get(op)) if (a != Algo.HIERARCHICAL || shape.multiLevel()) algos.add(a);
-                for (Algo a : algos) warmUp(comm, op, a, sizes);
+                for (Algo a : algos) warmUp(comm, op, a, sizes, warmup);
                 Map<Algo, double[][]> rounds = new LinkedHashMap<>();
                 for (Algo a : algos) rounds.put(a, new double[sizes.length][ROUNDS]);
                 // size by size, the algorithms in turn, ROUNDS times: what drifts on a shared machine drifts for all of

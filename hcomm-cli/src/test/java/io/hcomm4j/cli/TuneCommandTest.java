@@ -45,9 +45,10 @@ class TuneCommandTest {
         assertThat(before.entries().get(1).choices().keySet()).containsExactly(Op.ALLREDUCE);
         assertThat(before.entries().get(1).sizes()).containsExactly(8);
         Captured io = new Captured();
-        // the five ops in an order of their own: the launcher passes --ops on, and the ranks measure in its order
+        // the five ops in an order of their own: the launcher passes --ops on, and the ranks measure in its order; a short
+        // warm-up (the default 20 s of the library's, and a second per algorithm, ran to their ends on a loaded machine)
         int code = HcommCli.execute(new String[] {"tune", "-n", "2", "-o", file.toString(), "-b", "8", "-e", "512", "-f", "8",
-                "--ops", "alltoall,reducescatter,allgather,broadcast,allreduce"}, io.out, io.err, Map.of());
+                "--ops", "alltoall,reducescatter,allgather,broadcast,allreduce", "--warmup", "2s"}, io.out, io.err, Map.of());
         assertThat(code).as(io.toString()).isZero();
         assertThat(io.errLines()).as(io.toString()).filteredOn(l -> l.startsWith("[rank 0] # measured "))
                 .extracting(l -> l.substring("[rank 0] # measured ".length(), l.indexOf(':')))
@@ -113,7 +114,7 @@ class TuneCommandTest {
     @Test
     void badOptionsAreUsageErrorsNamingThem() {
         for (List<String> args : List.of(List.of("--ops", "reduce"), List.of("-b", "1M", "-e", "4K"), List.of("-f", "1"),
-                List.of("-n", "1"))) {
+                List.of("-n", "1"), List.of("--warmup", "-1s"))) {
             Captured io = new Captured();
             String[] all = java.util.stream.Stream.concat(java.util.stream.Stream.of("tune", "-o", tmp.resolve("x.json").toString()),
                     args.stream()).toArray(String[]::new);
@@ -123,6 +124,7 @@ class TuneCommandTest {
                 case "--ops" -> "--ops: 'reduce' is not one of";
                 case "-b" -> "--maxbytes 4096 is below --minbytes 1048576";
                 case "-f" -> "--stepfactor must be >= 2";
+                case "--warmup" -> "--warmup";
                 default -> "tune needs at least 2 ranks";
             };
             assertThat(io.err()).contains(want);
