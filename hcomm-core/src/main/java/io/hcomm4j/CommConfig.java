@@ -102,7 +102,8 @@ public final class CommConfig {
         this.hostId = b.hostId;
         this.shmRingSize = b.shmRingSize;
         this.heartbeatTimeout = b.heartbeatTimeout;
-        this.heartbeatInterval = b.heartbeatInterval != null ? b.heartbeatInterval : Duration.ofNanos(b.heartbeatTimeout.toNanos() / 4); // not dividedBy: its BigDecimal costs a JVM 15 ms at init
+        // not Duration.dividedBy: its BigDecimal class initialisation costs each JVM 15 ms at init
+        this.heartbeatInterval = b.heartbeatInterval != null ? b.heartbeatInterval : Duration.ofNanos(b.heartbeatTimeout.toNanos() / 4);
         this.stuckReport = b.stuckReport;
         this.warmUp = b.warmUp;
         this.zeroCopy = b.zeroCopy;

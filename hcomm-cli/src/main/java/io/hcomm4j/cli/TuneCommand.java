@@ -112,7 +112,7 @@ final class TuneCommand implements Callable<Integer> {
         LocalLauncher launcher = new LocalLauncher("hcomm tune", parent.out, parent.err).rank0StdoutRaw(true).cpuBind(cpuBind);
         List<String> args = new ArrayList<>(List.of("tune", "-o", output.toAbsolutePath().toString(),
                 "-b", Long.toString(minBytes), "-e", Long.toString(maxBytes), "-f", Integer.toString(factor),
-                "--warmup", warmup.toMillis() + "ms"));
+                "--warmup", warmup.toNanos() + "ns"));
         if (ops != null) args.addAll(List.of("--ops", String.join(",", ops)));
         return launcher.runJava(ranks, HcommCli.class.getName(), args);
     }
