@@ -40,6 +40,7 @@ public final class CommConfig {
     private final boolean feedback;
     private final boolean join;
     private final int channels;
+    private final String tcpCongestion;
     private final boolean tuneAtInit;
     private final boolean fullCheck;
     private final long memPoolMax;
@@ -92,6 +93,7 @@ public final class CommConfig {
         this.feedback = b.feedback;
         this.join = b.join;
         this.channels = b.channels;
+        this.tcpCongestion = b.tcpCongestion;
         this.tuneAtInit = b.tuneAtInit;
         this.fullCheck = b.fullCheck;
         this.memPoolMax = b.memPoolMax;
@@ -185,6 +187,12 @@ public final class CommConfig {
      * messages over them, as several interfaces do.
      */
     public int channels() { return channels; }
+
+    /**
+     * {@code HCOMM_TCP_CONGESTION}: the Linux TCP congestion control algorithm of the TCP links ({@code cubic}, {@code bbr},
+     * {@code reno} ...); empty: the system's default. A name the kernel does not have fails init.
+     */
+    public Optional<String> tcpCongestion() { return tcpCongestion.isEmpty() ? Optional.empty() : Optional.of(tcpCongestion); }
 
     /** Address data connections bind to, if set (wins over the interface name). */
     public Optional<String> socketAddr() { return Optional.ofNullable(socketAddr); }
@@ -352,7 +360,7 @@ public final class CommConfig {
                 + ", secret=" + (secret == null ? "unset" : "***") + ", timeout=" + timeout
                 + ", initTimeout=" + initTimeout + ", socketIfname=" + socketIfname + ", socketAddr=" + socketAddr
                 + ", spinTime=" + spinTime + ", eagerLimit=" + eagerLimit + ", unexpectedLimit=" + unexpectedLimit
-                + ", storeHosted=" + storeHosted + ", storePort=" + storePort + ", storeReconnect=" + storeReconnect + ", storeScope=" + storeScope + ", algo=" + algo + ", tuningFile=" + tuningFile + ", feedback=" + feedback + ", join=" + join + ", channels=" + channels + ", tuneAtInit=" + tuneAtInit + ", check=" + (fullCheck ? "full" : "cheap")
+                + ", storeHosted=" + storeHosted + ", storePort=" + storePort + ", storeReconnect=" + storeReconnect + ", storeScope=" + storeScope + ", algo=" + algo + ", tuningFile=" + tuningFile + ", feedback=" + feedback + ", join=" + join + ", channels=" + channels + (tcpCongestion.isEmpty() ? "" : ", tcpCongestion=" + tcpCongestion) + ", tuneAtInit=" + tuneAtInit + ", check=" + (fullCheck ? "full" : "cheap")
                 + ", memPoolMax=" + memPoolMax + ", shmDir=" + shmDir + ", memDebug=" + memDebug + ", memAdopt=" + memAdopt
                 + ", transport=" + transport.name().toLowerCase(Locale.ROOT) + ", hostId=" + hostId + ", shmRingSize=" + shmRingSize
                 + ", heartbeatTimeout=" + heartbeatTimeout + ", heartbeatInterval=" + heartbeatInterval + ", stuckReport=" + stuckReport + ", warmUp=" + warmUp + ", zeroCopy=" + zeroCopy
@@ -381,6 +389,7 @@ public final class CommConfig {
         private boolean feedback;
         private boolean join;
         private int channels = 1;
+        private String tcpCongestion = "";
         private boolean tuneAtInit;
         private boolean fullCheck;
         private long memPoolMax = 4L << 30;
@@ -461,6 +470,9 @@ public final class CommConfig {
         /** @param n TCP connections per interface to each peer, 1..16 (HCOMM_CHANNELS, default 1) */
         public Builder channels(int n) { this.channels = n; return this; }
 
+        /** @param name TCP congestion control of the TCP links, e.g. {@code cubic}; empty: the system's (HCOMM_TCP_CONGESTION) */
+        public Builder tcpCongestion(String name) { this.tcpCongestion = Objects.requireNonNull(name, "tcpCongestion"); return this; }
+
         /** @param on measure the links at init for the cost model when no tuning table covers the job (HCOMM_TUNE_AT_INIT) */
         public Builder tuneAtInit(boolean on) { this.tuneAtInit = on; return this; }
 
@@ -518,20 +530,7 @@ public final class CommConfig {
             if (rank != UNSET && worldSize != UNSET && rank >= worldSize) {
                 throw new IllegalArgumentException("rank " + rank + " is not below worldSize " + worldSize);
             }
-            if (channels < 1 || channels > 16) throw new IllegalArgumentException("channels (HCOMM_CHANNELS) must be in [1, 16], was " + channels);
-            if (socketIfname != null) {
-                String[] names = socketIfname.split(",", -1);
-                for (String n : names) {
-                    if (n.isBlank()) {
-                        throw new IllegalArgumentException("socketIfname (HCOMM_SOCKET_IFNAME) '" + socketIfname
-                                + "' has an empty interface name; give one name, or several separated by commas");
-                    }
-                }
-                if (names.length * channels > 16) {
-                    throw new IllegalArgumentException(names.length + " interfaces (HCOMM_SOCKET_IFNAME) x " + channels
-                            + " channels (HCOMM_CHANNELS) make " + names.length * channels + " links per peer; at most 16");
-                }
-            }
+            ConfigChecks.links(socketIfname, channels, tcpCongestion);
             positive("timeout", timeout);
             positive("initTimeout", initTimeout);
             if (spinTime.isNegative()) throw new IllegalArgumentException("spinTime must be >= 0, was " + spinTime);
@@ -545,26 +544,11 @@ public final class CommConfig {
                 throw new IllegalArgumentException("memPoolMax must be in [4K, 1P], was " + memPoolMax);
             }
             if (shmDir.isBlank()) throw new IllegalArgumentException("shmDir must not be empty");
-            if (hostId != null && (hostId.isEmpty() || hostId.length() > 200 || !hostId.chars().allMatch(c -> c > 32 && c < 127))) {
-                throw new IllegalArgumentException("hostId (HCOMM_HOST_ID) must be 1 to 200 printable ASCII characters without spaces, was '" + hostId + "'");
-            }
+            ConfigChecks.hostId(hostId);
             if (shmRingSize < MIN_RING || shmRingSize > MAX_RING || Long.bitCount(shmRingSize) != 1) {
                 throw new IllegalArgumentException("shmRingSize (HCOMM_SHM_RING_SIZE) must be a power of two in [64K, 1G], was " + shmRingSize);
             }
-            if (heartbeatTimeout.isNegative() || (!heartbeatTimeout.isZero() && heartbeatTimeout.compareTo(MIN_HEARTBEAT_TIMEOUT) < 0)) {
-                throw new IllegalArgumentException("heartbeatTimeout (HCOMM_HEARTBEAT_TIMEOUT) must be at least 500ms, or 0 to turn "
-                        + "heartbeats off, was " + heartbeatTimeout);
-            }
-            if (heartbeatInterval != null) {
-                if (heartbeatInterval.isNegative() || heartbeatInterval.isZero()) {
-                    throw new IllegalArgumentException("heartbeatInterval (HCOMM_HEARTBEAT_INTERVAL) must be > 0, was " + heartbeatInterval);
-                }
-                if (!heartbeatTimeout.isZero() && heartbeatInterval.multipliedBy(3).compareTo(heartbeatTimeout) > 0) {
-                    throw new IllegalArgumentException("heartbeatInterval (HCOMM_HEARTBEAT_INTERVAL, " + heartbeatInterval
-                            + ") must be at most a third of heartbeatTimeout (HCOMM_HEARTBEAT_TIMEOUT, " + heartbeatTimeout
-                            + "), so that a live peer sends several heartbeats within the timeout");
-                }
-            }
+            ConfigChecks.heartbeats(heartbeatTimeout, heartbeatInterval);
             if (stuckReport.isNegative()) throw new IllegalArgumentException("stuckReport (HCOMM_STUCK_REPORT) must be >= 0, was " + stuckReport);
             if (warmUp.isNegative() || warmUp.compareTo(Duration.ofMinutes(10)) > 0) {
                 throw new IllegalArgumentException("warmUp (HCOMM_WARMUP) must be in [0, 10m], was " + warmUp);
@@ -577,7 +561,7 @@ public final class CommConfig {
             if (storeReconnect.isNegative() || storeReconnect.compareTo(Duration.ofMinutes(10)) > 0) {
                 throw new IllegalArgumentException("storeReconnect (HCOMM_STORE_RECONNECT) must be in [0, 10m], was " + storeReconnect);
             }
-            checkStoreScope(storeScope);
+            ConfigChecks.storeScope(storeScope);
             try {
                 Providers.session().checkAlgorithms(algo);
             } catch (IllegalArgumentException e) {
@@ -589,18 +573,8 @@ public final class CommConfig {
         private static final long MIN_POOL = 4096;
         private static final long MAX_POOL = 1L << 50;
         private static final long MIN_RING = 64 * 1024;
-        private static final Duration MIN_HEARTBEAT_TIMEOUT = Duration.ofMillis(500);
         private static final long MAX_RING = 1L << 30;
 
-        /** Store keys are UTF-8 text; a scope of plain characters keeps them readable in {@code hcomm status} and logs. */
-        private static void checkStoreScope(String scope) {
-            if (scope.isEmpty()) return;
-            boolean plain = scope.chars().allMatch(c -> c < 127 && (Character.isLetterOrDigit(c) || "._:/-".indexOf(c) >= 0));
-            if (scope.length() > 200 || !plain || scope.startsWith("/") || scope.endsWith("/") || scope.contains("//")) {
-                throw new IllegalArgumentException("storeScope (HCOMM_STORE_SCOPE) must be 1 to 200 of the characters "
-                        + "A-Z a-z 0-9 . _ : / - without a leading, trailing or doubled '/', was '" + scope + "'");
-            }
-        }
 
         private static void positive(String name, Duration d) {
             if (d.isNegative() || d.isZero()) throw new IllegalArgumentException(name + " must be > 0, was " + d);
@@ -609,51 +583,11 @@ public final class CommConfig {
 
     /** Parses {@code 500ms}, {@code 3s}, {@code 2m}, {@code 1h}, {@code 100us}, {@code 10ns}; a bare number is seconds. */
     public static Duration parseDuration(String text) {
-        String t = text.trim().toLowerCase(Locale.ROOT);
-        int i = 0;
-        while (i < t.length() && (Character.isDigit(t.charAt(i)) || t.charAt(i) == '.')) i++;
-        if (i == 0) throw new IllegalArgumentException("'" + text + "' is not a duration such as 500ms, 3s, 2m");
-        double v;
-        try {
-            v = Double.parseDouble(t.substring(0, i));
-        } catch (NumberFormatException e) {
-            throw new IllegalArgumentException("'" + text + "' is not a duration such as 500ms, 3s, 2m");
-        }
-        String unit = t.substring(i).trim();
-        double nanos = switch (unit) {
-            case "", "s", "sec" -> v * 1e9;
-            case "ms" -> v * 1e6;
-            case "us", "µs" -> v * 1e3;
-            case "ns" -> v;
-            case "m", "min" -> v * 60e9;
-            case "h" -> v * 3600e9;
-            default -> throw new IllegalArgumentException("unknown unit '" + unit + "' in '" + text + "' (use ns, us, ms, s, m, h)");
-        };
-        return Duration.ofNanos(Math.round(nanos));
+        return ConfigSetting.duration(text);
     }
 
     /** Parses {@code 4096}, {@code 64K}, {@code 64KiB}, {@code 1M}, {@code 2G} (powers of 1024). */
     public static long parseSize(String text) {
-        String t = text.trim().toUpperCase(Locale.ROOT);
-        if (t.endsWith("IB")) t = t.substring(0, t.length() - 2);
-        else if (t.endsWith("B")) t = t.substring(0, t.length() - 1);
-        long mult = 1;
-        if (!t.isEmpty()) {
-            switch (t.charAt(t.length() - 1)) {
-                case 'K' -> mult = 1L << 10;
-                case 'M' -> mult = 1L << 20;
-                case 'G' -> mult = 1L << 30;
-                case 'T' -> mult = 1L << 40;
-                default -> mult = 1;
-            }
-            if (mult != 1) t = t.substring(0, t.length() - 1);
-        }
-        try {
-            long v = Long.parseLong(t.trim());
-            if (v < 0) throw new IllegalArgumentException("size must be >= 0: '" + text + "'");
-            return Math.multiplyExact(v, mult);
-        } catch (NumberFormatException | ArithmeticException e) {
-            throw new IllegalArgumentException("'" + text + "' is not a size such as 4096, 64K, 1M, 2G");
-        }
+        return ConfigSetting.size(text);
     }
 }

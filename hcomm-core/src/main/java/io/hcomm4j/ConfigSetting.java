@@ -2,8 +2,6 @@ package io.hcomm4j;
 
 import java.util.Locale;
 
-import static io.hcomm4j.CommConfig.parseDuration;
-import static io.hcomm4j.CommConfig.parseSize;
 
 /**
  * The settings {@link CommConfig#fromEnvironment()} reads: each is the environment variable {@code HCOMM_<NAME>} and
@@ -15,24 +13,25 @@ enum ConfigSetting {
     RANK { void apply(CommConfig.Builder b, String v) { b.rank(parseInt(v)); } },
     WORLD_SIZE { void apply(CommConfig.Builder b, String v) { b.worldSize(parseInt(v)); } },
     SECRET { void apply(CommConfig.Builder b, String v) { b.secret(v); } },
-    TIMEOUT { void apply(CommConfig.Builder b, String v) { b.timeout(parseDuration(v)); } },
-    INIT_TIMEOUT { void apply(CommConfig.Builder b, String v) { b.initTimeout(parseDuration(v)); } },
+    TIMEOUT { void apply(CommConfig.Builder b, String v) { b.timeout(duration(v)); } },
+    INIT_TIMEOUT { void apply(CommConfig.Builder b, String v) { b.initTimeout(duration(v)); } },
     SOCKET_IFNAME { void apply(CommConfig.Builder b, String v) { b.socketIfname(v); } },
     SOCKET_ADDR { void apply(CommConfig.Builder b, String v) { b.socketAddr(v); } },
-    SPIN_TIME { void apply(CommConfig.Builder b, String v) { b.spinTime(parseDuration(v)); } },
-    EAGER_LIMIT { void apply(CommConfig.Builder b, String v) { b.eagerLimit(parseSize(v)); } },
-    UNEXPECTED_LIMIT { void apply(CommConfig.Builder b, String v) { b.unexpectedLimit(parseSize(v)); } },
+    SPIN_TIME { void apply(CommConfig.Builder b, String v) { b.spinTime(duration(v)); } },
+    EAGER_LIMIT { void apply(CommConfig.Builder b, String v) { b.eagerLimit(size(v)); } },
+    UNEXPECTED_LIMIT { void apply(CommConfig.Builder b, String v) { b.unexpectedLimit(size(v)); } },
     STORE_HOSTED { void apply(CommConfig.Builder b, String v) { b.storeHosted(parseBool(v)); } },
     STORE_PORT { void apply(CommConfig.Builder b, String v) { b.storePort(parseInt(v)); } },
-    STORE_RECONNECT { void apply(CommConfig.Builder b, String v) { b.storeReconnect(parseDuration(v)); } },
+    STORE_RECONNECT { void apply(CommConfig.Builder b, String v) { b.storeReconnect(duration(v)); } },
     STORE_SCOPE { void apply(CommConfig.Builder b, String v) { b.storeScope(v); } },
     ALGO { void apply(CommConfig.Builder b, String v) { b.algo(v); } },
     TUNING_FILE { void apply(CommConfig.Builder b, String v) { b.tuningFile(v); } },
     FEEDBACK { void apply(CommConfig.Builder b, String v) { b.feedback(parseBool(v)); } },
     JOIN { void apply(CommConfig.Builder b, String v) { b.join(parseBool(v)); } },
     CHANNELS { void apply(CommConfig.Builder b, String v) { b.channels(parseInt(v)); } },
+    TCP_CONGESTION { void apply(CommConfig.Builder b, String v) { b.tcpCongestion(v); } },
     TUNE_AT_INIT { void apply(CommConfig.Builder b, String v) { b.tuneAtInit(parseBool(v)); } },
-    MEM_POOL_MAX { void apply(CommConfig.Builder b, String v) { b.memPoolMax(parseSize(v)); } },
+    MEM_POOL_MAX { void apply(CommConfig.Builder b, String v) { b.memPoolMax(size(v)); } },
     SHM_DIR { void apply(CommConfig.Builder b, String v) { b.shmDir(v); } },
     MEM_DEBUG { void apply(CommConfig.Builder b, String v) { b.memDebug(parseBool(v)); } },
     MEM_ADOPT { void apply(CommConfig.Builder b, String v) { b.memAdopt(parseBool(v)); } },
@@ -47,14 +46,14 @@ enum ConfigSetting {
         }
     },
     HOST_ID { void apply(CommConfig.Builder b, String v) { b.hostId(v); } },
-    SHM_RING_SIZE { void apply(CommConfig.Builder b, String v) { b.shmRingSize(parseSize(v)); } },
-    HEARTBEAT_TIMEOUT { void apply(CommConfig.Builder b, String v) { b.heartbeatTimeout(parseDuration(v)); } },
-    HEARTBEAT_INTERVAL { void apply(CommConfig.Builder b, String v) { b.heartbeatInterval(parseDuration(v)); } },
-    STUCK_REPORT { void apply(CommConfig.Builder b, String v) { b.stuckReport(parseDuration(v)); } },
-    WARMUP { void apply(CommConfig.Builder b, String v) { b.warmUp(parseDuration(v)); } },
+    SHM_RING_SIZE { void apply(CommConfig.Builder b, String v) { b.shmRingSize(size(v)); } },
+    HEARTBEAT_TIMEOUT { void apply(CommConfig.Builder b, String v) { b.heartbeatTimeout(duration(v)); } },
+    HEARTBEAT_INTERVAL { void apply(CommConfig.Builder b, String v) { b.heartbeatInterval(duration(v)); } },
+    STUCK_REPORT { void apply(CommConfig.Builder b, String v) { b.stuckReport(duration(v)); } },
+    WARMUP { void apply(CommConfig.Builder b, String v) { b.warmUp(duration(v)); } },
     ZERO_COPY { void apply(CommConfig.Builder b, String v) { b.zeroCopy(parseBool(v)); } },
     RETRY_MAX { void apply(CommConfig.Builder b, String v) { b.retryMax(parseInt(v)); } },
-    RETRY_INTERVAL { void apply(CommConfig.Builder b, String v) { b.retryInterval(parseDuration(v)); } },
+    RETRY_INTERVAL { void apply(CommConfig.Builder b, String v) { b.retryInterval(duration(v)); } },
     CHECK {
         void apply(CommConfig.Builder b, String v) {
             switch (v.toLowerCase(Locale.ROOT)) {
@@ -85,5 +84,55 @@ enum ConfigSetting {
             case "0", "false", "no", "off" -> false;
             default -> throw new IllegalArgumentException("not a boolean (1/0, true/false)");
         };
+    }
+
+    /** {@link CommConfig#parseDuration}: parses {@code 500ms}, {@code 3s}, {@code 2m}, {@code 1h}, {@code 100us}, {@code 10ns}; a bare number is seconds. */
+    static java.time.Duration duration(String text) {
+        String t = text.trim().toLowerCase(Locale.ROOT);
+        int i = 0;
+        while (i < t.length() && (Character.isDigit(t.charAt(i)) || t.charAt(i) == '.')) i++;
+        if (i == 0) throw new IllegalArgumentException("'" + text + "' is not a duration such as 500ms, 3s, 2m");
+        double v;
+        try {
+            v = Double.parseDouble(t.substring(0, i));
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("'" + text + "' is not a duration such as 500ms, 3s, 2m");
+        }
+        String unit = t.substring(i).trim();
+        double nanos = switch (unit) {
+            case "", "s", "sec" -> v * 1e9;
+            case "ms" -> v * 1e6;
+            case "us", "µs" -> v * 1e3;
+            case "ns" -> v;
+            case "m", "min" -> v * 60e9;
+            case "h" -> v * 3600e9;
+            default -> throw new IllegalArgumentException("unknown unit '" + unit + "' in '" + text + "' (use ns, us, ms, s, m, h)");
+        };
+        return java.time.Duration.ofNanos(Math.round(nanos));
+    }
+
+    /** {@link CommConfig#parseSize}: parses {@code 4096}, {@code 64K}, {@code 64KiB}, {@code 1M}, {@code 2G} (powers of 1024). */
+    static long size(String text) {
+        String t = text.trim().toUpperCase(Locale.ROOT);
+        if (t.endsWith("IB")) t = t.substring(0, t.length() - 2);
+        else if (t.endsWith("B")) t = t.substring(0, t.length() - 1);
+        long mult = 1;
+        if (!t.isEmpty()) {
+            switch (t.charAt(t.length() - 1)) {
+                case 'K' -> mult = 1L << 10;
+                case 'M' -> mult = 1L << 20;
+                case 'G' -> mult = 1L << 30;
+                case 'T' -> mult = 1L << 40;
+                default -> mult = 1;
+            }
+            if (mult != 1) t = t.substring(0, t.length() - 1);
+        }
+        try {
+            long v = Long.parseLong(t.trim());
+            if (v < 0) throw new IllegalArgumentException("size must be >= 0: '" + text + "'");
+            return Math.multiplyExact(v, mult);
+        } catch (NumberFormatException | ArithmeticException e) {
+            throw new IllegalArgumentException("'" + text + "' is not a size such as 4096, 64K, 1M, 2G");
+        }
     }
 }

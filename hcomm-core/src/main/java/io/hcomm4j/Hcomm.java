@@ -166,9 +166,12 @@ public final class Hcomm implements AutoCloseable {
      *                       least 256 KiB), so that control frames and high-priority chunks do not wait behind a bulk
      *                       transfer in the kernel (Linux {@code TCP_NOTSENT_LOWAT}); 0 where the kernel's own limit applies (loopback,
      *                       shared memory, no rate measured yet, or not Linux)
+     * @param congestion     its TCP congestion control algorithm ({@code cubic}, {@code bbr} ...: the system's default, or
+     *                       {@code HCOMM_TCP_CONGESTION}); "" where not known (shared memory, loopback without
+     *                       {@code HCOMM_TCP_CONGESTION}, not Linux)
      */
     public record Link(int index, String kind, String route, double bytesPerSecond, long bytes, long roundTripNanos,
-                       long unsentBytes) {
+                       long unsentBytes, String congestion) {
     }
 
     /** The settings this session runs with. */

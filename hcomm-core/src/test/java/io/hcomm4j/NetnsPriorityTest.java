@@ -22,7 +22,7 @@ import org.junit.jupiter.api.Timeout;
  * {@code PriorityTest} between two "hosts" ({@link NetLinks}: network namespaces joined by one veth pair shaped to 1
  * Gbit/s), one rank JVM on each: rank 0 sends 256 MiB to rank 1 on a normal stream while the two ping-pong a 4 KiB
  * request on a {@link Stream.Priority#HIGH} stream ({@link PriorityWorker}; every byte checked). Over a link that is
- * not loopback the sockets hold at most about 1 ms of the link unsent ({@code UnsentLimit}), so a request waits for
+ * not loopback the sockets hold at most about 1 ms of the link unsent ({@code TcpOptions}), so a request waits for
  * the chunk being written and that, not for the kernel's send buffer of up to 4 MiB (34 ms of this link): its median
  * round trip during the transfer must stay under 15 times the idle link's (3.8-5.1x in three runs here; 17-21x with
  * the kernel's own limit, a temporary switch), and under a fiftieth of the transfer's time. The figures are printed

@@ -423,9 +423,10 @@ final class PerfCommand implements Callable<Integer> {
                     l.roundTripNanos() / 1e6);
             String unsent = l.unsentBytes() == 0 ? "" : String.format(java.util.Locale.ROOT, ", at most %d KiB unsent in the socket",
                     l.unsentBytes() >> 10);
-            parent.err.printf(java.util.Locale.ROOT, "# link %d to rank 1: %s %s, %.1f%% of the chunk bytes, measured %.1f MB/s%s%s%n",
+            String congestion = l.congestion().isEmpty() ? "" : ", congestion control " + l.congestion();
+            parent.err.printf(java.util.Locale.ROOT, "# link %d to rank 1: %s %s, %.1f%% of the chunk bytes, measured %.1f MB/s%s%s%s%n",
                     l.index(), l.kind(), l.route(), total == 0 ? 0.0 : 100.0 * l.bytes() / total, l.bytesPerSecond() / 1e6, probe,
-                    unsent);
+                    unsent, congestion);
         }
     }
 

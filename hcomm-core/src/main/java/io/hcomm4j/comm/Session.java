@@ -240,6 +240,7 @@ public final class Session implements SessionProvider.SessionHandle {
             io.hcomm4j.algo.TuningTable table = SessionTuning.load(config, rank);
             TransportOptions options = transportOptions(config);
             t = PeerTransport.open(rank, size, j.dataAddress(), Auth.of(config.secret().orElse(null)), token, options);
+            t.tcpCongestion(config.tcpCongestion().orElse(null));
             InetSocketAddress me = t.listenAddress();
             RailAddresses.enable(t, config);
             String host = config.hostId().orElseGet(() -> HostIdentity.of(shmDir));
@@ -355,6 +356,7 @@ public final class Session implements SessionProvider.SessionHandle {
             // the replacement's links are reliable like everyone's (a link is only if both sides say so in the hello)
             TransportOptions options = transportOptions(config);
             t = PeerTransport.open(slot, size, j.dataAddress(), Auth.of(config.secret().orElse(null)), token, options);
+            t.tcpCongestion(config.tcpCongestion().orElse(null));
             t.incarnation(slot, plan.incarnations()[me]);
             for (int p = 0; p < size; p++) {
                 if (p == slot) continue;
@@ -497,7 +499,7 @@ public final class Session implements SessionProvider.SessionHandle {
         List<io.hcomm4j.Hcomm.Link> out = new java.util.ArrayList<>();
         for (var l : transport.linkStats(rank)) {
             out.add(new io.hcomm4j.Hcomm.Link(l.index(), l.kind(), l.route(), l.bytesPerSecond(), l.bytes(), l.roundTripNanos(),
-                    l.unsentBytes()));
+                    l.unsentBytes(), l.congestion()));
         }
         return out;
     }

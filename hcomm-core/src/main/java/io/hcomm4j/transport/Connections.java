@@ -204,7 +204,7 @@ final class Connections {
                     }
                     Conduit conduit = offer != null && a.peerPrefix() != null
                             ? ShmConduit.of(l, t.progress, ch, offer, true, t.shm().dir(), a.peerPrefix())
-                            : new SocketConduit(ch, l, t.progress);
+                            : new SocketConduit(ch, l, t.progress, t.congestion);
                     synchronized (l) {
                         if (l.state == PeerLink.State.FAILED || l.state == PeerLink.State.CLOSED) {
                             // failed (reported by another rank) or closed while we connected
@@ -416,7 +416,7 @@ final class Connections {
             if (l.state == PeerLink.State.IDLE || (l.state == PeerLink.State.CONNECTING && !keepOurs)) {
                 writeAccept(ch, mapped != null, 1, 0);
                 Conduit conduit = mapped != null ? ShmConduit.of(l, t.progress, ch, mapped, false, so.dir(), peerPrefix)
-                        : new SocketConduit(ch, l, t.progress);
+                        : new SocketConduit(ch, l, t.progress, t.congestion);
                 l.install(conduit, peerLimit, reliable(conduit, peerReliable));
                 return mapped != null;
             }

@@ -95,6 +95,8 @@ public final class PeerTransport implements AutoCloseable {
     final Watchdog watchdog;
     /** The extra links to each peer (HCOMM_SOCKET_IFNAME with several interfaces, HCOMM_CHANNELS). */
     final Rails rails;
+    /** The congestion control of its TCP links (HCOMM_TCP_CONGESTION). */
+    final CongestionControl congestion;
     final long heartbeatTimeoutNanos;
     final long heartbeatIntervalNanos;
     /** Reconnect attempts for a lost connection (0: none, links are not reliable) and the first attempt's window. */
@@ -136,6 +138,7 @@ public final class PeerTransport implements AutoCloseable {
         this.acceptor = Thread.ofPlatform().daemon().name("hcomm-accept-" + rank).unstarted(connections::acceptLoop);
         this.watchdog = new Watchdog(this);
         this.rails = new Rails(this, rank, size);
+        this.congestion = new CongestionControl(rank);
     }
 
     /**
@@ -188,6 +191,16 @@ public final class PeerTransport implements AutoCloseable {
      */
     public void enableRails(List<InetAddress> extra, int channels) {
         rails.configure(listenAddress().getAddress(), extra, channels);
+    }
+
+    /**
+     * Every TCP link of this transport uses congestion control algorithm {@code name} (call before {@link #start});
+     * null or empty: the system's. See {@link CongestionControl}.
+     *
+     * @throws IllegalArgumentException if the kernel has no such algorithm
+     */
+    public void tcpCongestion(String name) {
+        congestion.choose(name);
     }
 
     /** This rank's listen addresses on the further interfaces of {@link #enableRails} (to publish beside {@link #listenAddress}). */

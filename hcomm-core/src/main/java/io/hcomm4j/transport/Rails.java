@@ -328,7 +328,7 @@ final class Rails {
             heardAt[peer][k] = 0;
         }
         if (old != null) lost(old, new IOException("replaced by a new connection"));
-        SocketConduit c = new SocketConduit(ch, rail, t.progress);
+        SocketConduit c = new SocketConduit(ch, rail, t.progress, t.congestion);
         synchronized (rail) {
             rail.install(c, peerLimit, false);
         }
@@ -474,7 +474,7 @@ final class Rails {
             Conduit c = l.ch;
             String route = c instanceof SocketConduit s ? s.route : c == null ? "-" : c.kind();
             out.add(new LinkStats(l.rail, c == null ? "none" : c.kind(), route, l.pump.rate(l.lane), l.pump.bytes(l.lane),
-                    l.echoNanos(), c instanceof SocketConduit s ? s.unsentLimit() : 0));
+                    l.echoNanos(), c instanceof SocketConduit s ? s.unsentLimit() : 0, c instanceof SocketConduit s ? s.congestion : ""));
         }
         return out;
     }

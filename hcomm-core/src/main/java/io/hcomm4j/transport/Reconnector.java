@@ -228,7 +228,7 @@ final class Reconnector {
             if (!a.reliable()) throw new IOException("rank " + peer + " accepted a reconnect but does not resend");
             Conduit conduit = offer != null && a.peerPrefix() != null
                     ? ShmConduit.of(l, t.progress, ch, offer, true, t.shm().dir(), a.peerPrefix())
-                    : new SocketConduit(ch, l, t.progress);
+                    : new SocketConduit(ch, l, t.progress, t.congestion);
             used[0] = conduit instanceof ShmConduit;
             Object[] result = new Object[1];
             t.progress.withToken(() -> {
@@ -339,7 +339,7 @@ final class Reconnector {
                     long newEpoch = Math.max(l.epoch, helloEpoch) + 1;
                     t.connections.writeAccept(ch, mapped != null, newEpoch, l.rxDone());
                     conduit = mapped != null ? ShmConduit.of(l, t.progress, ch, mapped, false, so.dir(), peerPrefix)
-                            : new SocketConduit(ch, l, t.progress);
+                            : new SocketConduit(ch, l, t.progress, t.congestion);
                     used[0] = mapped != null;
                     result[0] = l.installResumed(conduit, newEpoch, peerResume);
                 } catch (IOException e) {

@@ -23,12 +23,14 @@ final class SocketConduit implements Conduit {
     final String route;
     /** The local address: which interface the connection went out on. */
     final java.net.InetAddress local;
-    /** The socket's descriptor, for {@link UnsentLimit} (-1: over loopback, or not found). */
+    /** The socket's descriptor, for {@link TcpOptions} (-1: over loopback, or not found). */
     private final int fd;
     /** The bound on unsent bytes set last (0: the kernel's own); set by the poller. */
     private volatile long unsentLimit;
+    /** The congestion control algorithm the socket uses ("": not known, over loopback unless one was chosen). */
+    final String congestion;
 
-    SocketConduit(SocketChannel ch, PeerLink link, Progress progress) throws IOException {
+    SocketConduit(SocketChannel ch, PeerLink link, Progress progress, CongestionControl cc) throws IOException {
         this.ch = ch;
         this.link = link;
         this.progress = progress;
@@ -38,19 +40,22 @@ final class SocketConduit implements Conduit {
         this.local = ch.getLocalAddress() instanceof java.net.InetSocketAddress i ? i.getAddress() : null;
         // over loopback the socket drains at memory speed: its queue costs a frame little, and a bound would only add
         // wake-ups of the writer
-        this.fd = local == null || local.isLoopbackAddress() ? -1 : UnsentLimit.descriptor(ch);
+        boolean loopback = local == null || local.isLoopbackAddress();
+        int found = loopback && cc.chosen() == null ? -1 : TcpOptions.descriptor(ch);
+        this.fd = loopback ? -1 : found;
+        this.congestion = found < 0 ? "" : cc.applyTo(found, route);
     }
 
     /**
      * The link's rate was measured (poller): the socket holds at most {@link #UNSENT_NANOS} of it unsent, at least
-     * {@link #UNSENT_MIN} and at most {@link #UNSENT_MAX} bytes (see {@link UnsentLimit}); changed only when the bound
+     * {@link #UNSENT_MIN} and at most {@link #UNSENT_MAX} bytes (see {@link TcpOptions}); changed only when the bound
      * moves by a quarter, so a rate that wobbles costs no system calls.
      */
     void rateMeasured(double bytesPerSecond) {
         if (fd < 0 || bytesPerSecond <= 0) return;
         long want = Math.clamp((long) (bytesPerSecond * UNSENT_NANOS / 1e9), UNSENT_MIN, UNSENT_MAX);
         if (Math.abs(want - unsentLimit) * 4 < unsentLimit) return;
-        if (ch.isOpen() && UnsentLimit.set(fd, (int) want)) unsentLimit = want;
+        if (ch.isOpen() && TcpOptions.setUnsentLimit(fd, (int) want)) unsentLimit = want;
     }
 
     /** The bound on unsent bytes in force (0: the kernel's own); tests and diagnostics. */

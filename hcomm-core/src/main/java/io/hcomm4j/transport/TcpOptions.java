@@ -17,11 +17,12 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 
 /**
- * Bounds the bytes a TCP socket holds written but not yet sent (Linux {@code TCP_NOTSENT_LOWAT}), an option the JDK does
- * not offer: {@code setsockopt} on the channel's descriptor, which is found once among {@code /proc/self/fd} by the
- * channel's two addresses.
+ * The Linux TCP options the JDK does not offer, set with {@code setsockopt} on the channel's descriptor, which is found
+ * once among {@code /proc/self/fd} by the channel's two addresses: the bound on bytes a socket holds written but not yet
+ * sent ({@code TCP_NOTSENT_LOWAT}), and the congestion control algorithm ({@code TCP_CONGESTION}, see
+ * {@link CongestionControl}).
  *
- * <p>Why: a frame written to a socket waits behind everything the socket holds, and the kernel takes as much as its send
+ * <p>Why the bound: a frame written to a socket waits behind everything the socket holds, and the kernel takes as much as its send
  * buffer allows (up to 4 MiB by default: 17 ms of a 2 Gbit/s link). A CTS, an acknowledgement or a high-priority chunk
  * then waits that long behind a bulk transfer going the same way, and a pipelined collective, whose next piece waits for
  * the CTS, stalls. With the unsent bytes held to about a millisecond of the link's rate, the rest of the transfer waits in
@@ -30,21 +31,28 @@ import java.nio.file.Path;
  *
  * <p>{@link #AVAILABLE} is false off Linux or without native access; sockets keep the kernel's behaviour then.
  */
-final class UnsentLimit {
+final class TcpOptions {
     /** The C library calls; null off Linux or without native access. */
     private static final Calls CALLS = Calls.find();
+    /** Where a call leaves {@code errno} ({@link Calls#setCapturing}). */
+    private static final java.lang.foreign.StructLayout CALL_STATE = Linker.Option.captureStateLayout();
+    private static final java.lang.invoke.VarHandle ERRNO = CALL_STATE.varHandle(
+            java.lang.foreign.MemoryLayout.PathElement.groupElement("errno"));
     /** Whether the calls are there (Linux, native access granted). */
     static final boolean AVAILABLE = CALLS != null;
 
     private static final int IPPROTO_TCP = 6;
     private static final int TCP_NOTSENT_LOWAT = 25;
+    private static final int TCP_CONGESTION = 13;
+    /** {@code TCP_CA_NAME_MAX}: the longest name of a congestion control algorithm, with its terminating zero. */
+    static final int CONGESTION_NAME_MAX = 16;
     private static final short AF_INET = 2;
     private static final short AF_INET6 = 10;
     /** {@code sizeof(struct sockaddr_storage)}. */
     private static final int SOCKADDR_MAX = 128;
 
-    /** getsockname, getpeername, setsockopt and getsockopt. */
-    private record Calls(MethodHandle name, MethodHandle peer, MethodHandle set, MethodHandle get) {
+    /** getsockname, getpeername, setsockopt, getsockopt, and setsockopt that captures errno. */
+    private record Calls(MethodHandle name, MethodHandle peer, MethodHandle set, MethodHandle get, MethodHandle setCapturing) {
         static Calls find() {
             if (!System.getProperty("os.name", "").startsWith("Linux")) return null;
             try {
@@ -52,19 +60,22 @@ final class UnsentLimit {
                 SymbolLookup c = linker.defaultLookup();
                 FunctionDescriptor addressOf = FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT,
                         ValueLayout.ADDRESS, ValueLayout.ADDRESS);
+                FunctionDescriptor setsockopt = FunctionDescriptor.of(ValueLayout.JAVA_INT,
+                        ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT);
+                MemorySegment set = c.find("setsockopt").orElseThrow();
                 return new Calls(linker.downcallHandle(c.find("getsockname").orElseThrow(), addressOf),
                         linker.downcallHandle(c.find("getpeername").orElseThrow(), addressOf),
-                        linker.downcallHandle(c.find("setsockopt").orElseThrow(), FunctionDescriptor.of(ValueLayout.JAVA_INT,
-                                ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT)),
+                        linker.downcallHandle(set, setsockopt),
                         linker.downcallHandle(c.find("getsockopt").orElseThrow(), FunctionDescriptor.of(ValueLayout.JAVA_INT,
-                                ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.ADDRESS)));
+                                ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.ADDRESS)),
+                        linker.downcallHandle(set, setsockopt, Linker.Option.captureCallState("errno")));
             } catch (Throwable e) {
                 return null; // no native access, or not this C library: sockets keep the kernel's behaviour
             }
         }
     }
 
-    private UnsentLimit() {
+    private TcpOptions() {
     }
 
     /** The descriptor of connected channel {@code ch}, or -1 if it cannot be found (or the calls are not available). */
@@ -114,7 +125,7 @@ final class UnsentLimit {
     }
 
     /** Sets {@code fd}'s bound on unsent bytes; false if the call failed. */
-    static boolean set(int fd, int bytes) {
+    static boolean setUnsentLimit(int fd, int bytes) {
         if (!AVAILABLE || fd < 0) return false;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment v = arena.allocate(ValueLayout.JAVA_INT);
@@ -126,7 +137,7 @@ final class UnsentLimit {
     }
 
     /** {@code fd}'s bound on unsent bytes (-1: the call failed). */
-    static long get(int fd) {
+    static long unsentLimit(int fd) {
         if (!AVAILABLE || fd < 0) return -1;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment v = arena.allocate(ValueLayout.JAVA_INT);
@@ -136,6 +147,47 @@ final class UnsentLimit {
             return Integer.toUnsignedLong(v.get(ValueLayout.JAVA_INT, 0));
         } catch (Throwable e) {
             return -1;
+        }
+    }
+
+    /**
+     * Makes socket {@code fd} use congestion control algorithm {@code name} ({@code cubic}, {@code bbr} ...).
+     *
+     * @return null if it does; else why not, in the kernel's words ({@code errno}: ENOENT, the kernel has no such
+     *         algorithm; EPERM, it is not in {@code net.ipv4.tcp_allowed_congestion_control} and this process may not
+     *         choose others)
+     */
+    static String setCongestion(int fd, String name) {
+        if (!AVAILABLE) return "TCP options are set through Linux's setsockopt (native access): not available here";
+        if (fd < 0) return "the socket's descriptor was not found";
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CALL_STATE);
+            MemorySegment v = arena.allocateFrom(name);
+            if ((int) CALLS.setCapturing().invokeExact(state, fd, IPPROTO_TCP, TCP_CONGESTION, v, name.length()) == 0) return null;
+            int errno = (int) ERRNO.get(state, 0L);
+            return switch (errno) {
+                case 2 -> "the kernel has no congestion control '" + name + "' (ENOENT; see "
+                        + "/proc/sys/net/ipv4/tcp_available_congestion_control, or load its module)";
+                case 1 -> "'" + name + "' is not in net.ipv4.tcp_allowed_congestion_control and this process lacks "
+                        + "CAP_NET_ADMIN (EPERM)";
+                default -> "setsockopt(TCP_CONGESTION) failed with errno " + errno;
+            };
+        } catch (Throwable e) {
+            return "setsockopt(TCP_CONGESTION) failed: " + e;
+        }
+    }
+
+    /** The congestion control algorithm socket {@code fd} uses ("" if the call failed). */
+    static String congestion(int fd) {
+        if (!AVAILABLE || fd < 0) return "";
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment v = arena.allocate(CONGESTION_NAME_MAX);
+            MemorySegment len = arena.allocate(ValueLayout.JAVA_INT);
+            len.set(ValueLayout.JAVA_INT, 0, CONGESTION_NAME_MAX);
+            if ((int) CALLS.get().invokeExact(fd, IPPROTO_TCP, TCP_CONGESTION, v, len) != 0) return "";
+            return v.getString(0);
+        } catch (Throwable e) {
+            return "";
         }
     }
 }
