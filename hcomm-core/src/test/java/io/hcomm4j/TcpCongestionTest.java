@@ -32,6 +32,8 @@ class TcpCongestionTest {
                 b -> b.transport(CommConfig.Transport.TCP).channels(2).tcpCongestion("reno"), h -> {
                     Communicator c = h.world();
                     int me = c.rank();
+                    // the rail opens once the primary link is up, in the background: the allreduce below is striped over both
+                    org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(60)).until(() -> h.linksTo(1 - me).size() == 2);
                     int[] data = new int[count];
                     for (int i = 0; i < count; i++) data[i] = i * 31 + me;
                     MemorySegment seg = MemorySegment.ofArray(data);
