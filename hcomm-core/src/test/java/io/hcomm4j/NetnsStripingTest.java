@@ -104,6 +104,10 @@ class NetnsStripingTest {
                 // while both were up, both carried chunks; after nic1 went down its rail was gone; once back, it carried again
                 Iter beforeSlow = last(iters, marks[1]);
                 assertThat(beforeSlow.links()).as("links before the slowdown").containsKeys(0, 1);
+                // the exchanges started before the rails were up, all queued on nic0 at first: no latency probe ran then
+                // (it would have measured that queue), so the primary link stayed on nic0 and no stand-in rail was opened
+                assertThat(beforeSlow.primary()).as("primary route").startsWith(nets.address(0, 0) + ":");
+                assertThat(beforeSlow.links()).as("links before the slowdown").doesNotContainKey(2);
                 assertThat(beforeSlow.links().get(1)).as("chunk bytes on nic1").isPositive();
                 // with their rates measured, both sockets hold at most about 1 ms of their link unsent (not loopback)
                 assertThat(beforeSlow.unsent()).as("unsent bounds before the slowdown").containsOnlyKeys(0, 1)

@@ -49,6 +49,8 @@ final class Rails {
     /** Longest wait for the rails to come up, and for one probe's reply. */
     private static final long PROBE_WAIT_NANOS = 5_000_000_000L;
     private static final long PROBE_REPLY_NANOS = 500_000_000L;
+    /** Longest wait for a moment without chunks to the peer, to probe in ({@link #probe}). */
+    private static final long QUIET_WAIT_NANOS = 60_000_000_000L;
     /**
      * The primary link moves to another interface only if a probe there came back in less than half the time it took
      * on the primary's own, and at least this much sooner (idle links of one kind differ by noise only).
@@ -179,23 +181,34 @@ final class Rails {
      * primary's time) the primary link is re-established over that interface ({@link PeerLink#move}: its resend log
      * keeps order and loses nothing). Its old interface then gets a stand-in rail ({@link #displaced}), so it still
      * carries chunks.
+     *
+     * <p>Only while no chunks move to the peer (waiting up to {@link #QUIET_WAIT_NANOS} for such a moment): a probe behind
+     * a bulk transfer measures the transfer's queue on its link, not the link, and a job that starts streaming before its
+     * rails are up has all of it queued on the primary link (the primary then moved for good on a transient queue).
      */
     private void probe(int peer) {
         try {
             long deadline = System.nanoTime() + PROBE_WAIT_NANOS;
             while (up(peer).size() < count - 1 && System.nanoTime() - deadline < 0 && !t.isClosing()) Thread.sleep(10);
             PeerLink primary = t.links()[peer];
+            deadline = System.nanoTime() + QUIET_WAIT_NANOS;
+            while (!primary.pump.idle() && System.nanoTime() - deadline < 0 && !t.isClosing()) Thread.sleep(10);
+            if (!primary.pump.idle()) {
+                PeerTransport.LOG.debug("rank {}: the links to rank {} were never free of chunks for a latency probe", rank, peer);
+                return;
+            }
             List<PeerLink> links = new ArrayList<>();
             links.add(primary);
             links.addAll(up(peer));
-            if (!measure(links)) return;
-            if (preferLowestLatency(peer, primary, links)) {
+            boolean[] quiet = {true};
+            if (!measure(links, quiet)) return;
+            if (quiet[0] && preferLowestLatency(peer, primary, links)) {
                 // its round trip over the new route, for linksTo and hcomm perf
                 deadline = System.nanoTime() + PROBE_WAIT_NANOS;
                 while (primary.state != PeerLink.State.CONNECTED && System.nanoTime() - deadline < 0 && !t.isClosing()) {
                     Thread.sleep(10);
                 }
-                measure(List.of(primary));
+                measure(List.of(primary), new boolean[1]);
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -204,10 +217,15 @@ final class Rails {
         }
     }
 
-    /** {@link #PROBE_ROUNDS} rounds of one probe on each link, each round waiting for its replies; false if closing. */
-    private boolean measure(List<PeerLink> links) throws InterruptedException {
+    /**
+     * {@link #PROBE_ROUNDS} rounds of one probe on each link, each round waiting for its replies; false if closing.
+     * {@code quiet[0]} is cleared if chunks to the peer were queued or in flight at a round's start or end.
+     */
+    private boolean measure(List<PeerLink> links, boolean[] quiet) throws InterruptedException {
         int[] seen = new int[links.size()];
+        DataPump pump = links.getFirst().pump;
         for (int round = 0; round < PROBE_ROUNDS; round++) {
+            if (!pump.idle()) quiet[0] = false;
             for (int i = 0; i < links.size(); i++) {
                 PeerLink l = links.get(i);
                 seen[i] = l.echoes();
@@ -222,6 +240,7 @@ final class Rails {
                 }
             }
             if (t.isClosing()) return false;
+            if (!pump.idle()) quiet[0] = false;
             Thread.sleep(5); // the links drain between rounds
         }
         return true;
