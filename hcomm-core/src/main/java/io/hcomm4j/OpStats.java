@@ -17,8 +17,48 @@ package io.hcomm4j;
  */
 public record OpStats(String op, long calls, long failures, long bytes, long totalNanos, long maxNanos,
                       long[] latencyHistogram) {
+    /** Keeps its own copy of the histogram: a record that shares its caller's array is not a value. */
+    public OpStats {
+        java.util.Objects.requireNonNull(op, "op");
+        latencyHistogram = latencyHistogram.clone();
+    }
+
+    /** A copy of the histogram (see the class comment). */
+    @Override
+    public long[] latencyHistogram() {
+        return latencyHistogram.clone();
+    }
+
     /** Mean time per op in microseconds, or 0 if none was timed. */
     public double meanMicros() {
         return calls == 0 ? 0 : totalNanos / 1e3 / calls;
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof OpStats s && op.equals(s.op) && calls == s.calls && failures == s.failures && bytes == s.bytes
+                && totalNanos == s.totalNanos && maxNanos == s.maxNanos && java.util.Arrays.equals(latencyHistogram, s.latencyHistogram);
+    }
+
+    @Override
+    public int hashCode() {
+        return java.util.Objects.hash(op, calls, failures, bytes, totalNanos, maxNanos) * 31 + java.util.Arrays.hashCode(latencyHistogram);
+    }
+
+    /** For a log line: {@code allReduce: 12 calls, 0 failed, 1572864 bytes, mean 34.2 us, max 80.1 us, [16, 32) us: 3, [32, 64) us: 9}. */
+    @Override
+    public String toString() {
+        StringBuilder b = new StringBuilder(op).append(": ").append(calls).append(" calls, ").append(failures)
+                .append(" failed, ").append(bytes).append(" bytes");
+        if (totalNanos > 0) {
+            b.append(String.format(java.util.Locale.ROOT, ", mean %.1f us, max %.1f us", meanMicros(), maxNanos / 1e3));
+        }
+        for (int i = 0; i < latencyHistogram.length; i++) {
+            if (latencyHistogram[i] == 0) continue;
+            String from = i == 0 ? "0" : String.valueOf(1L << i);
+            String to = i == latencyHistogram.length - 1 ? "..." : String.valueOf(1L << (i + 1));
+            b.append(", [").append(from).append(", ").append(to).append(") us: ").append(latencyHistogram[i]);
+        }
+        return b.toString();
     }
 }
