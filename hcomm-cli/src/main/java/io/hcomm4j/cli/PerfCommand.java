@@ -45,7 +45,7 @@ final class PerfCommand implements Callable<Integer> {
     /** Its system-property form (HCOMM_X is hcomm.x, see CommConfig), which a rank inside a job sets for --algo. */
     static final String ALGO_PROPERTY = "hcomm.algo";
 
-    /** Default PerfPlan.sweep of the collectives: 4 KiB to 64 MiB, times 4. */
+    /** Default sweep of the collectives: 4 KiB to 64 MiB, times 4. */
     static final long DEFAULT_MIN = 4L << 10;
     static final long DEFAULT_MAX = 64L << 20;
     static final int DEFAULT_FACTOR = 4;
@@ -107,15 +107,15 @@ final class PerfCommand implements Callable<Integer> {
     int ranks;
 
     @Option(names = {"-b", "--minbytes"}, paramLabel = "SIZE", converter = HcommCli.SizeConverter.class,
-            description = "Smallest size of a PerfPlan.sweep (4096, 64K, 4M, 1G).")
+            description = "Smallest size of a sweep (4096, 64K, 4M, 1G).")
     Long minBytes;
 
     @Option(names = {"-e", "--maxbytes"}, paramLabel = "SIZE", converter = HcommCli.SizeConverter.class,
-            description = "Largest size of a PerfPlan.sweep.")
+            description = "Largest size of a sweep.")
     Long maxBytes;
 
     @Option(names = {"-f", "--stepfactor"}, paramLabel = "F",
-            description = "Factor between the sizes of a PerfPlan.sweep (default: 2; 4 for the collectives' default sizes).")
+            description = "Factor between the sizes of a sweep (default: 2; 4 for the collectives' default sizes).")
     Integer factor;
 
     @Option(names = {"-d", "--dtype"}, paramLabel = "TYPE", defaultValue = "float32", converter = PerfConverters.DataTypeConverter.class,
@@ -135,7 +135,7 @@ final class PerfCommand implements Callable<Integer> {
             description = {"Collectives: forces the library's algorithm for the op: the ranks get"
                     + " HCOMM_ALGO=<op>=<ALGO> (e.g. allreduce=ring; init fails on a name the library does not know)."
                     + " Default: the library chooses (algo column: auto, or what HCOMM_ALGO already forces).",
-                "p2p: pingpong or stream only (default: both for a PerfPlan.sweep, the default sizes otherwise).",
+                "p2p: pingpong or stream only (default: both for a sweep, the default sizes otherwise).",
                 "transfer: write or read only (default: both)."})
     String algo;
 
@@ -179,7 +179,7 @@ final class PerfCommand implements Callable<Integer> {
     @Option(names = "--timing", paramLabel = "HOW", defaultValue = "mean",
             converter = PerfConverters.TimingConverter.class,
             description = "Collectives: mean (default; nccl-tests: calls back to back, loop time / iters, slowest rank)"
-                    + " or median (OSU and the Open MPI baseline ../shared/peers/mpi_bench.c: a barrier before every"
+                    + " or median (as OSU's benchmarks time, and this project's Open MPI baseline: a barrier before every"
                     + " call, each call timed, the slowest rank's time per call, median over calls).")
     CollectiveBench.Timing timing = CollectiveBench.Timing.MEAN;
 

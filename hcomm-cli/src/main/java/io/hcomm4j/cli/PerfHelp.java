@@ -80,7 +80,7 @@ final class PerfHelp implements IModelTransformer {
         "  busbw = algbw for p2p; --check counts wrong bytes.",
         "",
         "One-sided ops (put get accumulate fetch_and_op counter) on a Window,",
-        "  passive target as ../shared/peers/mpi_rma_bench.c measures Open MPI:",
+        "  passive target, as scripts/compare-rma.sh measures Open MPI:",
         "  every rank calls lockAll once; rank 0 is the origin, rank 1 the",
         "  target (other ranks wait); each timed call is the op followed by",
         "  flush(1) (remote completion); time = median over calls.",

@@ -59,6 +59,19 @@ class HcommCliTest {
         }
     }
 
+    /** Help speaks to a user: no path outside the repository, no internal class name (issue 17). */
+    @Test
+    void helpNamesNothingAUserDoesNotHave() {
+        for (String command : List.of("launch", "demo", "perf", "status", "store", "tune")) {
+            Captured sub = new Captured();
+            assertThat(HcommCli.execute(new String[] {command, "--help"}, sub.out, sub.err, Map.of())).isZero();
+            assertThat(sub.out()).as("hcomm %s --help", command).doesNotContain("../", "PerfPlan", "CollectiveBench", "RmaBench");
+        }
+        assertThat(run("perf", "--help")).isZero();
+        assertThat(io.out().replaceAll("\\s+", " ")) // picocli wraps descriptions
+                .contains("Factor between the sizes of a sweep (default: 2; 4 for the collectives' default sizes)");
+    }
+
     @Test
     void noCommandIsAUsageError() {
         assertThat(run()).isEqualTo(2);
