@@ -158,8 +158,8 @@ public record JobStatus(String namespace, int worldSize, List<RankStatus> ranks)
             }
             StringBuilder calls = new StringBuilder();
             for (RankStatus.Comm c : s.comms()) {
-                if (!calls.isEmpty()) calls.append(' ');
-                calls.append(Long.toHexString(c.id())).append(':').append(c.collectives());
+                if (!calls.isEmpty()) calls.append(", ");
+                calls.append("comm ").append(Long.toHexString(c.id())).append(": ").append(c.collectives());
             }
             String updated = seconds(Math.max(0, nowMillis - s.timeMillis())) + " ago";
             List<RankStatus.Op> ops = s.ops();

@@ -49,7 +49,7 @@ class RankStatusTest {
                 + " (in its own code?); ranks 0, 1, 2 wait in allReduce #5");
         String text = job.render(3_500);
         assertThat(text).contains("session hcomm/1/: 4 ranks, 4 with a published status")
-                .containsPattern("(?m)^0 +READY +2\\.5s ago +0:5 abcdef1234:3 +allReduce #5 4\\.0 KiB, 2\\.5s STUCK +\\[3]")
+                .containsPattern("(?m)^0 +READY +2\\.5s ago +comm 0: 5, comm abcdef1234: 3 +allReduce #5 4\\.0 KiB, 2\\.5s STUCK +\\[3]")
                 .containsPattern("(?m)^3 +READY .*idle");
     }
 
