@@ -153,6 +153,6 @@ class RmaPerfCliTest {
         Captured io = new Captured();
         assertThat(HcommCli.execute(new String[] {"perf", "--help"}, io.out, io.err, Map.of())).isZero();
         assertThat(io.out()).contains("One-sided ops (put get accumulate fetch_and_op counter)", "flush(1) (remote",
-                "--window=HOW", "mpi_rma_bench.c", "Collectives: allreduce broadcast");
+                "--window=HOW", "scripts/compare-rma.sh", "Collectives: allreduce broadcast");
     }
 }
