@@ -66,13 +66,12 @@ final class CongestionControl {
      */
     String applyTo(int fd, String route) {
         String want = name;
-        if (want != null && fd >= 0) {
-            String refused = TcpOptions.setCongestion(fd, want);
-            if (refused != null && refusalLogged.compareAndSet(false, true)) {
-                PeerTransport.LOG.warn("rank {}: HCOMM_TCP_CONGESTION={} not set on {}: {}; it keeps {} (logged once)",
-                        rank, want, route, refused, TcpOptions.congestion(fd));
-            }
+        String refused = want != null && fd >= 0 ? TcpOptions.setCongestion(fd, want) : null;
+        String used = TcpOptions.congestion(fd);
+        if (refused != null && refusalLogged.compareAndSet(false, true)) {
+            PeerTransport.LOG.warn("rank {}: HCOMM_TCP_CONGESTION={} not set on {}: {}; it keeps {} (logged once)",
+                    rank, want, route, refused, used);
         }
-        return TcpOptions.congestion(fd);
+        return used;
     }
 }

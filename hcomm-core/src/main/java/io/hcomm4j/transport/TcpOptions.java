@@ -45,7 +45,7 @@ final class TcpOptions {
     private static final int TCP_NOTSENT_LOWAT = 25;
     private static final int TCP_CONGESTION = 13;
     /** {@code TCP_CA_NAME_MAX}: the longest name of a congestion control algorithm, with its terminating zero. */
-    static final int CONGESTION_NAME_MAX = 16;
+    private static final int CONGESTION_NAME_MAX = 16;
     private static final short AF_INET = 2;
     private static final short AF_INET6 = 10;
     /** {@code sizeof(struct sockaddr_storage)}. */
