@@ -7,10 +7,11 @@ import java.util.List;
  * used, with the members known to have failed.
  *
  * <ul>
- *   <li>{@link State#READY}: no member is known to have failed.</li>
- *   <li>{@link State#DEGRADED}: some members failed ({@link #failedRanks()}). Collectives on this communicator fail at
- *   once with {@link PeerFailedException} (they need every member), and so did those pending when the failure became
- *   known; point-to-point ops with the live members still work, those with failed members fail.</li>
+ *   <li>{@link State#READY}: no member is known to be gone.</li>
+ *   <li>{@link State#DEGRADED}: some members are gone ({@link #failedRanks()}): they failed, or closed their session
+ *   in order ({@link #reason()} says which). Collectives on this communicator fail at once with
+ *   {@link PeerFailedException} (they need every member), and so did those pending when a failure became known;
+ *   point-to-point ops with the live members still work, those with gone members fail.</li>
  *   <li>{@link State#FAILED}: nothing works any more: the communicator was aborted ({@link Communicator#abort()} here or
  *   on another member), or another rank declared this rank failed (it was silent longer than
  *   {@code HCOMM_HEARTBEAT_TIMEOUT}). Every op fails with {@link CommAbortedException}. Close it.</li>
@@ -19,8 +20,8 @@ import java.util.List;
  * States only move forward: READY → DEGRADED → FAILED (or READY → FAILED).
  *
  * @param state       READY, DEGRADED or FAILED
- * @param failedRanks members (ranks of this communicator) known to have failed, ascending; empty when READY
- * @param reason      how the last change came about (which rank failed and how it was noticed, who aborted); empty when READY
+ * @param failedRanks members (ranks of this communicator) known to be gone (failed or closed), ascending; empty when READY
+ * @param reason      how the last change came about ("rank 2 failed: ...", "rank 1 closed its session", who aborted); empty when READY
  */
 public record Health(State state, List<Integer> failedRanks, String reason) {
     /** See {@link Health}. */

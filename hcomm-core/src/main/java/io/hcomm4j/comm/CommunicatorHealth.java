@@ -28,8 +28,10 @@ final class CommunicatorHealth {
 
     private final Object lock = new Object();
     private volatile Health health = Health.READY;
-    /** Members (communicator ranks) known to have failed; guarded by {@link #lock}. */
+    /** Members (communicator ranks) known to be gone, failed or closed; guarded by {@link #lock}. */
     private final TreeSet<Integer> failedMembers = new TreeSet<>();
+    /** How each gone member went: "rank 2 failed: its connection broke", "rank 1 closed its session"; guarded by {@link #lock}. */
+    private final java.util.Map<Integer, String> goneWhy = new java.util.HashMap<>();
     /** Why the communicator cannot be used at all (aborted, or this rank declared failed), or null. */
     private volatile String abortedWhy;
     private final Set<TransportLinks> running = ConcurrentHashMap.newKeySet();
@@ -83,7 +85,7 @@ final class CommunicatorHealth {
             return new CommAbortedException("rank " + rank + ": " + op + which + ": the communicator was aborted: " + aborted);
         }
         Health h = health;
-        if (h.state() == Health.State.DEGRADED) return peersFailed(op, which, h.failedRanks(), h.reason(), null);
+        if (h.state() == Health.State.DEGRADED) return peersFailed(op, which, h.failedRanks(), null);
         return null;
     }
 
@@ -118,23 +120,38 @@ final class CommunicatorHealth {
 
     /**
      * World rank {@code w} failed: if it is a member, the communicator is DEGRADED (FAILED stays FAILED), and every
-     * running collective fails with {@link PeerFailedException} listing all failed members.
+     * running collective fails with {@link PeerFailedException} naming every member that is gone.
      */
     void onMemberFailed(int w, String why) {
+        memberGone(w, "failed: " + why, true);
+    }
+
+    /**
+     * World rank {@code w} closed its session in order: if it is a member, the communicator is DEGRADED as for a failure
+     * (later collectives fail at once), but the running ones are left to end by themselves: what the member sent before
+     * it closed is delivered, and a wait on it fails by itself. A FAILED communicator is left as it is: nothing works on
+     * it anyway, and its members close it one after another.
+     */
+    void onMemberLeft(int w) {
+        memberGone(w, "closed its session", false);
+    }
+
+    private void memberGone(int w, String how, boolean failRunning) {
         int r = comm.commRank(w);
         if (r < 0) return;
         Health now;
-        List<Integer> failed;
+        List<Integer> gone;
+        String reason = "rank " + r + " " + how;
         synchronized (lock) {
-            if (!failedMembers.add(r)) return;
-            failed = List.copyOf(failedMembers);
-            String reason = "rank " + r + " failed: " + why;
-            now = abortedWhy != null ? new Health(Health.State.FAILED, failed, abortedWhy)
-                    : new Health(Health.State.DEGRADED, failed, reason);
+            if ((!failRunning && abortedWhy != null) || !failedMembers.add(r)) return;
+            goneWhy.put(r, reason);
+            gone = List.copyOf(failedMembers);
+            now = abortedWhy != null ? new Health(Health.State.FAILED, gone, abortedWhy)
+                    : new Health(Health.State.DEGRADED, gone, reason);
             health = now;
         }
-        for (TransportLinks l : running) {
-            l.abort(peersFailed(l.op(), " (collective #" + l.seq() + ")", failed, "rank " + r + " failed: " + why, null));
+        if (failRunning) {
+            for (TransportLinks l : running) l.abort(peersFailed(l.op(), " (collective #" + l.seq() + ")", gone, null));
         }
         session.healthChanged(comm, now, listeners);
     }
@@ -161,20 +178,37 @@ final class CommunicatorHealth {
         String which = " (collective #" + seq + ")";
         if (e.getMessage() != null && e.getMessage().contains(which + " on a communicator")) return e;
         TreeSet<Integer> failed = new TreeSet<>(health.failedRanks());
-        String why = null;
         for (int named : e.failedRanks()) {
             int r = commRanks ? (named >= 0 && named < size ? named : -1) : comm.commRank(named);
             if (r < 0) continue;
-            failed.add(r);
-            String known = transport.failureReason(commRanks ? comm.world(r) : named);
-            if (why == null && known != null) why = "rank " + r + " failed: " + known;
+            if (failed.add(r)) {
+                String known = transport.failureReason(commRanks ? comm.world(r) : named);
+                synchronized (lock) {
+                    goneWhy.putIfAbsent(r, known != null ? "rank " + r + " failed: " + known : "rank " + r + " failed ("
+                            + e.getMessage() + ")");
+                }
+            }
         }
-        return peersFailed(op, which, List.copyOf(failed), why != null ? why : e.getMessage(), e);
+        return peersFailed(op, which, List.copyOf(failed), e);
     }
 
-    private PeerFailedException peersFailed(String op, String which, List<Integer> failed, String why, Throwable cause) {
+    /** At most this many gone members are described one by one in a message (the rest are counted). */
+    private static final int DESCRIBED_MAX = 4;
+
+    /**
+     * "rank 0: allReduce (collective #5) on a communicator of 4 ranks cannot complete: rank 1 closed its session; rank 2
+     * failed: its connection broke": what failed, where, and how each member went, each said once.
+     */
+    private PeerFailedException peersFailed(String op, String which, List<Integer> gone, Throwable cause) {
+        StringBuilder why = new StringBuilder();
+        synchronized (lock) {
+            for (int i = 0; i < gone.size() && i < DESCRIBED_MAX; i++) {
+                if (i > 0) why.append("; ");
+                why.append(goneWhy.getOrDefault(gone.get(i), "rank " + gone.get(i) + " failed"));
+            }
+        }
+        if (gone.size() > DESCRIBED_MAX) why.append("; and ").append(gone.size() - DESCRIBED_MAX).append(" more ranks are gone ").append(gone);
         return new PeerFailedException("rank " + rank + ": " + op + which + " on a communicator of " + size
-                + " ranks cannot complete: " + (failed.size() == 1 ? "rank " + failed.get(0) + " has" : "ranks " + failed + " have")
-                + " failed (" + why + ")", failed, cause);
+                + " ranks cannot complete: " + why, gone, cause);
     }
 }

@@ -610,6 +610,11 @@ final class CommunicatorImpl implements Communicator {
         health.markAborted(why, zc);
     }
 
+    /** World rank {@code w} closed its session: see {@link CommunicatorHealth#onMemberLeft}. */
+    void onMemberLeft(int w) {
+        health.onMemberLeft(w);
+    }
+
     /** World rank {@code w} failed: see {@link CommunicatorHealth#onMemberFailed}. */
     void onMemberFailed(int w, String why) {
         health.onMemberFailed(w, why);

@@ -110,6 +110,13 @@ public final class Session implements SessionProvider.SessionHandle {
         }
 
         @Override
+        public void peerLeft(int rank) {
+            Session s = session;
+            if (s == null || s.closed) return;
+            for (CommunicatorImpl c : s.comms.values()) c.onMemberLeft(rank);
+        }
+
+        @Override
         public void declaredFailed(int by, String why) {
             Session s = session;
             if (s == null) return;

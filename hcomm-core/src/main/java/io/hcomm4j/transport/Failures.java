@@ -32,6 +32,8 @@ final class Failures {
     private final boolean[] dead;
     private final String[] deadWhy;
     private final int[] deadKind;
+    /** Ranks that closed their session in order while this one was open (told above once); guarded by {@link #lock}. */
+    private final boolean[] left;
     /** Another rank declared this one failed (it was silent too long): no more notices or neighbour connections. */
     private volatile boolean declaredFailed;
     private volatile TransportEvents events = TransportEvents.NONE;
@@ -47,6 +49,7 @@ final class Failures {
         this.dead = new boolean[size];
         this.deadWhy = new String[size];
         this.deadKind = new int[size];
+        this.left = new boolean[size];
     }
 
     void setEvents(TransportEvents events) {
@@ -94,6 +97,7 @@ final class Failures {
         dead[p] = false;
         deadWhy[p] = null;
         deadKind[p] = 0;
+        left[p] = false;
     }
 
     /**
@@ -124,10 +128,17 @@ final class Failures {
                 : cause instanceof PeerLink.ReportedFailure rf ? rf.kind : Frame.FAIL_LOST;
     }
 
-    /** Records the failure if this is evidence of it and it is new, then tells the layer above; true if it was new. */
+    /**
+     * Records the failure if this is evidence of it and it is new, then tells the layer above; true if it was new. A peer
+     * that said BYE is not failed, but the layer above hears that it left (its communicators are DEGRADED all the same).
+     */
     private boolean recordAndTellAbove(PeerLink l, Exception cause, int kind, boolean wasConnected) {
+        if (l.peerSaidBye) {
+            if (wasConnected && !t.isClosing() && !declaredFailed && markLeft(l.peer)) tellLeft(l.peer);
+            return false;
+        }
         // a rank declared failed itself is cut off: what it sees of the others is no evidence against them
-        boolean evidence = !t.isClosing() && !l.peerSaidBye && wasConnected && !declaredFailed;
+        boolean evidence = !t.isClosing() && wasConnected && !declaredFailed;
         String why = (kind == Frame.FAIL_PROTOCOL ? "protocol error: " : "") + cause.getMessage();
         boolean fresh = evidence && markDead(l.peer, why, kind);
         if (fresh) tellAbove(l.peer, why, kind);
@@ -158,6 +169,27 @@ final class Failures {
             return true;
         } finally {
             lock.unlock();
+        }
+    }
+
+    /** Records that {@code p} closed its session; true if that was not known (nor its failure). */
+    private boolean markLeft(int p) {
+        lock.lock();
+        try {
+            if (left[p] || dead[p] || t.isClosing()) return false;
+            left[p] = true;
+            return true;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private void tellLeft(int p) {
+        PeerTransport.LOG.debug("rank {}: rank {} closed its session", rank, p);
+        try {
+            events.peerLeft(p);
+        } catch (RuntimeException e) {
+            PeerTransport.LOG.warn("rank {}: failure listener threw", rank, e);
         }
     }
 

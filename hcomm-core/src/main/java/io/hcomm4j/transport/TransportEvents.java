@@ -11,6 +11,13 @@ public interface TransportEvents {
     /** World rank {@code rank} failed (once per rank); {@code why} says how this rank learned it. */
     default void peerFailed(int rank, String why) { }
 
+    /**
+     * World rank {@code rank} closed its session in order (it said BYE, then its connection ended) while this rank's
+     * session was open; once per rank. Not a failure: nobody else is told, and the ops already running are left to end
+     * by themselves (what the peer sent before its BYE is delivered), but the peer is gone.
+     */
+    default void peerLeft(int rank) { }
+
     /** World rank {@code by} declared this rank failed (this rank was silent longer than its heartbeat timeout). */
     default void declaredFailed(int by, String why) { }
 
