@@ -4,7 +4,6 @@ import io.hcomm4j.CommFuture;
 import io.hcomm4j.DataType;
 import io.hcomm4j.comm.CollectiveFrame.Mode;
 import java.lang.foreign.MemorySegment;
-import java.util.Objects;
 
 /**
  * The collectives of per-rank blocks of a {@link CommunicatorImpl}: gather(V), scatter(V) and all-to-all(V), their
@@ -30,7 +29,7 @@ final class BlockCollectives {
         CollectiveOp o = CollectiveOp.GATHER;
         check.root(o, root);
         long blk = check.bytes(o, "send", send, count, type);
-        if (rank == root) check.buffer(o, "recv", recv, Math.multiplyExact(blk, size));
+        if (rank == root) check.buffer(o, "recv", recv, check.product(o, "count x ranks", blk, size));
         return rooted(o, o.fingerprint(count, type, null, root), blk * size, send, recv, root, blk, null, null, mode);
     }
 
@@ -46,7 +45,7 @@ final class BlockCollectives {
         CollectiveOp o = CollectiveOp.SCATTER;
         check.root(o, root);
         long blk = check.bytes(o, "recv", recv, count, type);
-        if (rank == root) check.buffer(o, "send", send, Math.multiplyExact(blk, size));
+        if (rank == root) check.buffer(o, "send", send, check.product(o, "count x ranks", blk, size));
         return rooted(o, o.fingerprint(count, type, null, root), blk * size, send, recv, root, blk, null, null, mode);
     }
 
@@ -62,9 +61,8 @@ final class BlockCollectives {
     private long[][] rootedBlocks(CollectiveOp o, String arg, MemorySegment buf, long[] counts, long[] displs, DataType type,
                                   int root) {
         check.root(o, root);
-        Objects.requireNonNull(counts, arg + "Counts");
         return rank == root ? check.blocks(o, arg, buf, counts, displs, type)
-                : new long[][] {new long[size], check.sizes(o, counts, type)};
+                : new long[][] {new long[size], check.sizes(o, arg + "Counts", counts, type)};
     }
 
     private static long sum(long[] values) {
@@ -91,9 +89,10 @@ final class BlockCollectives {
 
     CommFuture<Void> allToAll(MemorySegment send, MemorySegment recv, long count, DataType type, Mode mode) {
         CollectiveOp o = CollectiveOp.ALL_TO_ALL;
-        long blk = Math.multiplyExact(count < 0 ? 0 : count, type.byteSize());
+        check.present(o, "type", type);
         check.checkCount(o, "count", count);
-        long total = Math.multiplyExact(blk, size);
+        long blk = check.product(o, "count", count, type.byteSize());
+        long total = check.product(o, "count x ranks", blk, size);
         check.buffer(o, "send", send, total);
         check.buffer(o, "recv", recv, total);
         // the fingerprint hashes the block's bytes, not its count
@@ -106,8 +105,8 @@ final class BlockCollectives {
         long[][] s = check.blocks(o, "send", send, sendCounts, sendDispls, type);
         long[][] r = check.blocks(o, "recv", recv, recvCounts, recvDispls, type);
         if (s[1][rank] != r[1][rank]) {
-            throw new IllegalArgumentException("rank " + rank + ": allToAllV: sendCounts[" + rank + "] and recvCounts[" + rank
-                    + "] (this rank's block to itself) differ");
+            throw check.refused(o, "sendCounts[" + rank + "] and recvCounts[" + rank + "] (this rank's block to itself) differ: "
+                    + sendCounts[rank] + " and " + recvCounts[rank]);
         }
         long sendBytes = 0;
         long recvBytes = 0;

@@ -149,6 +149,32 @@ final class CollectiveFrame {
         c.seq = called.incrementAndGet();
     }
 
+    /**
+     * This rank refused its own arguments to {@code op} ({@code what}: which and why): the op takes its number as a
+     * call would, and every other rank's op of that number fails with a {@link CollectiveMismatchException} that says
+     * so, instead of waiting for this rank until the timeout. The notice goes on the notice channel (where a transport
+     * collective listens), and in the zero-copy turn a fingerprint that matches nobody's ends the op there. Nothing is
+     * told when the call could not run anyway (one rank, a closed or broken communicator: the others find out alike).
+     */
+    void refuse(CollectiveOp op, String what) {
+        if (size == 1 || comm.isClosed() || health.brokenFor(op.label(), "") != null) return;
+        long seq = called.incrementAndGet();
+        byte[] text = (op.label() + " (collective #" + seq + ") fails on every rank: rank " + rank + " refused its own arguments: "
+                + what).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        MemorySegment notice = MemorySegment.ofArray(java.util.Arrays.copyOf(text, Math.min(text.length, TransportLinks.NOTICE_BYTES)));
+        int tag = (int) (seq & 0x7fffffff);
+        for (int p = 0; p < size; p++) {
+            if (p != rank) transport.send(noticeChannel, group == null ? p : group[p], tag, notice); // small: sent eagerly
+        }
+        if (zc == null) return;
+        try {
+            zc.refuse(seq, op.refusedFingerprint(), op.label());
+        } catch (RuntimeException e) {
+            org.slf4j.LoggerFactory.getLogger(CollectiveFrame.class).debug("rank {}: {} #{}: the refusal did not reach shared memory: {}",
+                    rank, op.label(), seq, e.toString());
+        }
+    }
+
     void giveUpTurn(CollectiveCall c) {
         if (zc != null) zc.skip(c.seq);
     }

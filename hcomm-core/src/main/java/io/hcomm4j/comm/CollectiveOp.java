@@ -63,6 +63,24 @@ enum CollectiveOp {
         return ((ordinal() + 1) << CODE_SHIFT) | (int) (h & HASH_MASK);
     }
 
+    /** The code of a fingerprint that says "this rank refused its own arguments to the op in its low bits". */
+    private static final int REFUSED_CODE = 15;
+
+    /**
+     * The fingerprint a rank publishes in the turn of a collective it refused (a bad argument of its own): it matches
+     * nobody's, so every other rank's op fails instead of waiting, and {@link #refusedOp} names the op.
+     */
+    int refusedFingerprint() {
+        return (REFUSED_CODE << CODE_SHIFT) | ordinal();
+    }
+
+    /** The op a {@link #refusedFingerprint} names, or null if {@code fingerprint} is not one. */
+    static String refusedOp(int fingerprint) {
+        if (fingerprint >>> CODE_SHIFT != REFUSED_CODE) return null;
+        int op = fingerprint & HASH_MASK;
+        return op < BY_ORDINAL.length ? BY_ORDINAL[op].label : "a collective";
+    }
+
     /**
      * The label of the collective a peer's fingerprint names: "" for code 0 (not a collective), the last op for codes
      * past the last (a newer peer), so a report always names something.
@@ -102,6 +120,8 @@ enum CollectiveOp {
      * rank {@code otherRank}): "rank 2 called broadcast where rank 0 called allReduce" or the same op with other arguments.
      */
     static String describeMismatch(int oddRank, int odd, int otherRank, int other) {
+        String refused = refusedOp(odd);
+        if (refused != null) return "rank " + oddRank + " refused its own arguments to " + refused + " (its exception says which)";
         String theirs = labelOf(odd);
         String others = labelOf(other);
         return "rank " + oddRank + " called " + theirs + (theirs.equals(others)

@@ -72,6 +72,7 @@ final class CommunicatorImpl implements Communicator {
         this.membership = new Membership(this, health, session, transport, topology);
         this.p2p = new PointToPoint(this, transport, commId, rank, size, worldToComm, check, health, frame.metrics);
         this.blocks = new BlockCollectives(frame, check, rank, size);
+        check.refuseThrough(frame);
     }
 
     /** The transport algorithms (and their feedback) of this communicator. */
@@ -161,7 +162,7 @@ final class CommunicatorImpl implements Communicator {
 
     CommFuture<Void> allReduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op, Mode mode) {
         CollectiveOp o = CollectiveOp.ALL_REDUCE;
-        var k = check.kernel(type, op);
+        var k = check.kernel(o, type, op);
         long n = check.bytes(o, "send", send, count, type);
         check.buffer(o, "recv", recv, n);
         check.writable(o, "recv", recv);
@@ -184,7 +185,7 @@ final class CommunicatorImpl implements Communicator {
 
     CommFuture<Void> reduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op, int root, Mode mode) {
         CollectiveOp o = CollectiveOp.REDUCE;
-        var k = check.kernel(type, op);
+        var k = check.kernel(o, type, op);
         check.root(o, root);
         long n = check.bytes(o, "send", send, count, type);
         if (rank == root) {
@@ -213,9 +214,9 @@ final class CommunicatorImpl implements Communicator {
     CommFuture<Void> reduceScatter(MemorySegment send, MemorySegment recv, long recvCount, DataType type, ReduceOp op, Mode mode) {
         CollectiveOp o = CollectiveOp.REDUCE_SCATTER;
         check.checkCount(o, "recvCount", recvCount);
-        var k = check.kernel(type, op);
-        long blk = Math.multiplyExact(recvCount, type.byteSize());
-        long total = Math.multiplyExact(blk, size);
+        var k = check.kernel(o, type, op);
+        long blk = check.product(o, "recvCount", recvCount, type.byteSize());
+        long total = check.product(o, "recvCount x ranks", blk, size);
         check.buffer(o, "send", send, total);
         check.buffer(o, "recv", recv, blk);
         check.writable(o, "recv", recv);
@@ -244,11 +245,13 @@ final class CommunicatorImpl implements Communicator {
     private CommFuture<Void> reduceScatterV(MemorySegment send, MemorySegment recv, long[] recvCounts, DataType type, ReduceOp op,
                                             Mode mode) {
         CollectiveOp o = CollectiveOp.REDUCE_SCATTER_V;
-        var k = check.kernel(type, op);
-        long[] sizes = check.sizes(o, Objects.requireNonNull(recvCounts, "recvCounts"), type);
+        var k = check.kernel(o, type, op);
+        long[] sizes = check.sizes(o, "recvCounts", recvCounts, type);
         long total = 0;
-        for (long c : recvCounts) total = Math.addExact(total, c);
-        total = Math.multiplyExact(total, type.byteSize());
+        for (long c : sizes) {
+            total += c; // each size is below 2^63: a sum that overflows turns negative
+            if (total < 0) throw check.refused(o, "the sum of recvCounts overflows a long");
+        }
         check.buffer(o, "send", send, total);
         check.buffer(o, "recv", recv, sizes[rank]);
         check.writable(o, "recv", recv);
@@ -299,7 +302,7 @@ final class CommunicatorImpl implements Communicator {
     CommFuture<Void> allGather(MemorySegment send, MemorySegment recv, long count, DataType type, Mode mode) {
         CollectiveOp o = CollectiveOp.ALL_GATHER;
         long blk = check.bytes(o, "send", send, count, type);
-        check.buffer(o, "recv", recv, Math.multiplyExact(blk, size));
+        check.buffer(o, "recv", recv, check.product(o, "count x ranks", blk, size));
         return allGather(o, o.fingerprint(count, type, null, -1), blk * size, send, recv, blk, null, null, rank * blk, mode);
     }
 

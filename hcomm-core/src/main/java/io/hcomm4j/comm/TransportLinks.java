@@ -26,7 +26,8 @@ import java.util.List;
  * {@link #abort(RuntimeException)}, and the stuck-op watchdog reads their age and the peers they wait for.
  */
 final class TransportLinks implements CollectiveLinks, AutoCloseable {
-    private static final int NOTICE_BYTES = 512;
+    /** The longest notice (a longer text is cut). */
+    static final int NOTICE_BYTES = 512;
     /** Ends the notice receive of an op that finished; made once: an exception per op would cost its stack trace. */
     private static final io.hcomm4j.CommAbortedException OP_DONE = new io.hcomm4j.CommAbortedException("collective done");
 

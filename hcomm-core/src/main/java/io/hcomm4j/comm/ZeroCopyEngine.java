@@ -4,6 +4,7 @@ import io.hcomm4j.CollectiveMismatchException;
 import io.hcomm4j.CommAbortedException;
 import io.hcomm4j.HcommException;
 import io.hcomm4j.PeerFailedException;
+import io.hcomm4j.Status;
 import io.hcomm4j.algo.ZeroCopyCollectives;
 import io.hcomm4j.bootstrap.Store;
 import io.hcomm4j.memory.MemoryPool;
@@ -451,6 +452,25 @@ final class ZeroCopyEngine implements AutoCloseable {
     // ------------------------------------------------------------------------------------------ waiting
 
 
+    /**
+     * Op {@code seq}, which this rank refused (see {@link CollectiveFrame#refuse}): in its turn, a descriptor with
+     * {@code fingerprint} (which matches nobody's) so every other rank's op ends with a mismatch. It does not wait for the
+     * others: they only read the descriptor, and this rank's next op waits for all of them as usual.
+     */
+    void refuse(long seq, int fingerprint, String op) {
+        enter(seq, op);
+        try {
+            if (!ready(op)) return;
+            long d = ControlLayout.descriptor(rank, opTicket());
+            ctrl.set(ValueLayout.JAVA_INT, d + ControlLayout.FINGERPRINT_OFFSET, fingerprint);
+            ctrl.set(ValueLayout.JAVA_INT, d + ControlLayout.FLAGS_OFFSET, 0);
+            LONG.setRelease(ctrl, d + ControlLayout.SEQ_OFFSET, seq);
+            waiter.wakeSleepers();
+        } finally {
+            leave(seq);
+        }
+    }
+
     /** Names the rank whose collective differs, or that never came to this one, alike on every rank. */
     private CollectiveMismatchException mismatch(long seq, String op) {
         int[] fps = new int[n];
@@ -461,8 +481,27 @@ final class ZeroCopyEngine implements AutoCloseable {
             }
             fps[p] = ctrl.get(ValueLayout.JAVA_INT, descAt[p] + ControlLayout.FINGERPRINT_OFFSET);
         }
+        for (int p = 0; p < n; p++) {
+            String why = CollectiveOp.refusedOp(fps[p]) == null ? null : refusal(seq, p);
+            if (why != null) return new CollectiveMismatchException("rank " + rank + ": " + why);
+        }
         return new CollectiveMismatchException("rank " + rank + ": " + op + " (collective #" + seq + " of this communicator): "
                 + CollectiveOp.describeMismatch(fps));
+    }
+
+    /** How long a rank waits for the words of a peer's refusal (sent before its descriptor, so normally there at once). */
+    private static final long REFUSAL_WAIT_MILLIS = 2_000;
+
+    /** The notice rank {@code p} sent when it refused op {@code seq} (what was wrong with its arguments), or null. */
+    private String refusal(long seq, int p) {
+        byte[] text = new byte[TransportLinks.NOTICE_BYTES];
+        try {
+            Status st = transport.recv(commId | (2L << 62), world[p], (int) (seq & 0x7fffffff), MemorySegment.ofArray(text))
+                    .await(Duration.ofMillis(REFUSAL_WAIT_MILLIS));
+            return new String(text, 0, (int) st.bytes(), java.nio.charset.StandardCharsets.UTF_8);
+        } catch (RuntimeException e) {
+            return null;
+        }
     }
 
     // ------------------------------------------------------------------------------------------ attach
