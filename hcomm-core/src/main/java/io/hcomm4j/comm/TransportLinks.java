@@ -197,7 +197,7 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
             st = recv.await();
         } catch (FingerprintMismatchException e) {
             throw describe(e);
-        } catch (IllegalArgumentException tooLong) {
+        } catch (io.hcomm4j.MessageTruncatedException tooLong) {
             throw new CollectiveMismatchException("rank " + rank + ": " + op + " (collective #" + seq + "): a peer sent more data than "
                     + "this rank's arguments allow (" + tooLong.getMessage() + "): the ranks called it with different counts");
         }

@@ -52,8 +52,8 @@ final class ZeroCopyBlockTables extends ZeroCopyOps {
             long at = blockAt(root, rank, off, len);
             long bytes = blockLen(root, rank, off, len);
             if (off != null && bytes != len[rank]) {
-                throw new IllegalArgumentException("rank " + rank + ": " + op + ": the root (rank " + root + ") sends " + bytes
-                        + " bytes to this rank, whose count says " + len[rank]);
+                throw new io.hcomm4j.CollectiveMismatchException("rank " + rank + ": " + op + ": the root (rank " + root + ") sends "
+                        + bytes + " bytes to this rank, whose count says " + len[rank] + ": the ranks called it with different counts");
             }
             if (bytes > 0) {
                 if (rank == root) {
@@ -97,8 +97,8 @@ final class ZeroCopyBlockTables extends ZeroCopyOps {
                 long at = blockAt(q, rank, sOff, sLen);
                 long bytes = blockLen(q, rank, sOff, sLen);
                 if (sOff != null && bytes != rLen[q]) {
-                    throw new IllegalArgumentException("rank " + rank + ": " + op + ": rank " + q + " sends " + bytes
-                            + " bytes to this rank, whose recvCounts[" + q + "] says " + rLen[q]);
+                    throw new io.hcomm4j.CollectiveMismatchException("rank " + rank + ": " + op + ": rank " + q + " sends " + bytes
+                            + " bytes to this rank, whose recvCounts[" + q + "] says " + rLen[q] + ": the ranks called it with different counts");
                 }
                 if (bytes == 0) continue;
                 long to = rOff == null ? q * bytes : rOff[q];

@@ -244,10 +244,11 @@ final class Matching {
         if (u.src() != rank) links[u.src()].consumed(u.size() + Frame.EAGER_OVERHEAD);
     }
 
-    private IllegalArgumentException truncated(RecvRequest r, long messageSize) {
-        return new IllegalArgumentException("rank " + rank + ": " + r.describe() + ": buf of " + r.buf.byteSize()
-                + " bytes is smaller than the message of " + messageSize + " bytes from rank " + r.matchedSrc
-                + " (tag " + r.matchedTag + ")");
+    private io.hcomm4j.MessageTruncatedException truncated(RecvRequest r, long messageSize) {
+        return new io.hcomm4j.MessageTruncatedException("rank " + rank + ": " + r.describe() + ": buf is smaller than the message of "
+                + messageSize + " bytes from rank " + r.matchedSrc
+                + " (tag " + r.matchedTag + "); receive into a buffer of at least " + messageSize + " bytes (probe() tells the size first)",
+                messageSize, r.buf.byteSize());
     }
 
     void sendToSelf(SendRequest s) {

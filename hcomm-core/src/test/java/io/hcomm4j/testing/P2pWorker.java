@@ -383,8 +383,9 @@ public final class P2pWorker {
             try {
                 r.synchronize();
                 throw new AssertionError("synchronize did not report the failed receive");
-            } catch (IllegalArgumentException e) {
+            } catch (io.hcomm4j.MessageTruncatedException e) {
                 if (!e.getMessage().contains("smaller than the message")) throw new AssertionError("wrong failure: " + e);
+                if (e.bufferBytes() != 100 || e.messageBytes() != big.byteSize()) throw new AssertionError("wrong sizes: " + e);
             }
             if (!tooSmall.isCompletedExceptionally()) throw new AssertionError("too-small receive did not fail");
             try {
@@ -511,7 +512,9 @@ public final class P2pWorker {
         for (int size : new int[] {1000, 300_000}) {
             byte[] out = new byte[size];
             CommFuture<Void> s = comm.sendAsync(out, next, 11);
-            expectThrows(() -> comm.recv(new byte[size / 2], prev, 11), IllegalArgumentException.class, "smaller than the message");
+            expectThrows(() -> comm.recv(new byte[size / 2], prev, 11), io.hcomm4j.MessageTruncatedException.class,
+                    "buffer " + size / 2 + " bytes): buf is smaller than the message of " + size + " bytes from rank " + prev
+                            + " (tag 11); receive into a buffer of at least " + size + " bytes (probe() tells the size first)");
             s.await();
         }
         // the link still works afterwards
