@@ -9,6 +9,7 @@
 #   scripts/example.sh inference [-n N] [OPTIONS]             inference fan-out
 #   scripts/example.sh elastic [-n N] [OPTIONS]               training that loses a rank, shrinks, and grows back
 #   scripts/example.sh kv-cache [-n N] [OPTIONS]              KV-cache hand-off: rank 0 decode, the others prefill engines
+#   scripts/example.sh seed [-n N] [OPTIONS]                  the seed's C++ CommunicationManager in Java, 4 KiB and 64 MiB
 #
 # Each starts a job of N ranks on this machine (default 4) with `hcomm launch`; each rank prints one result line and
 # the job exits non-zero if a rank's check failed.
@@ -26,8 +27,9 @@
 # parameter-server --servers --rounds --lr;
 # rma-parameter-server --servers --colocated --mode sync|ssp --staleness --steps --lr --jitter-ms; inference --batches;
 # elastic --steps --batch --lr --kill-rank --kill-step --grow-step --loss-bound; kv-cache --requests --blocks
-# --region-mib --kill-prefill --kill-after. JAVA_OPTS adds JVM flags. Builds the project first when a source is newer
-# than the jar.
+# --region-mib --kill-prefill --kill-after; seed --size (default: a job at 4K, then one at 64M) --pattern
+# ordered,exchange (literal: the order that deadlocks, ended by --timeout 3s) --seed. JAVA_OPTS adds JVM flags.
+# Builds the project first when a source is newer than the jar.
 #
 # For elastic, the launcher replaces the rank that dies (`hcomm launch --max-restarts 1`): the new JVM gets
 # HCOMM_JOIN=1, so Hcomm.init() joins the running job and takes the dead rank's place when the others grow back.
@@ -41,7 +43,7 @@ SELF=$ROOT/scripts/example.sh
 . "$ROOT/scripts/common.sh"
 
 usage() {
-  sed -n '2,35p' "$SELF" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,37p' "$SELF" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -55,8 +57,9 @@ case $1 in
   inference) CLASS=io.hcomm4j.examples.InferenceFanOut ;;
   elastic) CLASS=io.hcomm4j.examples.ElasticTraining ;;
   kv-cache | kv) CLASS=io.hcomm4j.examples.KvCacheHandoff ;;
+  seed) CLASS=io.hcomm4j.examples.CommunicationManager ;;
   -h | --help) usage ;;
-  *) echo "example.sh: no example '$1' (choose training, gpt, gpt-bench, parameter-server, rma-parameter-server, inference, elastic or kv-cache)" >&2; exit 2 ;;
+  *) echo "example.sh: no example '$1' (choose training, gpt, gpt-bench, parameter-server, rma-parameter-server, inference, elastic, kv-cache or seed)" >&2; exit 2 ;;
 esac
 NAME=$1
 shift
@@ -110,6 +113,14 @@ if ! in_job; then
   # Not a rank yet: start a job of RANKS ranks on this machine, each running this script again.
   RESTARTS=()
   [ "$NAME" != elastic ] || RESTARTS=(--max-restarts 1)
+  if [ "$NAME" = seed ] && [[ " $* " != *" --size "* ]]; then
+    # The seed example runs one size per process, as the seed did: a job at 4 KiB, then one at 64 MiB, which shows
+    # the difference the eager limit makes. --size picks one.
+    for size in 4K 64M; do
+      "$ROOT/hcomm" launch -n "$RANKS" -- "$SELF" "$NAME" --size "$size" "$@"
+    done
+    exit 0
+  fi
   exec "$ROOT/hcomm" launch -n "$RANKS" "${RESTARTS[@]}" -- "$SELF" "$NAME" "$@"
 fi
 

@@ -20,7 +20,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 @Timeout(200)
 class ExamplesTest {
     /** {@code <example> rank R/N[ (role)]: <detail>: OK|FAILED}, as {@link Examples#result} prints it. */
-    static final Pattern RESULT = Pattern.compile("(training|gpt|parameter-server|rma-parameter-server|inference|elastic|kv-cache) rank (\\d+)/(\\d+)(?: \\(([^)]*)\\))?: (.*): (OK|FAILED)");
+    static final Pattern RESULT = Pattern.compile("(training|gpt|parameter-server|rma-parameter-server|inference|elastic|kv-cache|seed) rank (\\d+)/(\\d+)(?: \\(([^)]*)\\))?: (.*): (OK|FAILED)");
 
     /** One parsed result line. */
     record Result(String example, int rank, int size, String role, String detail, boolean ok) {
