@@ -68,8 +68,8 @@ class StatusCommandTest {
                     .as(byEnv.toString()).isZero();
             assertThat(byEnv.out()).contains("session hcomm/1/: 3 ranks");
             assertThat(status).contains("session hcomm/1/: 3 ranks");
-            assertThat(status).containsPattern("(?m)^0 +READY .*allReduce #2 16 B, \\d+\\.\\ds STUCK");
-            assertThat(status).containsPattern("(?m)^1 +READY .*allReduce #2 16 B, \\d+\\.\\ds STUCK");
+            assertThat(status).containsPattern("(?m)^0 +READY .*allReduce #2 16 B, (\\d+\\.\\d s|\\d+ ms|\\d+ min) STUCK");
+            assertThat(status).containsPattern("(?m)^1 +READY .*allReduce #2 16 B, (\\d+\\.\\d s|\\d+ ms|\\d+ min) STUCK");
             assertThat(status).containsPattern("(?m)^2 +READY .* comm 0: 1 +idle");
             assertThat(status).contains("rank 2 is behind on communicator 0: it has called 1 collectives and runs no op"
                     + " (in its own code?); ranks 0, 1 wait in allReduce #2");

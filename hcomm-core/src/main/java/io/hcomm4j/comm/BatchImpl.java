@@ -17,11 +17,14 @@ final class BatchImpl implements Batch {
     }
 
     private final CommunicatorImpl comm;
+    /** See {@link Session#explainWait}. */
+    private final java.util.function.LongFunction<String> explainWait;
     private final List<Op> ops = new ArrayList<>();
     private boolean started;
 
-    BatchImpl(CommunicatorImpl comm) {
+    BatchImpl(CommunicatorImpl comm, java.util.function.LongFunction<String> explainWait) {
         this.comm = comm;
+        this.explainWait = explainWait;
     }
 
     @Override
@@ -51,7 +54,7 @@ final class BatchImpl implements Batch {
         List<CommFuture<?>> parts = new ArrayList<>(ops.size());
         for (Op op : ops) if (!op.send()) parts.add(comm.recvAsync(op.buf(), op.peer(), op.tag()));
         for (Op op : ops) if (op.send()) parts.add(comm.sendAsync(op.buf(), op.peer(), op.tag()));
-        return new BatchFuture(parts, comm.timeoutNanos(), comm.rank());
+        return new BatchFuture(parts, comm.timeoutNanos(), comm.rank(), explainWait);
     }
 
     /** Completes when every part has; a waiter drives the parts' progress one after the other. */
@@ -59,11 +62,13 @@ final class BatchImpl implements Batch {
         private final List<CommFuture<?>> parts;
         private final long timeoutNanos;
         private final int rank;
+        private final java.util.function.LongFunction<String> explainWait;
 
-        BatchFuture(List<CommFuture<?>> parts, long timeoutNanos, int rank) {
+        BatchFuture(List<CommFuture<?>> parts, long timeoutNanos, int rank, java.util.function.LongFunction<String> explainWait) {
             this.parts = parts;
             this.timeoutNanos = timeoutNanos;
             this.rank = rank;
+            this.explainWait = explainWait;
             CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new)).whenComplete((v, e) -> settle());
         }
 
@@ -108,7 +113,8 @@ final class BatchImpl implements Batch {
         protected CommTimeoutException timeoutException(long waitedNanos) {
             long pending = parts.stream().filter(p -> !p.isDone()).count();
             return new CommTimeoutException("rank " + rank + ": batch of " + parts.size() + " ops: " + pending
-                    + " still pending after " + TimeUnit.NANOSECONDS.toMillis(waitedNanos) + " ms (HCOMM_TIMEOUT)");
+                    + " still pending after " + io.hcomm4j.monitor.Units.duration(waitedNanos) + " (HCOMM_TIMEOUT)"
+                    + explainWait.apply(waitedNanos));
         }
     }
 }

@@ -460,7 +460,7 @@ final class CommunicatorImpl implements Communicator {
     @Override
     public io.hcomm4j.Batch batch() {
         checkOpen();
-        return new BatchImpl(this);
+        return new BatchImpl(this, session::explainWait);
     }
 
     @Override

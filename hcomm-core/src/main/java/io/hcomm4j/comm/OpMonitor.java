@@ -126,16 +126,41 @@ final class OpMonitor {
                 }
             }
         }
+        boolean freshWait = false;
         for (PendingOp op : transport.pendingOps(now, stuckNanos)) {
             any = true;
             if (!op.firstTime()) continue;
             fresh = true;
             LOG.warn("rank {}: {} on communicator {} has waited {} (HCOMM_STUCK_REPORT {})", rank, op.description(),
                     Long.toHexString(op.commId()), seconds(op.waited()), seconds(stuckNanos));
-            if (op.peer() >= 0) transport.requestStatus(op.peer());
+            if (op.peer() >= 0) {
+                transport.requestStatus(op.peer());
+                freshWait = true;
+            }
         }
+        if (freshWait) lookForDeadlock();
         stuck = any;
         return fresh;
+    }
+
+    private final AtomicBoolean diagnosing = new AtomicBoolean();
+
+    /**
+     * A point-to-point op just became stuck waiting for a rank: on a virtual thread (it reads the store for seconds),
+     * find out whether the waits close a cycle, and if so say so at WARN with what to change.
+     */
+    private void lookForDeadlock() {
+        if (!diagnosing.compareAndSet(false, true)) return;
+        Thread.ofVirtual().name("hcomm-diagnose-" + rank).start(() -> {
+            try {
+                String why = session.explainWait(Long.MAX_VALUE); // however short HCOMM_STUCK_REPORT is
+                if (why.contains("a likely deadlock")) LOG.warn("rank {}: the ops above wait in a cycle{}", rank, why);
+            } catch (RuntimeException e) {
+                LOG.debug("rank {}: could not look for a deadlock: {}", rank, e.toString());
+            } finally {
+                diagnosing.set(false);
+            }
+        });
     }
 
     private static String ranks(CommunicatorImpl c, int[] worldPeers) {
@@ -150,7 +175,7 @@ final class OpMonitor {
     }
 
     private static String seconds(long nanos) {
-        return String.format(java.util.Locale.ROOT, "%.1f s", nanos / 1e9);
+        return io.hcomm4j.monitor.Units.duration(nanos);
     }
 
     /** This rank's state now. */
@@ -181,9 +206,10 @@ final class OpMonitor {
                 ops.add(new RankStatus.Op(c.id(), zw.op(), true, zw.seq(), zw.bytes(), waited / 1_000_000, peers, waited >= stuckNanos));
             }
         }
-        for (PendingOp op : transport.pendingOps(now, stuckNanos)) {
+        // every point-to-point op, stuck or not: a peer that asks may be finding out whether the two wait for each other
+        for (PendingOp op : transport.pendingOpsNow(now)) {
             ops.add(new RankStatus.Op(op.commId(), op.kind(), false, op.tag(), op.bytes(), op.waited() / 1_000_000,
-                    op.peer() >= 0 ? List.of(op.peer()) : List.of(), true));
+                    op.peer() >= 0 ? List.of(op.peer()) : List.of(), op.waited() >= stuckNanos));
         }
         return new RankStatus(rank, worldSize, pid, host, System.currentTimeMillis(), worst.name(), transport.failedRanks(), reason, cs, ops);
     }

@@ -53,6 +53,8 @@ public final class Session implements SessionProvider.SessionHandle {
     /** Why another rank declared this one failed, or null. */
     private volatile String declaredFailed;
     private final OpMonitor monitor;
+    /** Explains a point-to-point wait that timed out (what the awaited ranks do, a likely deadlock). */
+    private final WaitDiagnosis waits;
     private final Object eventsLock = new Object();
     /** Runs health listeners, one at a time ({@code hcomm-events-<rank>}); created on first use. */
     private java.util.concurrent.ExecutorService eventThread;
@@ -67,7 +69,7 @@ public final class Session implements SessionProvider.SessionHandle {
     /** Whether each world rank takes part in zero-copy collectives (shared memory and HCOMM_ZERO_COPY on). */
     private final boolean[] zeroCopyRanks;
 
-    private Session(CommConfig config, Bootstrap.Joined joined, String namespace, PeerTransport transport, MemoryPool memory,
+    Session(CommConfig config, Bootstrap.Joined joined, String namespace, PeerTransport transport, MemoryPool memory,
                     Events events, InetSocketAddress[] book, boolean[] sameHost, String[] hostIds, String hostId,
                     long worldId, int[] worldGroup, boolean[] zeroCopyRanks, io.hcomm4j.algo.TuningTable table) {
         this.book = book;
@@ -84,6 +86,7 @@ public final class Session implements SessionProvider.SessionHandle {
         this.tuner = SessionTuning.tuner(config, table, joined.rank(), hostIds);
         this.monitor = new OpMonitor(this, transport, joined.store(), namespace, joined.rank(), joined.worldSize(),
                 config.stuckReport().toNanos());
+        this.waits = new WaitDiagnosis(transport, joined.store(), namespace, joined.rank(), config.eagerLimit());
         if (worldGroup == null) {
             this.world = new CommunicatorImpl(this, transport, 0L, joined.rank(), joined.worldSize(), hostIds);
         } else {
@@ -97,7 +100,7 @@ public final class Session implements SessionProvider.SessionHandle {
      * The transport's events, forwarded to the session once it exists: failures go to every communicator the failed rank
      * belongs to, abort notices to their communicator, status requests and ticks to the {@link OpMonitor}.
      */
-    private static final class Events implements TransportEvents {
+    static final class Events implements TransportEvents {
         volatile Session session;
 
         @Override
@@ -145,10 +148,27 @@ public final class Session implements SessionProvider.SessionHandle {
         }
 
         @Override
+        public String explainWait() {
+            Session s = session;
+            return s == null || s.closed ? "" : s.waits.explain();
+        }
+
+        @Override
         public void tick(long nowNanos) {
             Session s = session;
             if (s != null && !s.closed) s.monitor.tick(nowNanos);
         }
+    }
+
+    /** See {@link PeerTransport#explainWait}: ": rank 1 waits in ...: a likely deadlock: ...", or "". */
+    String explainWait(long waitedNanos) {
+        return transport.explainWait(waitedNanos);
+    }
+
+    /** See {@link WaitDiagnosis#recent}, as ": ..." or "". */
+    String recentExplanation(long maxAgeNanos) {
+        String r = waits.recent(maxAgeNanos);
+        return r.isEmpty() ? "" : ": " + r;
     }
 
     /** Starts routing failures and abort notices to {@code c}; applies those already known. */
@@ -200,264 +220,12 @@ public final class Session implements SessionProvider.SessionHandle {
         }
     }
 
-    /** The transport's settings from {@code config}: the same for a rank at init and for a replacement joining. */
-    private static TransportOptions transportOptions(CommConfig config) {
-        return new TransportOptions(config.timeout(), config.initTimeout(), config.spinTime(), config.eagerLimit(),
-                config.unexpectedLimit(), config.heartbeatTimeout(), config.heartbeatInterval(), config.retryMax(),
-                config.retryInterval());
-    }
-
-    private static MemoryPool openPool(CommConfig config, Path shmDir) {
-        return MemoryPool.open(new MemoryPool.Options(shmDir, config.memPoolMax(), config.memDebug(), config.memAdopt()));
-    }
-
-    /** Runs init: rendezvous through the store, data listener, world communicator (then HCOMM_TUNE_AT_INIT's probe). */
-    public static Session open(CommConfig config) {
-        Session s = rendezvous(config);
-        try {
-            SessionTuning.measureAtInit(config, s.tuner, s.world);
-        } catch (RuntimeException e) {
-            s.close();
-            throw e;
-        }
-        return s;
-    }
-
-    private static Session rendezvous(CommConfig config) {
-        long start = System.nanoTime();
-        Bootstrap.Joined j = Bootstrap.join(config);
-        PeerTransport t = null;
-        MemoryPool pool = null;
-        try {
-            // first, so that files a killed job left in the directory are gone before this session creates any
-            Path shmDir = Path.of(config.shmDir());
-            pool = openPool(config, shmDir);
-            Store store = j.store();
-            int rank = j.rank();
-            int size = j.worldSize();
-            Duration initTimeout = config.initTimeout();
-            // every init on one store gets its own namespace: the k-th init of rank r uses generation k
-            long generation = store.add("hcomm/generation/" + rank, 1);
-            String ns = "hcomm/" + generation + "/";
-            if (rank == 0) {
-                store.set(ns + "size", String.valueOf(size).getBytes(StandardCharsets.UTF_8));
-                store.set(ns + "token", ByteBuffer.allocate(8).putLong(RANDOM.nextLong()).array());
-            }
-            long token = ByteBuffer.wrap(store.get(ns + "token", initTimeout)).getLong();
-            io.hcomm4j.algo.TuningTable table = SessionTuning.load(config, rank);
-            TransportOptions options = transportOptions(config);
-            t = PeerTransport.open(rank, size, j.dataAddress(), Auth.of(config.secret().orElse(null)), token, options);
-            t.tcpCongestion(config.tcpCongestion().orElse(null));
-            InetSocketAddress me = t.listenAddress();
-            RailAddresses.enable(t, config);
-            String host = config.hostId().orElseGet(() -> HostIdentity.of(shmDir));
-            // the fourth field says whether this rank takes part in zero-copy collectives: every rank must agree on it
-            String zc = config.transport() != CommConfig.Transport.TCP && config.zeroCopy() ? "zc" : "-";
-            // the fifth: the CPUs this process may use, so the ranks of a host know whether they have a CPU each
-            String cpus = CpuSet.own();
-            // the sixth: the tuning table's fingerprint, which every rank must share
-            // the seventh: where this rank listens on its further interfaces (HCOMM_SOCKET_IFNAME=a,b), for the rails
-            store.set(ns + "addr/" + rank, (me.getAddress().getHostAddress() + " " + me.getPort() + " " + host + " " + zc
-                    + " " + (cpus == null ? "-" : cpus) + " " + SessionTuning.field(table) + " " + RailAddresses.field(t))
-                    .getBytes(StandardCharsets.UTF_8));
-            store.add(ns + "joined", 1); // a count for `hcomm status`; init itself waits for the addresses
-            // Wait for every rank's address rather than for a "last one in" flag: the keys each rank wrote are all it
-            // takes, so a store that restarts meanwhile is whole again once every rank has written its own back
-            // (TcpStore does that), whereas a counter's "last one" may never see its number again after a restart.
-            List<String> addrKeys = new java.util.ArrayList<>(size);
-            for (int p = 0; p < size; p++) addrKeys.add(ns + "addr/" + p);
-            try {
-                store.await(addrKeys, initTimeout);
-            } catch (CommTimeoutException e) {
-                // no further store call here: the store may be the problem, and its message says which keys are missing
-                throw new CommTimeoutException("rank " + rank + ": init: not all " + size + " ranks joined within " + initTimeout
-                        + " (HCOMM_INIT_TIMEOUT; the missing addr/<rank> keys are the ranks that did not): " + e.getMessage());
-            }
-            InetSocketAddress[] book = new InetSocketAddress[size];
-            List<List<InetSocketAddress>> railBook = new java.util.ArrayList<>(size);
-            boolean[] sameHost = new boolean[size];
-            String[] hostIds = new String[size];
-            boolean[] zeroCopyRanks = new boolean[size];
-            List<Integer> elsewhere = new java.util.ArrayList<>();
-            List<String> localCpus = new java.util.ArrayList<>();
-            String[] tables = new String[size];
-            for (int p = 0; p < size; p++) {
-                String[] hp = new String(store.get(ns + "addr/" + p, initTimeout), StandardCharsets.UTF_8).split(" ");
-                book[p] = new InetSocketAddress(hp[0], Integer.parseInt(hp[1]));
-                // a rank that published no host id is a host of its own (a space cannot occur in an id)
-                hostIds[p] = hp.length > 2 ? hp[2] : "rank " + p;
-                zeroCopyRanks[p] = hp.length > 3 && hp[3].equals("zc");
-                sameHost[p] = p != rank && hp.length > 2 && hp[2].equals(host);
-                if (p != rank && !sameHost[p]) elsewhere.add(p);
-                if (p == rank || sameHost[p]) localCpus.add(hp.length > 4 && !hp[4].equals("-") ? hp[4] : null);
-                tables[p] = hp.length > 5 ? hp[5] : SessionTuning.NONE;
-                railBook.add(hp.length > 6 ? RailAddresses.parse(hp[6]) : List.of());
-            }
-            int local = localCpus.size();
-            t.oversubscribed(CpuSet.oversubscribed(local, localCpus, Runtime.getRuntime().availableProcessors()));
-            store.add(ns + "started", 1);
-            String tablesDiffer = SessionTuning.disagreement(rank, tables, table);
-            if (tablesDiffer != null) {
-                if (j.owned() != null) awaitStarted(store, ns, size, config);
-                throw new HcommException(tablesDiffer);
-            }
-            if (config.transport() == CommConfig.Transport.SHM && !elsewhere.isEmpty()) {
-                // every rank fails the same way; the store's host lets the others read the addresses first
-                if (j.owned() != null) awaitStarted(store, ns, size, config);
-                throw new HcommException("rank " + rank + ": HCOMM_TRANSPORT=shm, but ranks " + elsewhere + " are on other hosts "
-                        + "(host id here " + host + "; see HCOMM_HOST_ID); use HCOMM_TRANSPORT=auto or tcp");
-            }
-            if (config.transport() != CommConfig.Transport.TCP) {
-                t.enableShm(new ShmOptions(shmDir, (int) config.shmRingSize(), p -> sameHost[p], pool));
-            }
-            Events events = new Events();
-            t.setEvents(events);
-            t.setRailBook(railBook::get);
-            t.start(p -> book[p]);
-            Session s = new Session(config, j, ns, t, pool, events, book, sameHost, hostIds, host, 0L, null, zeroCopyRanks, table);
-            LOG.debug("rank {}/{}: init took {} ms, listening on {}", rank, size, (System.nanoTime() - start) / 1_000_000, me);
-            return s;
-        } catch (RuntimeException e) {
-            if (t != null) t.close();
-            if (pool != null) pool.close();
-            closeQuietly(j.store());
-            closeQuietly(j.owned());
-            throw e;
-        }
-    }
-
-    /**
-     * A replacement process joins the running job whose store {@code config} names (its latest session, the namespace
-     * rank 0 took last): it registers as a joiner, waits (up to {@code HCOMM_INIT_TIMEOUT}) until the running ranks call
-     * {@link Communicator#grow} and assign it a failed rank's world slot, opens its transport in that slot with a new
-     * incarnation, publishes its address, and returns once every old member has taken it in. Its {@link #world()} is the
-     * grown communicator.
-     */
-    public static Session join(CommConfig config) {
-        // the prologue mirrors open's (another Bootstrap entry, then the same pool and store): kept apart so each reads whole
-        long start = System.nanoTime();
-        Bootstrap.Joined j = Bootstrap.joinAsReplacement(config);
-        PeerTransport t = null;
-        MemoryPool pool = null;
-        try {
-            Path shmDir = Path.of(config.shmDir());
-            pool = openPool(config, shmDir);
-            Store store = j.store();
-            Duration initTimeout = config.initTimeout();
-            String ns = "hcomm/" + text(store.get("hcomm/generation/0", initTimeout)) + "/";
-            int size = Integer.parseInt(text(store.get(ns + "size", initTimeout)));
-            long token = ByteBuffer.wrap(store.get(ns + "token", initTimeout)).getLong();
-            long ticket = store.add(ns + "grow/joiners", 1);
-            byte[] round;
-            try {
-                round = store.get(ns + "grow/ticket/" + ticket, initTimeout);
-            } catch (CommTimeoutException e) {
-                throw new CommTimeoutException("join: no running rank called grow for this process (joiner #" + ticket + " of "
-                        + ns + ") within " + initTimeout + " (HCOMM_INIT_TIMEOUT)");
-            }
-            String g = text(round);
-            GrowPlan plan = GrowPlan.decode(store.get(ns + "grow/" + g + "/plan", initTimeout));
-            if (plan.error() != null) throw new HcommException("join: the running ranks could not grow: " + plan.error());
-            int me = plan.joinerIndex(ticket);
-            int slot = plan.slots()[me];
-            // the replacement's links are reliable like everyone's (a link is only if both sides say so in the hello)
-            TransportOptions options = transportOptions(config);
-            t = PeerTransport.open(slot, size, j.dataAddress(), Auth.of(config.secret().orElse(null)), token, options);
-            t.tcpCongestion(config.tcpCongestion().orElse(null));
-            t.incarnation(slot, plan.incarnations()[me]);
-            for (int p = 0; p < size; p++) {
-                if (p == slot) continue;
-                if (plan.isMember(p)) {
-                    byte[] inc = store.tryGet(ns + "incarnation/" + p);
-                    if (inc != null) t.incarnation(p, Long.parseLong(text(inc)));
-                } else {
-                    t.assumeFailed(p, "failed before this process joined in its place of rank " + slot);
-                }
-            }
-            InetSocketAddress mine = t.listenAddress();
-            String host = config.hostId().orElseGet(() -> HostIdentity.of(shmDir));
-            store.set(ns + "addr/" + slot, (mine.getAddress().getHostAddress() + " " + mine.getPort() + " " + host).getBytes(StandardCharsets.UTF_8));
-            InetSocketAddress[] book = new InetSocketAddress[size];
-            boolean[] sameHost = new boolean[size];
-            String[] hostIds = new String[size];
-            java.util.Arrays.fill(hostIds, "failed");
-            boolean[] zeroCopyRanks = new boolean[size]; // a replacement takes no part in zero-copy collectives
-            Events events = new Events();
-            t.setEvents(events);
-            if (config.transport() != CommConfig.Transport.TCP) {
-                t.enableShm(new ShmOptions(shmDir, (int) config.shmRingSize(), p -> sameHost[p], pool));
-            }
-            for (int p : plan.members()) {
-                // the other joiners' addresses are new: read them once they are published
-                if (p != slot && plan.joinerIndex(ticketOf(plan, p)) < 0) readAddress(store, ns, p, host, book, sameHost, hostIds, zeroCopyRanks, initTimeout);
-            }
-            hostIds[slot] = host;
-            t.start(p -> book[p], false);
-            store.set(ns + "grow/" + g + "/ready/" + slot, new byte[] {1});
-            for (int i = 0; i < plan.slots().length; i++) {
-                int p = plan.slots()[i];
-                if (p == slot) continue;
-                store.get(ns + "grow/" + g + "/ready/" + p, initTimeout);
-                readAddress(store, ns, p, host, book, sameHost, hostIds, zeroCopyRanks, initTimeout);
-            }
-            // every old member has taken this process in (before, it would refuse a connection from this slot)
-            int old = plan.members().length - plan.slots().length;
-            long deadline = System.nanoTime() + initTimeout.toNanos();
-            while (true) {
-                byte[] v = store.tryGet(ns + "grow/" + g + "/revived");
-                if (v != null && Long.parseLong(text(v)) >= old) break;
-                if (System.nanoTime() > deadline) {
-                    throw new CommTimeoutException("join: not every running rank took this process in within " + initTimeout + " (HCOMM_INIT_TIMEOUT)");
-                }
-                Thread.sleep(2);
-            }
-            t.connectNeighbourNow();
-            Bootstrap.Joined as = new Bootstrap.Joined(slot, size, store, j.dataAddress(), null);
-            // a joiner loads its own table without comparing it: the running ranks' fingerprints are in their addresses,
-            // but they chose their algorithms long ago, and a replacement started from the same job spec has the same file
-            Session s = new Session(config, as, ns, t, pool, events, book, sameHost, hostIds, host, plan.id(), plan.members(),
-                    zeroCopyRanks, SessionTuning.load(config, slot));
-            LOG.debug("rank {}/{}: joined in {} ms as incarnation {}", slot, size, (System.nanoTime() - start) / 1_000_000, plan.incarnations()[me]);
-            return s;
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            if (t != null) t.close();
-            if (pool != null) pool.close();
-            closeQuietly(j.store());
-            throw new HcommException("join: interrupted", e);
-        } catch (RuntimeException e) {
-            if (t != null) t.close();
-            if (pool != null) pool.close();
-            closeQuietly(j.store());
-            throw e;
-        }
-    }
-
-    private static long ticketOf(GrowPlan plan, int slot) {
-        for (int i = 0; i < plan.slots().length; i++) if (plan.slots()[i] == slot) return plan.tickets()[i];
-        return -1;
-    }
-
-    private static void readAddress(Store store, String ns, int p, String host, InetSocketAddress[] book, boolean[] sameHost,
-                                    String[] hostIds, boolean[] zeroCopyRanks, Duration timeout) {
-        String[] hp = text(store.get(ns + "addr/" + p, timeout)).split(" ");
-        book[p] = new InetSocketAddress(hp[0], Integer.parseInt(hp[1]));
-        hostIds[p] = hp.length > 2 ? hp[2] : "rank " + p;
-        sameHost[p] = hp.length > 2 && hp[2].equals(host);
-        // a replacement (grow) publishes no zero-copy flag: communicators with it keep to the transport on every rank
-        zeroCopyRanks[p] = hp.length > 3 && hp[3].equals("zc");
-    }
-
-    private static String text(byte[] v) {
-        return new String(v, StandardCharsets.UTF_8);
-    }
-
     /**
      * A replacement took world rank {@code slot}'s place (grow): its address and host come from the store, and the
      * transport forgets the failed process and expects {@code incarnation}.
      */
     void revive(int slot, long incarnation) {
-        readAddress(joined.store(), namespace, slot, hostId, book, sameHost, hostIds, zeroCopyRanks, config.initTimeout());
+        SessionStart.readAddress(joined.store(), namespace, slot, hostId, book, sameHost, hostIds, zeroCopyRanks, config.initTimeout());
         transport.revive(slot, incarnation);
     }
 
@@ -570,7 +338,7 @@ public final class Session implements SessionProvider.SessionHandle {
         if (closed) return;
         closed = true;
         monitor.close();
-        for (AutoCloseable c : children) closeQuietly(c);
+        for (AutoCloseable c : children) SessionStart.closeQuietly(c);
         world.markClosed();
         transport.close();
         stopEventThread();
@@ -578,10 +346,10 @@ public final class Session implements SessionProvider.SessionHandle {
         memory.close();
         if (joined.owned() != null) {
             // the store lives in this process: let every rank finish its init reads before it goes away
-            awaitStarted(joined.store(), namespace, joined.worldSize(), config);
+            SessionStart.awaitStarted(joined.store(), namespace, joined.worldSize(), config);
         }
-        closeQuietly(joined.store());
-        closeQuietly(joined.owned());
+        SessionStart.closeQuietly(joined.store());
+        SessionStart.closeQuietly(joined.owned());
     }
 
     private void stopEventThread() {
@@ -600,30 +368,6 @@ public final class Session implements SessionProvider.SessionHandle {
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-        }
-    }
-
-    /** Waits (bounded) until every rank has read the addresses: the store may go away after that. */
-    private static void awaitStarted(Store store, String namespace, int size, CommConfig config) {
-        long deadline = System.nanoTime() + Math.min(config.initTimeout().toNanos(), 10_000_000_000L);
-        while (System.nanoTime() < deadline) {
-            byte[] v = store.tryGet(namespace + "started");
-            if (v != null && Long.parseLong(new String(v, StandardCharsets.UTF_8)) >= size) break;
-            try {
-                Thread.sleep(5);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                break;
-            }
-        }
-    }
-
-    private static void closeQuietly(AutoCloseable c) {
-        if (c == null) return;
-        try {
-            c.close();
-        } catch (Exception e) {
-            LOG.debug("close failed", e);
         }
     }
 }

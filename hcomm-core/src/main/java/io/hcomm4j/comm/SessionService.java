@@ -17,7 +17,7 @@ public final class SessionService implements SessionProvider {
 
     @Override
     public SessionProvider.SessionHandle open(CommConfig config) {
-        Session s = Session.open(config);
+        Session s = SessionStart.open(config);
         if (!config.warmUp().isZero()) {
             try {
                 s.world().warmUp(config.warmUp());
@@ -31,7 +31,7 @@ public final class SessionService implements SessionProvider {
 
     @Override
     public SessionProvider.SessionHandle join(CommConfig config) {
-        return Session.join(config);
+        return SessionStart.join(config);
     }
 
     @Override

@@ -10,7 +10,6 @@ import io.hcomm4j.Status;
 import io.hcomm4j.Stream;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayDeque;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 
@@ -31,13 +30,23 @@ final class StreamImpl implements Stream {
     private long completed;
     private Throwable firstFailure;
     private boolean closed;
+    /** The op the worker runs now, or null (guarded by this). */
+    private Task<?> running;
 
     /**
      * One op of the stream, run on the worker thread: {@code work} yields a point-to-point op's result, or
      * {@code collective} (then {@code work} is null) runs a collective, which gives up its turn when it is not run
      * because an earlier op failed.
      */
-    private record Task<T>(Supplier<T> work, WorkerFuture<T> result, CollectiveCall collective) {
+    private record Task<T>(Supplier<T> work, WorkerFuture<T> result, CollectiveCall collective, String op, int peer, int tag,
+                           long bytes) {
+        /** "send to rank 1 (tag 0, 64.0 MiB)", "allReduce #7 (4.0 KiB)": for a timeout message. */
+        String text() {
+            if (collective != null) return op + " #" + collective.seq + " (" + io.hcomm4j.monitor.Units.bytes(Math.max(0, bytes)) + ")";
+            return op + (op.equals("send") ? " to rank " : " from ") + (peer == io.hcomm4j.Communicator.ANY_SOURCE ? "any rank" : peer)
+                    + " (tag " + (tag == io.hcomm4j.Communicator.ANY_TAG ? "any" : String.valueOf(tag)) + ", "
+                    + io.hcomm4j.monitor.Units.bytes(bytes) + ")";
+        }
     }
 
     StreamImpl(CommunicatorImpl comm, Session session, Priority priority) {
@@ -50,7 +59,7 @@ final class StreamImpl implements Stream {
 
     @Override
     public CommFuture<Void> send(MemorySegment buf, int peer, int tag) {
-        return enqueue("send", () -> comm.sendAsync(buf, peer, tag, priority).await());
+        return enqueue("send", () -> comm.sendAsync(buf, peer, tag, priority).await(), null, peer, tag, buf.byteSize());
     }
 
     @Override
@@ -60,7 +69,7 @@ final class StreamImpl implements Stream {
 
     @Override
     public CommFuture<Status> recv(MemorySegment buf, int peer, int tag) {
-        return enqueue("recv", () -> comm.recvAsync(buf, peer, tag).await());
+        return enqueue("recv", () -> comm.recvAsync(buf, peer, tag).await(), null, peer, tag, buf.byteSize());
     }
 
     /**
@@ -68,7 +77,7 @@ final class StreamImpl implements Stream {
      * does not run it (an earlier op failed) it gives up its turn.
      */
     CommFuture<Void> enqueueCollective(CollectiveCall call) {
-        return enqueue(call.op.label(), null, call);
+        return enqueue(call.op.label(), null, call, -1, -1, call.bytes);
     }
 
     // the stream's collectives mirror the Stream API one for one (same shape on purpose), each through the communicator
@@ -107,16 +116,12 @@ final class StreamImpl implements Stream {
         return comm.barrier(CollectiveFrame.Mode.on(this));
     }
 
-    private <T> CommFuture<T> enqueue(String op, Supplier<T> work) {
-        return enqueue(op, work, null);
-    }
-
-    private <T> CommFuture<T> enqueue(String op, Supplier<T> work, CollectiveCall collective) {
+    private <T> CommFuture<T> enqueue(String op, Supplier<T> work, CollectiveCall collective, int peer, int tag, long bytes) {
         WorkerFuture<T> f = new WorkerFuture<>(comm.timeoutNanos(), comm.rank(), "stream " + op);
         synchronized (this) {
             if (closed) throw new IllegalStateException("rank " + comm.rank() + ": the stream is closed");
             if (comm.isClosed()) throw new IllegalStateException("rank " + comm.rank() + ": the communicator is closed");
-            queue.add(new Task<>(work, f, collective));
+            queue.add(new Task<>(work, f, collective, op, peer, tag, bytes));
             enqueued++;
             notifyAll();
         }
@@ -137,6 +142,7 @@ final class StreamImpl implements Stream {
                 }
                 if (queue.isEmpty()) return;
                 task = queue.poll();
+                running = task;
                 earlier = firstFailure;
             }
             Throwable failure = earlier != null
@@ -152,6 +158,7 @@ final class StreamImpl implements Stream {
             synchronized (this) {
                 if (failure != null && firstFailure == null) firstFailure = failure;
                 completed++;
+                running = null;
                 notifyAll();
             }
             if (failure != null) task.result().completeExceptionally(failure);
@@ -183,13 +190,45 @@ final class StreamImpl implements Stream {
         }
     }
 
+    /**
+     * "rank 0: stream.synchronize: 1 op still pending after 5 min (HCOMM_TIMEOUT): send to rank 1 (tag 0, 64.0 MiB): rank
+     * 0 waits in ...: a likely deadlock: ...": the op the stream runs, then what it waits for (lock held: the worker
+     * cannot finish meanwhile, which keeps the list true).
+     */
+    private CommTimeoutException timedOut() {
+        long pending = enqueued - completed;
+        StringBuilder sb = new StringBuilder("rank ").append(comm.rank()).append(": stream.synchronize: ").append(pending)
+                .append(pending == 1 ? " op" : " ops").append(" still pending after ")
+                .append(io.hcomm4j.monitor.Units.duration(comm.timeoutNanos())).append(" (HCOMM_TIMEOUT): ");
+        Task<?> now = running;
+        sb.append(now == null ? "none started yet" : now.text() + (pending > 1 ? " runs" : ""));
+        if (pending > 1) sb.append(", then ").append(queue.size()).append(" queued");
+        String why = session.explainWait(comm.timeoutNanos());
+        if (why.isEmpty() && now != null && now.collective() == null) {
+            // the worker's own wait for the op ended first: it explains, then withdraws the op (so it was not found
+            // pending here); its explanation is the one to give
+            long end = System.nanoTime() + BORROW_WAIT_NANOS;
+            long done = completed;
+            while (completed == done && System.nanoTime() - end < 0) {
+                try {
+                    wait(Math.max(1, (end - System.nanoTime()) / 1_000_000));
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    break;
+                }
+            }
+            why = session.recentExplanation(BORROW_WAIT_NANOS);
+        }
+        return new CommTimeoutException(sb.append(why).toString());
+    }
+
+    /** How long a synchronize that timed out waits for the worker's explanation of the same wait. */
+    private static final long BORROW_WAIT_NANOS = 10_000_000_000L;
+
     private void drain(long deadline) {
         while (completed < enqueued) {
             long left = deadline - System.nanoTime();
-            if (left <= 0) {
-                throw new CommTimeoutException("rank " + comm.rank() + ": stream.synchronize: " + (enqueued - completed)
-                        + " ops still pending after " + TimeUnit.NANOSECONDS.toMillis(comm.timeoutNanos()) + " ms (HCOMM_TIMEOUT)");
-            }
+            if (left <= 0) throw timedOut();
             try {
                 wait(Math.max(1, left / 1_000_000));
             } catch (InterruptedException e) {

@@ -187,14 +187,11 @@ public record JobStatus(String namespace, int worldSize, List<RankStatus> ranks)
     }
 
     private static String bytes(long b) {
-        if (b < 1024) return b + " B";
-        if (b < 1 << 20) return String.format(Locale.ROOT, "%.1f KiB", b / 1024.0);
-        if (b < 1L << 30) return String.format(Locale.ROOT, "%.1f MiB", b / (double) (1 << 20));
-        return String.format(Locale.ROOT, "%.1f GiB", b / (double) (1L << 30));
+        return Units.bytes(b);
     }
 
     private static String seconds(long ms) {
-        return String.format(Locale.ROOT, "%.1fs", ms / 1000.0);
+        return Units.duration(ms * 1_000_000);
     }
 
     private static String ranksText(java.util.Collection<Integer> rs) {

@@ -22,7 +22,7 @@ import java.util.Objects;
  * @param failedRanks world ranks it knows to have failed
  * @param reason      why the health is not READY (empty when it is)
  * @param comms       its communicators
- * @param ops         its ops that run now: every running collective, and point-to-point ops stuck longer than the limit
+ * @param ops         its ops that run now: every running collective and every pending point-to-point op (stuck: longer than the limit)
  */
 public record RankStatus(int rank, int worldSize, long pid, String host, long timeMillis, String health,
                          List<Integer> failedRanks, String reason, List<Comm> comms, List<Op> ops) {

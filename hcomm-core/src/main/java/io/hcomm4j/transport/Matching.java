@@ -505,6 +505,15 @@ final class Matching {
      * calls it every tick), so ops cost nothing for this until they wait.
      */
     List<PendingOp> pendingOps(long now, long thresholdNanos) {
+        return pendingOps(now, thresholdNanos, true);
+    }
+
+    /**
+     * The pending point-to-point ops; {@code watch}: the watchdog's look (it starts the clock of an op it sees the first
+     * time, and returns only those pending {@code thresholdNanos}, once marked first), else a look that changes nothing
+     * (every pending op, an op not seen before as having waited 0).
+     */
+    List<PendingOp> pendingOps(long now, long thresholdNanos, boolean watch) {
         List<Request<?>> all = new ArrayList<>();
         lock.lock();
         try {
@@ -524,22 +533,27 @@ final class Matching {
         List<PendingOp> out = null;
         for (Request<?> r : all) {
             if (r.finished()) continue;
-            if (r.seenAt == 0) {
+            if (r.seenAt == 0 && watch) {
                 r.seenAt = now == 0 ? 1 : now;
                 continue;
             }
-            long waited = now - r.seenAt;
+            long waited = r.seenAt == 0 ? 0 : now - r.seenAt;
             if (waited < thresholdNanos) continue;
-            boolean first = !r.reported;
-            r.reported = true;
+            boolean first = watch && !r.reported;
+            if (watch) r.reported = true;
             if (out == null) out = new ArrayList<>();
-            out.add(switch (r) {
-                case SendRequest sr -> new PendingOp(sr.commId, "send", sr.dst, sr.tag, sr.size, waited, first, sr.describe());
-                case RecvRequest rr -> new PendingOp(rr.commId, "recv", rr.src, rr.tag, rr.buf.byteSize(), waited, first, rr.describe());
-                case ProbeRequest pr -> new PendingOp(pr.commId, "probe", pr.src, pr.tag, 0, waited, first, pr.describe());
-            });
+            out.add(pendingOp(r, waited, first));
         }
         return out == null ? List.of() : out;
+    }
+
+    /** {@code r} as the watchdog and the published status show it. */
+    static PendingOp pendingOp(Request<?> r, long waited, boolean first) {
+        return switch (r) {
+            case SendRequest sr -> new PendingOp(sr.commId, "send", sr.dst, sr.tag, sr.size, waited, first, sr.describe());
+            case RecvRequest rr -> new PendingOp(rr.commId, "recv", rr.src, rr.tag, rr.buf.byteSize(), waited, first, rr.describe());
+            case ProbeRequest pr -> new PendingOp(pr.commId, "probe", pr.src, pr.tag, 0, waited, first, pr.describe());
+        };
     }
 
     /** The table of {@code commId} (lock held); the last one is kept at hand: one communicator's ops usually follow each other. */

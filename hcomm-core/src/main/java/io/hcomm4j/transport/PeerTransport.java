@@ -585,6 +585,58 @@ public final class PeerTransport implements AutoCloseable {
     }
 
     /**
+     * See {@link TransportEvents#explainWait}: ": rank 1 waits in send to rank 0 ...", or "" (also when the wait was
+     * shorter than a second: a short deadline of the caller's own is no sign of a stuck job, and asking costs seconds).
+     */
+    public String explainWait(long waitedNanos) {
+        if (waitedNanos < 1_000_000_000L || closing) return "";
+        try {
+            String why = failures.events().explainWait();
+            return why == null || why.isEmpty() ? "" : ": " + why;
+        } catch (RuntimeException e) {
+            LOG.debug("rank {}: could not explain a wait: {}", rank, e.toString());
+            return "";
+        }
+    }
+
+    /**
+     * Every pending point-to-point op on user channels, as {@link #pendingOps} would count it, changing nothing; and
+     * those that ended in their timeout within {@link #TIMED_OUT_SHOWN_NANOS}: two ranks that wait for each other time out
+     * at about the same moment, and the one that asks second must still see what the other waited in.
+     */
+    public List<PendingOp> pendingOpsNow(long now) {
+        List<PendingOp> ops = matching.pendingOps(now, 0, false);
+        synchronized (timedOut) {
+            timedOut.removeIf(t -> now - t.endedAt() > TIMED_OUT_SHOWN_NANOS);
+            if (timedOut.isEmpty()) return ops;
+            List<PendingOp> all = new ArrayList<>(ops);
+            for (TimedOut t : timedOut) all.add(t.op());
+            return all;
+        }
+    }
+
+    /** How long an op that timed out is still shown by {@link #pendingOpsNow}. */
+    private static final long TIMED_OUT_SHOWN_NANOS = 10_000_000_000L;
+    private static final int TIMED_OUT_KEPT = 16;
+
+    private record TimedOut(PendingOp op, long endedAt) {
+    }
+
+    /** Point-to-point ops that ended in their timeout lately, oldest first (at most {@link #TIMED_OUT_KEPT}). */
+    private final java.util.ArrayDeque<TimedOut> timedOut = new java.util.ArrayDeque<>();
+
+    /** {@code r} (a user op) gave up after {@code waitedNanos}: see {@link #pendingOpsNow}. */
+    void noteTimedOut(Request<?> r, long waitedNanos) {
+        if (!(r instanceof SendRequest || r instanceof RecvRequest || r instanceof ProbeRequest)) return;
+        PendingOp op = Matching.pendingOp(r, waitedNanos, false);
+        if ((op.commId() >>> 62) != 0) return;
+        synchronized (timedOut) {
+            if (timedOut.size() == TIMED_OUT_KEPT) timedOut.removeFirst();
+            timedOut.addLast(new TimedOut(op, System.nanoTime()));
+        }
+    }
+
+    /**
      * Closes in order: says BYE on every connection, flushes what is queued (bounded), then closes sockets,
      * stops the acceptor and the progress thread. Pending ops fail with {@link CommAbortedException}.
      */

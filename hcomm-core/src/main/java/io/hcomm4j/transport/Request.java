@@ -102,8 +102,10 @@ public abstract sealed class Request<T> extends CommFuture<T> implements Progres
 
     @Override
     protected CommTimeoutException timeoutException(long waitedNanos) {
+        String why = transport.explainWait(waitedNanos); // while this op is still pending, so it is in the explanation
+        transport.noteTimedOut(this, waitedNanos);
         abandon();
         return new CommTimeoutException("rank " + transport.rank + ": " + describe() + " did not complete within "
-                + (waitedNanos / 1_000_000) + " ms (HCOMM_TIMEOUT)");
+                + io.hcomm4j.monitor.Units.duration(waitedNanos) + " (HCOMM_TIMEOUT)" + why);
     }
 }

@@ -27,6 +27,14 @@ public interface TransportEvents {
     /** World rank {@code from} has an op stuck waiting for this rank and asks for this rank's state. */
     default void statusRequested(int from) { }
 
+    /**
+     * Words for a timeout message: why this rank's point-to-point waits do not progress (what the ranks they wait for
+     * are doing, a likely deadlock); "" if nothing is known. Called on the thread whose wait ended; it may take seconds.
+     */
+    default String explainWait() {
+        return "";
+    }
+
     /** The watchdog's period (every few hundred ms at most), on the watchdog thread. */
     default void tick(long nowNanos) { }
 }

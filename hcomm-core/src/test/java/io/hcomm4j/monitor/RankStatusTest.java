@@ -49,7 +49,7 @@ class RankStatusTest {
                 + " (in its own code?); ranks 0, 1, 2 wait in allReduce #5");
         String text = job.render(3_500);
         assertThat(text).contains("session hcomm/1/: 4 ranks, 4 with a published status")
-                .containsPattern("(?m)^0 +READY +2\\.5s ago +comm 0: 5, comm abcdef1234: 3 +allReduce #5 4\\.0 KiB, 2\\.5s STUCK +\\[3]")
+                .containsPattern("(?m)^0 +READY +2\\.5 s ago +comm 0: 5, comm abcdef1234: 3 +allReduce #5 4\\.0 KiB, 2\\.5 s STUCK +\\[3]")
                 .containsPattern("(?m)^3 +READY .*idle");
     }
 
@@ -71,7 +71,7 @@ class RankStatusTest {
                 List.of(new RankStatus.Op(0, "recv", false, 7, 64, 3_000, List.of(1), true)));
         JobStatus job = new JobStatus("hcomm/2/", 2, java.util.Arrays.asList(a, null));
         assertThat(job.findings()).containsExactly("rank 1 failed (reported by rank 0): rank 1 failed: its connection broke",
-                "rank 0 has waited 3.0s in recv tag 7 64 B");
+                "rank 0 has waited 3.0 s in recv tag 7 64 B");
         assertThat(new JobStatus("hcomm/1/", 1, List.of(idle(0, 0))).render(0)).contains("nobody is behind");
     }
 }

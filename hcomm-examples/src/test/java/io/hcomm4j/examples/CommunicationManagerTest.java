@@ -125,12 +125,14 @@ class CommunicationManagerTest {
         for (Outcome o : outcomes) {
             Matcher m = deadlocked.matcher(results.get(o.index()).detail());
             assertThat(m.matches()).as(results.get(o.index()).detail()).isTrue();
-            assertThat(Double.parseDouble(m.group(1))).as("it waited for the timeout, and no longer").isBetween(1.9, 15.0);
+            assertThat(Double.parseDouble(m.group(1))).as("it waited for the timeout, and no longer").isBetween(1.9, 60.0);
             assertThat(o.lines()).as("no message arrived").noneMatch(l -> CHECKED.matcher(l).matches());
-            assertThat(o.output()).contains("CommTimeoutException: rank " + o.index() + ": ");
+            assertThat(o.output()).contains("CommTimeoutException: rank " + o.index() + ": ")
+                    .contains("a likely deadlock: ranks " + o.index() + " -> " + (1 - o.index()) + " -> " + o.index()
+                            + " each wait in a send for the next to post its receive");
         }
-        // the rank JVMs' start and init take seconds on a busy machine; a hang would take HCOMM_TIMEOUT's 60 s and more
-        assertThat(jobSeconds).isLessThan(50);
+        // the rank JVMs' start and init take seconds on a busy machine; a hang would take the default HCOMM_TIMEOUT, 5 min
+        assertThat(jobSeconds).isLessThan(240);
     }
 
     @Test
