@@ -21,10 +21,11 @@ class HcommCliTest {
         return run(Map.of(), args);
     }
 
-    /** Without --warmup, a p2p run first warms the JIT up with rounds of 8 B round trips until neither rank compiles. */
+    /** With --jit-warmup on, a p2p run first warms the JIT up with rounds of 8 B round trips until neither rank compiles. */
     @Test
     void p2pWarmsTheJitUpUntilCompilationSettles() {
-        int code = run("perf", "p2p", "--algo", "pingpong", "-b", "8", "-e", "8", "--iters", "50", "--check", "--format", "csv");
+        int code = run("perf", "p2p", "--algo", "pingpong", "-b", "8", "-e", "8", "--iters", "50", "--jit-warmup", "on",
+                "--check", "--format", "csv");
         assertThat(code).as(io.toString()).isZero();
         java.util.regex.Matcher m = java.util.regex.Pattern.compile("# JIT warm-up: (\\d+) round trips of 8 B in ([0-9.]+) s \\((.*)\\)")
                 .matcher(io.err());
