@@ -178,7 +178,9 @@ final class PerfCommand implements Callable<Integer> {
     boolean cold;
 
     @Option(names = "--format", paramLabel = "FORMAT", defaultValue = "table",
-            description = "table or csv (default: ${DEFAULT-VALUE}); csv columns: " + PerfReport.CSV_HEADER)
+            description = "table or csv (default: ${DEFAULT-VALUE}). A table comes out on stdout with its '#' comment"
+                    + " lines (warm-up, progress, transport) in order, as nccl-tests prints it; with csv stdout is the CSV"
+                    + " alone and the comment lines go to stderr. CSV columns: " + PerfReport.CSV_HEADER)
     PerfReport.Format format;
 
     @Option(names = "--check", description = "Verify the data of one more iteration after the timed ones;"
@@ -340,22 +342,22 @@ final class PerfCommand implements Callable<Integer> {
             Communicator comm = hcomm.world();
             PerfReport report = comm.rank() == 0 ? new PerfReport(format, parent.out) : null;
             List<PerfReport.Row> rows = xfer != null
-                    ? TransferBench.run(comm, xfer, mem, check, jitWarmUp(), r -> "hcomm-perf-rank-" + r, report, parent.err)
+                    ? TransferBench.run(comm, xfer, mem, check, jitWarmUp(), r -> "hcomm-perf-rank-" + r, report, notes())
                     : rma != null
-                    ? RmaBench.run(comm, rma, window, mem, check, jitWarmUp(), hcomm::transportTo, report, parent.err)
+                    ? RmaBench.run(comm, rma, window, mem, check, jitWarmUp(), hcomm::transportTo, report, notes())
                     : coll == null
                     ? runP2p(comm, p2p, report)
                     : CollectiveSweep.run(comm, plan, jitWarmUp() ? CollectiveSweep.JIT_WARMUP_CALLS : 0, check,
-                            algoLabel(coll, algo, parent.env), report, parent.err, timing, CollectiveSweep.JIT_WARMUP_BUDGET);
+                            algoLabel(coll, algo, parent.env), report, notes(), timing, CollectiveSweep.JIT_WARMUP_BUDGET);
             // looked at before a barrier: rank 1 may not close its connections until rank 0 has looked
             String via = comm.rank() == 0 && comm.size() > 1 ? hcomm.transportTo(1) : null;
             List<Hcomm.Link> links = comm.rank() == 0 && comm.size() > 1 ? hcomm.linksTo(1) : List.of();
             String choices = comm.rank() == 0 && coll != null ? CollectiveSweep.tunerChoices(hcomm, coll, plan) : null;
             comm.barrier();
             if (comm.rank() != 0) return 0;
-            if (via != null) parent.err.println("# transport to rank 1: " + via + " (HCOMM_TRANSPORT)");
+            if (via != null) notes().println("# transport to rank 1: " + via + " (HCOMM_TRANSPORT)");
             printLinks(links);
-            if (choices != null) parent.err.println(choices);
+            if (choices != null) notes().println(choices);
             if (plot != null) {
                 try {
                     PerfPlot.write(plot, rma != null || xfer != null ? "hcomm perf " + op + ", " + comm.size() + " ranks, " + rows.getFirst().algo()
@@ -394,7 +396,7 @@ final class PerfCommand implements Callable<Integer> {
             String unsent = l.unsentBytes() == 0 ? "" : String.format(java.util.Locale.ROOT, ", at most %d KiB unsent in the socket",
                     l.unsentBytes() >> 10);
             String congestion = l.congestion().isEmpty() ? "" : ", congestion control " + l.congestion();
-            parent.err.printf(java.util.Locale.ROOT, "# link %d to rank 1: %s %s, %.1f%% of the chunk bytes, measured %.1f MB/s%s%s%s%n",
+            notes().printf(java.util.Locale.ROOT, "# link %d to rank 1: %s %s, %.1f%% of the chunk bytes, measured %.1f MB/s%s%s%s%n",
                     l.index(), l.kind(), l.route(), total == 0 ? 0.0 : 100.0 * l.bytes() / total, l.bytesPerSecond() / 1e6, probe,
                     unsent, congestion);
         }
@@ -418,6 +420,16 @@ final class PerfCommand implements Callable<Integer> {
             }
         }
         return "auto";
+    }
+
+    /**
+     * Where rank 0 prints its comment lines ({@code # ...}: warm-up, progress, transport, tuner): with the table, on
+     * stdout between its rows, one stream in the order written, as nccl-tests prints them (under the launcher, rank
+     * 0's stdout is copied without a prefix, its stderr with one, and two streams would interleave anyhow); with CSV
+     * on stderr, so that stdout stays the CSV alone.
+     */
+    private java.io.PrintStream notes() {
+        return format == PerfReport.Format.TABLE ? parent.out : parent.err;
     }
 
     /**
@@ -448,12 +460,12 @@ final class PerfCommand implements Callable<Integer> {
         if (jitWarmUp() && !plan.isEmpty()) {
             // 8 B round trips until neither rank's JIT compiled anything in the last round (JitWarmUp)
             String line = JitWarmUp.run(comm, 2, () -> P2pBench.pingpong(comm, 8, JitWarmUp.CHUNK, 0, false), "round trips of 8 B");
-            if (rank == 0) parent.err.println(line);
+            if (rank == 0) notes().println(line);
         } else if (rank == 0) {
-            parent.err.println(JitWarmUp.NONE);
+            notes().println(JitWarmUp.NONE);
         }
         for (P2pTest t : plan) {
-            if (rank == 0) parent.err.println(progress(t));
+            if (rank == 0) notes().println(progress(t));
             P2pBench.Result r = t.algo() == P2pAlgo.PINGPONG
                     ? P2pBench.pingpong(comm, t.bytes(), t.iters(), t.warmup(), check)
                     : P2pBench.stream(comm, t.bytes(), t.window(), t.iters(), t.warmup(), check);
