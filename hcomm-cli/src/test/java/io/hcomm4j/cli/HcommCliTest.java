@@ -86,9 +86,11 @@ class HcommCliTest {
     }
 
     @Test
-    void statusNeedsToKnowWhereTheStoreIs() {
-        assertThat(run("status")).isEqualTo(2);
-        assertThat(io.err()).contains("--init-method").contains("MASTER_ADDR");
+    void statusNeedsToKnowWhereTheStoreIs(@org.junit.jupiter.api.io.TempDir java.nio.file.Path runtime) {
+        // no address, and no job of hcomm launch in this (empty) runtime directory to find
+        assertThat(run(Map.of("XDG_RUNTIME_DIR", runtime.toString()), "status")).isEqualTo(2);
+        assertThat(io.err()).contains("--init-method").contains("MASTER_ADDR")
+                .contains("no job of hcomm launch runs on this machine for this user (no job file in " + runtime.resolve("hcomm"));
         Captured bad = new Captured();
         assertThat(HcommCli.execute(new String[] {"status", "--init-method", "udp://x:1"}, bad.out, bad.err, Map.of())).isEqualTo(2);
         assertThat(bad.err()).contains("is not tcp://host:port or file:///dir");
