@@ -80,11 +80,12 @@ final class PerfCommand implements Callable<Integer> {
     int ranks;
 
     @Option(names = {"-b", "--minbytes"}, paramLabel = "SIZE", converter = HcommCli.SizeConverter.class,
-            description = "Smallest size of a sweep (4096, 64K, 4M, 1G).")
+            description = "Smallest size of a sweep (4096, 64K, 4M, 1G). Default: by op (collectives: 4K to 64M; the"
+                    + " others: in the notes below).")
     Long minBytes;
 
     @Option(names = {"-e", "--maxbytes"}, paramLabel = "SIZE", converter = HcommCli.SizeConverter.class,
-            description = "Largest size of a sweep.")
+            description = "Largest size of a sweep. Default: by op (collectives: 4K to 64M; the others: in the notes below).")
     Long maxBytes;
 
     @Option(names = {"-f", "--stepfactor"}, paramLabel = "F",
