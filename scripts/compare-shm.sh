@@ -7,7 +7,8 @@
 #   ../shared/peers/run-mpi.sh sm 2 4      (Open MPI's default shared memory; ping-pong and all-reduce)
 #   HCOMM_TRANSPORT=shm ./hcomm perf allreduce -n N --mem M -b 4K -e 256M -f 4 --timing median --check
 #       for N in 2 4 and M in pool (registered buffers: zero copy), pool with --in-place, and heap (Java arrays: staged)
-#   HCOMM_TRANSPORT=shm ./hcomm perf p2p --algo pingpong -b 8 -e 4K -f 512 --iters 200000 --check
+#   HCOMM_TRANSPORT=shm ./hcomm perf p2p --algo pingpong -b 8 -e 4K -f 512 --iters 200000 --jit-warmup on --check
+#       (--jit-warmup on: with --iters the JIT warm-up is off by default, and this latency wants it, as it always had)
 # then prints the medians over the rounds and the ratios: all-reduce busbw HComm4J / Open MPI (higher is better),
 # all-reduce time and ping-pong latency HComm4J / Open MPI (lower is better), and memcpy_bench's 2-thread rate M,
 # from which the memory-bandwidth limit of a 2-rank all-reduce is M / 2 (see docs/performance.md).
@@ -29,7 +30,7 @@ for r in $(seq 1 "$ROUNDS"); do
     done
   done
   echo "round $r/$ROUNDS: HComm4J ping-pong" >&2
-  HCOMM_TRANSPORT=shm "$ROOT/hcomm" perf p2p --algo pingpong -b 8 -e 4K -f 512 --iters 200000 --format csv --check \
+  HCOMM_TRANSPORT=shm "$ROOT/hcomm" perf p2p --algo pingpong -b 8 -e 4K -f 512 --iters 200000 --jit-warmup on --format csv --check \
     > "$OUT/hcommp2p$r.txt" 2>/dev/null
 done
 # one line per sample: who what ranks bytes value

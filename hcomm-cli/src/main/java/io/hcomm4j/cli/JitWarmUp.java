@@ -10,7 +10,7 @@ import java.time.Duration;
 import java.util.Locale;
 
 /**
- * The JIT warm-up of {@code hcomm perf p2p} and of the one-sided ops (without {@code --warmup}): rounds of
+ * The JIT warm-up of {@code hcomm perf p2p} and of the one-sided ops ({@code --jit-warmup}): rounds of
  * {@link #ROUND} untimed ops for at least {@link #MIN}, and on while any member's JIT compiled something during the last
  * round (at most {@link #MAX}). A rank bound to one CPU shares it with the JIT compiler threads and runs profiled code
  * meanwhile: after 1000 warmup round trips the first size of a p2p sweep measured 0.28-0.40 µs at 8 B and the next sizes
@@ -30,6 +30,8 @@ final class JitWarmUp {
     /** The least and most time. */
     static final Duration MIN = Duration.ofMillis(500);
     static final Duration MAX = Duration.ofSeconds(10);
+    /** What rank 0 prints in place of the JIT warm-up's lines when there is none, so that the reader knows. */
+    static final String NONE = "# JIT warm-up: none (--iters or -w given, or --jit-warmup off; --jit-warmup on runs it)";
 
     private JitWarmUp() {
     }

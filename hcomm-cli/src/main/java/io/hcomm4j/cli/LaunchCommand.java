@@ -25,6 +25,10 @@ import picocli.CommandLine.Spec;
                     + " a non-zero code, the other ranks are stopped (SIGTERM, then SIGKILL after the grace period)"
                     + " and hcomm launch exits with that code; when all exit with 0, it exits with 0. Processes the"
                     + " ranks started are stopped with them, and (on Linux) so are those still running when the job ends.",
+            "On start it prints the store's address and the job file that holds it with the job's secret (the secret"
+                    + " itself is never printed): job-<launcher pid>.properties in $XDG_RUNTIME_DIR/hcomm, else in"
+                    + " /tmp/hcomm-<uid> (a directory of mode 0700, the file 0600), removed when the job ends. hcomm status"
+                    + " finds a job there by itself.",
             "",
         },
         footer = {
@@ -194,6 +198,53 @@ final class LaunchCommand implements Callable<Integer> {
             parent.err.println("hcomm launch: " + e.getMessage());
             return 1;
         }
-        return launcher.run(job, command);
+        JobFile[] jobFile = new JobFile[1];
+        String ranks = elastic && job.hostsStore() ? procsPerNode * range[0] + ".." + procsPerNode * range[1]
+                : Integer.toString(job.worldSize());
+        String key = jobSecret;
+        String secretFrom = secret != null ? "the value of --secret" : parent.env.get("HCOMM_SECRET") != null
+                ? "HCOMM_SECRET of this shell" : "a new one, in the ranks' environment only";
+        if (job.hostsStore()) {
+            // the port is known once the store listens (0 picks a free one)
+            launcher.storeHost((bind, s) -> {
+                LocalLauncher.HostedStore hosted = LocalLauncher.TCP_STORE.start(bind, s);
+                jobFile[0] = announce(hosted.address(), ranks, key, secretFrom);
+                return hosted;
+            });
+        } else {
+            jobFile[0] = announce(java.net.InetSocketAddress.createUnresolved(addr, masterPort), ranks, key, secretFrom);
+        }
+        try {
+            return launcher.run(job, command);
+        } finally {
+            if (jobFile[0] != null) jobFile[0].close();
+        }
+    }
+
+    /**
+     * Says on stderr how to reach the job: the store's address, and the job file that holds it with the secret (which
+     * never goes to the terminal, where others may read it over a shoulder or in a log). Returns the job file, or null
+     * when none could be written (the job runs all the same).
+     */
+    private JobFile announce(java.net.InetSocketAddress store, String ranks, String jobSecret, String secretFrom) {
+        String address = hostPort(store);
+        parent.err.println("hcomm launch: job " + ProcessHandle.current().pid() + ", " + ranks + " ranks, store at " + address);
+        try {
+            JobFile file = JobFile.write(parent.env, address, jobSecret, ranks, command);
+            parent.err.println("hcomm launch: the store's address and the job's secret are in " + file.path()
+                    + " (mode 0600, removed when the job ends); hcomm status finds the job there by itself");
+            return file;
+        } catch (java.io.IOException | RuntimeException e) {
+            parent.err.println("hcomm launch: no job file (" + e.getMessage() + "); hcomm status --init-method tcp://"
+                    + address + " reaches the job with its secret in HCOMM_SECRET (" + secretFrom + ")");
+            return null;
+        }
+    }
+
+    /** {@code host:port} of {@code address} as a client reaches it: a wildcard bind as 127.0.0.1, IPv6 in brackets. */
+    static String hostPort(java.net.InetSocketAddress address) {
+        java.net.InetAddress ip = address.getAddress();
+        String host = ip == null ? address.getHostString() : ip.isAnyLocalAddress() ? "127.0.0.1" : ip.getHostAddress();
+        return (host.indexOf(':') >= 0 ? "[" + host + "]" : host) + ":" + address.getPort();
     }
 }

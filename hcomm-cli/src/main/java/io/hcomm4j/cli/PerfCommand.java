@@ -6,10 +6,6 @@ import io.hcomm4j.Hcomm;
 import io.hcomm4j.ReduceOp;
 import io.hcomm4j.cli.CollectiveBench.Coll;
 import java.io.IOException;
-import java.io.PrintStream;
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -50,29 +46,6 @@ final class PerfCommand implements Callable<Integer> {
     static final long DEFAULT_MAX = 64L << 20;
     static final int DEFAULT_FACTOR = 4;
 
-    /**
-     * Without {@code --warmup}, the ranks first run this many calls of the op at {@link #JIT_WARMUP_BYTES} (or the
-     * largest size if smaller), untimed: a new rank JVM interprets the reduction kernels and transport code at first,
-     * and the few warm-up calls of a large size are not enough for the JIT (measured: 16 MiB allreduce 3x slower).
-     */
-    static final int JIT_WARMUP_CALLS = 300;
-    static final long JIT_WARMUP_BYTES = 1L << 20;
-    /**
-     * Rounds of {@link #JIT_WARMUP_CALLS} at {@link #JIT_WARMUP_BYTES} go on until this much time has passed
-     * (measured: 1 MiB all-reduce on 2 ranks, median 200 µs but p90 1.4 ms after 300 warm-up calls while C2 was
-     * still compiling; p90 234 µs after 15000).
-     */
-    static final java.time.Duration JIT_WARMUP_BUDGET = java.time.Duration.ofSeconds(2);
-    /** At most this long for {@link Communicator#warmUp} before the op's own warm-up (it stops once the JIT is quiet). */
-    static final java.time.Duration LIBRARY_WARMUP_BUDGET = java.time.Duration.ofSeconds(30);
-    /**
-     * And before those, this many times as many calls at the smallest size (at most 4 KiB): the small-message path
-     * needs far more calls than a few hundred before C2 compiles it (measured: 4 KiB allreduce 95 µs after 2000
-     * warm-up calls, 21–31 µs after ~20000).
-     */
-    static final int JIT_WARMUP_SMALL_FACTOR = 66;
-    static final long JIT_WARMUP_SMALL_BYTES = 4L << 10;
-
     private static final Pattern ALGO_NAME = Pattern.compile("[A-Za-z0-9_.-]+");
 
     /** How a p2p size is measured. */
@@ -107,11 +80,12 @@ final class PerfCommand implements Callable<Integer> {
     int ranks;
 
     @Option(names = {"-b", "--minbytes"}, paramLabel = "SIZE", converter = HcommCli.SizeConverter.class,
-            description = "Smallest size of a sweep (4096, 64K, 4M, 1G).")
+            description = "Smallest size of a sweep (4096, 64K, 4M, 1G). Default: by op (collectives: 4K to 64M; the"
+                    + " others: in the notes below).")
     Long minBytes;
 
     @Option(names = {"-e", "--maxbytes"}, paramLabel = "SIZE", converter = HcommCli.SizeConverter.class,
-            description = "Largest size of a sweep.")
+            description = "Largest size of a sweep. Default: by op (collectives: 4K to 64M; the others: in the notes below).")
     Long maxBytes;
 
     @Option(names = {"-f", "--stepfactor"}, paramLabel = "F",
@@ -141,11 +115,27 @@ final class PerfCommand implements Callable<Integer> {
 
     @Option(names = "--iters", paramLabel = "N",
             description = "Timed iterations per size (p2p pingpong: round trips; stream: windows; counter: per rank)."
-                    + " Default: by size (one-sided: as many as fit in 1 s; counter: 20000).")
+                    + " Default: by size (collectives: 4 GiB / size within 20..1000; one-sided: as many as fit in 1 s;"
+                    + " counter: 20000).")
     Integer iters;
 
-    @Option(names = {"-w", "--warmup"}, paramLabel = "N", description = "Untimed iterations before them. Default: by size (one-sided: 50).")
+    @Option(names = {"-w", "--warmup-iters", "--warmup"}, paramLabel = "N",
+            description = "Untimed iterations per size before the timed ones (nccl-tests' -w). Default: a function of"
+                    + " --iters: collectives iters / 5 within 1..200 (--iters 20: 4); p2p pingpong iters / 10 within"
+                    + " 2..1000; stream iters / 4 within 1..500 (100..500 below 64 KiB without --iters); one-sided: 50;"
+                    + " transfer: 5.")
     Integer warmup;
+
+    @Option(names = "--jit-warmup", paramLabel = "WHEN", defaultValue = "auto",
+            description = "A JIT warm-up before the first size: untimed calls until the JIT has compiled the op's code"
+                    + " (collectives: Communicator.warmUp, thousands of calls at 4K, 2 s at 1M; p2p, one-sided,"
+                    + " transfer: rounds until no rank compiles, 0.5 to 10 s). auto (default): only when neither --iters"
+                    + " nor -w is given, so that a short run stays short; on; off. '# JIT warm-up' lines say what ran"
+                    + " and the last line counts the calls made.")
+    JitWhen jitWarmup = JitWhen.AUTO;
+
+    /** {@code --jit-warmup}: whether the JIT warm-up runs before the first size. */
+    enum JitWhen { AUTO, ON, OFF }
 
     @Option(names = "--cpu-bind", paramLabel = "HOW", defaultValue = "auto", converter = LaunchCommand.CpuBindConverter.class,
             description = "With -n: auto (default) runs each rank on CPUs of its own when there are enough, else on one CPU"
@@ -189,7 +179,9 @@ final class PerfCommand implements Callable<Integer> {
     boolean cold;
 
     @Option(names = "--format", paramLabel = "FORMAT", defaultValue = "table",
-            description = "table or csv (default: ${DEFAULT-VALUE}); csv columns: " + PerfReport.CSV_HEADER)
+            description = "table or csv (default: ${DEFAULT-VALUE}). A table comes out on stdout with its '#' comment"
+                    + " lines (warm-up, progress, transport) in order, as nccl-tests prints it; with csv stdout is the CSV"
+                    + " alone and the comment lines go to stderr. CSV columns: " + PerfReport.CSV_HEADER)
     PerfReport.Format format;
 
     @Option(names = "--check", description = "Verify the data of one more iteration after the timed ones;"
@@ -259,7 +251,8 @@ final class PerfCommand implements Callable<Integer> {
 
     private void checkCold(Coll coll) {
         if (coll == null) throw new IllegalArgumentException("--cold applies to the collectives, not to " + op);
-        if (warmup != null) throw new IllegalArgumentException("--cold runs no warm-up before its first call: drop --warmup");
+        if (warmup != null) throw new IllegalArgumentException("--cold runs no warm-up before its first call: drop --warmup-iters (-w)");
+        if (jitWarmup == JitWhen.ON) throw new IllegalArgumentException("--cold runs no warm-up before its first call: drop --jit-warmup on");
         if (timing != CollectiveBench.Timing.MEAN) throw new IllegalArgumentException("--cold times every call on its own: drop --timing");
         if (plot != null) throw new IllegalArgumentException("--plot does not apply to --cold");
     }
@@ -325,6 +318,7 @@ final class PerfCommand implements Callable<Integer> {
         if (algo != null) args.addAll(List.of("--algo", algo));
         if (iters != null) args.addAll(List.of("--iters", Integer.toString(iters)));
         if (warmup != null) args.addAll(List.of("--warmup", Integer.toString(warmup)));
+        if (jitWarmup != JitWhen.AUTO) args.addAll(List.of("--jit-warmup", jitWarmup.name().toLowerCase(Locale.ROOT)));
         if (check) args.add("--check");
         if (inPlace) args.add("--in-place");
         if (cold) args.add("--cold");
@@ -349,22 +343,22 @@ final class PerfCommand implements Callable<Integer> {
             Communicator comm = hcomm.world();
             PerfReport report = comm.rank() == 0 ? new PerfReport(format, parent.out) : null;
             List<PerfReport.Row> rows = xfer != null
-                    ? TransferBench.run(comm, xfer, mem, check, warmup == null, r -> "hcomm-perf-rank-" + r, report, parent.err)
+                    ? TransferBench.run(comm, xfer, mem, check, jitWarmUp(), r -> "hcomm-perf-rank-" + r, report, notes())
                     : rma != null
-                    ? RmaBench.run(comm, rma, window, mem, check, warmup == null, hcomm::transportTo, report, parent.err)
+                    ? RmaBench.run(comm, rma, window, mem, check, jitWarmUp(), hcomm::transportTo, report, notes())
                     : coll == null
                     ? runP2p(comm, p2p, report)
-                    : runCollectives(comm, plan, warmup == null ? JIT_WARMUP_CALLS : 0, check,
-                            algoLabel(coll, algo, parent.env), report, parent.err, timing, JIT_WARMUP_BUDGET);
+                    : CollectiveSweep.run(comm, plan, jitWarmUp() ? CollectiveSweep.JIT_WARMUP_CALLS : 0, check,
+                            algoLabel(coll, algo, parent.env), report, notes(), timing, CollectiveSweep.JIT_WARMUP_BUDGET);
             // looked at before a barrier: rank 1 may not close its connections until rank 0 has looked
             String via = comm.rank() == 0 && comm.size() > 1 ? hcomm.transportTo(1) : null;
             List<Hcomm.Link> links = comm.rank() == 0 && comm.size() > 1 ? hcomm.linksTo(1) : List.of();
-            String choices = comm.rank() == 0 && coll != null ? tunerChoices(hcomm, coll, plan) : null;
+            String choices = comm.rank() == 0 && coll != null ? CollectiveSweep.tunerChoices(hcomm, coll, plan) : null;
             comm.barrier();
             if (comm.rank() != 0) return 0;
-            if (via != null) parent.err.println("# transport to rank 1: " + via + " (HCOMM_TRANSPORT)");
+            if (via != null) notes().println("# transport to rank 1: " + via + " (HCOMM_TRANSPORT)");
             printLinks(links);
-            if (choices != null) parent.err.println(choices);
+            if (choices != null) notes().println(choices);
             if (plot != null) {
                 try {
                     PerfPlot.write(plot, rma != null || xfer != null ? "hcomm perf " + op + ", " + comm.size() + " ranks, " + rows.getFirst().algo()
@@ -389,27 +383,6 @@ final class PerfCommand implements Callable<Integer> {
     }
 
     /**
-     * {@code # tuner's choice: <size>:<algorithm> ...} for the sizes of {@code plan}, what the library would run for
-     * each ({@link Hcomm#algorithmFor}: forced, from the tuning table, or the model's), or null for an op the tuner does
-     * not choose for.
-     */
-    static String tunerChoices(Hcomm hcomm, Coll coll, List<CollectiveBench.Test> plan) {
-        if (coll == Coll.SENDRECV) return null;
-        StringBuilder b = new StringBuilder("# tuner's choice (" + coll.cliName() + "):");
-        long last = -1;
-        for (CollectiveBench.Test t : plan) {
-            if (t.bytes() == last) continue;
-            last = t.bytes();
-            try {
-                b.append(' ').append(t.bytes()).append(':').append(hcomm.algorithmFor(coll.cliName(), t.bytes()));
-            } catch (IllegalArgumentException e) {
-                return null; // an op outside the tuner's (the V forms)
-            }
-        }
-        return b.toString();
-    }
-
-    /**
      * Rank 0's TCP connections to rank 1, when it has several (HCOMM_SOCKET_IFNAME=a,b, HCOMM_CHANNELS): the route of
      * each, the share of the chunk bytes it carried (the striping weights its throughput earned) and the rate its
      * acknowledgements measured last.
@@ -424,7 +397,7 @@ final class PerfCommand implements Callable<Integer> {
             String unsent = l.unsentBytes() == 0 ? "" : String.format(java.util.Locale.ROOT, ", at most %d KiB unsent in the socket",
                     l.unsentBytes() >> 10);
             String congestion = l.congestion().isEmpty() ? "" : ", congestion control " + l.congestion();
-            parent.err.printf(java.util.Locale.ROOT, "# link %d to rank 1: %s %s, %.1f%% of the chunk bytes, measured %.1f MB/s%s%s%s%n",
+            notes().printf(java.util.Locale.ROOT, "# link %d to rank 1: %s %s, %.1f%% of the chunk bytes, measured %.1f MB/s%s%s%s%n",
                     l.index(), l.kind(), l.route(), total == 0 ? 0.0 : 100.0 * l.bytes() / total, l.bytesPerSecond() / 1e6, probe,
                     unsent, congestion);
         }
@@ -451,107 +424,26 @@ final class PerfCommand implements Callable<Integer> {
     }
 
     /**
-     * Measures {@code plan} on this rank of {@code comm} (every rank calls it with the same plan), after
-     * {@code jitWarmupCalls} untimed calls (see {@link #JIT_WARMUP_CALLS}; 0 for none). Rank 0 prints the
-     * header and each row to {@code report} and a progress line per size to {@code progress}, and returns the rows;
-     * the other ranks return none ({@code report} may be null there).
+     * Where rank 0 prints its comment lines ({@code # ...}: warm-up, progress, transport, tuner): with the table, on
+     * stdout between its rows, one stream in the order written, as nccl-tests prints them (under the launcher, rank
+     * 0's stdout is copied without a prefix, its stderr with one, and two streams would interleave anyhow); with CSV
+     * on stderr, so that stdout stays the CSV alone.
      */
-    static List<PerfReport.Row> runCollectives(Communicator comm, List<CollectiveBench.Test> plan, int jitWarmupCalls,
-                                               boolean check, String algoLabel, PerfReport report, PrintStream progress) {
-        return runCollectives(comm, plan, jitWarmupCalls, check, algoLabel, report, progress, CollectiveBench.Timing.MEAN,
-                java.time.Duration.ZERO);
+    private java.io.PrintStream notes() {
+        return format == PerfReport.Format.TABLE ? parent.out : parent.err;
     }
 
-    /** {@link #runCollectives} with each size timed as {@code timing} says. */
-    static List<PerfReport.Row> runCollectives(Communicator comm, List<CollectiveBench.Test> plan, int jitWarmupCalls,
-                                               boolean check, String algoLabel, PerfReport report, PrintStream progress,
-                                               CollectiveBench.Timing timing, java.time.Duration jitWarmupBudget) {
-        int rank = comm.rank();
-        int n = comm.size();
-        List<PerfReport.Row> rows = new ArrayList<>();
-        if (plan.isEmpty()) return rows;
-        CollectiveBench.Test first = plan.getFirst();
-        Coll coll = first.coll();
-        if (rank == 0) {
-            report.header(
-                    "hcomm perf " + coll.cliName() + ": " + n + " ranks, " + typeName(first.type())
-                            + (coll.reduces ? ", redop " + opName(first.op()) : "")
-                            + (coll.rooted ? ", root " + first.root() : "")
-                            + ", algo " + algoLabel + ", check " + (check ? "on" : "off")
-                            + ", mem " + first.mem().name().toLowerCase(Locale.ROOT),
-                    timing == CollectiveBench.Timing.MEAN
-                            ? "time = max over ranks of each rank's mean time per blocking call: warmup untimed, a barrier, then"
-                            + " the time of iters calls back to back / iters; " + placement(first)
-                            : "time = median over calls of the slowest rank's time per blocking call: warmup untimed, then"
-                            + " iters calls each after a barrier and timed alone; " + placement(first),
-                    coll.blocked
-                            ? "size = bytes of all " + n + " ranks' blocks; count = elements per block" + (coll.base() == Coll.ALLTOALL ? " (per peer)" : "")
-                            : "size = bytes of the buffer; count = elements",
-                    String.format(Locale.ROOT, "algbw = size / time, busbw = algbw * %s = algbw * %.4f, GB/s = 1e9 B/s%s",
-                            coll.busFactorFormula(), coll.busFactor(n), check ? "; #wrong = wrong elements on all ranks" : ""));
-        }
-        if (jitWarmupCalls > 0 && !jitWarmupBudget.isZero()) {
-            // every collective on every path first, so that C2 compiles code for all of them and the sweep's change of
-            // size does not deoptimize it (docs/performance.md, "Tails with more ranks than cores"); only with the full
-            // warm-up of a real run (the overload without a budget, which tests use, runs one short round instead)
-            int rounds = comm.warmUp(LIBRARY_WARMUP_BUDGET);
-            if (rank == 0) progress.println("# JIT warm-up: " + rounds + " rounds of every collective (Communicator.warmUp)");
-        }
-        if (jitWarmupCalls > 0) {
-            long smallest = plan.stream().mapToLong(CollectiveBench.Test::bytes).min().orElseThrow();
-            int smallCalls = jitWarmupCalls * JIT_WARMUP_SMALL_FACTOR;
-            CollectiveBench.Test small = new CollectiveBench.Test(coll, Math.min(JIT_WARMUP_SMALL_BYTES, smallest), first.type(),
-                    first.op(), first.root(), smallCalls, 0, first.mem(), first.inPlace());
-            if (rank == 0) {
-                progress.println(String.format(Locale.ROOT, "# JIT warm-up: %d calls of %s %s", smallCalls,
-                        coll.cliName(), P2pBench.human(CollectiveBench.shape(coll, small.bytes(), n, small.type()).bytes())));
-            }
-            CollectiveBench.run(comm, small, false);
-            long largest = plan.stream().mapToLong(CollectiveBench.Test::bytes).max().orElseThrow();
-            CollectiveBench.Test jit = new CollectiveBench.Test(coll, Math.min(JIT_WARMUP_BYTES, largest), first.type(),
-                    first.op(), first.root(), jitWarmupCalls, 0, first.mem(), first.inPlace());
-            // rounds until the budget is spent (rank 0's clock decides for all): the multi-chunk paths of the
-            // algorithms need thousands of calls before C2 has compiled them
-            int calls = 0;
-            long start = System.nanoTime();
-            try (Arena arena = Arena.ofShared()) {
-                MemorySegment more = arena.allocate(4);
-                do {
-                    CollectiveBench.run(comm, jit, false);
-                    calls += jitWarmupCalls;
-                    more.set(ValueLayout.JAVA_INT, 0, System.nanoTime() - start < jitWarmupBudget.toNanos() ? 1 : 0);
-                    comm.broadcast(more, 1, DataType.INT32, 0);
-                } while (more.get(ValueLayout.JAVA_INT, 0) == 1);
-            }
-            if (rank == 0) {
-                progress.println(String.format(Locale.ROOT, "# JIT warm-up: %d calls of %s %s", calls,
-                        coll.cliName(), P2pBench.human(CollectiveBench.shape(coll, jit.bytes(), n, jit.type()).bytes())));
-            }
-        }
-        for (CollectiveBench.Test t : plan) {
-            CollectiveBench.Shape shape = CollectiveBench.shape(t.coll(), t.bytes(), n, t.type());
-            if (rank == 0) {
-                progress.println(String.format(Locale.ROOT, "# %s %s %s%s: %d warmup + %d iters", coll.cliName(),
-                        P2pBench.human(shape.bytes()), typeName(t.type()), coll.reduces ? " " + opName(t.op()) : "",
-                        t.warmup(), t.iters()));
-            }
-            CollectiveBench.Result r = CollectiveBench.combine(comm, CollectiveBench.run(comm, t, check, timing));
-            if (rank == 0 && r.tailNanos() != null) {
-                long[] q = r.tailNanos();
-                progress.println(String.format(Locale.ROOT, "# %s %s: per call p50 %.2f us, p99 %.2f us, max %.2f us (%s)",
-                        coll.cliName(), P2pBench.human(shape.bytes()), q[0] / 1e3, q[1] / 1e3, q[2] / 1e3,
-                        timing == CollectiveBench.Timing.MEAN ? "back to back; the largest over ranks" : "the slowest rank's"));
-            }
-            if (rank == 0) {
-                double algbw = r.algbwGBs();
-                PerfReport.Row row = new PerfReport.Row(coll.cliName(), algoLabel, n, shape.bytes(), shape.count(),
-                        typeName(t.type()), coll.reduces ? opName(t.op()) : "none", coll.rooted ? t.root() : -1,
-                        r.timeUs(), algbw, algbw * coll.busFactor(n), r.wrong());
-                report.row(row);
-                rows.add(row);
-            }
-        }
-        return rows;
+    /**
+     * Whether the JIT warm-up runs before the first size: {@code --jit-warmup on} or {@code off}, and with {@code auto}
+     * only when the user gave neither {@code --iters} nor {@code -w}. Those ask for a number of calls, and a warm-up of
+     * thousands of calls or seconds in front of {@code --iters 20} is not what anyone asking for 20 expects.
+     */
+    boolean jitWarmUp() {
+        return switch (jitWarmup) {
+            case ON -> true;
+            case OFF -> false;
+            case AUTO -> iters == null && warmup == null;
+        };
     }
 
     /** The p2p plan on this rank (ranks 0 and 1 measure, the others wait); rank 0 prints and returns the rows. */
@@ -566,13 +458,15 @@ final class PerfCommand implements Callable<Integer> {
         }
         List<PerfReport.Row> rows = new ArrayList<>();
         if (rank > 1) return rows;
-        if (warmup == null && !plan.isEmpty()) {
+        if (jitWarmUp() && !plan.isEmpty()) {
             // 8 B round trips until neither rank's JIT compiled anything in the last round (JitWarmUp)
             String line = JitWarmUp.run(comm, 2, () -> P2pBench.pingpong(comm, 8, JitWarmUp.CHUNK, 0, false), "round trips of 8 B");
-            if (rank == 0) parent.err.println(line);
+            if (rank == 0) notes().println(line);
+        } else if (rank == 0) {
+            notes().println(JitWarmUp.NONE);
         }
         for (P2pTest t : plan) {
-            if (rank == 0) parent.err.println(progress(t));
+            if (rank == 0) notes().println(progress(t));
             P2pBench.Result r = t.algo() == P2pAlgo.PINGPONG
                     ? P2pBench.pingpong(comm, t.bytes(), t.iters(), t.warmup(), check)
                     : P2pBench.stream(comm, t.bytes(), t.window(), t.iters(), t.warmup(), check);
@@ -601,9 +495,5 @@ final class PerfCommand implements Callable<Integer> {
     /** The command-line name of a reduction: {@code sum} ... */
     static String opName(ReduceOp op) {
         return op.name().toLowerCase(Locale.ROOT);
-    }
-
-    private static String placement(CollectiveBench.Test t) {
-        return t.inPlace() ? "in place (each call's output is the next one's input)" : "out of place";
     }
 }

@@ -40,7 +40,7 @@ final class PerfPlan {
 
     static void checkIterations(Integer iters, Integer warmup) {
         if (iters != null && iters < 1) throw new IllegalArgumentException("--iters must be >= 1, was " + iters);
-        if (warmup != null && warmup < 0) throw new IllegalArgumentException("--warmup must be >= 0, was " + warmup);
+        if (warmup != null && warmup < 0) throw new IllegalArgumentException("-w/--warmup-iters must be >= 0, was " + warmup);
     }
 
     /**
@@ -72,7 +72,7 @@ final class PerfPlan {
      * What a collective measures: without {@code -b}/{@code -e} 4 KiB to 64 MiB times {@code factor} (default 4),
      * otherwise the sweep from min to max (factor default 2). Iterations not given: 4 GiB / size within 20..1000
      * (large sizes get their first calls after a size change slower for a while: 16 calls of 64 MiB on 4 ranks gave half
-     * the busbw of 30); warmup: iterations / 5 within 1..200.
+     * the busbw of 30); warmup: iterations / 5 within 1..200 (so {@code --iters 20} gets 4, nccl-tests' order).
      */
     static List<CollectiveBench.Test> collectivePlan(Coll coll, Long minBytes, Long maxBytes, Integer factor,
                                                      DataType type, ReduceOp op, int root, Integer iters, Integer warmup) {
@@ -98,8 +98,9 @@ final class PerfPlan {
         if (bytes < SMALL_STREAM) {
             // small messages: a window as OSU's, and enough windows for the JIT to compile the path first (two warmup
             // windows of 16 left 8 B at 70 µs per message, interpreted; 0.3 µs once compiled)
+            // (with --iters the user's count rules: a quarter of it, as short as the run they asked for)
             int n = iters != null ? iters : (int) clamp((256L << 20) / (bytes * SMALL_WINDOW), 100, 2_000);
-            int w = warmup != null ? warmup : (int) clamp(n / 4, 100, 500);
+            int w = warmup != null ? warmup : iters != null ? (int) clamp(n / 4, 1, 500) : (int) clamp(n / 4, 100, 500);
             return new PerfCommand.P2pTest(algo, bytes, n, w, SMALL_WINDOW);
         }
         int window = (int) clamp((256L << 20) / bytes, 1, 16);

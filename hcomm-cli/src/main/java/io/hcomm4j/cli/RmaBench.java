@@ -95,7 +95,7 @@ final class RmaBench {
      */
     static List<Test> plan(Op op, Long minBytes, Long maxBytes, Integer factor, Integer iters, Integer warmup) {
         if (iters != null && iters < 1) throw new IllegalArgumentException("--iters must be >= 1, was " + iters);
-        if (warmup != null && warmup < 0) throw new IllegalArgumentException("--warmup must be >= 0, was " + warmup);
+        if (warmup != null && warmup < 0) throw new IllegalArgumentException("-w/--warmup-iters must be >= 0, was " + warmup);
         boolean sweep = minBytes != null || maxBytes != null;
         List<Long> sizes = new ArrayList<>();
         switch (op) {
@@ -172,6 +172,8 @@ final class RmaBench {
                     line = null;
                 }
                 if (rank == 0) progress.println(line);
+            } else if (rank == 0) {
+                progress.println(JitWarmUp.NONE);
             }
             for (Test t : plan) {
                 Result r = op == Op.COUNTER ? counter(comm, w, t, check) : originToTarget(comm, w, t, buf, check);

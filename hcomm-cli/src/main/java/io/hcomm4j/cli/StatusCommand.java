@@ -9,9 +9,11 @@ import io.hcomm4j.monitor.JobStatus;
 import java.net.InetSocketAddress;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Locale;
 import java.util.OptionalLong;
 import java.util.concurrent.Callable;
+import java.util.stream.Collectors;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -32,11 +34,17 @@ import picocli.CommandLine.Spec;
             "The store is found like Hcomm.init() finds it: --init-method, else HCOMM_INIT_METHOD, else"
                     + " MASTER_ADDR:MASTER_PORT (HCOMM_STORE_PORT, if set, in place of MASTER_PORT); the secret is"
                     + " HCOMM_SECRET (or --secret).",
+            "Without any of these, or with --job, it finds a job that hcomm launch runs on this machine by itself,"
+                    + " from the job file the launcher writes (store address and secret; $XDG_RUNTIME_DIR/hcomm, else"
+                    + " /tmp/hcomm-<uid>): one job is used; when several run, it lists them and asks for --job PID."
+                    + " Files of launchers that are gone are ignored and removed.",
             "",
         },
         footer = {
             "",
             "Examples:",
+            "  hcomm status                                   # the job hcomm launch runs here",
+            "  hcomm status --job 12345                       # one of several (the launcher's pid)",
             "  HCOMM_SECRET=... hcomm status --init-method tcp://10.0.0.1:29500",
             "  MASTER_ADDR=10.0.0.1 MASTER_PORT=29500 HCOMM_SECRET=... hcomm status",
         })
@@ -51,8 +59,15 @@ final class StatusCommand implements Callable<Integer> {
             description = "The job's store: tcp://host:port or file:///dir (default: HCOMM_INIT_METHOD, else MASTER_ADDR:MASTER_PORT).")
     String initMethod;
 
-    @Option(names = "--secret", paramLabel = "S", description = "The job secret (default: HCOMM_SECRET; prefer the variable).")
+    @Option(names = "--secret", paramLabel = "S",
+            description = "The job secret (default: HCOMM_SECRET, or the job file's for a job found on this machine;"
+                    + " prefer the variable).")
     String secret;
+
+    @Option(names = "--job", paramLabel = "PID",
+            description = "The job of hcomm launch on this machine whose launcher has this pid (as hcomm launch printed it"
+                    + " and hcomm status lists them; default: the only one running).")
+    Long job;
 
     @Option(names = "--generation", paramLabel = "G",
             description = "Which session of the store (the G-th Hcomm.init of rank 0; default: the latest).")
@@ -64,9 +79,13 @@ final class StatusCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
+        if (job != null && initMethod != null) {
+            throw new ParameterException(spec.commandLine(), "--job and --init-method both name the store: give one of them");
+        }
         String method = initMethod != null ? initMethod : parent.env.get("HCOMM_INIT_METHOD");
         String key = secret != null ? secret : parent.env.get("HCOMM_SECRET");
-        try (Store store = open(method, key)) {
+        try (Store store = job != null || !addressGiven(method) ? openLocalJob() : open(method, key)) {
+            if (store == null) return 2; // several jobs, listed: the user picks one
             JobStatus status = JobStatus.read(store, generation == null ? OptionalLong.empty() : OptionalLong.of(generation));
             parent.out.print(status.render(System.currentTimeMillis()));
             parent.out.flush();
@@ -77,16 +96,62 @@ final class StatusCommand implements Callable<Integer> {
         }
     }
 
+    /**
+     * Whether the store's address comes from the command line or the environment (as init would find it), so that no
+     * local job is looked for: a method other than {@code env://}, or the variables of {@code env://}.
+     */
+    private boolean addressGiven(String method) {
+        if (method != null && !method.isBlank() && !method.trim().toLowerCase(Locale.ROOT).startsWith("env://")) return true;
+        for (String v : new String[] {"MASTER_ADDR", "MASTER_PORT", "HCOMM_STORE_PORT"}) {
+            String value = parent.env.get(v);
+            if (value != null && !value.isBlank()) return true; // a half-given address gets init's own message below
+        }
+        try {
+            JobEnvironment.storeAddress(parent.env); // e.g. an srun step's defaults
+            return true;
+        } catch (HcommException nothingGiven) {
+            return false;
+        }
+    }
+
+    /**
+     * The store of the job of {@code hcomm launch} on this machine ({@code --job}, else the only one), from its job file;
+     * null after listing them when several run and {@code --job} does not say which.
+     */
+    private Store openLocalJob() {
+        List<JobFile.Job> jobs = JobFile.live(parent.env);
+        JobFile.Job chosen;
+        if (job != null) {
+            chosen = jobs.stream().filter(j -> j.pid() == job).findFirst().orElseThrow(() -> new ParameterException(
+                    spec.commandLine(), "--job " + job + ": no job of hcomm launch with that launcher pid runs on this"
+                    + " machine" + (jobs.isEmpty() ? "" : "; these do: " + jobs.stream().map(JobFile.Job::describe)
+                    .collect(Collectors.joining("; ")))));
+        } else if (jobs.isEmpty()) {
+            String problem = JobFile.directoryProblem(parent.env);
+            throw new ParameterException(spec.commandLine(), "where is the job's store? no job of hcomm launch runs on this"
+                    + " machine for this user (" + (problem != null ? problem : "no job file in " + JobFile.directory(parent.env))
+                    + "); give --init-method tcp://host:port, or set HCOMM_INIT_METHOD, or MASTER_ADDR and MASTER_PORT");
+        } else if (jobs.size() > 1) {
+            parent.err.println("hcomm status: " + jobs.size() + " jobs of hcomm launch run on this machine; choose one with"
+                    + " --job PID (or give --init-method):");
+            for (JobFile.Job j : jobs) parent.err.println("  " + j.describe());
+            return null;
+        } else {
+            chosen = jobs.getFirst();
+        }
+        parent.err.println("hcomm status: job " + chosen.pid() + " of hcomm launch, store at " + chosen.store() + " ("
+                + chosen.file() + ")");
+        return TcpStore.connect(socketAddress(chosen.store(), "the job file's store"), secret != null ? secret : chosen.secret(),
+                timeout);
+    }
+
     private Store open(String method, String key) {
         if (method != null && !method.isBlank() && !method.toLowerCase(Locale.ROOT).startsWith("env://")) {
             String m = method.trim();
             String lower = m.toLowerCase(Locale.ROOT);
             if (lower.startsWith("file://")) return new FileStore(Path.of(m.substring("file://".length())));
             if (lower.startsWith("tcp://")) {
-                String rest = m.substring("tcp://".length());
-                int colon = rest.lastIndexOf(':');
-                if (colon <= 0) throw new ParameterException(spec.commandLine(), "--init-method " + m + " is not tcp://host:port");
-                return TcpStore.connect(new InetSocketAddress(rest.substring(0, colon), port(rest.substring(colon + 1))), key, timeout);
+                return TcpStore.connect(socketAddress(m.substring("tcp://".length()), "--init-method " + m), key, timeout);
             }
             throw new ParameterException(spec.commandLine(), "--init-method " + m + " is not tcp://host:port or file:///dir");
         }
@@ -98,6 +163,13 @@ final class StatusCommand implements Callable<Integer> {
                     + " or set HCOMM_INIT_METHOD, or MASTER_ADDR and MASTER_PORT (" + e.getMessage() + ")");
         }
         return TcpStore.connect(address, key, timeout);
+    }
+
+    /** {@code host:port} (an IPv6 host in brackets) as an address; a usage error naming {@code what} otherwise. */
+    private InetSocketAddress socketAddress(String hostPort, String what) {
+        int colon = hostPort.lastIndexOf(':');
+        if (colon <= 0) throw new ParameterException(spec.commandLine(), what + " is not tcp://host:port");
+        return new InetSocketAddress(hostPort.substring(0, colon), port(hostPort.substring(colon + 1)));
     }
 
     private int port(String text) {

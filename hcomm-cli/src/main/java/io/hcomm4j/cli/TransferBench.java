@@ -88,7 +88,7 @@ final class TransferBench {
     static List<Test> plan(String algo, Long minBytes, Long maxBytes, Integer factor, Integer batch, Integer iters,
                            Integer warmup) {
         if (iters != null && iters < 1) throw new IllegalArgumentException("--iters must be >= 1, was " + iters);
-        if (warmup != null && warmup < 0) throw new IllegalArgumentException("--warmup must be >= 0, was " + warmup);
+        if (warmup != null && warmup < 0) throw new IllegalArgumentException("-w/--warmup-iters must be >= 0, was " + warmup);
         int ops = batch != null ? batch : DEFAULT_BATCH;
         if (ops < 1) throw new IllegalArgumentException("--batch must be >= 1, was " + ops);
         List<Kind> kinds;
@@ -143,6 +143,8 @@ final class TransferBench {
                         } : () -> { }, "batches of " + ops + " x " + P2pBench.human(size) + " (write and read, alternately)")
                         : null;
                 if (rank == 0) progress.println(line);
+            } else if (rank == 0) {
+                progress.println(JitWarmUp.NONE);
             }
             // every row is timed before any is checked: a READ timed right after the check of a WRITE measured 8.3 GB/s
             // against 18-19 unchecked (64 x 1 MiB, same host; 15.4 over 600 batches: the check's aftermath lasts ~1 s)

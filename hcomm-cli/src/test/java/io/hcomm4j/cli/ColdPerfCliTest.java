@@ -52,9 +52,10 @@ class ColdPerfCliTest {
     @Test
     void usageErrors() {
         String[][] bad = {{"p2p", "--cold"}, {"put", "--cold"}, {"allreduce", "--cold", "--warmup", "5"},
-            {"allreduce", "--cold", "--timing", "median"}, {"allreduce", "--cold", "--plot", "x.png"}};
+            {"allreduce", "--cold", "--timing", "median"}, {"allreduce", "--cold", "--plot", "x.png"},
+            {"allreduce", "--cold", "--jit-warmup", "on"}};
         String[] says = {"--cold applies to the collectives, not to p2p", "--cold applies to the collectives, not to put",
-            "drop --warmup", "drop --timing", "--plot does not apply to --cold"};
+            "drop --warmup", "drop --timing", "--plot does not apply to --cold", "drop --jit-warmup on"};
         Captured.assertPerfUsageErrors(bad, says);
     }
 }

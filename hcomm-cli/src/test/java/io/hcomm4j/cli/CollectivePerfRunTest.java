@@ -176,7 +176,7 @@ class CollectivePerfRunTest {
 
     @Test
     void uncheckedRowsSayNotChecked() throws Exception {
-        List<List<PerfReport.Row>> results = ThreadRanks.run(2, r -> comm -> PerfCommand.runCollectives(comm,
+        List<List<PerfReport.Row>> results = ThreadRanks.run(2, r -> comm -> CollectiveSweep.run(comm,
                 List.of(new CollectiveBench.Test(Coll.ALLTOALL, 4096, DataType.FLOAT32, ReduceOp.SUM, 0, 3, 1)), 0, false, "auto",
                 r == 0 ? new PerfReport(PerfReport.Format.CSV, new Captured().out) : null, new Captured().err));
 
@@ -186,7 +186,7 @@ class CollectivePerfRunTest {
     @Test
     void rankZeroPrintsTheCsvHeaderRowsAndProgressAfterAJitWarmUp() throws Exception {
         Captured io = new Captured();
-        ThreadRanks.run(2, r -> comm -> PerfCommand.runCollectives(comm,
+        ThreadRanks.run(2, r -> comm -> CollectiveSweep.run(comm,
                 List.of(new CollectiveBench.Test(Coll.REDUCESCATTER, 4096, DataType.BFLOAT16, ReduceOp.MIN, 0, 3, 1),
                         new CollectiveBench.Test(Coll.REDUCESCATTER, 8192, DataType.BFLOAT16, ReduceOp.MIN, 0, 3, 1)),
                 5, true, "ring", r == 0 ? new PerfReport(PerfReport.Format.CSV, io.out) : null, r == 0 ? io.err : null));
@@ -195,13 +195,15 @@ class CollectivePerfRunTest {
         assertThat(io.outLines().getFirst()).isEqualTo("op,algo,ranks,bytes,count,dtype,redop,root,time_us,algbw_gbs,busbw_gbs,wrong");
         assertThat(io.outLines().get(1)).matches("reducescatter,ring,2,4096,1024,bfloat16,min,-1,[0-9.]+,[0-9.]+,[0-9.]+,0");
         assertThat(io.outLines().get(2)).matches("reducescatter,ring,2,8192,2048,bfloat16,min,-1,[0-9.]+,[0-9.]+,[0-9.]+,0");
-        assertThat(io.errLines()).hasSize(6);
+        assertThat(io.errLines()).hasSize(7);
         assertThat(io.errLines().subList(0, 3)).containsExactly("# JIT warm-up: 330 calls of reducescatter 4 KiB",
                 "# JIT warm-up: 5 calls of reducescatter 8 KiB", "# reducescatter 4 KiB bfloat16 min: 1 warmup + 3 iters");
         String tails = "# reducescatter %s: per call p50 [0-9.]+ us, p99 [0-9.]+ us, max [0-9.]+ us \\(back to back; the largest over ranks\\)";
         assertThat(io.errLines().get(3)).matches(tails.formatted("4 KiB"));
         assertThat(io.errLines().get(4)).isEqualTo("# reducescatter 8 KiB bfloat16 min: 1 warmup + 3 iters");
         assertThat(io.errLines().get(5)).matches(tails.formatted("8 KiB"));
+        // 330 + 5 (one round: no budget) JIT warm-up calls, 1 + 1 of the sizes, 3 + 3 timed, 1 + 1 checks
+        assertThat(io.errLines().get(6)).isEqualTo("# rank 0 called reducescatter 345 times: 6 timed, 337 warm-up, 2 checks");
     }
 
     /** Every rank of 2 runs {@code t} timed as {@code timing}; per rank: its own result, then what {@code combine} gave it. */
@@ -214,7 +216,7 @@ class CollectivePerfRunTest {
 
     private static List<PerfReport.Row> run(Communicator comm, List<CollectiveBench.Test> plan) {
         Captured io = new Captured();
-        return PerfCommand.runCollectives(comm, plan, 0, true, "auto",
+        return CollectiveSweep.run(comm, plan, 0, true, "auto",
                 comm.rank() == 0 ? new PerfReport(PerfReport.Format.TABLE, io.out) : null, io.err);
     }
 

@@ -21,10 +21,11 @@ class HcommCliTest {
         return run(Map.of(), args);
     }
 
-    /** Without --warmup, a p2p run first warms the JIT up with rounds of 8 B round trips until neither rank compiles. */
+    /** With --jit-warmup on, a p2p run first warms the JIT up with rounds of 8 B round trips until neither rank compiles. */
     @Test
     void p2pWarmsTheJitUpUntilCompilationSettles() {
-        int code = run("perf", "p2p", "--algo", "pingpong", "-b", "8", "-e", "8", "--iters", "50", "--check", "--format", "csv");
+        int code = run("perf", "p2p", "--algo", "pingpong", "-b", "8", "-e", "8", "--iters", "50", "--jit-warmup", "on",
+                "--check", "--format", "csv");
         assertThat(code).as(io.toString()).isZero();
         java.util.regex.Matcher m = java.util.regex.Pattern.compile("# JIT warm-up: (\\d+) round trips of 8 B in ([0-9.]+) s \\((.*)\\)")
                 .matcher(io.err());
@@ -85,9 +86,11 @@ class HcommCliTest {
     }
 
     @Test
-    void statusNeedsToKnowWhereTheStoreIs() {
-        assertThat(run("status")).isEqualTo(2);
-        assertThat(io.err()).contains("--init-method").contains("MASTER_ADDR");
+    void statusNeedsToKnowWhereTheStoreIs(@org.junit.jupiter.api.io.TempDir java.nio.file.Path runtime) {
+        // no address, and no job of hcomm launch in this (empty) runtime directory to find
+        assertThat(run(Map.of("XDG_RUNTIME_DIR", runtime.toString()), "status")).isEqualTo(2);
+        assertThat(io.err()).contains("--init-method").contains("MASTER_ADDR")
+                .contains("no job of hcomm launch runs on this machine for this user (no job file in " + runtime.resolve("hcomm"));
         Captured bad = new Captured();
         assertThat(HcommCli.execute(new String[] {"status", "--init-method", "udp://x:1"}, bad.out, bad.err, Map.of())).isEqualTo(2);
         assertThat(bad.err()).contains("is not tcp://host:port or file:///dir");

@@ -90,12 +90,12 @@ class RmaPerfCliTest {
         }
     }
 
-    /** fetch_and_op: every fetched value checked; without --warmup the JIT warm-up comes first and says how it ended. */
+    /** fetch_and_op: every fetched value checked; with --jit-warmup on the JIT warm-up comes first and says how it ended. */
     @Test
     void fetchAndOpFetchesEveryValueOnceAfterTheJitWarmUp() {
         Captured io = new Captured();
         int code = HcommCli.execute(new String[] {"perf", "fetch_and_op", "-n", "3", "--window", "create", "--iters", "200",
-                "--check", "--format", "csv"}, io.out, io.err, Map.of());
+                "--jit-warmup", "on", "--check", "--format", "csv"}, io.out, io.err, Map.of());
         assertThat(code).as(io.toString()).isZero();
         assertThat(io.outLines()).as(io.toString()).hasSize(2);
         assertThat(io.outLines().get(1)).startsWith("fetch_and_op,window-create-shm,3,8,1,int64,sum,1,").endsWith(",0");
