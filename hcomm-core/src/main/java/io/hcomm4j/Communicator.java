@@ -5,7 +5,7 @@ import java.lang.foreign.MemorySegment;
 /**
  * A group of ranks that exchange messages: ranks {@code 0 .. size()-1}. Obtained from {@link Hcomm#world()}.
  *
- * <p>Point-to-point messages carry a tag ({@code >= 0}). Messages from one sender with one tag are received
+ * <p>Point-to-point ops ({@link PointToPointOps}: send and receive of segments and arrays) carry a tag ({@code >= 0}). Messages from one sender with one tag are received
  * in the order they were sent (the MPI non-overtaking rule). Every call is thread-safe; every blocking call
  * has a deadline ({@code HCOMM_TIMEOUT}) and throws {@link CommTimeoutException} naming the op and peer.
  * A peer that dies fails the ops that wait for it with {@link PeerFailedException}. Bad arguments throw
@@ -13,7 +13,7 @@ import java.lang.foreign.MemorySegment;
  *
  * <p>Sizes are {@code long}: a single message may exceed 2 GiB when sent from a {@link MemorySegment}.
  */
-public interface Communicator extends AutoCloseable {
+public interface Communicator extends PointToPointOps, AutoCloseable {
     /** Receive from any source. */
     int ANY_SOURCE = -1;
     /** Receive with any tag. */
@@ -34,19 +34,6 @@ public interface Communicator extends AutoCloseable {
     Topology topology();
 
     /**
-     * Starts sending {@code buf} (all of it) to {@code peer}. The buffer must not change until the future
-     * completes. Off-heap segments are written to the socket without a copy.
-     */
-    CommFuture<Void> sendAsync(MemorySegment buf, int peer, int tag);
-
-    /**
-     * Starts receiving one message from {@code peer} (or {@link #ANY_SOURCE}) with {@code tag} (or
-     * {@link #ANY_TAG}) into {@code buf}. The message may be shorter than the buffer; a longer one fails the
-     * receive with an exception naming the buffer size and the message size.
-     */
-    CommFuture<Status> recvAsync(MemorySegment buf, int peer, int tag);
-
-    /**
      * Waits until a message from {@code peer} (or {@link #ANY_SOURCE}) with {@code tag} (or {@link #ANY_TAG}) can be
      * received, and returns its source, tag and size without receiving it: allocate a buffer of that size,
      * then {@code recv} it with the returned source and tag. Receives posted earlier take messages first.
@@ -63,136 +50,6 @@ public interface Communicator extends AutoCloseable {
      * posted now would get, if one has arrived; never waits (MPI_Iprobe).
      */
     java.util.Optional<Status> iprobe(int peer, int tag);
-
-    /** Blocking send: {@code sendAsync(buf, peer, tag).await()}. */
-    default void send(MemorySegment buf, int peer, int tag) {
-        sendAsync(buf, peer, tag).await();
-    }
-
-    /** Blocking receive: {@code recvAsync(buf, peer, tag).await()}. */
-    default Status recv(MemorySegment buf, int peer, int tag) {
-        return recvAsync(buf, peer, tag).await();
-    }
-
-    /** Blocking send of an array (byte elements; the array is read in place for the duration of the op). */
-    default void send(byte[] data, int peer, int tag) {
-        send(MemorySegment.ofArray(data), peer, tag);
-    }
-
-    /** Blocking receive into an array (byte elements; the message may be shorter than the array). */
-    default Status recv(byte[] data, int peer, int tag) {
-        return recv(MemorySegment.ofArray(data), peer, tag);
-    }
-
-    /** Blocking send of an array (short elements; the array is read in place for the duration of the op). */
-    default void send(short[] data, int peer, int tag) {
-        send(MemorySegment.ofArray(data), peer, tag);
-    }
-
-    /** Blocking receive into an array (short elements; the message may be shorter than the array). */
-    default Status recv(short[] data, int peer, int tag) {
-        return recv(MemorySegment.ofArray(data), peer, tag);
-    }
-
-    /** Blocking send of an array (int elements; the array is read in place for the duration of the op). */
-    default void send(int[] data, int peer, int tag) {
-        send(MemorySegment.ofArray(data), peer, tag);
-    }
-
-    /** Blocking receive into an array (int elements; the message may be shorter than the array). */
-    default Status recv(int[] data, int peer, int tag) {
-        return recv(MemorySegment.ofArray(data), peer, tag);
-    }
-
-    /** Blocking send of an array (long elements; the array is read in place for the duration of the op). */
-    default void send(long[] data, int peer, int tag) {
-        send(MemorySegment.ofArray(data), peer, tag);
-    }
-
-    /** Blocking receive into an array (long elements; the message may be shorter than the array). */
-    default Status recv(long[] data, int peer, int tag) {
-        return recv(MemorySegment.ofArray(data), peer, tag);
-    }
-
-    /** Blocking send of an array (float elements; the array is read in place for the duration of the op). */
-    default void send(float[] data, int peer, int tag) {
-        send(MemorySegment.ofArray(data), peer, tag);
-    }
-
-    /** Blocking receive into an array (float elements; the message may be shorter than the array). */
-    default Status recv(float[] data, int peer, int tag) {
-        return recv(MemorySegment.ofArray(data), peer, tag);
-    }
-
-    /** Blocking send of an array (double elements; the array is read in place for the duration of the op). */
-    default void send(double[] data, int peer, int tag) {
-        send(MemorySegment.ofArray(data), peer, tag);
-    }
-
-    /** Blocking receive into an array (double elements; the message may be shorter than the array). */
-    default Status recv(double[] data, int peer, int tag) {
-        return recv(MemorySegment.ofArray(data), peer, tag);
-    }
-
-    /** Asynchronous send of an array (byte elements; the array is read in place for the duration of the op). */
-    default CommFuture<Void> sendAsync(byte[] data, int peer, int tag) {
-        return sendAsync(MemorySegment.ofArray(data), peer, tag);
-    }
-
-    /** Asynchronous receive into an array (byte elements; the message may be shorter than the array). */
-    default CommFuture<Status> recvAsync(byte[] data, int peer, int tag) {
-        return recvAsync(MemorySegment.ofArray(data), peer, tag);
-    }
-
-    /** Asynchronous send of an array (short elements; the array is read in place for the duration of the op). */
-    default CommFuture<Void> sendAsync(short[] data, int peer, int tag) {
-        return sendAsync(MemorySegment.ofArray(data), peer, tag);
-    }
-
-    /** Asynchronous receive into an array (short elements; the message may be shorter than the array). */
-    default CommFuture<Status> recvAsync(short[] data, int peer, int tag) {
-        return recvAsync(MemorySegment.ofArray(data), peer, tag);
-    }
-
-    /** Asynchronous send of an array (int elements; the array is read in place for the duration of the op). */
-    default CommFuture<Void> sendAsync(int[] data, int peer, int tag) {
-        return sendAsync(MemorySegment.ofArray(data), peer, tag);
-    }
-
-    /** Asynchronous receive into an array (int elements; the message may be shorter than the array). */
-    default CommFuture<Status> recvAsync(int[] data, int peer, int tag) {
-        return recvAsync(MemorySegment.ofArray(data), peer, tag);
-    }
-
-    /** Asynchronous send of an array (long elements; the array is read in place for the duration of the op). */
-    default CommFuture<Void> sendAsync(long[] data, int peer, int tag) {
-        return sendAsync(MemorySegment.ofArray(data), peer, tag);
-    }
-
-    /** Asynchronous receive into an array (long elements; the message may be shorter than the array). */
-    default CommFuture<Status> recvAsync(long[] data, int peer, int tag) {
-        return recvAsync(MemorySegment.ofArray(data), peer, tag);
-    }
-
-    /** Asynchronous send of an array (float elements; the array is read in place for the duration of the op). */
-    default CommFuture<Void> sendAsync(float[] data, int peer, int tag) {
-        return sendAsync(MemorySegment.ofArray(data), peer, tag);
-    }
-
-    /** Asynchronous receive into an array (float elements; the message may be shorter than the array). */
-    default CommFuture<Status> recvAsync(float[] data, int peer, int tag) {
-        return recvAsync(MemorySegment.ofArray(data), peer, tag);
-    }
-
-    /** Asynchronous send of an array (double elements; the array is read in place for the duration of the op). */
-    default CommFuture<Void> sendAsync(double[] data, int peer, int tag) {
-        return sendAsync(MemorySegment.ofArray(data), peer, tag);
-    }
-
-    /** Asynchronous receive into an array (double elements; the message may be shorter than the array). */
-    default CommFuture<Status> recvAsync(double[] data, int peer, int tag) {
-        return recvAsync(MemorySegment.ofArray(data), peer, tag);
-    }
 
     // ------------------------------------------------------------------------------------ collectives
     //
@@ -380,8 +237,88 @@ public interface Communicator extends AutoCloseable {
     CommFuture<Void> allToAllVAsync(MemorySegment send, long[] sendCounts, long[] sendDispls, MemorySegment recv,
                                     long[] recvCounts, long[] recvDispls, DataType type);
 
+    /**
+     * Inclusive prefix reduction (MPI_Scan): rank r receives in {@code recv} the element-wise {@code op} of the
+     * {@code send} buffers of ranks 0..r, combined left to right in rank order (so a result is the same bits from run
+     * to run). {@code send} may equal {@code recv}. AVG is refused (it has no prefix form).
+     */
+    void scan(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op);
+
+    /** Asynchronous {@link #scan}. */
+    CommFuture<Void> scanAsync(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op);
+
+    /**
+     * Exclusive prefix reduction (MPI_Exscan): rank r ≥ 1 receives the {@code op} of ranks 0..r−1's {@code send};
+     * rank 0's {@code recv} is left as it was. {@code send} may equal {@code recv}. AVG is refused.
+     */
+    void exscan(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op);
+
+    /** Asynchronous {@link #exscan}. */
+    CommFuture<Void> exscanAsync(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op);
+
+    /** In-place inclusive scan of a {@code long[]} (INT64). */
+    default void scan(long[] data, ReduceOp op) {
+        MemorySegment s = MemorySegment.ofArray(data);
+        scan(s, s, data.length, DataType.INT64, op);
+    }
+
+    /** In-place inclusive scan of a {@code double[]} (FLOAT64). */
+    default void scan(double[] data, ReduceOp op) {
+        MemorySegment s = MemorySegment.ofArray(data);
+        scan(s, s, data.length, DataType.FLOAT64, op);
+    }
+
     /** Returns once every rank has called it. */
     void barrier();
+
+    /**
+     * A barrier that names the ranks that did not come (torch.distributed's {@code monitored_barrier}): rank 0 waits up
+     * to {@code timeout} for every other rank, then every rank returns, or throws the same {@link CommTimeoutException}
+     * naming the late ranks ("monitoredBarrier #3: ranks [2, 5] have not arrived within 10.0 s ..."). It does not go
+     * through the collective sequence, so it works while collectives are stuck; every rank must call it equally often.
+     *
+     * @throws IllegalArgumentException if {@code timeout} is not positive
+     */
+    void monitoredBarrier(java.time.Duration timeout);
+
+    /**
+     * Collective: a communicator of the ranks listed (in that order: {@code ranks[i]} is rank i of the new one), like
+     * torch.distributed's {@code new_group}. Every rank of this communicator calls it with the same list; a rank not in
+     * it gets {@code null}. Built by {@link #split} (no new connections).
+     *
+     * @throws IllegalArgumentException     if a rank is out of range or listed twice, or the list is empty (on every rank)
+     * @throws CollectiveMismatchException if the ranks passed different lists (naming one that differs, on every rank)
+     */
+    default Communicator newGroup(int... ranks) {
+        int me = rank();
+        int n = size();
+        // first every rank's list, so a rank whose list differs is named on every rank, and a bad list fails alike on all
+        long mine = ranks == null ? 0 : java.util.Arrays.hashCode(ranks) * 0x9E3779B97F4A7C15L + ranks.length + 1;
+        long[] all = new long[n];
+        allGather(new long[] {mine}, all);
+        for (int r = 0; r < n; r++) {
+            if (all[r] != all[0]) {
+                throw new CollectiveMismatchException("rank " + me + ": newGroup: rank " + r + " passed a different list of ranks than rank 0");
+            }
+        }
+        if (ranks == null || ranks.length == 0) throw new IllegalArgumentException("rank " + me + ": newGroup: ranks is empty or null");
+        int index = -1;
+        boolean[] seen = new boolean[n];
+        for (int i = 0; i < ranks.length; i++) {
+            int r = ranks[i];
+            if (r < 0 || r >= n) throw new IllegalArgumentException("rank " + me + ": newGroup: ranks[" + i + "] = " + r + " is out of range [0, " + n + ")");
+            if (seen[r]) throw new IllegalArgumentException("rank " + me + ": newGroup: rank " + r + " is listed twice");
+            seen[r] = true;
+            if (r == me) index = i;
+        }
+        return split(index < 0 ? UNDEFINED : 0, index);
+    }
+
+    /**
+     * The job's key-value store for the application's own keys (under a namespace of its own, so they never meet the
+     * library's), the same for every communicator of the job; valid until the session closes.
+     */
+    KeyValueStore store();
 
     /** Asynchronous {@link #barrier}. */
     CommFuture<Void> barrierAsync();

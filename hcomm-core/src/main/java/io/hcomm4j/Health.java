@@ -9,9 +9,10 @@ import java.util.List;
  * <ul>
  *   <li>{@link State#READY}: no member is known to be gone.</li>
  *   <li>{@link State#DEGRADED}: some members are gone ({@link #failedRanks()}): they failed, or closed their session
- *   in order ({@link #reason()} says which). Collectives on this communicator fail at once with
- *   {@link PeerFailedException} (they need every member), and so did those pending when a failure became known;
- *   point-to-point ops with the live members still work, those with gone members fail.</li>
+ *   in order ({@link #reason()} says which). After a failure, collectives on this communicator fail at once with
+ *   {@link PeerFailedException} (they need every member), and so did those pending when it became known; after a
+ *   member only closed, a collective still runs and fails where it needs that member (what it sent before closing is
+ *   delivered). Point-to-point ops with the live members still work, those with gone members fail.</li>
  *   <li>{@link State#FAILED}: nothing works any more: the communicator was aborted ({@link Communicator#abort()} here or
  *   on another member), or another rank declared this rank failed (it was silent longer than
  *   {@code HCOMM_HEARTBEAT_TIMEOUT}). Every op fails with {@link CommAbortedException}. Close it.</li>

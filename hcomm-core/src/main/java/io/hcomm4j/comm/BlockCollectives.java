@@ -6,7 +6,7 @@ import io.hcomm4j.comm.CollectiveFrame.Mode;
 import java.lang.foreign.MemorySegment;
 
 /**
- * The collectives of per-rank blocks of a {@link CommunicatorImpl}: gather(V), scatter(V) and all-to-all(V), their
+ * The collectives of per-rank blocks of a {@link CommunicatorImpl}: all-gather(V), gather(V), scatter(V) and all-to-all(V), their
  * arguments checked and made into one {@link CollectiveCall}. Gather and scatter check the root's blocks in full, the
  * others' lengths only; the call's blocks are the root's receive (gather) or send (scatter) blocks. All-to-all checks
  * both sides on every rank.
@@ -127,6 +127,40 @@ final class BlockCollectives {
         c.recvOff = rOff;
         c.recvLen = rLen;
         c.recvBytes = recvBytes;
+        return frame.start(c, mode);
+    }
+
+    CommFuture<Void> allGather(MemorySegment send, MemorySegment recv, long count, DataType type, Mode mode) {
+        CollectiveOp o = CollectiveOp.ALL_GATHER;
+        long blk = check.bytes(o, "send", send, count, type);
+        check.buffer(o, "recv", recv, check.product(o, "count x ranks", blk, size));
+        return allGather(o, o.fingerprint(count, type, null, -1), blk * size, send, recv, blk, null, null, rank * blk, mode);
+    }
+
+    CommFuture<Void> allGatherV(MemorySegment send, MemorySegment recv, long[] recvCounts, long[] displs, DataType type,
+                                        Mode mode) {
+        CollectiveOp o = CollectiveOp.ALL_GATHER_V;
+        long[][] b = check.blocks(o, "recv", recv, recvCounts, displs, type);
+        long[] off = b[0];
+        long[] len = b[1];
+        check.buffer(o, "send", send.equals(recv) ? recv.asSlice(off[rank], len[rank]) : send, len[rank]);
+        long bytes = 0;
+        for (long x : len) bytes += x;
+        return allGather(o, o.fingerprint(java.util.Arrays.hashCode(recvCounts), type, null, -1), bytes, send, recv, 0, off, len,
+                off[rank], mode);
+    }
+
+    /** In place (send is recv): this rank's block of recv, at {@code ownOffset}, is what it contributes. */
+    private CommFuture<Void> allGather(CollectiveOp o, int fp, long bytes, MemorySegment send, MemorySegment recv, long blk,
+                                       long[] off, long[] len, long ownOffset, Mode mode) {
+        boolean inPlace = send.equals(recv);
+        CollectiveCall c = frame.call(mode).of(o, fp, bytes, null, recv);
+        c.blockBytes = blk;
+        c.recvOff = off;
+        c.recvLen = len;
+        c.inPlace = inPlace;
+        c.mine = inPlace ? recv : send;
+        c.mineOffset = inPlace ? ownOffset : 0;
         return frame.start(c, mode);
     }
 }

@@ -233,6 +233,7 @@ final class CollectiveFrame {
             case ALL_TO_ALL_V -> z.tables.allToAllV(seq, fp, name, c.send, c.sendOff, c.sendLen, c.sendBytes, c.recv, c.recvOff,
                     c.recvLen, c.recvBytes, want);
             case BARRIER -> z.barrier(seq, fp, name);
+            case SCAN, EXSCAN -> false; // each rank's result differs: nothing to share in place (every rank decides alike)
         };
     }
 

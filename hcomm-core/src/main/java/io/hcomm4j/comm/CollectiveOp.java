@@ -7,7 +7,7 @@ import java.util.Arrays;
 
 /**
  * The collectives, one constant each: the name reports and metrics use, the tuner op whose {@code HCOMM_ALGO} entry
- * governs it, and its code in the top 4 bits of a fingerprint (the ordinal + 1: code 0 is "no collective"). The
+ * governs it, and its code in the top 5 bits of a fingerprint (the ordinal + 1: code 0 is "no collective"). The
  * declaration order is therefore wire format (peers decode each other's fingerprints) and the metrics' order.
  */
 enum CollectiveOp {
@@ -25,11 +25,14 @@ enum CollectiveOp {
     SCATTER_V("scatterV", Tuner.Op.SCATTER),
     ALL_TO_ALL("allToAll", Tuner.Op.ALLTOALL),
     ALL_TO_ALL_V("allToAllV", Tuner.Op.ALLTOALL),
-    BARRIER("barrier", Tuner.Op.BARRIER);
+    BARRIER("barrier", Tuner.Op.BARRIER),
+    // prefix reductions have one algorithm (a pipelined chain); REDUCE's HCOMM_ALGO entry is the nearest kin
+    SCAN("scan", Tuner.Op.REDUCE),
+    EXSCAN("exscan", Tuner.Op.REDUCE);
 
     /** values() copies its array on every call; decoding a fingerprint should not. */
     private static final CollectiveOp[] BY_ORDINAL = values();
-    private static final int CODE_SHIFT = 28;
+    private static final int CODE_SHIFT = 27;
     private static final int HASH_MASK = (1 << CODE_SHIFT) - 1;
 
     private final String label;
@@ -52,7 +55,7 @@ enum CollectiveOp {
 
     /**
      * What every message of a collective carries, so that a receiver notices a peer in another collective or the
-     * same one with other arguments: the op's code in the top 4 bits, a hash of count, type, reduce op and root below.
+     * same one with other arguments: the op's code in the top 5 bits, a hash of count, type, reduce op and root below.
      */
     int fingerprint(long count, DataType type, ReduceOp redop, int root) {
         long h = count * 0x9E3779B97F4A7C15L;
@@ -64,7 +67,7 @@ enum CollectiveOp {
     }
 
     /** The code of a fingerprint that says "this rank refused its own arguments to the op in its low bits". */
-    private static final int REFUSED_CODE = 15;
+    private static final int REFUSED_CODE = 31;
 
     /**
      * The fingerprint a rank publishes in the turn of a collective it refused (a bad argument of its own): it matches

@@ -30,6 +30,8 @@ final class CommunicatorHealth {
     private volatile Health health = Health.READY;
     /** Members (communicator ranks) known to be gone, failed or closed; guarded by {@link #lock}. */
     private final TreeSet<Integer> failedMembers = new TreeSet<>();
+    /** Whether a gone member failed (not only closed in order): then new collectives fail at once; guarded by {@link #lock}. */
+    private boolean anyFailed;
     /** How each gone member went: "rank 2 failed: its connection broke", "rank 1 closed its session"; guarded by {@link #lock}. */
     private final java.util.Map<Integer, String> goneWhy = new java.util.HashMap<>();
     /** Why the communicator cannot be used at all (aborted, or this rank declared failed), or null. */
@@ -85,7 +87,9 @@ final class CommunicatorHealth {
             return new CommAbortedException("rank " + rank + ": " + op + which + ": the communicator was aborted: " + aborted);
         }
         Health h = health;
-        if (h.state() == Health.State.DEGRADED) return peersFailed(op, which, h.failedRanks(), null);
+        // a member that only closed its session may have left what this op needs (a broadcast root's data, a leaf's
+        // contribution) already here: the op runs, and fails where it needs the member and finds it gone
+        if (h.state() == Health.State.DEGRADED && anyFailed) return peersFailed(op, which, h.failedRanks(), null);
         return null;
     }
 
@@ -127,9 +131,9 @@ final class CommunicatorHealth {
     }
 
     /**
-     * World rank {@code w} closed its session in order: if it is a member, the communicator is DEGRADED as for a failure
-     * (later collectives fail at once), but the running ones are left to end by themselves: what the member sent before
-     * it closed is delivered, and a wait on it fails by itself. A FAILED communicator is left as it is: nothing works on
+     * World rank {@code w} closed its session in order: if it is a member, the communicator is DEGRADED as for a failure,
+     * but collectives, running or new, are left to run: what the member sent before it closed is delivered (a broadcast
+     * root or a reduce's leaf is done with an op before the others start it), and a wait on it fails by itself. A FAILED communicator is left as it is: nothing works on
      * it anyway, and its members close it one after another.
      */
     void onMemberLeft(int w) {
@@ -145,6 +149,7 @@ final class CommunicatorHealth {
         synchronized (lock) {
             if ((!failRunning && abortedWhy != null) || !failedMembers.add(r)) return;
             goneWhy.put(r, reason);
+            if (failRunning) anyFailed = true;
             gone = List.copyOf(failedMembers);
             now = abortedWhy != null ? new Health(Health.State.FAILED, gone, abortedWhy)
                     : new Health(Health.State.DEGRADED, gone, reason);

@@ -41,6 +41,8 @@ final class CommunicatorImpl implements Communicator {
     private final Membership membership;
     private final PointToPoint p2p;
     private final BlockCollectives blocks;
+    private final ScanCollectives scans;
+    private final MonitoredBarrier monitoredBarrier;
     /** Windows made on this communicator so far (each member counts the same: window creation is collective). */
     private final java.util.concurrent.atomic.AtomicInteger windows = new java.util.concurrent.atomic.AtomicInteger();
 
@@ -72,6 +74,8 @@ final class CommunicatorImpl implements Communicator {
         this.membership = new Membership(this, health, session, transport, topology);
         this.p2p = new PointToPoint(this, transport, commId, rank, size, worldToComm, check, health, frame.metrics);
         this.blocks = new BlockCollectives(frame, check, rank, size);
+        this.scans = new ScanCollectives(frame, check);
+        this.monitoredBarrier = new MonitoredBarrier(transport, commId, rank, size, group);
         check.refuseThrough(frame);
     }
 
@@ -300,47 +304,17 @@ final class CommunicatorImpl implements Communicator {
     }
 
     CommFuture<Void> allGather(MemorySegment send, MemorySegment recv, long count, DataType type, Mode mode) {
-        CollectiveOp o = CollectiveOp.ALL_GATHER;
-        long blk = check.bytes(o, "send", send, count, type);
-        check.buffer(o, "recv", recv, check.product(o, "count x ranks", blk, size));
-        return allGather(o, o.fingerprint(count, type, null, -1), blk * size, send, recv, blk, null, null, rank * blk, mode);
+        return blocks.allGather(send, recv, count, type, mode);
     }
 
     @Override
     public void allGatherV(MemorySegment send, MemorySegment recv, long[] recvCounts, long[] displs, DataType type) {
-        allGatherV(send, recv, recvCounts, displs, type, Mode.BLOCKING);
+        blocks.allGatherV(send, recv, recvCounts, displs, type, Mode.BLOCKING);
     }
 
     @Override
     public CommFuture<Void> allGatherVAsync(MemorySegment send, MemorySegment recv, long[] recvCounts, long[] displs, DataType type) {
-        return allGatherV(send, recv, recvCounts, displs, type, Mode.ASYNC);
-    }
-
-    private CommFuture<Void> allGatherV(MemorySegment send, MemorySegment recv, long[] recvCounts, long[] displs, DataType type,
-                                        Mode mode) {
-        CollectiveOp o = CollectiveOp.ALL_GATHER_V;
-        long[][] b = check.blocks(o, "recv", recv, recvCounts, displs, type);
-        long[] off = b[0];
-        long[] len = b[1];
-        check.buffer(o, "send", send.equals(recv) ? recv.asSlice(off[rank], len[rank]) : send, len[rank]);
-        long bytes = 0;
-        for (long x : len) bytes += x;
-        return allGather(o, o.fingerprint(java.util.Arrays.hashCode(recvCounts), type, null, -1), bytes, send, recv, 0, off, len,
-                off[rank], mode);
-    }
-
-    /** In place (send is recv): this rank's block of recv, at {@code ownOffset}, is what it contributes. */
-    private CommFuture<Void> allGather(CollectiveOp o, int fp, long bytes, MemorySegment send, MemorySegment recv, long blk,
-                                       long[] off, long[] len, long ownOffset, Mode mode) {
-        boolean inPlace = send.equals(recv);
-        CollectiveCall c = frame.call(mode).of(o, fp, bytes, null, recv);
-        c.blockBytes = blk;
-        c.recvOff = off;
-        c.recvLen = len;
-        c.inPlace = inPlace;
-        c.mine = inPlace ? recv : send;
-        c.mineOffset = inPlace ? ownOffset : 0;
-        return frame.start(c, mode);
+        return blocks.allGatherV(send, recv, recvCounts, displs, type, Mode.ASYNC);
     }
 
     @Override
@@ -409,6 +383,37 @@ final class CommunicatorImpl implements Communicator {
     public CommFuture<Void> allToAllVAsync(MemorySegment send, long[] sendCounts, long[] sendDispls, MemorySegment recv,
                                            long[] recvCounts, long[] recvDispls, DataType type) {
         return blocks.allToAllV(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, type, Mode.ASYNC);
+    }
+
+    @Override
+    public void scan(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op) {
+        scans.scan(send, recv, count, type, op, false, Mode.BLOCKING);
+    }
+
+    @Override
+    public CommFuture<Void> scanAsync(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op) {
+        return scans.scan(send, recv, count, type, op, false, Mode.ASYNC);
+    }
+
+    @Override
+    public void exscan(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op) {
+        scans.scan(send, recv, count, type, op, true, Mode.BLOCKING);
+    }
+
+    @Override
+    public CommFuture<Void> exscanAsync(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op) {
+        return scans.scan(send, recv, count, type, op, true, Mode.ASYNC);
+    }
+
+    @Override
+    public void monitoredBarrier(java.time.Duration timeout) {
+        checkUsable("monitoredBarrier");
+        monitoredBarrier.run(timeout);
+    }
+
+    @Override
+    public io.hcomm4j.KeyValueStore store() {
+        return session.appStore();
     }
 
     @Override

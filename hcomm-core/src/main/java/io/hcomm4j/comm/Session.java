@@ -165,6 +165,15 @@ public final class Session implements SessionProvider.SessionHandle {
         return transport.explainWait(waitedNanos);
     }
 
+    private volatile AppStore appStore;
+
+    /** The job's store for the application (made on first use). */
+    io.hcomm4j.KeyValueStore appStore() {
+        AppStore a = appStore;
+        if (a == null) appStore = a = new AppStore(joined.store(), joined.rank());
+        return a;
+    }
+
     /** See {@link WaitDiagnosis#recent}, as ": ..." or "". */
     String recentExplanation(long maxAgeNanos) {
         String r = waits.recent(maxAgeNanos);

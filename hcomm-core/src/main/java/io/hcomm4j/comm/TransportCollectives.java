@@ -10,6 +10,7 @@ import io.hcomm4j.algo.HalvingDoubling;
 import io.hcomm4j.algo.Hierarchical;
 import io.hcomm4j.algo.Reductions;
 import io.hcomm4j.algo.Rooted;
+import io.hcomm4j.algo.Scan;
 import io.hcomm4j.algo.Tuner;
 import java.lang.foreign.MemorySegment;
 
@@ -94,6 +95,8 @@ final class TransportCollectives {
             case SCATTER_V -> Rooted.scatterLinear(l, c.send, c.recv, c.root, c.sendOff, c.sendLen);
             case ALL_TO_ALL, ALL_TO_ALL_V -> allToAll(c, l);
             case BARRIER -> AllToAll.barrier(l);
+            case SCAN -> Scan.inclusive(l, c.send, c.recv, c.count, c.kernel, Scan.CHUNK_BYTES);
+            case EXSCAN -> Scan.exclusive(l, c.send, c.recv, c.count, c.kernel, Scan.CHUNK_BYTES);
         }
     }
 

@@ -454,18 +454,19 @@ final class ZeroCopyEngine implements AutoCloseable {
 
     /**
      * Op {@code seq}, which this rank refused (see {@link CollectiveFrame#refuse}): in its turn, a descriptor with
-     * {@code fingerprint} (which matches nobody's) so every other rank's op ends with a mismatch. It does not wait for the
-     * others: they only read the descriptor, and this rank's next op waits for all of them as usual.
+     * {@code fingerprint} (which matches nobody's), so every other rank's op ends with a mismatch. It waits, as every
+     * op's arrival does, until every rank has published its descriptor of this op: a rank must not publish two ops ahead
+     * of one that still reads its descriptors (they take turns in two slots).
      */
     void refuse(long seq, int fingerprint, String op) {
         enter(seq, op);
         try {
             if (!ready(op)) return;
-            long d = ControlLayout.descriptor(rank, opTicket());
-            ctrl.set(ValueLayout.JAVA_INT, d + ControlLayout.FINGERPRINT_OFFSET, fingerprint);
-            ctrl.set(ValueLayout.JAVA_INT, d + ControlLayout.FLAGS_OFFSET, 0);
-            LONG.setRelease(ctrl, d + ControlLayout.SEQ_OFFSET, seq);
-            waiter.wakeSleepers();
+            sendFile = -1;
+            recvFile = -1;
+            arrive(seq, fingerprint, op, 0);
+        } catch (CollectiveMismatchException expected) {
+            // the others called the op as it should be: they fail with the refusal, this rank with its own exception
         } finally {
             leave(seq);
         }

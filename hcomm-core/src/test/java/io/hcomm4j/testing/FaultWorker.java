@@ -1,6 +1,8 @@
 package io.hcomm4j.testing;
 
 import io.hcomm4j.CommAbortedException;
+import io.hcomm4j.CommFuture;
+import io.hcomm4j.Status;
 import io.hcomm4j.Communicator;
 import io.hcomm4j.Hcomm;
 import io.hcomm4j.HcommException;
@@ -110,7 +112,20 @@ public final class FaultWorker {
             System.out.println("LATER COLLECTIVE " + e.failedRanks());
         }
         survivorsExchange(comm, n - 1);
+        survivorsMeet(comm, n - 1);
         return 0;
+    }
+
+    /**
+     * Returns once every survivor (ranks 0 .. live-1) got here: none closes its session (which its peers would see, and
+     * report in their health) before every one has printed what it saw.
+     */
+    private static void survivorsMeet(Communicator comm, int live) {
+        int rank = comm.rank();
+        java.util.List<CommFuture<Status>> rs = new java.util.ArrayList<>();
+        for (int p = 0; p < live; p++) if (p != rank) rs.add(comm.recvAsync(new byte[1], p, 78));
+        for (int p = 0; p < live; p++) if (p != rank) comm.send(new byte[1], p, 78);
+        for (CommFuture<Status> r : rs) r.await();
     }
 
     private static void caught(HcommException e) {
@@ -154,6 +169,7 @@ public final class FaultWorker {
         }
         System.out.printf("LEARNED at=%d failed=%s transport to victim: %s%n", System.currentTimeMillis(),
                 comm.health().failedRanks(), hcomm.transportTo(victim));
+        survivorsMeet(comm, comm.size() - 1); // every survivor learned it before any goes on (and, later, closes)
         try {
             comm.allReduce(new int[4], ReduceOp.SUM);
             System.out.println("COLLECTIVE PASSED");
@@ -161,6 +177,7 @@ public final class FaultWorker {
             caught(e);
         }
         survivorsExchange(comm, comm.size() - 1);
+        survivorsMeet(comm, comm.size() - 1);
         return 0;
     }
 
@@ -187,8 +204,10 @@ public final class FaultWorker {
             caught(e);
             return 4;
         }
-        System.out.printf("BUSY DONE after %d ms, health %s%n", (System.nanoTime() - t0) / 1_000_000, comm.health().state());
-        return comm.health().state() == Health.State.READY ? 0 : 5;
+        Health.State state = comm.health().state();
+        System.out.printf("BUSY DONE after %d ms, health %s%n", (System.nanoTime() - t0) / 1_000_000, state);
+        comm.barrier(); // nobody closes (which the others would see in their health) before every rank has looked
+        return state == Health.State.READY ? 0 : 5;
     }
 
     /** Computes (and makes garbage, so the collector runs) for {@code ms}. */
