@@ -357,14 +357,19 @@ public final class CommConfig {
     @Override
     public String toString() {
         return "CommConfig{initMethod=" + initMethod + ", rank=" + rank + ", worldSize=" + worldSize
-                + ", secret=" + (secret == null ? "unset" : "***") + ", timeout=" + timeout
-                + ", initTimeout=" + initTimeout + ", socketIfname=" + socketIfname + ", socketAddr=" + socketAddr
-                + ", spinTime=" + spinTime + ", eagerLimit=" + eagerLimit + ", unexpectedLimit=" + unexpectedLimit
-                + ", storeHosted=" + storeHosted + ", storePort=" + storePort + ", storeReconnect=" + storeReconnect + ", storeScope=" + storeScope + ", algo=" + algo + ", tuningFile=" + tuningFile + ", feedback=" + feedback + ", join=" + join + ", channels=" + channels + (tcpCongestion.isEmpty() ? "" : ", tcpCongestion=" + tcpCongestion) + ", tuneAtInit=" + tuneAtInit + ", check=" + (fullCheck ? "full" : "cheap")
+                + ", secret=" + (secret == null ? "unset" : "***") + ", timeout=" + d(timeout)
+                + ", initTimeout=" + d(initTimeout) + ", socketIfname=" + socketIfname + ", socketAddr=" + socketAddr
+                + ", spinTime=" + d(spinTime) + ", eagerLimit=" + eagerLimit + ", unexpectedLimit=" + unexpectedLimit
+                + ", storeHosted=" + storeHosted + ", storePort=" + storePort + ", storeReconnect=" + d(storeReconnect) + ", storeScope=" + storeScope + ", algo=" + algo + ", tuningFile=" + tuningFile + ", feedback=" + feedback + ", join=" + join + ", channels=" + channels + (tcpCongestion.isEmpty() ? "" : ", tcpCongestion=" + tcpCongestion) + ", tuneAtInit=" + tuneAtInit + ", check=" + (fullCheck ? "full" : "cheap")
                 + ", memPoolMax=" + memPoolMax + ", shmDir=" + shmDir + ", memDebug=" + memDebug + ", memAdopt=" + memAdopt
                 + ", transport=" + transport.name().toLowerCase(Locale.ROOT) + ", hostId=" + hostId + ", shmRingSize=" + shmRingSize
-                + ", heartbeatTimeout=" + heartbeatTimeout + ", heartbeatInterval=" + heartbeatInterval + ", stuckReport=" + stuckReport + ", warmUp=" + warmUp + ", zeroCopy=" + zeroCopy
-                + ", retryMax=" + retryMax + ", retryInterval=" + retryInterval + "}";
+                + ", heartbeatTimeout=" + d(heartbeatTimeout) + ", heartbeatInterval=" + d(heartbeatInterval) + ", stuckReport=" + d(stuckReport) + ", warmUp=" + d(warmUp) + ", zeroCopy=" + zeroCopy
+                + ", retryMax=" + retryMax + ", retryInterval=" + d(retryInterval) + "}";
+    }
+
+    /** A duration as every message of the library writes it ("3.0 s", "200 ms"). */
+    private static String d(Duration x) {
+        return io.hcomm4j.monitor.Units.duration(x);
     }
 
     /** Builder of {@link CommConfig}; {@link #build()} validates. */
@@ -533,7 +538,7 @@ public final class CommConfig {
             ConfigChecks.links(socketIfname, channels, tcpCongestion);
             positive("timeout", timeout);
             positive("initTimeout", initTimeout);
-            if (spinTime.isNegative()) throw new IllegalArgumentException("spinTime must be >= 0, was " + spinTime);
+            if (spinTime.isNegative()) throw new IllegalArgumentException("spinTime must be >= 0, was " + d(spinTime));
             if (eagerLimit < 0 || eagerLimit > 64L * 1024 * 1024) {
                 throw new IllegalArgumentException("eagerLimit must be in [0, 64M], was " + eagerLimit);
             }
@@ -549,17 +554,17 @@ public final class CommConfig {
                 throw new IllegalArgumentException("shmRingSize (HCOMM_SHM_RING_SIZE) must be a power of two in [64K, 1G], was " + shmRingSize);
             }
             ConfigChecks.heartbeats(heartbeatTimeout, heartbeatInterval);
-            if (stuckReport.isNegative()) throw new IllegalArgumentException("stuckReport (HCOMM_STUCK_REPORT) must be >= 0, was " + stuckReport);
+            if (stuckReport.isNegative()) throw new IllegalArgumentException("stuckReport (HCOMM_STUCK_REPORT) must be >= 0, was " + d(stuckReport));
             if (warmUp.isNegative() || warmUp.compareTo(Duration.ofMinutes(10)) > 0) {
-                throw new IllegalArgumentException("warmUp (HCOMM_WARMUP) must be in [0, 10m], was " + warmUp);
+                throw new IllegalArgumentException("warmUp (HCOMM_WARMUP) must be in [0, 10 min], was " + d(warmUp));
             }
             if (retryMax < 0 || retryMax > 1000) throw new IllegalArgumentException("retryMax (HCOMM_RETRY_MAX) must be in [0, 1000], was " + retryMax);
             if (retryInterval.compareTo(Duration.ofMillis(1)) < 0 || retryInterval.compareTo(Duration.ofMinutes(1)) > 0) {
-                throw new IllegalArgumentException("retryInterval (HCOMM_RETRY_INTERVAL) must be in [1ms, 1m], was " + retryInterval);
+                throw new IllegalArgumentException("retryInterval (HCOMM_RETRY_INTERVAL) must be in [1 ms, 1 min], was " + d(retryInterval));
             }
             if (storePort < UNSET || storePort > 65535) throw new IllegalArgumentException("storePort must be in [0, 65535], was " + storePort);
             if (storeReconnect.isNegative() || storeReconnect.compareTo(Duration.ofMinutes(10)) > 0) {
-                throw new IllegalArgumentException("storeReconnect (HCOMM_STORE_RECONNECT) must be in [0, 10m], was " + storeReconnect);
+                throw new IllegalArgumentException("storeReconnect (HCOMM_STORE_RECONNECT) must be in [0, 10 min], was " + d(storeReconnect));
             }
             ConfigChecks.storeScope(storeScope);
             try {
@@ -577,7 +582,7 @@ public final class CommConfig {
 
 
         private static void positive(String name, Duration d) {
-            if (d.isNegative() || d.isZero()) throw new IllegalArgumentException(name + " must be > 0, was " + d);
+            if (d.isNegative() || d.isZero()) throw new IllegalArgumentException(name + " must be > 0, was " + d(d));
         }
     }
 

@@ -52,8 +52,16 @@ public abstract class CommFuture<T> extends CompletableFuture<T> {
     /** Deadline of a wait that names none: now plus the communicator's timeout. */
     protected abstract long defaultDeadline();
 
-    /** The exception for a wait that passed its deadline, naming the op and the peer. */
-    protected abstract CommTimeoutException timeoutException(long waitedNanos);
+    /**
+     * The exception for a wait that passed its deadline, naming the op and the peer; {@code limit} names the deadline:
+     * {@link #DEFAULT_LIMIT} or {@link #CALLERS_LIMIT}.
+     */
+    protected abstract CommTimeoutException timeoutException(long waitedNanos, String limit);
+
+    /** The deadline of a wait that names none. */
+    protected static final String DEFAULT_LIMIT = "HCOMM_TIMEOUT";
+    /** The deadline of {@link #await(java.time.Duration)}. */
+    protected static final String CALLERS_LIMIT = "the timeout given to await";
 
     /**
      * Waits (up to {@code HCOMM_TIMEOUT}) and returns the result.
@@ -63,7 +71,7 @@ public abstract class CommFuture<T> extends CompletableFuture<T> {
     public T await() {
         if (isDone()) return unwrapped(); // no clock reads for an op that is already complete (an eager send)
         long start = System.nanoTime();
-        if (!awaitUntil(defaultDeadline())) throw timeoutException(System.nanoTime() - start);
+        if (!awaitUntil(defaultDeadline())) throw timeoutException(System.nanoTime() - start, DEFAULT_LIMIT);
         return unwrapped();
     }
 
@@ -74,7 +82,7 @@ public abstract class CommFuture<T> extends CompletableFuture<T> {
      */
     public T await(java.time.Duration timeout) {
         long start = System.nanoTime();
-        if (!awaitUntil(start + timeout.toNanos())) throw timeoutException(System.nanoTime() - start);
+        if (!awaitUntil(start + timeout.toNanos())) throw timeoutException(System.nanoTime() - start, CALLERS_LIMIT);
         return unwrapped();
     }
 
@@ -94,14 +102,14 @@ public abstract class CommFuture<T> extends CompletableFuture<T> {
     @Override
     public T join() {
         long start = System.nanoTime();
-        if (!awaitUntil(defaultDeadline())) throw new CompletionException(timeoutException(System.nanoTime() - start));
+        if (!awaitUntil(defaultDeadline())) throw new CompletionException(timeoutException(System.nanoTime() - start, DEFAULT_LIMIT));
         return super.join();
     }
 
     @Override
     public T get() throws InterruptedException, ExecutionException {
         long start = System.nanoTime();
-        if (!awaitUntil(defaultDeadline())) throw new ExecutionException(timeoutException(System.nanoTime() - start));
+        if (!awaitUntil(defaultDeadline())) throw new ExecutionException(timeoutException(System.nanoTime() - start, DEFAULT_LIMIT));
         return super.get();
     }
 

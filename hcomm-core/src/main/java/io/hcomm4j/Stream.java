@@ -117,7 +117,11 @@ public interface Stream extends AutoCloseable {
      */
     void synchronize();
 
-    /** Waits for the queued ops (as {@link #synchronize()}, without throwing) and releases the stream. */
+    /**
+     * Waits for the queued ops (up to {@code HCOMM_TIMEOUT}) and releases the stream; then throws the first failure of
+     * an op that no {@link #synchronize()} reported (or the timeout), so that a try-with-resources block does not lose
+     * it. Closing a stream of a closed session waits for nothing and throws nothing.
+     */
     @Override
     void close();
 }

@@ -697,6 +697,8 @@ public class ZeroCopyCollectivesTest {
                 assertThat((System.nanoTime() - t0) / 1_000_000).as("ms until the next collective ran").isLessThan(10_000);
                 org.assertj.core.api.Assertions.assertThatThrownBy(tooSmall::await).isInstanceOf(MessageTruncatedException.class);
                 org.assertj.core.api.Assertions.assertThatThrownBy(skipped::await).isInstanceOf(CommAbortedException.class);
+                // the stream reports its first failure once (close would, had nobody synchronized)
+                org.assertj.core.api.Assertions.assertThatThrownBy(s::synchronize).isInstanceOf(MessageTruncatedException.class);
             }
         });
     }

@@ -110,10 +110,10 @@ final class BatchImpl implements Batch {
         }
 
         @Override
-        protected CommTimeoutException timeoutException(long waitedNanos) {
+        protected CommTimeoutException timeoutException(long waitedNanos, String limit) {
             long pending = parts.stream().filter(p -> !p.isDone()).count();
             return new CommTimeoutException("rank " + rank + ": batch of " + parts.size() + " ops: " + pending
-                    + " still pending after " + io.hcomm4j.monitor.Units.duration(waitedNanos) + " (HCOMM_TIMEOUT)"
+                    + " still pending after " + io.hcomm4j.monitor.Units.duration(waitedNanos) + " (" + limit + ")"
                     + explainWait.apply(waitedNanos));
         }
     }

@@ -132,7 +132,9 @@ final class CollectiveFrame {
         number(c);
         try {
             if (mode.stream != null) return mode.stream.enqueueCollective(c);
-            c.future = new WorkerFuture<>(session.config().timeout().toNanos(), rank, c.op.label());
+            c.future = new WorkerFuture<>(session.config().timeout().toNanos(), rank, c.op.label() + " #" + c.seq);
+            long seq = c.seq;
+            c.future.explainWith(() -> waitingFor(seq));
             collectiveThread().execute(c);
             return c.future;
         } catch (RuntimeException e) {
@@ -140,6 +142,31 @@ final class CollectiveFrame {
             throw e;
         }
     }
+
+    /**
+     * What collective {@code seq} waits for now, in words for a timeout message: "it still waits for ranks 2, 3", or
+     * that it has not started (an earlier collective of the communicator still runs), or null once it is over.
+     */
+    String waitingFor(long seq) {
+        for (TransportLinks l : health.running()) {
+            if (l.seq() == seq) return describeWait(l.waitingFor(), "");
+        }
+        ZeroCopyEngine.Wait zw = comm.zeroCopyWait();
+        if (zw != null && zw.seq() == seq) return describeWait(zw.worldPeers(), " (shared memory)");
+        long started = startedUpTo;
+        if (seq > started) return "it has not started: collective #" + (started + 1) + " of this communicator runs before it";
+        return null;
+    }
+
+    private String describeWait(int[] worldPeers, String where) {
+        if (worldPeers.length == 0) return "it waits for no rank now" + where;
+        StringBuilder sb = new StringBuilder(worldPeers.length == 1 ? "it still waits for rank " : "it still waits for ranks ");
+        for (int i = 0; i < worldPeers.length; i++) sb.append(i > 0 ? ", " : "").append(comm.commRank(worldPeers[i]));
+        return sb.append(where).toString();
+    }
+
+    /** The highest sequence number that has started to run here (the ops run one at a time, in order). */
+    private volatile long startedUpTo;
 
     /** Fails at once if the communicator is closed, aborted or has failed members; else takes the op's number. */
     private void number(CollectiveCall c) {
@@ -184,6 +211,7 @@ final class CollectiveFrame {
      * shared-memory attempt, and the transport if some rank cannot; without an engine, the transport at once.
      */
     void execute(CollectiveCall c) {
+        if (c.seq > startedUpTo) startedUpTo = c.seq;
         ZeroCopyEngine z = zc;
         if (z == null) {
             runTransport(c, false);

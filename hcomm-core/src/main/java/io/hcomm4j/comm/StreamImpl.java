@@ -30,6 +30,8 @@ final class StreamImpl implements Stream {
     private long completed;
     private Throwable firstFailure;
     private boolean closed;
+    /** Ops up to this number (in enqueue order) had their failure reported by a synchronize that timed out (guarded by this). */
+    private long reportedThrough;
     /** The op the worker runs now, or null (guarded by this). */
     private Task<?> running;
 
@@ -156,7 +158,7 @@ final class StreamImpl implements Stream {
                 }
             }
             synchronized (this) {
-                if (failure != null && firstFailure == null) firstFailure = failure;
+                if (failure != null && firstFailure == null && completed + 1 > reportedThrough) firstFailure = failure;
                 completed++;
                 running = null;
                 notifyAll();
@@ -196,6 +198,7 @@ final class StreamImpl implements Stream {
      * cannot finish meanwhile, which keeps the list true).
      */
     private CommTimeoutException timedOut() {
+        reportedThrough = enqueued; // this timeout reports them: their own failures, when they come, are not news
         long pending = enqueued - completed;
         StringBuilder sb = new StringBuilder("rank ").append(comm.rank()).append(": stream.synchronize: ").append(pending)
                 .append(pending == 1 ? " op" : " ops").append(" still pending after ")
@@ -240,12 +243,19 @@ final class StreamImpl implements Stream {
 
     @Override
     public void close() {
+        RuntimeException unreported = null;
         synchronized (this) {
             if (closed) return;
             try {
                 if (!session.isClosed()) drain(System.nanoTime() + comm.timeoutNanos());
             } catch (RuntimeException e) {
-                // close never throws; the ops' own futures carry their failures
+                unreported = e;
+            }
+            Throwable f = firstFailure;
+            firstFailure = null;
+            if (unreported == null && f != null) {
+                unreported = f instanceof RuntimeException r ? r
+                        : new HcommException("rank " + comm.rank() + ": an op of the stream failed: " + f, f);
             }
             closed = true;
             notifyAll();
@@ -256,5 +266,7 @@ final class StreamImpl implements Stream {
             Thread.currentThread().interrupt();
         }
         session.unregister(this);
+        // released first; then the failure no synchronize() reported, so that try-with-resources does not lose it
+        if (unreported != null) throw unreported;
     }
 }

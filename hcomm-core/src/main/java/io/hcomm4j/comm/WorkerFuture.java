@@ -2,7 +2,6 @@ package io.hcomm4j.comm;
 
 import io.hcomm4j.CommFuture;
 import io.hcomm4j.CommTimeoutException;
-import java.util.concurrent.TimeUnit;
 
 /** The future of an op that a worker thread (a stream's, or the collective thread) runs and completes. */
 final class WorkerFuture<T> extends CommFuture<T> {
@@ -26,9 +25,19 @@ final class WorkerFuture<T> extends CommFuture<T> {
         return System.nanoTime() + timeoutNanos;
     }
 
+    /** What the op waits for now ("still waits for rank 2"), for a timeout message; null: nothing to add. */
+    private volatile java.util.function.Supplier<String> waitingFor;
+
+    /** Gives timeout messages what the op waits for at that moment. */
+    void explainWith(java.util.function.Supplier<String> waitingFor) {
+        this.waitingFor = waitingFor;
+    }
+
     @Override
-    protected CommTimeoutException timeoutException(long waitedNanos) {
+    protected CommTimeoutException timeoutException(long waitedNanos, String limit) {
+        java.util.function.Supplier<String> w = waitingFor;
+        String why = w == null ? null : w.get();
         return new CommTimeoutException("rank " + rank + ": " + op + " did not complete within "
-                + TimeUnit.NANOSECONDS.toMillis(waitedNanos) + " ms (HCOMM_TIMEOUT)");
+                + io.hcomm4j.monitor.Units.duration(waitedNanos) + " (" + limit + ")" + (why == null ? "" : ": " + why));
     }
 }

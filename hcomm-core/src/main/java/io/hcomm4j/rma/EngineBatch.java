@@ -173,8 +173,9 @@ final class EngineBatch implements TransferBatch {
         }
 
         @Override
-        protected CommTimeoutException timeoutException(long waitedNanos) {
-            return new CommTimeoutException("engine '" + engine.name() + "': waited " + waitedNanos / 1_000_000 + " ms for " + EngineBatch.this);
+        protected CommTimeoutException timeoutException(long waitedNanos, String limit) {
+            return new CommTimeoutException("engine '" + engine.name() + "': waited " + io.hcomm4j.monitor.Units.duration(waitedNanos)
+                    + " (" + limit + ") for " + EngineBatch.this);
         }
 
         @Override

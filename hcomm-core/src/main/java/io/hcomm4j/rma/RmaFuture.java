@@ -34,8 +34,8 @@ class RmaFuture<T> extends CommFuture<T> implements SharedWait {
     }
 
     @Override
-    protected CommTimeoutException timeoutException(long waitedNanos) {
-        return new CommTimeoutException(what + " did not complete within " + waitedNanos / 1_000_000 + " ms (HCOMM_TIMEOUT)");
+    protected CommTimeoutException timeoutException(long waitedNanos, String limit) {
+        return new CommTimeoutException(what + " did not complete within " + io.hcomm4j.monitor.Units.duration(waitedNanos) + " (" + limit + ")");
     }
 
     /** Done, or failed because the target did: a waiter never outlives its target, whatever path told of the failure. */

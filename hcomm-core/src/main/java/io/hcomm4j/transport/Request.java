@@ -101,11 +101,11 @@ public abstract sealed class Request<T> extends CommFuture<T> implements Progres
     }
 
     @Override
-    protected CommTimeoutException timeoutException(long waitedNanos) {
+    protected CommTimeoutException timeoutException(long waitedNanos, String limit) {
         String why = transport.explainWait(waitedNanos); // while this op is still pending, so it is in the explanation
         transport.noteTimedOut(this, waitedNanos);
         abandon();
         return new CommTimeoutException("rank " + transport.rank + ": " + describe() + " did not complete within "
-                + io.hcomm4j.monitor.Units.duration(waitedNanos) + " (HCOMM_TIMEOUT)" + why);
+                + io.hcomm4j.monitor.Units.duration(waitedNanos) + " (" + limit + ")" + why);
     }
 }
