@@ -12,8 +12,9 @@ import java.lang.foreign.MemorySegment;
  * {@link IllegalArgumentException} naming the argument and the rank.
  *
  * <p>Sizes are {@code long}: a single message may exceed 2 GiB when sent from a {@link MemorySegment}.
+ * Java objects travel through {@link ObjectCollectives} ({@code allGatherObject}, {@code sendObject} ...).
  */
-public interface Communicator extends PointToPointOps, AutoCloseable {
+public non-sealed interface Communicator extends PointToPointOps, ObjectCollectives, AutoCloseable {
     /** Receive from any source. */
     int ANY_SOURCE = -1;
     /** Receive with any tag. */
