@@ -369,7 +369,7 @@ public final class CommConfig {
 
     /** A duration as every message of the library writes it ("3.0 s", "200 ms"). */
     private static String d(Duration x) {
-        return io.hcomm4j.monitor.Units.duration(x);
+        return io.hcomm4j.Units.duration(x);
     }
 
     /** Builder of {@link CommConfig}; {@link #build()} validates. */

@@ -40,11 +40,11 @@ final class ConfigChecks {
     static void heartbeats(Duration heartbeatTimeout, Duration heartbeatInterval) {
         if (heartbeatTimeout.isNegative() || (!heartbeatTimeout.isZero() && heartbeatTimeout.compareTo(MIN_HEARTBEAT_TIMEOUT) < 0)) {
             throw new IllegalArgumentException("heartbeatTimeout (HCOMM_HEARTBEAT_TIMEOUT) must be at least 500ms, or 0 to turn "
-                    + "heartbeats off, was " + io.hcomm4j.monitor.Units.duration(heartbeatTimeout));
+                    + "heartbeats off, was " + io.hcomm4j.Units.duration(heartbeatTimeout));
         }
         if (heartbeatInterval != null) {
             if (heartbeatInterval.isNegative() || heartbeatInterval.isZero()) {
-                throw new IllegalArgumentException("heartbeatInterval (HCOMM_HEARTBEAT_INTERVAL) must be > 0, was " + io.hcomm4j.monitor.Units.duration(heartbeatInterval));
+                throw new IllegalArgumentException("heartbeatInterval (HCOMM_HEARTBEAT_INTERVAL) must be > 0, was " + io.hcomm4j.Units.duration(heartbeatInterval));
             }
             if (!heartbeatTimeout.isZero() && heartbeatInterval.multipliedBy(3).compareTo(heartbeatTimeout) > 0) {
                 throw new IllegalArgumentException("heartbeatInterval (HCOMM_HEARTBEAT_INTERVAL, " + heartbeatInterval

@@ -113,7 +113,7 @@ final class BatchImpl implements Batch {
         protected CommTimeoutException timeoutException(long waitedNanos, String limit) {
             long pending = parts.stream().filter(p -> !p.isDone()).count();
             return new CommTimeoutException("rank " + rank + ": batch of " + parts.size() + " ops: " + pending
-                    + " still pending after " + io.hcomm4j.monitor.Units.duration(waitedNanos) + " (" + limit + ")"
+                    + " still pending after " + io.hcomm4j.Units.duration(waitedNanos) + " (" + limit + ")"
                     + explainWait.apply(waitedNanos));
         }
     }

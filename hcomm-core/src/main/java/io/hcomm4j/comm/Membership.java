@@ -119,7 +119,7 @@ final class Membership {
             if (System.nanoTime() - deadline > 0) {
                 throw new io.hcomm4j.CommTimeoutException("rank " + rank + ": shrink of a communicator of " + size + " ranks: "
                         + (missing.size() == 1 ? "rank " + missing.get(0) + " has" : "ranks " + missing + " have")
-                        + " neither called shrink nor been found failed within " + io.hcomm4j.monitor.Units.duration(session.config().timeout()) + " (HCOMM_TIMEOUT)");
+                        + " neither called shrink nor been found failed within " + io.hcomm4j.Units.duration(session.config().timeout()) + " (HCOMM_TIMEOUT)");
             }
             java.util.concurrent.locks.LockSupport.parkNanos(sleepMicros * 1000);
             sleepMicros = Math.min(20_000, sleepMicros * 2);
@@ -167,7 +167,7 @@ final class Membership {
             g = new String(store.get(roundKey, timeout.plusSeconds(5)), java.nio.charset.StandardCharsets.UTF_8);
         } catch (io.hcomm4j.CommTimeoutException e) {
             throw new io.hcomm4j.CommTimeoutException("rank " + rank + ": grow: rank 0 of the communicator did not say within "
-                    + io.hcomm4j.monitor.Units.duration(timeout) + " (HCOMM_TIMEOUT) which processes join");
+                    + io.hcomm4j.Units.duration(timeout) + " (HCOMM_TIMEOUT) which processes join");
         }
         GrowPlan plan = GrowPlan.decode(store.get(ns + "grow/" + g + "/plan", timeout));
         if (plan.error() != null) throw new io.hcomm4j.CommTimeoutException("rank " + rank + ": grow: " + plan.error());
@@ -177,7 +177,7 @@ final class Membership {
             store.await(ready, timeout);
         } catch (io.hcomm4j.CommTimeoutException e) {
             throw new io.hcomm4j.CommTimeoutException("rank " + rank + ": grow: the joining processes (world ranks "
-                    + java.util.Arrays.toString(plan.slots()) + ") did not come up within " + io.hcomm4j.monitor.Units.duration(timeout) + " (HCOMM_TIMEOUT)");
+                    + java.util.Arrays.toString(plan.slots()) + ") did not come up within " + io.hcomm4j.Units.duration(timeout) + " (HCOMM_TIMEOUT)");
         }
         for (int i = 0; i < plan.slots().length; i++) session.revive(plan.slots()[i], plan.incarnations()[i]);
         store.add(ns + "grow/" + g + "/revived", 1);
@@ -216,7 +216,7 @@ final class Membership {
             if (arrived - taken >= joiners) break;
             if (System.nanoTime() > deadline) {
                 store.set(planKey, GrowPlan.failed("only " + (arrived - taken) + " of " + joiners + " joining processes registered within "
-                        + io.hcomm4j.monitor.Units.duration(timeout) + " (HCOMM_TIMEOUT); start them with Hcomm.join").encode());
+                        + io.hcomm4j.Units.duration(timeout) + " (HCOMM_TIMEOUT); start them with Hcomm.join").encode());
                 return round;
             }
             try {

@@ -3,7 +3,7 @@ package io.hcomm4j.comm;
 import io.hcomm4j.CommFuture;
 import io.hcomm4j.CommTimeoutException;
 import io.hcomm4j.Status;
-import io.hcomm4j.monitor.Units;
+import io.hcomm4j.Units;
 import io.hcomm4j.transport.PeerTransport;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;

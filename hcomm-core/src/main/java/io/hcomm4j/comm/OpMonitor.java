@@ -175,7 +175,7 @@ final class OpMonitor {
     }
 
     private static String seconds(long nanos) {
-        return io.hcomm4j.monitor.Units.duration(nanos);
+        return io.hcomm4j.Units.duration(nanos);
     }
 
     /** This rank's state now. */

@@ -191,7 +191,7 @@ final class SessionStart {
                 round = store.get(ns + "grow/ticket/" + ticket, initTimeout);
             } catch (CommTimeoutException e) {
                 throw new CommTimeoutException("join: no running rank called grow for this process (joiner #" + ticket + " of "
-                        + ns + ") within " + io.hcomm4j.monitor.Units.duration(initTimeout) + " (HCOMM_INIT_TIMEOUT)");
+                        + ns + ") within " + io.hcomm4j.Units.duration(initTimeout) + " (HCOMM_INIT_TIMEOUT)");
             }
             String g = text(round);
             GrowPlan plan = GrowPlan.decode(store.get(ns + "grow/" + g + "/plan", initTimeout));
@@ -245,7 +245,7 @@ final class SessionStart {
                 byte[] v = store.tryGet(ns + "grow/" + g + "/revived");
                 if (v != null && Long.parseLong(text(v)) >= old) break;
                 if (System.nanoTime() > deadline) {
-                    throw new CommTimeoutException("join: not every running rank took this process in within " + io.hcomm4j.monitor.Units.duration(initTimeout) + " (HCOMM_INIT_TIMEOUT)");
+                    throw new CommTimeoutException("join: not every running rank took this process in within " + io.hcomm4j.Units.duration(initTimeout) + " (HCOMM_INIT_TIMEOUT)");
                 }
                 Thread.sleep(2);
             }

@@ -44,10 +44,10 @@ final class StreamImpl implements Stream {
                            long bytes) {
         /** "send to rank 1 (tag 0, 64.0 MiB)", "allReduce #7 (4.0 KiB)": for a timeout message. */
         String text() {
-            if (collective != null) return op + " #" + collective.seq + " (" + io.hcomm4j.monitor.Units.bytes(Math.max(0, bytes)) + ")";
+            if (collective != null) return op + " #" + collective.seq + " (" + io.hcomm4j.Units.bytes(Math.max(0, bytes)) + ")";
             return op + (op.equals("send") ? " to rank " : " from ") + (peer == io.hcomm4j.Communicator.ANY_SOURCE ? "any rank" : peer)
                     + " (tag " + (tag == io.hcomm4j.Communicator.ANY_TAG ? "any" : String.valueOf(tag)) + ", "
-                    + io.hcomm4j.monitor.Units.bytes(bytes) + ")";
+                    + io.hcomm4j.Units.bytes(bytes) + ")";
         }
     }
 
@@ -202,7 +202,7 @@ final class StreamImpl implements Stream {
         long pending = enqueued - completed;
         StringBuilder sb = new StringBuilder("rank ").append(comm.rank()).append(": stream.synchronize: ").append(pending)
                 .append(pending == 1 ? " op" : " ops").append(" still pending after ")
-                .append(io.hcomm4j.monitor.Units.duration(comm.timeoutNanos())).append(" (HCOMM_TIMEOUT): ");
+                .append(io.hcomm4j.Units.duration(comm.timeoutNanos())).append(" (HCOMM_TIMEOUT): ");
         Task<?> now = running;
         sb.append(now == null ? "none started yet" : now.text() + (pending > 1 ? " runs" : ""));
         if (pending > 1) sb.append(", then ").append(queue.size()).append(" queued");

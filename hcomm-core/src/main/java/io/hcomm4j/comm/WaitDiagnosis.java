@@ -2,7 +2,7 @@ package io.hcomm4j.comm;
 
 import io.hcomm4j.bootstrap.Store;
 import io.hcomm4j.monitor.RankStatus;
-import io.hcomm4j.monitor.Units;
+import io.hcomm4j.Units;
 import io.hcomm4j.transport.PeerTransport;
 import io.hcomm4j.transport.PendingOp;
 import java.nio.charset.StandardCharsets;

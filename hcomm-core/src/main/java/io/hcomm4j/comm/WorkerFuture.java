@@ -38,6 +38,6 @@ final class WorkerFuture<T> extends CommFuture<T> {
         java.util.function.Supplier<String> w = waitingFor;
         String why = w == null ? null : w.get();
         return new CommTimeoutException("rank " + rank + ": " + op + " did not complete within "
-                + io.hcomm4j.monitor.Units.duration(waitedNanos) + " (" + limit + ")" + (why == null ? "" : ": " + why));
+                + io.hcomm4j.Units.duration(waitedNanos) + " (" + limit + ")" + (why == null ? "" : ": " + why));
     }
 }

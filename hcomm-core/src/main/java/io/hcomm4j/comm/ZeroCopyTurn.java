@@ -41,7 +41,7 @@ final class ZeroCopyTurn {
             long left = deadline - System.nanoTime();
             if (left <= 0) {
                 throw new CommTimeoutException("rank " + rank + ": " + op + ": the collective before it on this communicator "
-                        + "did not finish within " + io.hcomm4j.monitor.Units.duration(timeoutNanos) + " (HCOMM_TIMEOUT)");
+                        + "did not finish within " + io.hcomm4j.Units.duration(timeoutNanos) + " (HCOMM_TIMEOUT)");
             }
             try {
                 wait(Math.max(1, left / 1_000_000));

@@ -124,7 +124,7 @@ final class ZeroCopyWaiter implements SharedWait {
         List<Integer> missing = new ArrayList<>();
         for (int p = 0; p < n; p++) if (p != rank && !ready(p)) missing.add(p);
         throw new CommTimeoutException("rank " + rank + ": " + op + " (collective #" + seq + ", shared memory): rank(s) " + missing
-                + (phase == ARRIVE ? " did not call it" : phase == STEP ? " did not keep up with it" : " did not finish it") + " within " + io.hcomm4j.monitor.Units.duration(timeoutNanos)
+                + (phase == ARRIVE ? " did not call it" : phase == STEP ? " did not keep up with it" : " did not finish it") + " within " + io.hcomm4j.Units.duration(timeoutNanos)
                 + " (HCOMM_TIMEOUT)");
     }
 

@@ -1,5 +1,6 @@
 package io.hcomm4j.monitor;
 
+import io.hcomm4j.Units;
 import io.hcomm4j.HcommException;
 import io.hcomm4j.bootstrap.Store;
 import java.nio.charset.StandardCharsets;

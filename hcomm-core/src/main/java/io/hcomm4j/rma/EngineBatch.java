@@ -174,7 +174,7 @@ final class EngineBatch implements TransferBatch {
 
         @Override
         protected CommTimeoutException timeoutException(long waitedNanos, String limit) {
-            return new CommTimeoutException("engine '" + engine.name() + "': waited " + io.hcomm4j.monitor.Units.duration(waitedNanos)
+            return new CommTimeoutException("engine '" + engine.name() + "': waited " + io.hcomm4j.Units.duration(waitedNanos)
                     + " (" + limit + ") for " + EngineBatch.this);
         }
 

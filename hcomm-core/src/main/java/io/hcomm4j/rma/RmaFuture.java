@@ -35,7 +35,7 @@ class RmaFuture<T> extends CommFuture<T> implements SharedWait {
 
     @Override
     protected CommTimeoutException timeoutException(long waitedNanos, String limit) {
-        return new CommTimeoutException(what + " did not complete within " + io.hcomm4j.monitor.Units.duration(waitedNanos) + " (" + limit + ")");
+        return new CommTimeoutException(what + " did not complete within " + io.hcomm4j.Units.duration(waitedNanos) + " (" + limit + ")");
     }
 
     /** Done, or failed because the target did: a waiter never outlives its target, whatever path told of the failure. */

@@ -106,6 +106,6 @@ public abstract sealed class Request<T> extends CommFuture<T> implements Progres
         transport.noteTimedOut(this, waitedNanos);
         abandon();
         return new CommTimeoutException("rank " + transport.rank + ": " + describe() + " did not complete within "
-                + io.hcomm4j.monitor.Units.duration(waitedNanos) + " (" + limit + ")" + why);
+                + io.hcomm4j.Units.duration(waitedNanos) + " (" + limit + ")" + why);
     }
 }

@@ -1,4 +1,4 @@
-package io.hcomm4j.monitor;
+package io.hcomm4j;
 
 import java.time.Duration;
 import java.util.Locale;
