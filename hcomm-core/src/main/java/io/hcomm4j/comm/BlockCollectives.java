@@ -30,7 +30,7 @@ final class BlockCollectives {
         check.root(o, root);
         long blk = check.bytes(o, "send", send, count, type);
         if (rank == root) check.buffer(o, "recv", recv, check.product(o, "count x ranks", blk, size));
-        return rooted(o, o.fingerprint(count, type, null, root), blk * size, send, recv, root, blk, null, null, mode);
+        return rooted(o, count, type, blk * size, send, recv, root, blk, null, null, mode);
     }
 
     CommFuture<Void> gatherV(MemorySegment send, MemorySegment recv, long[] recvCounts, long[] displs, DataType type,
@@ -38,7 +38,7 @@ final class BlockCollectives {
         CollectiveOp o = CollectiveOp.GATHER_V;
         long[][] b = rootedBlocks(o, "recv", recv, recvCounts, displs, type, root);
         check.buffer(o, "send", send, b[1][rank]);
-        return rooted(o, o.fingerprint(0, type, null, root), sum(b[1]), send, recv, root, 0, b[0], b[1], mode);
+        return rooted(o, 0, type, sum(b[1]), send, recv, root, 0, b[0], b[1], mode);
     }
 
     CommFuture<Void> scatter(MemorySegment send, MemorySegment recv, long count, DataType type, int root, Mode mode) {
@@ -46,7 +46,7 @@ final class BlockCollectives {
         check.root(o, root);
         long blk = check.bytes(o, "recv", recv, count, type);
         if (rank == root) check.buffer(o, "send", send, check.product(o, "count x ranks", blk, size));
-        return rooted(o, o.fingerprint(count, type, null, root), blk * size, send, recv, root, blk, null, null, mode);
+        return rooted(o, count, type, blk * size, send, recv, root, blk, null, null, mode);
     }
 
     CommFuture<Void> scatterV(MemorySegment send, long[] sendCounts, long[] displs, MemorySegment recv, DataType type,
@@ -54,7 +54,7 @@ final class BlockCollectives {
         CollectiveOp o = CollectiveOp.SCATTER_V;
         long[][] b = rootedBlocks(o, "send", send, sendCounts, displs, type, root);
         check.buffer(o, "recv", recv, b[1][rank]);
-        return rooted(o, o.fingerprint(0, type, null, root), sum(b[1]), send, recv, root, 0, b[0], b[1], mode);
+        return rooted(o, 0, type, sum(b[1]), send, recv, root, 0, b[0], b[1], mode);
     }
 
     /** The root's blocks of its buffer, checked; the others know only the lengths (their offsets are zeros). */
@@ -72,9 +72,9 @@ final class BlockCollectives {
     }
 
     /** Gather and scatter: the blocks are the root's receive (gather) or send (scatter) blocks. */
-    private CommFuture<Void> rooted(CollectiveOp o, int fp, long bytes, MemorySegment send, MemorySegment recv, int root, long blk,
-                                    long[] off, long[] len, Mode mode) {
-        CollectiveCall c = frame.call(mode).of(o, fp, bytes, send, recv);
+    private CommFuture<Void> rooted(CollectiveOp o, long fpCount, DataType type, long bytes, MemorySegment send, MemorySegment recv,
+                                    int root, long blk, long[] off, long[] len, Mode mode) {
+        CollectiveCall c = frame.call(mode).of(o, fpCount, type, null, root, bytes, send, recv);
         c.root = root;
         c.blockBytes = blk;
         if (o == CollectiveOp.GATHER_V) {
@@ -96,7 +96,7 @@ final class BlockCollectives {
         check.buffer(o, "send", send, total);
         check.buffer(o, "recv", recv, total);
         // the fingerprint hashes the block's bytes, not its count
-        return allToAll(o, o.fingerprint(blk, null, null, -1), send, recv, blk, null, null, total, null, null, total, mode);
+        return allToAll(o, blk, send, recv, blk, null, null, total, null, null, total, mode);
     }
 
     CommFuture<Void> allToAllV(MemorySegment send, long[] sendCounts, long[] sendDispls, MemorySegment recv,
@@ -114,12 +114,12 @@ final class BlockCollectives {
             sendBytes = Math.max(sendBytes, s[0][i] + s[1][i]);
             recvBytes = Math.max(recvBytes, r[0][i] + r[1][i]);
         }
-        return allToAll(o, o.fingerprint(0, null, null, -1), send, recv, 0, s[0], s[1], sendBytes, r[0], r[1], recvBytes, mode);
+        return allToAll(o, 0, send, recv, 0, s[0], s[1], sendBytes, r[0], r[1], recvBytes, mode);
     }
 
-    private CommFuture<Void> allToAll(CollectiveOp o, int fp, MemorySegment send, MemorySegment recv, long blk, long[] sOff,
+    private CommFuture<Void> allToAll(CollectiveOp o, long fpCount, MemorySegment send, MemorySegment recv, long blk, long[] sOff,
                                       long[] sLen, long sendBytes, long[] rOff, long[] rLen, long recvBytes, Mode mode) {
-        CollectiveCall c = frame.call(mode).of(o, fp, sendBytes, send, recv);
+        CollectiveCall c = frame.call(mode).of(o, fpCount, null, null, -1, sendBytes, send, recv);
         c.blockBytes = blk;
         c.sendOff = sOff;
         c.sendLen = sLen;
@@ -134,7 +134,7 @@ final class BlockCollectives {
         CollectiveOp o = CollectiveOp.ALL_GATHER;
         long blk = check.bytes(o, "send", send, count, type);
         check.buffer(o, "recv", recv, check.product(o, "count x ranks", blk, size));
-        return allGather(o, o.fingerprint(count, type, null, -1), blk * size, send, recv, blk, null, null, rank * blk, mode);
+        return allGather(o, count, type, blk * size, send, recv, blk, null, null, rank * blk, mode);
     }
 
     CommFuture<Void> allGatherV(MemorySegment send, MemorySegment recv, long[] recvCounts, long[] displs, DataType type,
@@ -146,15 +146,14 @@ final class BlockCollectives {
         check.buffer(o, "send", send.equals(recv) ? recv.asSlice(off[rank], len[rank]) : send, len[rank]);
         long bytes = 0;
         for (long x : len) bytes += x;
-        return allGather(o, o.fingerprint(java.util.Arrays.hashCode(recvCounts), type, null, -1), bytes, send, recv, 0, off, len,
-                off[rank], mode);
+        return allGather(o, java.util.Arrays.hashCode(recvCounts), type, bytes, send, recv, 0, off, len, off[rank], mode);
     }
 
     /** In place (send is recv): this rank's block of recv, at {@code ownOffset}, is what it contributes. */
-    private CommFuture<Void> allGather(CollectiveOp o, int fp, long bytes, MemorySegment send, MemorySegment recv, long blk,
-                                       long[] off, long[] len, long ownOffset, Mode mode) {
+    private CommFuture<Void> allGather(CollectiveOp o, long fpCount, DataType type, long bytes, MemorySegment send, MemorySegment recv,
+                                       long blk, long[] off, long[] len, long ownOffset, Mode mode) {
         boolean inPlace = send.equals(recv);
-        CollectiveCall c = frame.call(mode).of(o, fp, bytes, null, recv);
+        CollectiveCall c = frame.call(mode).of(o, fpCount, type, null, -1, bytes, null, recv);
         c.blockBytes = blk;
         c.recvOff = off;
         c.recvLen = len;

@@ -1,5 +1,8 @@
 package io.hcomm4j.comm;
 
+import io.hcomm4j.DataType;
+import io.hcomm4j.ReduceOp;
+
 import io.hcomm4j.kernel.ReduceKernel;
 import java.lang.foreign.MemorySegment;
 
@@ -15,6 +18,12 @@ final class CollectiveCall implements Runnable {
     CollectiveOp op;
     long seq;
     int fingerprint;
+    /** The fingerprint's inputs (to say which argument differs from a peer's); {@link #fpKnown} false: not recorded. */
+    long fpCount;
+    DataType fpType;
+    ReduceOp fpRedop;
+    int fpRoot;
+    boolean fpKnown;
     /** The op's size for metrics, reports and events. */
     long bytes;
     MemorySegment send;
@@ -55,14 +64,69 @@ final class CollectiveCall implements Runnable {
         this.frame = frame;
     }
 
+    /**
+     * Sets the fields every op has (the buffers may be null), its fingerprint made of {@code count}, {@code type},
+     * {@code redop} and {@code root} (see {@link CollectiveOp#fingerprint}); returns this.
+     */
+    CollectiveCall of(CollectiveOp op, long count, DataType type, ReduceOp redop, int root, long bytes, MemorySegment send,
+                      MemorySegment recv) {
+        of(op, op.fingerprint(count, type, redop, root), bytes, send, recv);
+        this.fpCount = count;
+        this.fpType = type;
+        this.fpRedop = redop;
+        this.fpRoot = root;
+        this.fpKnown = true;
+        return this;
+    }
+
     /** Sets the fields every op has (the buffers may be null); returns this. */
     CollectiveCall of(CollectiveOp op, int fingerprint, long bytes, MemorySegment send, MemorySegment recv) {
         this.op = op;
         this.fingerprint = fingerprint;
+        this.fpKnown = false;
         this.bytes = bytes;
         this.send = send;
         this.recv = recv;
         return this;
+    }
+
+    /**
+     * " with count 1000 where rank 0 has count 1024": which argument of the call whose fingerprint is {@code other}
+     * (rank {@code otherRank}'s) differs from this one's (rank {@code myRank}'s), or "" if that cannot be told.
+     */
+    String whatDiffers(int other, int size, String otherRank, String myRank) {
+        if (!fpKnown) return "";
+        String theirs = op.differingArgument(other, fpCount, fpType, fpRedop, fpRoot, size);
+        if (theirs == null) return "";
+        if (theirs.isEmpty()) return " with other per-rank counts than " + myRank;
+        return " with " + theirs + " where " + myRank + " has " + op.argumentValue(theirs, fpCount, fpType, fpRedop, fpRoot);
+    }
+
+    /**
+     * The verdict of a mismatch among every rank's fingerprint as {@link CollectiveOp#describeMismatch(int[])} gives it,
+     * with the differing argument's two values when this rank's fingerprint is one of the two named ({@code me}: this
+     * rank): "rank 2 called allReduce with count 1000 where rank 0 has count 1024".
+     */
+    String verdict(int[] fingerprints, int me) {
+        int[] oddRef = CollectiveOp.oddAndReference(fingerprints);
+        int odd = oddRef[0];
+        int ref = oddRef[1];
+        String generic = CollectiveOp.describeMismatch(odd, fingerprints[odd], ref, fingerprints[ref]);
+        if (!fpKnown || !CollectiveOp.labelOf(fingerprints[odd]).equals(op.label())) return generic;
+        int size = fingerprints.length;
+        if (fingerprints[me] == fingerprints[ref]) {
+            String theirs = op.differingArgument(fingerprints[odd], fpCount, fpType, fpRedop, fpRoot, size);
+            if (theirs == null || theirs.isEmpty()) return generic;
+            return "rank " + odd + " called " + op.label() + " with " + theirs + " where rank " + ref + " has "
+                    + op.argumentValue(theirs, fpCount, fpType, fpRedop, fpRoot);
+        }
+        if (fingerprints[me] == fingerprints[odd]) {
+            String refs = op.differingArgument(fingerprints[ref], fpCount, fpType, fpRedop, fpRoot, size);
+            if (refs == null || refs.isEmpty()) return generic;
+            return "rank " + odd + " called " + op.label() + " with " + op.argumentValue(refs, fpCount, fpType, fpRedop, fpRoot)
+                    + " where rank " + ref + " has " + refs;
+        }
+        return generic;
     }
 
     /** Runs the op where the caller is (a stream's worker, or a blocking caller via the frame). */

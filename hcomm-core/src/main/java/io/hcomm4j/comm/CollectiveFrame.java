@@ -220,11 +220,12 @@ final class CollectiveFrame {
         String name = c.op.label();
         z.enter(c.seq, name);
         try {
-            if (session.config().fullCheck()) fullCheck(c.seq, name, c.fingerprint);
+            if (session.config().fullCheck()) fullCheck(c, c.seq, name, c.fingerprint);
             long t0 = System.nanoTime();
             CollectiveEvent ev = CollectiveEvent.wanted() ? new CollectiveEvent() : null;
             if (ev != null) ev.begin();
             z.opBytes(c.bytes);
+            z.current = c;
             if (zeroCopy(z, c)) {
                 metrics.record(c.op.ordinal(), c.bytes, System.nanoTime() - t0, false);
                 c.algo = null;
@@ -290,9 +291,10 @@ final class CollectiveFrame {
         try (TransportLinks links = new TransportLinks(transport, collectiveChannel, noticeChannel, c.seq, rank, size, group,
                 c.op.label(), c.fingerprint, session.scratch(), c.bytes)) {
             links.high(c.high);
+            links.call = c;
             try {
                 health.register(links);
-                if (session.config().fullCheck() && !checked) fullCheck(c.seq, c.op.label(), c.fingerprint);
+                if (session.config().fullCheck() && !checked) fullCheck(c, c.seq, c.op.label(), c.fingerprint);
                 algorithms.run(c, links);
             } catch (CollectiveMismatchException e) {
                 links.tellOthers(e);
@@ -310,7 +312,7 @@ final class CollectiveFrame {
      * HCOMM_CHECK=full: every rank's fingerprint of this op to every rank (Bruck all-gather on the check channel),
      * compared before any data moves, so all ranks reach the same verdict.
      */
-    private void fullCheck(long seq, String op, int fingerprint) {
+    private void fullCheck(CollectiveCall c, long seq, String op, int fingerprint) {
         if (size == 1) return;
         int[] all = new int[size];
         all[rank] = fingerprint;
@@ -326,7 +328,7 @@ final class CollectiveFrame {
         for (int r = 1; r < size; r++) {
             if (all[r] != all[0]) {
                 throw new CollectiveMismatchException("rank " + rank + ": " + op + " (collective #" + seq + ", full check): "
-                        + CollectiveOp.describeMismatch(all));
+                        + (c == null ? CollectiveOp.describeMismatch(all) : c.verdict(all, rank)));
             }
         }
     }

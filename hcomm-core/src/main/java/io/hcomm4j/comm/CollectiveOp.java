@@ -93,11 +93,68 @@ enum CollectiveOp {
         return code == 0 ? "" : BY_ORDINAL[Math.min(BY_ORDINAL.length, code) - 1].label;
     }
 
+    /** Whether the fingerprint's count is a hash of per-rank counts (the V forms, reduceScatter), not a count. */
+    private boolean hashesCounts() {
+        return this == REDUCE_SCATTER || this == REDUCE_SCATTER_V || this == ALL_GATHER_V;
+    }
+
+    /** What the fingerprint's count is, for a message: "count", "bytes per rank" (allToAll), "per-rank counts". */
+    private String countName() {
+        return this == ALL_TO_ALL ? "bytes per rank" : hashesCounts() ? "per-rank counts" : "count";
+    }
+
+    /**
+     * Which one argument of a call with fingerprint {@code other} differs from this call's ({@code count}, {@code type},
+     * {@code redop}, {@code root}: the fingerprint's inputs here), as "count 1000" or "root 2" (its value there), found
+     * by trying each argument's likely values; "" for the per-rank counts of a V form (only their hash travels), null if
+     * no single argument explains it. With a 27-bit hash and about 4,300 tries, a wrong answer is a 1-in-30,000 chance.
+     */
+    String differingArgument(int other, long count, DataType type, ReduceOp redop, int root, int size) {
+        if (other >>> CODE_SHIFT != ordinal() + 1) return null;
+        for (int r = -1; r < size; r++) if (r != root && fingerprint(count, type, redop, r) == other) return "root " + r;
+        if (type != null) {
+            for (DataType t : DataType.values()) if (t != type && fingerprint(count, t, redop, root) == other) return "type " + t;
+        }
+        if (redop != null) {
+            for (ReduceOp o : ReduceOp.values()) if (o != redop && fingerprint(count, type, o, root) == other) return "op " + o;
+        }
+        if (hashesCounts()) return "";
+        for (long c : countGuesses(count)) if (c != count && fingerprint(c, type, redop, root) == other) return countName() + " " + c;
+        return null;
+    }
+
+    /** Counts a caller likely passed instead of {@code count}: near it, powers of two times it, and small ones. */
+    private static long[] countGuesses(long count) {
+        long[] out = new long[64 * 2 + 2 * 40 + 4097];
+        int n = 0;
+        for (long d = -64; d <= 64; d++) if (count + d >= 0) out[n++] = count + d;
+        for (int k = 1; k <= 40; k++) {
+            if (count << k > 0 && (count << k) >>> k == count) out[n++] = count << k;
+            if (count >>> k > 0) out[n++] = count >>> k;
+        }
+        for (long c = 0; c <= 4096; c++) out[n++] = c;
+        return java.util.Arrays.copyOf(out, n);
+    }
+
+    /** Words for the value a call has, matching {@link #differingArgument}'s: "count 1024". */
+    String argumentValue(String differing, long count, DataType type, ReduceOp redop, int root) {
+        if (differing.startsWith("root ")) return "root " + root;
+        if (differing.startsWith("type ")) return "type " + type;
+        if (differing.startsWith("op ")) return "op " + redop;
+        return countName() + " " + count;
+    }
+
     /**
      * The verdict of a mismatch among every rank's fingerprint ({@code fingerprints[r]}, not all equal): it names the
      * rank that differs from the majority (ties: from rank 0), and one it differs from, so every rank names the same.
      */
     static String describeMismatch(int[] fingerprints) {
+        int[] oddRef = oddAndReference(fingerprints);
+        return describeMismatch(oddRef[0], fingerprints[oddRef[0]], oddRef[1], fingerprints[oddRef[1]]);
+    }
+
+    /** The rank {@link #describeMismatch(int[])} names as differing, and the one it differs from: {odd, reference}. */
+    static int[] oddAndReference(int[] fingerprints) {
         int n = fingerprints.length;
         // the first rank in a minority, if some fingerprint has a strict majority; else the first that differs from rank 0's
         boolean majority = false;
@@ -109,7 +166,7 @@ enum CollectiveOp {
         if (odd < 0) throw new IllegalArgumentException("no mismatch among fingerprints " + Arrays.toString(fingerprints));
         int ref = 0;
         while (fingerprints[ref] == fingerprints[odd]) ref++;
-        return describeMismatch(odd, fingerprints[odd], ref, fingerprints[ref]);
+        return new int[] {odd, ref};
     }
 
     private static int agreeing(int[] fingerprints, int fingerprint) {

@@ -29,7 +29,7 @@ final class ScanCollectives {
         long n = check.bytes(o, "send", send, count, type);
         check.buffer(o, "recv", recv, n);
         check.writable(o, "recv", recv);
-        CollectiveCall c = frame.call(mode).of(o, o.fingerprint(count, type, op, -1), n, send, recv);
+        CollectiveCall c = frame.call(mode).of(o, count, type, op, -1, n, send, recv);
         c.count = count;
         c.kernel = k;
         return frame.start(c, mode);

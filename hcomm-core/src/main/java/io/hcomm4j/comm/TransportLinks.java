@@ -56,6 +56,8 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
     private final CommFuture<Status> notice;
     private volatile RuntimeException aborted;
     private List<MemorySegment> scratch;
+    /** The call this op runs (its fingerprint's inputs name a differing argument), or null (a check's links). */
+    CollectiveCall call;
     /** The op runs on a HIGH-priority stream: its sends' chunks go first ({@link #high(boolean)}). */
     private boolean high;
 
@@ -210,8 +212,10 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
 
     private CollectiveMismatchException describe(FingerprintMismatchException e) {
         String theirs = CollectiveOp.labelOf(e.sent());
+        CollectiveCall c = call;
+        String what = c == null ? "" : c.whatDiffers(e.sent(), size, "rank " + commRank(e.source()), "this rank");
         return new CollectiveMismatchException("rank " + rank + ": " + op + " (collective #" + seq + " of this communicator): rank "
-                + commRank(e.source()) + (theirs.equals(op) ? " called " + op + " with a different count, type, op or root"
+                + commRank(e.source()) + (theirs.equals(op) ? " called " + op + (what.isEmpty() ? " with a different count, type, op or root" : what)
                 : " called " + (theirs.isEmpty() ? "something else" : theirs) + " instead"));
     }
 

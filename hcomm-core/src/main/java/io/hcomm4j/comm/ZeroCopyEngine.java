@@ -472,6 +472,9 @@ final class ZeroCopyEngine implements AutoCloseable {
         }
     }
 
+    /** The call of the op in this rank's turn now (set by the frame): its arguments explain a mismatch. */
+    volatile CollectiveCall current;
+
     /** Names the rank whose collective differs, or that never came to this one, alike on every rank. */
     private CollectiveMismatchException mismatch(long seq, String op) {
         int[] fps = new int[n];
@@ -486,8 +489,9 @@ final class ZeroCopyEngine implements AutoCloseable {
             String why = CollectiveOp.refusedOp(fps[p]) == null ? null : refusal(seq, p);
             if (why != null) return new CollectiveMismatchException("rank " + rank + ": " + why);
         }
+        CollectiveCall c = current;
         return new CollectiveMismatchException("rank " + rank + ": " + op + " (collective #" + seq + " of this communicator): "
-                + CollectiveOp.describeMismatch(fps));
+                + (c != null && c.seq == seq ? c.verdict(fps, rank) : CollectiveOp.describeMismatch(fps)));
     }
 
     /** How long a rank waits for the words of a peer's refusal (sent before its descriptor, so normally there at once). */

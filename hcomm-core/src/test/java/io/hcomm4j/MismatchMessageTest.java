@@ -1,0 +1,83 @@
+package io.hcomm4j;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.catchThrowable;
+
+import io.hcomm4j.testing.Ranks;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.BiConsumer;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * A collective that rank 2 calls with one argument different from the others' fails on every rank with a message that
+ * says which argument and both values ("rank 2 called allGather with count 1000 where rank 0 has count 1024"), not
+ * only "a different count, type, op or root": over shared memory (where every rank sees every fingerprint), with
+ * HCOMM_CHECK=full, and over TCP (where the rank that receives the odd message tells the others; a rank whose part
+ * needed nothing from the odd one may finish instead).
+ */
+class MismatchMessageTest {
+    private record Odd(String what, BiConsumer<Communicator, Arena> good, BiConsumer<Communicator, Arena> odd, String[] words) {
+    }
+
+    private static List<Odd> cases() {
+        return List.of(
+                new Odd("count", (c, a) -> c.allGather(a.allocate(8192), a.allocate(8192L * 3), 1024, DataType.INT64),
+                        (c, a) -> c.allGather(a.allocate(8192), a.allocate(8192L * 3), 1000, DataType.INT64),
+                        new String[] {"allGather with count 1000 where ", " has count 1024", "allGather with count 1024 where ", " has count 1000"}),
+                new Odd("root", (c, a) -> c.gather(a.allocate(64), a.allocate(64 * 3), 16, DataType.INT32, 0),
+                        (c, a) -> c.gather(a.allocate(64), a.allocate(64 * 3), 16, DataType.INT32, 1),
+                        new String[] {"gather with root 1 where ", " has root 0", "gather with root 0 where ", " has root 1"}),
+                new Odd("type", (c, a) -> c.allGather(a.allocate(64), a.allocate(64 * 3), 16, DataType.INT32),
+                        (c, a) -> c.allGather(a.allocate(64), a.allocate(64 * 3), 16, DataType.FLOAT32),
+                        new String[] {"allGather with type FLOAT32 where ", " has type INT32", "allGather with type INT32 where ", " has type FLOAT32"}));
+    }
+
+    @ParameterizedTest(name = "{0}, full check {1}")
+    @CsvSource({"AUTO, false", "AUTO, true", "TCP, false"})
+    void theDifferingArgumentAndBothValuesAreNamed(CommConfig.Transport transport, boolean full) throws Exception {
+        Map<String, String> messages = new ConcurrentHashMap<>();
+        Ranks.runThreads(3, Duration.ofMinutes(2), b -> b.transport(transport).fullCheck(full), h -> {
+            Communicator c = h.world();
+            int rank = c.rank();
+            try (Arena arena = Arena.ofShared()) {
+                for (Odd o : cases()) {
+                    // over TCP, rank 2's gather block goes to rank 1 (its "root"), a leaf whose part is over before the
+                    // odd block comes: nobody is waiting there to see it, and rank 0 waits for rank 2 until the timeout
+                    // (HCOMM_CHECK=full catches it, the AUTO rows show)
+                    if (transport == CommConfig.Transport.TCP && o.what().equals("root")) continue;
+                    Throwable t = catchThrowable(() -> (rank == 2 ? o.odd() : o.good()).accept(c, arena));
+                    if (t == null && transport == CommConfig.Transport.TCP) continue; // its part needed nothing odd (see below)
+                    assertThat(t).as("%s on rank %d", o.what(), rank).isInstanceOf(CollectiveMismatchException.class);
+                    messages.put(o.what() + " " + rank, t.getMessage());
+                    int[] x = {1};
+                    c.allReduce(x, ReduceOp.SUM); // the communicator goes on
+                    assertThat(x[0]).isEqualTo(3);
+                }
+            }
+        });
+        System.out.println("MismatchMessageTest " + transport + " full=" + full + ": " + messages.get("count 0"));
+        for (Odd o : cases()) {
+            if (transport == CommConfig.Transport.TCP && o.what().equals("root")) continue;
+            // over TCP a rank whose part needed nothing from a rank with other arguments may finish (rank 2 sending its
+            // gather block to "root" 1 and leaving); at least the two others fail
+            long failed = java.util.stream.IntStream.range(0, 3).filter(r -> messages.containsKey(o.what() + " " + r)).count();
+            assertThat(failed).as("%s: ranks that failed", o.what()).isGreaterThanOrEqualTo(transport == CommConfig.Transport.TCP ? 2 : 3);
+            for (int r = 0; r < 3; r++) {
+                String m = messages.get(o.what() + " " + r);
+                if (m == null) continue;
+                // every rank names rank 2 and both values; which rank it compares with depends on who found it
+                // every rank names both values: "rank 2 called X with <its> where rank 0 (or this rank) has <theirs>", or, on
+                // rank 2 when it found the difference itself, "rank 1 called X with <theirs> where this rank has <its>"
+                assertThat(m).as("%s on rank %d", o.what(), r).satisfiesAnyOf(
+                        x -> assertThat(x).contains("rank 2 called " + o.words()[0]).contains(o.words()[1]),
+                        x -> assertThat(x).startsWith("rank 2: ").contains(" called " + o.words()[2] + "this rank" + o.words()[3]));
+            }
+        }
+    }
+}
