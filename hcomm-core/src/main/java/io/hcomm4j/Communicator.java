@@ -70,6 +70,71 @@ public non-sealed interface Communicator extends PointToPointOps, ObjectCollecti
     /** Asynchronous {@link #allReduce}. */
     CommFuture<Void> allReduceAsync(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op);
 
+    // Counts from sizes: each of these takes the count of elements from a buffer's size (rounded up, so a buffer that is
+    // not a whole number of elements is refused on every rank by the usual check, naming its size and the size needed).
+
+    /** {@link #allReduce} of all of {@code send} (its size in elements of {@code type}). */
+    default void allReduce(MemorySegment send, MemorySegment recv, DataType type, ReduceOp op) {
+        allReduce(send, recv, elements(send, type), type, op);
+    }
+
+    /** In-place {@link #allReduce} of all of {@code buf}. */
+    default void allReduce(MemorySegment buf, DataType type, ReduceOp op) {
+        allReduce(buf, buf, elements(buf, type), type, op);
+    }
+
+    /** {@link #allReduceAsync} of all of {@code send}. */
+    default CommFuture<Void> allReduceAsync(MemorySegment send, MemorySegment recv, DataType type, ReduceOp op) {
+        return allReduceAsync(send, recv, elements(send, type), type, op);
+    }
+
+    /** {@link #reduce} of all of {@code send}. */
+    default void reduce(MemorySegment send, MemorySegment recv, DataType type, ReduceOp op, int root) {
+        reduce(send, recv, elements(send, type), type, op, root);
+    }
+
+    /** {@link #broadcast} of all of {@code buf}. */
+    default void broadcast(MemorySegment buf, DataType type, int root) {
+        broadcast(buf, elements(buf, type), type, root);
+    }
+
+    /** {@link #allGather} of all of {@code send} from each rank. */
+    default void allGather(MemorySegment send, MemorySegment recv, DataType type) {
+        allGather(send, recv, elements(send, type), type);
+    }
+
+    /** {@link #reduceScatter} into all of {@code recv} (its size is each rank's block). */
+    default void reduceScatter(MemorySegment send, MemorySegment recv, DataType type, ReduceOp op) {
+        reduceScatter(send, recv, elements(recv, type), type, op);
+    }
+
+    /** {@link #gather} of all of {@code send} from each rank. */
+    default void gather(MemorySegment send, MemorySegment recv, DataType type, int root) {
+        gather(send, recv, elements(send, type), type, root);
+    }
+
+    /** {@link #scatter} into all of {@code recv} on each rank. */
+    default void scatter(MemorySegment send, MemorySegment recv, DataType type, int root) {
+        scatter(send, recv, elements(recv, type), type, root);
+    }
+
+    /** {@link #allToAll} of all of {@code send} (size ranks' blocks). */
+    default void allToAll(MemorySegment send, MemorySegment recv, DataType type) {
+        allToAll(send, recv, elements(send, type) / size() + (elements(send, type) % size() == 0 ? 0 : 1), type);
+    }
+
+    /** {@link #scan} of all of {@code send}. */
+    default void scan(MemorySegment send, MemorySegment recv, DataType type, ReduceOp op) {
+        scan(send, recv, elements(send, type), type, op);
+    }
+
+    /** Elements of {@code type} in {@code buf}, rounded up (see the count-from-size overloads). */
+    private static long elements(MemorySegment buf, DataType type) {
+        java.util.Objects.requireNonNull(type, "type");
+        long es = type.byteSize();
+        return buf == null ? 0 : (buf.byteSize() + es - 1) / es;
+    }
+
     /** In-place all-reduce of a {@code float[]} (FLOAT32). */
     default void allReduce(float[] data, ReduceOp op) {
         MemorySegment s = MemorySegment.ofArray(data);

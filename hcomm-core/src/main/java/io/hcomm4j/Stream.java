@@ -108,6 +108,34 @@ public interface Stream extends AutoCloseable {
     /** Enqueues an all-to-all (see {@link Communicator#allToAll}). */
     CommFuture<Void> allToAll(MemorySegment send, MemorySegment recv, long count, DataType type);
 
+    /** Enqueues an all-gather of different counts (see {@link Communicator#allGatherV}). */
+    CommFuture<Void> allGatherV(MemorySegment send, MemorySegment recv, long[] recvCounts, long[] displs, DataType type);
+
+    /** Enqueues a reduce-scatter of different counts (see {@link Communicator#reduceScatterV}). */
+    CommFuture<Void> reduceScatterV(MemorySegment send, MemorySegment recv, long[] recvCounts, DataType type, ReduceOp op);
+
+    /** Enqueues a gather (see {@link Communicator#gather}). */
+    CommFuture<Void> gather(MemorySegment send, MemorySegment recv, long count, DataType type, int root);
+
+    /** Enqueues a gather of different counts (see {@link Communicator#gatherV}). */
+    CommFuture<Void> gatherV(MemorySegment send, MemorySegment recv, long[] recvCounts, long[] displs, DataType type, int root);
+
+    /** Enqueues a scatter (see {@link Communicator#scatter}). */
+    CommFuture<Void> scatter(MemorySegment send, MemorySegment recv, long count, DataType type, int root);
+
+    /** Enqueues a scatter of different counts (see {@link Communicator#scatterV}). */
+    CommFuture<Void> scatterV(MemorySegment send, long[] sendCounts, long[] displs, MemorySegment recv, DataType type, int root);
+
+    /** Enqueues an all-to-all of different counts (see {@link Communicator#allToAllV}). */
+    CommFuture<Void> allToAllV(MemorySegment send, long[] sendCounts, long[] sendDispls, MemorySegment recv, long[] recvCounts,
+                               long[] recvDispls, DataType type);
+
+    /** Enqueues an inclusive scan (see {@link Communicator#scan}). */
+    CommFuture<Void> scan(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op);
+
+    /** Enqueues an exclusive scan (see {@link Communicator#exscan}). */
+    CommFuture<Void> exscan(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op);
+
     /** Enqueues a barrier. */
     CommFuture<Void> barrier();
 

@@ -95,6 +95,16 @@ final class CommunicatorImpl implements Communicator {
         return new CommunicatorImpl(session, transport, id, myRank, group.clone(), group.length, Topology.of(myRank, labels));
     }
 
+    /** The collectives of per-rank blocks (a stream queues them too). */
+    BlockCollectives blocks() {
+        return blocks;
+    }
+
+    /** scan and exscan (a stream queues them too). */
+    ScanCollectives scans() {
+        return scans;
+    }
+
     /** The zero-copy engine, or null (tests and diagnostics). */
     ZeroCopyEngine zeroCopy() {
         return zc;
@@ -246,8 +256,8 @@ final class CommunicatorImpl implements Communicator {
         return reduceScatterV(send, recv, recvCounts, type, op, Mode.ASYNC);
     }
 
-    private CommFuture<Void> reduceScatterV(MemorySegment send, MemorySegment recv, long[] recvCounts, DataType type, ReduceOp op,
-                                            Mode mode) {
+    CommFuture<Void> reduceScatterV(MemorySegment send, MemorySegment recv, long[] recvCounts, DataType type, ReduceOp op,
+                                    Mode mode) {
         CollectiveOp o = CollectiveOp.REDUCE_SCATTER_V;
         var k = check.kernel(o, type, op);
         long[] sizes = check.sizes(o, "recvCounts", recvCounts, type);

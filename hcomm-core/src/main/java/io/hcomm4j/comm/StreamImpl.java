@@ -118,6 +118,52 @@ final class StreamImpl implements Stream {
         return comm.barrier(CollectiveFrame.Mode.on(this));
     }
 
+    @Override
+    public CommFuture<Void> allGatherV(MemorySegment send, MemorySegment recv, long[] recvCounts, long[] displs, DataType type) {
+        return comm.blocks().allGatherV(send, recv, recvCounts, displs, type, CollectiveFrame.Mode.on(this));
+    }
+
+    @Override
+    public CommFuture<Void> reduceScatterV(MemorySegment send, MemorySegment recv, long[] recvCounts, DataType type, ReduceOp op) {
+        return comm.reduceScatterV(send, recv, recvCounts, type, op, CollectiveFrame.Mode.on(this));
+    }
+
+    @Override
+    public CommFuture<Void> gather(MemorySegment send, MemorySegment recv, long count, DataType type, int root) {
+        return comm.blocks().gather(send, recv, count, type, root, CollectiveFrame.Mode.on(this));
+    }
+
+    @Override
+    public CommFuture<Void> gatherV(MemorySegment send, MemorySegment recv, long[] recvCounts, long[] displs, DataType type, int root) {
+        return comm.blocks().gatherV(send, recv, recvCounts, displs, type, root, CollectiveFrame.Mode.on(this));
+    }
+
+    @Override
+    public CommFuture<Void> scatter(MemorySegment send, MemorySegment recv, long count, DataType type, int root) {
+        return comm.blocks().scatter(send, recv, count, type, root, CollectiveFrame.Mode.on(this));
+    }
+
+    @Override
+    public CommFuture<Void> scatterV(MemorySegment send, long[] sendCounts, long[] displs, MemorySegment recv, DataType type, int root) {
+        return comm.blocks().scatterV(send, sendCounts, displs, recv, type, root, CollectiveFrame.Mode.on(this));
+    }
+
+    @Override
+    public CommFuture<Void> allToAllV(MemorySegment send, long[] sendCounts, long[] sendDispls, MemorySegment recv, long[] recvCounts,
+                                      long[] recvDispls, DataType type) {
+        return comm.blocks().allToAllV(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, type, CollectiveFrame.Mode.on(this));
+    }
+
+    @Override
+    public CommFuture<Void> scan(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op) {
+        return comm.scans().scan(send, recv, count, type, op, false, CollectiveFrame.Mode.on(this));
+    }
+
+    @Override
+    public CommFuture<Void> exscan(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op) {
+        return comm.scans().scan(send, recv, count, type, op, true, CollectiveFrame.Mode.on(this));
+    }
+
     private <T> CommFuture<T> enqueue(String op, Supplier<T> work, CollectiveCall collective, int peer, int tag, long bytes) {
         WorkerFuture<T> f = new WorkerFuture<>(comm.timeoutNanos(), comm.rank(), "stream " + op);
         synchronized (this) {
