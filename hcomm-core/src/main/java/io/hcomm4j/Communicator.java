@@ -14,7 +14,7 @@ import java.lang.foreign.MemorySegment;
  * <p>Sizes are {@code long}: a single message may exceed 2 GiB when sent from a {@link MemorySegment}.
  * Java objects travel through {@link ObjectCollectives} ({@code allGatherObject}, {@code sendObject} ...).
  */
-public non-sealed interface Communicator extends PointToPointOps, ObjectCollectives, AutoCloseable {
+public non-sealed interface Communicator extends PointToPointOps, ArrayCollectives, ObjectCollectives, AutoCloseable {
     /** Receive from any source. */
     int ANY_SOURCE = -1;
     /** Receive with any tag. */

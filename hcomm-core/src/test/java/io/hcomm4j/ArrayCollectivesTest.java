@@ -4,76 +4,87 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.hcomm4j.testing.Ranks;
 import java.time.Duration;
+import java.util.Random;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.params.provider.CsvSource;
 
 /**
- * The primitive-array overloads of the collectives (heap memory end to end: the transport stages it, the kernels
- * reduce it in place), on real ranks: every element on every rank.
+ * The array forms of {@link ArrayCollectives} on 1 to 8 ranks, shared memory and TCP: reduce, reduceScatter, gather,
+ * scatter (null arrays where the op does not use them), allToAll, and the async all-reduce, broadcast and all-gather;
+ * every element on every rank against values computed here from seeded inputs.
  */
 class ArrayCollectivesTest {
-    @ParameterizedTest(name = "{0} ranks")
-    @ValueSource(ints = {1, 3, 4})
-    void arraysInAndOut(int n) throws Exception {
-        Ranks.runThreads(n, Duration.ofMinutes(2), cfg -> cfg, h -> {
+    @ParameterizedTest(name = "{0} ranks over {1}")
+    @CsvSource({"1, AUTO", "2, AUTO", "3, AUTO", "8, AUTO", "3, TCP", "5, TCP"})
+    void everyArrayForm(int n, CommConfig.Transport transport) throws Exception {
+        long seed = 104_729L * n + transport.ordinal();
+        Ranks.runThreads(n, Duration.ofMinutes(2), b -> b.transport(transport), h -> {
             Communicator c = h.world();
-            int me = c.rank();
-            int len = 100_003; // several ring chunks, not divisible by the rank count
-            // out-of-place all-reduce, every primitive type
-            float[] fs = new float[len];
-            double[] ds = new double[len];
-            int[] is = new int[len];
-            long[] ls = new long[len];
-            for (int i = 0; i < len; i++) {
-                fs[i] = (me + 1) * (i % 7);
-                ds[i] = (me + 1) * 0.5 * (i % 11);
-                is[i] = (me + 1) * ((i % 13) - 6);
-                ls[i] = (long) (me + 1) << 33 | i;
-            }
-            float[] fr = new float[len];
-            double[] dr = new double[len];
-            int[] ir = new int[len];
-            long[] lr = new long[len];
-            c.allReduce(fs, fr, ReduceOp.SUM);
-            c.allReduce(ds, dr, ReduceOp.MAX);
-            c.allReduce(is, ir, ReduceOp.MIN);
-            c.allReduce(ls, lr, ReduceOp.SUM);
-            long tri = (long) n * (n + 1) / 2;
-            for (int i = 0; i < len; i++) {
-                assertThat(fr[i]).as("float %d", i).isEqualTo((float) (tri * (i % 7)));
-                assertThat(dr[i]).as("double %d", i).isEqualTo(n * 0.5 * (i % 11));
-                assertThat(ir[i]).as("int %d", i).isEqualTo((i % 13) - 6 < 0 ? n * ((i % 13) - 6) : (i % 13) - 6);
-                long sum = 0;
-                for (int r = 0; r < n; r++) sum += (long) (r + 1) << 33 | i;
-                assertThat(lr[i]).as("long %d", i).isEqualTo(sum);
-            }
-            // the inputs are untouched by an out-of-place call
-            assertThat(fs[5]).isEqualTo((me + 1) * 5f);
+            int rank = c.rank();
+            int k = 1 + new Random(seed).nextInt(300);
+            int root = new Random(seed + 1).nextInt(n);
+            long[] mine = new long[k];
+            for (int i = 0; i < k; i++) mine[i] = v(seed, rank, i);
 
-            // broadcast from every root
-            for (int root = 0; root < n; root++) {
-                double[] b = new double[len];
-                if (me == root) for (int i = 0; i < len; i++) b[i] = root * 1000.0 + i;
-                c.broadcast(b, root);
-                for (int i = 0; i < len; i++) assertThat(b[i]).as("broadcast from %d, %d", root, i).isEqualTo(root * 1000.0 + i);
-                int[] bi = new int[3];
-                if (me == root) bi = new int[] {root, -root, 7};
-                c.broadcast(bi, root);
-                assertThat(bi).containsExactly(root, -root, 7);
+            long[] reduced = rank == root ? new long[k] : null;
+            c.reduce(mine, reduced, ReduceOp.SUM, root);
+            if (rank == root) for (int i = 0; i < k; i++) assertThat(reduced[i]).as("reduce %d", i).isEqualTo(sum(seed, n, i));
+
+            double[] blocks = new double[k * n];
+            for (int i = 0; i < k * n; i++) blocks[i] = v(seed, rank, i);
+            double[] myBlock = new double[k];
+            c.reduceScatter(blocks, myBlock, ReduceOp.MAX);
+            for (int i = 0; i < k; i++) {
+                double max = Long.MIN_VALUE;
+                for (int r = 0; r < n; r++) max = Math.max(max, v(seed, r, rank * k + i));
+                assertThat(myBlock[i]).as("reduceScatter %d", i).isEqualTo(max);
             }
 
-            // all-gather: block r is rank r's array
-            long[] mine = new long[1009];
-            for (int i = 0; i < mine.length; i++) mine[i] = me * 1_000_000L + i;
-            long[] all = new long[mine.length * n];
-            c.allGather(mine, all);
-            for (int r = 0; r < n; r++) {
-                for (int i = 0; i < mine.length; i++) assertThat(all[r * mine.length + i]).isEqualTo(r * 1_000_000L + i);
+            int[] ints = new int[k];
+            for (int i = 0; i < k; i++) ints[i] = (int) v(seed, rank, i);
+            int[] gathered = rank == root ? new int[k * n] : null;
+            c.gather(ints, gathered, root);
+            if (rank == root) for (int i = 0; i < k * n; i++) assertThat(gathered[i]).isEqualTo((int) v(seed, i / k, i % k));
+
+            float[] toScatter = null;
+            if (rank == root) {
+                toScatter = new float[k * n];
+                for (int i = 0; i < k * n; i++) toScatter[i] = v(seed, root, i);
             }
-            float[] fmine = {me, me + 0.5f};
-            float[] fall = new float[2 * n];
-            c.allGather(fmine, fall);
-            for (int r = 0; r < n; r++) assertThat(new float[] {fall[2 * r], fall[2 * r + 1]}).containsExactly(r, r + 0.5f);
+            float[] piece = new float[k];
+            c.scatter(toScatter, piece, root);
+            for (int i = 0; i < k; i++) assertThat(piece[i]).isEqualTo((float) v(seed, root, rank * k + i));
+
+            long[] out = new long[k * n];
+            for (int i = 0; i < k * n; i++) out[i] = v(seed, rank, i);
+            long[] in = new long[k * n];
+            c.allToAll(out, in);
+            for (int r = 0; r < n; r++) for (int i = 0; i < k; i++) assertThat(in[r * k + i]).isEqualTo(v(seed, r, rank * k + i));
+
+            long[] summed = mine.clone();
+            CommFuture<Void> ar = c.allReduceAsync(summed, ReduceOp.SUM);
+            long[] bcast = rank == root ? mine.clone() : new long[k];
+            CommFuture<Void> bc = c.broadcastAsync(bcast, root);
+            long[] everyone = new long[k * n];
+            CommFuture<Void> ag = c.allGatherAsync(mine, everyone);
+            ar.await();
+            bc.await();
+            ag.await();
+            for (int i = 0; i < k; i++) {
+                assertThat(summed[i]).isEqualTo(sum(seed, n, i));
+                assertThat(bcast[i]).isEqualTo(v(seed, root, i));
+            }
+            for (int i = 0; i < k * n; i++) assertThat(everyone[i]).isEqualTo(v(seed, i / k, i % k));
         });
+    }
+
+    private static long v(long seed, int rank, int i) {
+        return (seed * 131 + rank * 1_000_003L + i * 7_919L) % 1_000_000;
+    }
+
+    private static long sum(long seed, int n, int i) {
+        long s = 0;
+        for (int r = 0; r < n; r++) s += v(seed, r, i);
+        return s;
     }
 }
