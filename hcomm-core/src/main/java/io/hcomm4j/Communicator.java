@@ -12,8 +12,11 @@ import java.lang.foreign.MemorySegment;
  * {@link IllegalArgumentException} naming the argument and the rank.
  *
  * <p>Sizes are {@code long}: a single message may exceed 2 GiB when sent from a {@link MemorySegment}.
+ *
+ * <p>The reducing collectives take a {@link ReduceOp} (defined on the types {@link ReduceOp#accepts} says) or, through
+ * {@link UserReductions}, a user's {@link ReduceFunction}.
  */
-public interface Communicator extends AutoCloseable {
+public interface Communicator extends UserReductions, AutoCloseable {
     /** Receive from any source. */
     int ANY_SOURCE = -1;
     /** Receive with any tag. */
@@ -205,7 +208,8 @@ public interface Communicator extends AutoCloseable {
     /**
      * Element-wise reduction of every rank's {@code send} ({@code count} elements) with {@code op}; every rank
      * receives the result in {@code recv}, bit-identical on every rank. {@code send} may equal {@code recv}
-     * (in place). AVG is the sum divided by {@link #size()}.
+     * (in place). AVG is the sum divided by {@link #size()}. An op the type does not define (a bitwise op on a
+     * floating type, AVG on BOOL: {@link ReduceOp#accepts}) is refused with an {@link IllegalArgumentException}.
      */
     void allReduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op);
 

@@ -55,12 +55,35 @@ enum CollectiveOp {
      * same one with other arguments: the op's code in the top 4 bits, a hash of count, type, reduce op and root below.
      */
     int fingerprint(long count, DataType type, ReduceOp redop, int root) {
+        return fingerprint(count, type, redop == null ? 0 : redopCode(redop), root);
+    }
+
+    /** The reduction's part of a fingerprint for a built-in op (0 is "no reduction"). */
+    static int redopCode(ReduceOp op) {
+        return op.ordinal() + 1;
+    }
+
+    /** As {@link #fingerprint(long, DataType, ReduceOp, int)}, the reduction given by its {@link #redopCode}. */
+    int fingerprint(long count, DataType type, int redopCode, int root) {
         long h = count * 0x9E3779B97F4A7C15L;
         h += (type == null ? 0 : type.ordinal() + 1) * 0xC2B2AE3D27D4EB4FL;
-        h += (redop == null ? 0 : redop.ordinal() + 1) * 0x165667B19E3779F9L;
+        h += redopCode * 0x165667B19E3779F9L;
         h += (root + 2L) * 0xD6E8FEB86659FD93L;
         h ^= h >>> 32;
         return ((ordinal() + 1) << CODE_SHIFT) | (int) (h & HASH_MASK);
+    }
+
+    /** Set in every user function's reduction code: none equals a built-in op's (ordinal + 1). */
+    private static final int USER_FUNCTION = 1 << 30;
+
+    /**
+     * The reduction's part of a fingerprint for a user function: its name's hash (the same in every JVM) under a bit no
+     * built-in op has, so ranks that pass differently named functions, or a function where others pass an op, differ.
+     * Unnamed functions are all alike.
+     */
+    static int redopCode(io.hcomm4j.ReduceFunction function) {
+        String name = function.name();
+        return USER_FUNCTION | (name == null ? 0 : name.hashCode() & (USER_FUNCTION - 1));
     }
 
     /** The code of a fingerprint that says "this rank refused its own arguments to the op in its low bits". */

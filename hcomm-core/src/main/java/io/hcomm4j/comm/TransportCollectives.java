@@ -1,5 +1,7 @@
 package io.hcomm4j.comm;
 
+import io.hcomm4j.DataType;
+import io.hcomm4j.ReduceOp;
 import io.hcomm4j.Topology;
 import io.hcomm4j.algo.AllGather;
 import io.hcomm4j.algo.AllToAll;
@@ -11,6 +13,7 @@ import io.hcomm4j.algo.Hierarchical;
 import io.hcomm4j.algo.Reductions;
 import io.hcomm4j.algo.Rooted;
 import io.hcomm4j.algo.Tuner;
+import io.hcomm4j.kernel.ReduceKernel;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -69,6 +72,7 @@ final class TransportCollectives {
         c.tunedBytes = -1;
         long t0 = System.nanoTime();
         runAlgorithm(c, l);
+        if (size == 1) normalizeAlone(c);
         if (c.tunedBytes < 0) return;
         Tuner.Op op = c.op.tunerOp();
         Slowdown slow = slowdown;
@@ -95,6 +99,24 @@ final class TransportCollectives {
             case ALL_TO_ALL, ALL_TO_ALL_V -> allToAll(c, l);
             case BARRIER -> AllToAll.barrier(l);
         }
+    }
+
+    /** Writes each BOOL element as 0 or 1: the or of a BOOL with itself is its truth value. */
+    private static final ReduceKernel SELF_OR = ReduceKernel.of(DataType.BOOL, ReduceOp.BOR);
+
+    /**
+     * On one rank a reduction combines nothing, so a BOOL result would be the input's bytes as they are: it is written
+     * as 0 or 1 here, as on any other number of ranks. (A user function's result is the input: it is never called.)
+     */
+    private static void normalizeAlone(CollectiveCall c) {
+        ReduceKernel k = c.kernel;
+        if (k == null || k.op() == null || k.type() != DataType.BOOL) return;
+        long count = switch (c.op) {
+            case ALL_REDUCE, REDUCE -> c.count;
+            case REDUCE_SCATTER, REDUCE_SCATTER_V -> c.counts == null ? c.blockCount : c.counts[0];
+            default -> 0;
+        };
+        if (count > 0) SELF_OR.accumulate(c.recv, 0, c.recv, 0, count);
     }
 
     private Tuner.Levels levels(Tuner.Algo algo, Tuner.Op op, long bytes) {
