@@ -13,8 +13,11 @@ import java.lang.foreign.MemorySegment;
  *
  * <p>Sizes are {@code long}: a single message may exceed 2 GiB when sent from a {@link MemorySegment}.
  * Java objects travel through {@link ObjectCollectives} ({@code allGatherObject}, {@code sendObject} ...).
+ *
+ * <p>The reducing collectives take a {@link ReduceOp} (defined on the types {@link ReduceOp#accepts} says) or, through
+ * {@link UserReductions}, a user's {@link ReduceFunction}.
  */
-public non-sealed interface Communicator extends PointToPointOps, ArrayCollectives, ObjectCollectives, AutoCloseable {
+public non-sealed interface Communicator extends PointToPointOps, ArrayCollectives, ObjectCollectives, UserReductions, AutoCloseable {
     /** Receive from any source. */
     int ANY_SOURCE = -1;
     /** Receive with any tag. */
@@ -63,7 +66,8 @@ public non-sealed interface Communicator extends PointToPointOps, ArrayCollectiv
     /**
      * Element-wise reduction of every rank's {@code send} ({@code count} elements) with {@code op}; every rank
      * receives the result in {@code recv}, bit-identical on every rank. {@code send} may equal {@code recv}
-     * (in place). AVG is the sum divided by {@link #size()}.
+     * (in place). AVG is the sum divided by {@link #size()}. An op the type does not define (a bitwise op on a
+     * floating type, AVG on BOOL: {@link ReduceOp#accepts}) is refused with an {@link IllegalArgumentException}.
      */
     void allReduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op);
 

@@ -54,7 +54,10 @@ public interface Window extends AutoCloseable {
     /**
      * Combines {@code origin} (elements of {@code type}) into {@code target}'s block element by element:
      * {@code t[i] = t[i] op o[i]}; {@link ReduceOp#REPLACE} stores, {@link ReduceOp#NO_OP} does nothing;
-     * {@link ReduceOp#AVG} is not allowed.
+     * {@link ReduceOp#AVG} is not allowed. The bitwise ops ({@link ReduceOp#BAND}, {@link ReduceOp#BOR},
+     * {@link ReduceOp#BXOR}, like MPI_BAND ...) take the integer types and {@link DataType#BOOL}, which combines as in
+     * collectives (0 or 1 results; REPLACE stores the origin's byte as it is); an op a type does not define
+     * ({@link ReduceOp#accepts}) is refused with an {@link IllegalArgumentException}.
      */
     CommFuture<Void> accumulateAsync(MemorySegment origin, int target, long targetOffset, DataType type, ReduceOp op);
 
@@ -65,7 +68,8 @@ public interface Window extends AutoCloseable {
     /**
      * One element of {@code type} ({@link DataType#INT32} or {@link DataType#INT64}) at {@code targetOffset}: becomes
      * {@code old op operand} and the future yields {@code old} ({@link ReduceOp#NO_OP}: an atomic read,
-     * {@link ReduceOp#REPLACE}: an atomic swap).
+     * {@link ReduceOp#REPLACE}: an atomic swap, {@link ReduceOp#BAND}, {@link ReduceOp#BOR}, {@link ReduceOp#BXOR}: an
+     * atomic fetch-and-and, -or, -xor).
      */
     CommFuture<Long> fetchAndOpAsync(long operand, int target, long targetOffset, DataType type, ReduceOp op);
 

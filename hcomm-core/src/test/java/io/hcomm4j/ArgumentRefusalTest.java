@@ -35,7 +35,7 @@ class ArgumentRefusalTest {
                 new BadCall("negative count", "count -1 must be >= 0",
                         (c, a) -> c.allGather(a.allocate(8), a.allocate(8L * n), -1, DataType.INT64), "allGather"),
                 new BadCall("null op", "op is null",
-                        (c, a) -> c.reduce(a.allocate(8), a.allocate(8), 2, DataType.INT32, null, 0), "reduce"),
+                        (c, a) -> c.reduce(a.allocate(8), a.allocate(8), 2, DataType.INT32, (ReduceOp) null, 0), "reduce"),
                 new BadCall("counts of the wrong length", "recvCounts needs " + n + " entries (one per rank), has 1",
                         (c, a) -> c.reduceScatterV(a.allocate(64), a.allocate(64), new long[] {1}, DataType.INT32, ReduceOp.MAX),
                         "reduceScatterV"));

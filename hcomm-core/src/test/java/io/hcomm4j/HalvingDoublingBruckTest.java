@@ -37,6 +37,7 @@ class HalvingDoublingBruckTest {
             int k = 0;
             for (DataType t : DataType.values()) {
                 for (ReduceOp op : COLLECTIVE_OPS) {
+                    if (!op.accepts(t)) continue; // BAND on floats, AVG on BOOL: refused (SmallTypesCollectivesTest)
                     for (int ci = 0; ci < COUNTS.length; ci++) {
                         long count = COUNTS[ci];
                         k++;

@@ -22,8 +22,6 @@ import org.junit.jupiter.params.provider.ValueSource;
  * {@link NetnsHierarchyTest}.
  */
 public class HierarchicalCollectivesTest {
-    private static final ReduceOp[] COLLECTIVE_OPS =
-            java.util.Arrays.stream(ReduceOp.values()).filter(ReduceOp::collective).toArray(ReduceOp[]::new);
     /** HCOMM_ALGO forcing the two-level algorithm for every op that has one. */
     public static final String FORCE = "allreduce=hier;broadcast=hier;allgather=hier;reducescatter=hier";
     private static final Duration TIMEOUT = Duration.ofMinutes(4);
@@ -66,7 +64,7 @@ public class HierarchicalCollectivesTest {
         try (Arena arena = Arena.ofShared()) {
             for (long count : COUNTS) {
                 DataType t = DataType.values()[rnd.nextInt(DataType.values().length)];
-                ReduceOp op = COLLECTIVE_OPS[rnd.nextInt(COLLECTIVE_OPS.length)];
+                ReduceOp op = ReductionCollectivesTest.randomOp(rnd, t);
                 int es = t.byteSize();
                 boolean async = rnd.nextBoolean();
                 boolean inPlace = rnd.nextBoolean();

@@ -14,11 +14,12 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Seeded random sequences of all-reduce, reduce, reduce-scatter(V) on 1..8 ranks (threads of this JVM over
- * real sockets), every DataType with every ReduceOp, counts 0, 1, primes and sizes not divisible by the rank
+ * real sockets), every DataType with every ReduceOp it takes, counts 0, 1, primes and sizes not divisible by the rank
  * count, every root. Every element on every rank is compared bit for bit with a reference computed in long
  * or double precision from all ranks' inputs. Inputs are chosen so that every partial result is exact in the
- * type (small integers; powers of two for PROD), so the reference does not depend on the reduction order;
- * AVG divides the exact sum once as documented.
+ * type (small integers; powers of two for PROD; any bits for the bitwise ops, which are exact anyway), so the reference
+ * does not depend on the reduction order; AVG divides the exact sum once as documented. BOOL inputs are 0 or assorted
+ * non-zero bytes, and results must be 0 or 1.
  */
 public class ReductionCollectivesTest {
     private static final ReduceOp[] COLLECTIVE_OPS =
@@ -26,10 +27,23 @@ public class ReductionCollectivesTest {
     static final long SEED = 77_2026L;
     static final long[] COUNTS = {0, 1, 2, 3, 13, 97, 1009, 20_011, 100_003, 300_007};
 
+    /** A random op {@code t} takes (the same draw on every rank). */
+    static ReduceOp randomOp(Random rnd, DataType t) {
+        while (true) {
+            ReduceOp op = COLLECTIVE_OPS[rnd.nextInt(COLLECTIVE_OPS.length)];
+            if (op.accepts(t)) return op;
+        }
+    }
+
     /** Rank r's input at element i of op k, as an exact number. */
     static double input(DataType t, ReduceOp op, int r, int k, long i) {
         long h = (i * 0x9E3779B97F4A7C15L) ^ (r * 0xC2B2AE3D27D4EB4FL) ^ (k * 0x165667B19E3779F9L);
         h ^= h >>> 29;
+        if (t == DataType.BOOL) {
+            long[] bytes = {0, 0, 1, 2, -1, -128};
+            return bytes[(int) Math.floorMod(h, bytes.length)];
+        }
+        if (op.bitwise()) return h >> 12; // 52 bits, exact in a double: every bit of the narrow types, most of INT64's
         if (op == ReduceOp.PROD) {
             if (t == DataType.UINT8) return (Math.floorMod(h, 4) + 1);
             double[] p = {-2, -1, 1, 2};
@@ -46,7 +60,8 @@ public class ReductionCollectivesTest {
 
     static void put(MemorySegment s, DataType t, long i, double x) {
         switch (t) {
-            case INT8, UINT8 -> s.setAtIndex(ValueLayout.JAVA_BYTE, i, (byte) (long) x);
+            case INT8, UINT8, BOOL -> s.setAtIndex(ValueLayout.JAVA_BYTE, i, (byte) (long) x);
+            case INT16 -> s.setAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, i, (short) (long) x);
             case INT32 -> s.setAtIndex(ValueLayout.JAVA_INT_UNALIGNED, i, (int) (long) x);
             case INT64 -> s.setAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, i, (long) x);
             case FLOAT16 -> s.setAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, i, Float.floatToFloat16((float) x));
@@ -59,7 +74,8 @@ public class ReductionCollectivesTest {
     /** The raw bits of element i. */
     static long bits(MemorySegment s, DataType t, long i) {
         return switch (t) {
-            case INT8, UINT8 -> s.getAtIndex(ValueLayout.JAVA_BYTE, i) & 0xFF;
+            case INT8, UINT8, BOOL -> s.getAtIndex(ValueLayout.JAVA_BYTE, i) & 0xFF;
+            case INT16 -> s.getAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, i) & 0xFFFF;
             case INT32 -> s.getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, i) & 0xFFFFFFFFL;
             case INT64 -> s.getAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, i);
             case FLOAT16, BFLOAT16 -> s.getAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, i) & 0xFFFF;
@@ -75,8 +91,20 @@ public class ReductionCollectivesTest {
 
     /** Raw bits the reduction of element i over n ranks must have. */
     static long expected(DataType t, ReduceOp op, int n, int k, long i) {
-        boolean integer = t == DataType.INT8 || t == DataType.UINT8 || t == DataType.INT32 || t == DataType.INT64;
-        if (integer) {
+        if (t == DataType.BOOL) {
+            boolean acc = input(t, op, 0, k, i) != 0;
+            for (int r = 1; r < n; r++) {
+                boolean x = input(t, op, r, k, i) != 0;
+                acc = switch (op) {
+                    case SUM, MAX, BOR -> acc | x;
+                    case PROD, MIN, BAND -> acc & x;
+                    case BXOR -> acc ^ x;
+                    default -> throw new AssertionError(op + " is not a BOOL op");
+                };
+            }
+            return acc ? 1 : 0;
+        }
+        if (!t.isFloatingPoint()) {
             long acc = (long) input(t, op, 0, k, i);
             for (int r = 1; r < n; r++) {
                 long x = (long) input(t, op, r, k, i);
@@ -85,17 +113,22 @@ public class ReductionCollectivesTest {
                     case PROD -> acc * x;
                     case MIN -> t == DataType.UINT8 ? Math.min(acc & 0xFF, x & 0xFF) : Math.min(acc, x);
                     case MAX -> t == DataType.UINT8 ? Math.max(acc & 0xFF, x & 0xFF) : Math.max(acc, x);
+                    case BAND -> acc & x;
+                    case BOR -> acc | x;
+                    case BXOR -> acc ^ x;
                     case REPLACE, NO_OP -> throw new AssertionError(op + " is not a collective op");
                 };
             }
             long v = switch (t) {
                 case INT8 -> op == ReduceOp.AVG ? (byte) acc / n : (byte) acc;
                 case UINT8 -> op == ReduceOp.AVG ? (acc & 0xFF) / n : acc;
+                case INT16 -> op == ReduceOp.AVG ? (short) acc / n : (short) acc;
                 case INT32 -> op == ReduceOp.AVG ? (int) acc / n : (int) acc;
                 default -> op == ReduceOp.AVG ? acc / n : acc;
             };
             return switch (t) {
                 case INT8, UINT8 -> v & 0xFF;
+                case INT16 -> v & 0xFFFF;
                 case INT32 -> v & 0xFFFFFFFFL;
                 default -> v;
             };
@@ -108,7 +141,7 @@ public class ReductionCollectivesTest {
                 case PROD -> acc * x;
                 case MIN -> Math.min(acc, x);
                 case MAX -> Math.max(acc, x);
-                case REPLACE, NO_OP -> throw new AssertionError(op + " is not a collective op");
+                default -> throw new AssertionError(op + " is not a floating-point collective op");
             };
         }
         if (t == DataType.FLOAT64) return Double.doubleToRawLongBits(op == ReduceOp.AVG ? acc / n : acc);
@@ -205,7 +238,7 @@ public class ReductionCollectivesTest {
                 Random local = new Random(seed * 31 + c.rank());
                 for (int k = 0; k < ops; k++) {
                     DataType t = DataType.values()[rnd.nextInt(DataType.values().length)];
-                    ReduceOp op = COLLECTIVE_OPS[rnd.nextInt(COLLECTIVE_OPS.length)];
+                    ReduceOp op = randomOp(rnd, t);
                     long count = COUNTS[rnd.nextInt(COUNTS.length)];
                     int kind = rnd.nextInt(4);
                     int root = rnd.nextInt(n);

@@ -49,6 +49,8 @@ final class CheckValues {
     static long encode(DataType type, long v) {
         return switch (type) {
             case INT8, UINT8 -> v & 0xFF;
+            case BOOL -> v == 0 ? 0 : 1;
+            case INT16 -> v & 0xFFFF;
             case INT32 -> v & 0xFFFF_FFFFL;
             case INT64 -> v;
             case FLOAT16 -> Float.floatToFloat16((float) v) & 0xFFFF;
@@ -62,11 +64,25 @@ final class CheckValues {
      * The exact result at element {@code i} of reducing every rank's {@link #input} with {@code op}, as bits of
      * {@code type}. Integers wrap as in Java (UINT8 compares and divides as 0..255); AVG divides the wrapped sum
      * with Java integer division, and for floats divides the (exact) sum in the type's arithmetic, float16 and
-     * bfloat16 in float32 rounded once, as the library's kernels do.
+     * bfloat16 in float32 rounded once, as the library's kernels do. BOOL is 0 or 1: SUM, MAX, BOR or; PROD, MIN, BAND
+     * and; BXOR exclusive or.
      */
     static long reference(ReduceOp op, DataType type, int n, long i) {
         switch (type) {
-            case INT8, UINT8, INT32, INT64 -> {
+            case BOOL -> {
+                boolean acc = input(op, type, n, 0, i) != 0;
+                for (int q = 1; q < n; q++) {
+                    boolean x = input(op, type, n, q, i) != 0;
+                    acc = switch (op) {
+                        case SUM, MAX, BOR -> acc | x;
+                        case PROD, MIN, BAND -> acc & x;
+                        case BXOR -> acc ^ x;
+                        default -> throw new IllegalArgumentException(op + " is not a BOOL reduction");
+                    };
+                }
+                return acc ? 1 : 0;
+            }
+            case INT8, UINT8, INT16, INT32, INT64 -> {
                 long acc = logical(type, input(op, type, n, 0, i));
                 for (int q = 1; q < n; q++) {
                     long x = logical(type, input(op, type, n, q, i));
@@ -75,6 +91,9 @@ final class CheckValues {
                         case PROD -> acc * x;
                         case MIN -> Math.min(acc, x);
                         case MAX -> Math.max(acc, x);
+                        case BAND -> acc & x;
+                        case BOR -> acc | x;
+                        case BXOR -> acc ^ x;
                         case REPLACE, NO_OP -> throw new IllegalArgumentException(op + " is not a reduction");
                     };
                 }
@@ -90,7 +109,7 @@ final class CheckValues {
                         case PROD -> acc * x;
                         case MIN -> Math.min(acc, x);
                         case MAX -> Math.max(acc, x);
-                        case REPLACE, NO_OP -> throw new IllegalArgumentException(op + " is not a reduction");
+                        default -> throw new IllegalArgumentException(op + " is not a floating-point reduction");
                     };
                 }
                 boolean avg = op == ReduceOp.AVG;
@@ -111,6 +130,7 @@ final class CheckValues {
         return switch (type) {
             case INT8 -> (byte) v;
             case UINT8 -> v & 0xFF;
+            case INT16 -> (short) v;
             case INT32 -> (int) v;
             default -> v;
         };

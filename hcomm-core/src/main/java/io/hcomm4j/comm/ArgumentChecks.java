@@ -1,6 +1,7 @@
 package io.hcomm4j.comm;
 
 import io.hcomm4j.DataType;
+import io.hcomm4j.ReduceFunction;
 import io.hcomm4j.ReduceOp;
 import io.hcomm4j.kernel.ReduceKernel;
 import io.hcomm4j.transport.PeerTransport;
@@ -89,7 +90,19 @@ final class ArgumentChecks {
         present(collective, "type", type);
         present(collective, "op", op);
         if (!op.collective()) throw refused(collective, "op " + op + " is for one-sided operations only (Window)");
+        if (!op.accepts(type)) {
+            throw refused(collective, "op " + op + " is not defined on type " + type + (op == ReduceOp.AVG
+                    ? " (use SUM for a logical or, PROD for a logical and)"
+                    : " (bitwise ops take the integer types INT8, UINT8, INT16, INT32, INT64 and BOOL)"));
+        }
         return ReduceKernel.of(type, op);
+    }
+
+    /** A user's reduction as a kernel: a new one per call (it is a small object; the built-in ops' path allocates nothing). */
+    ReduceKernel kernel(CollectiveOp collective, DataType type, ReduceFunction function) {
+        present(collective, "type", type);
+        present(collective, "function", function);
+        return ReduceKernel.of(type, function);
     }
 
     /** Byte offsets and sizes of variable blocks, {@code {off, len}}, checked against the buffer. */

@@ -21,7 +21,8 @@ final class CollectiveCall implements Runnable {
     /** The fingerprint's inputs (to say which argument differs from a peer's); {@link #fpKnown} false: not recorded. */
     long fpCount;
     DataType fpType;
-    ReduceOp fpRedop;
+    /** {@link CollectiveOp#redopCode}, 0: no reduction. */
+    int fpRedop;
     int fpRoot;
     boolean fpKnown;
     /** The op's size for metrics, reports and events. */
@@ -69,6 +70,12 @@ final class CollectiveCall implements Runnable {
      * {@code redop} and {@code root} (see {@link CollectiveOp#fingerprint}); returns this.
      */
     CollectiveCall of(CollectiveOp op, long count, DataType type, ReduceOp redop, int root, long bytes, MemorySegment send,
+                      MemorySegment recv) {
+        return of(op, count, type, redop == null ? 0 : CollectiveOp.redopCode(redop), root, bytes, send, recv);
+    }
+
+    /** As above, the reduction given by its {@link CollectiveOp#redopCode} (a user's function has one too). */
+    CollectiveCall of(CollectiveOp op, long count, DataType type, int redop, int root, long bytes, MemorySegment send,
                       MemorySegment recv) {
         of(op, op.fingerprint(count, type, redop, root), bytes, send, recv);
         this.fpCount = count;

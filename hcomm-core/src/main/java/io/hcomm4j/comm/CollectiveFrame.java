@@ -3,6 +3,7 @@ package io.hcomm4j.comm;
 import io.hcomm4j.CollectiveMismatchException;
 import io.hcomm4j.CommFuture;
 import io.hcomm4j.PeerFailedException;
+import io.hcomm4j.ReduceFunctionException;
 import io.hcomm4j.algo.AllGather;
 import io.hcomm4j.transport.PeerTransport;
 import java.lang.foreign.MemorySegment;
@@ -246,24 +247,30 @@ final class CollectiveFrame {
         String name = c.op.label();
         long seq = c.seq;
         int fp = c.fingerprint;
-        return switch (c.op) {
-            case ALL_REDUCE -> z.reductions.allReduce(seq, fp, name, c.send, c.recv, c.count, c.kernel, c.avg, want);
-            case REDUCE -> z.reductions.reduce(seq, fp, name, c.send, c.recv, c.count, c.kernel, c.avg, c.root, want);
-            case REDUCE_SCATTER, REDUCE_SCATTER_V ->
-                    z.reductions.reduceScatter(seq, fp, name, c.send, c.recv, c.blockCount, c.counts, c.kernel, c.avg, want);
-            case BROADCAST -> z.movement.broadcast(seq, fp, name, c.send, c.bytes, c.root, want);
-            case ALL_GATHER, ALL_GATHER_V ->
-                    z.movement.allGather(seq, fp, name, c.mine, c.mineOffset, c.recv, c.blockBytes, c.recvOff, c.recvLen, want);
-            case GATHER -> z.movement.gather(seq, fp, name, c.send, c.recv, c.blockBytes, c.root, want);
-            case GATHER_V -> z.movement.gatherV(seq, fp, name, c.send, c.recv, c.recvOff, c.recvLen, c.root, want);
-            case SCATTER -> z.tables.scatter(seq, fp, name, c.send, c.recv, c.blockBytes, c.root, want);
-            case SCATTER_V -> z.tables.scatterV(seq, fp, name, c.send, c.sendOff, c.sendLen, c.recv, c.root, want);
-            case ALL_TO_ALL -> z.tables.allToAll(seq, fp, name, c.send, c.recv, c.blockBytes, want);
-            case ALL_TO_ALL_V -> z.tables.allToAllV(seq, fp, name, c.send, c.sendOff, c.sendLen, c.sendBytes, c.recv, c.recvOff,
-                    c.recvLen, c.recvBytes, want);
-            case BARRIER -> z.barrier(seq, fp, name);
-            case SCAN, EXSCAN -> false; // each rank's result differs: nothing to share in place (every rank decides alike)
-        };
+        try {
+            return switch (c.op) {
+                case ALL_REDUCE -> z.reductions.allReduce(seq, fp, name, c.send, c.recv, c.count, c.kernel, c.avg, want);
+                case REDUCE -> z.reductions.reduce(seq, fp, name, c.send, c.recv, c.count, c.kernel, c.avg, c.root, want);
+                case REDUCE_SCATTER, REDUCE_SCATTER_V ->
+                        z.reductions.reduceScatter(seq, fp, name, c.send, c.recv, c.blockCount, c.counts, c.kernel, c.avg, want);
+                case BROADCAST -> z.movement.broadcast(seq, fp, name, c.send, c.bytes, c.root, want);
+                case ALL_GATHER, ALL_GATHER_V ->
+                        z.movement.allGather(seq, fp, name, c.mine, c.mineOffset, c.recv, c.blockBytes, c.recvOff, c.recvLen, want);
+                case GATHER -> z.movement.gather(seq, fp, name, c.send, c.recv, c.blockBytes, c.root, want);
+                case GATHER_V -> z.movement.gatherV(seq, fp, name, c.send, c.recv, c.recvOff, c.recvLen, c.root, want);
+                case SCATTER -> z.tables.scatter(seq, fp, name, c.send, c.recv, c.blockBytes, c.root, want);
+                case SCATTER_V -> z.tables.scatterV(seq, fp, name, c.send, c.sendOff, c.sendLen, c.recv, c.root, want);
+                case ALL_TO_ALL -> z.tables.allToAll(seq, fp, name, c.send, c.recv, c.blockBytes, want);
+                case ALL_TO_ALL_V -> z.tables.allToAllV(seq, fp, name, c.send, c.sendOff, c.sendLen, c.sendBytes, c.recv, c.recvOff,
+                        c.recvLen, c.recvBytes, want);
+                case BARRIER -> z.barrier(seq, fp, name);
+                case SCAN, EXSCAN -> false; // each rank's result differs: nothing to share in place (every rank decides alike)
+            };
+        } catch (ReduceFunctionException e) {
+            // this rank's function threw in its part; the others learn it from its error word (ZeroCopyEngine.finish)
+            throw new ReduceFunctionException("rank " + rank + ": " + name + " (collective #" + seq + ", shared memory): "
+                    + e.getMessage(), e.getCause());
+        }
     }
 
     /**
@@ -289,9 +296,8 @@ final class CollectiveFrame {
 
     private void runLinks(CollectiveCall c, boolean checked) {
         try (TransportLinks links = new TransportLinks(transport, collectiveChannel, noticeChannel, c.seq, rank, size, group,
-                c.op.label(), c.fingerprint, session.scratch(), c.bytes)) {
+                c.op.label(), c.fingerprint, session.scratch(), c.bytes, c)) {
             links.high(c.high);
-            links.call = c;
             try {
                 health.register(links);
                 if (session.config().fullCheck() && !checked) fullCheck(c, c.seq, c.op.label(), c.fingerprint);
@@ -302,6 +308,8 @@ final class CollectiveFrame {
             } catch (PeerFailedException e) {
                 // a send or receive failed because a peer did (the transport saw it first): the op fails as a whole
                 throw health.opFailure(links.seq(), links.op(), e, false);
+            } catch (ReduceFunctionException e) {
+                throw links.functionFailed(e);
             } finally {
                 health.unregister(links);
             }

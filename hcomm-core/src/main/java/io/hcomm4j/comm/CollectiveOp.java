@@ -58,12 +58,35 @@ enum CollectiveOp {
      * same one with other arguments: the op's code in the top 5 bits, a hash of count, type, reduce op and root below.
      */
     int fingerprint(long count, DataType type, ReduceOp redop, int root) {
+        return fingerprint(count, type, redop == null ? 0 : redopCode(redop), root);
+    }
+
+    /** The reduction's part of a fingerprint for a built-in op (0 is "no reduction"). */
+    static int redopCode(ReduceOp op) {
+        return op.ordinal() + 1;
+    }
+
+    /** As {@link #fingerprint(long, DataType, ReduceOp, int)}, the reduction given by its {@link #redopCode}. */
+    int fingerprint(long count, DataType type, int redopCode, int root) {
         long h = count * 0x9E3779B97F4A7C15L;
         h += (type == null ? 0 : type.ordinal() + 1) * 0xC2B2AE3D27D4EB4FL;
-        h += (redop == null ? 0 : redop.ordinal() + 1) * 0x165667B19E3779F9L;
+        h += redopCode * 0x165667B19E3779F9L;
         h += (root + 2L) * 0xD6E8FEB86659FD93L;
         h ^= h >>> 32;
         return ((ordinal() + 1) << CODE_SHIFT) | (int) (h & HASH_MASK);
+    }
+
+    /** Set in every user function's reduction code: none equals a built-in op's (ordinal + 1). */
+    private static final int USER_FUNCTION = 1 << 30;
+
+    /**
+     * The reduction's part of a fingerprint for a user function: its name's hash (the same in every JVM) under a bit no
+     * built-in op has, so ranks that pass differently named functions, or a function where others pass an op, differ.
+     * Unnamed functions are all alike.
+     */
+    static int redopCode(io.hcomm4j.ReduceFunction function) {
+        String name = function.name();
+        return USER_FUNCTION | (name == null ? 0 : name.hashCode() & (USER_FUNCTION - 1));
     }
 
     /** The code of a fingerprint that says "this rank refused its own arguments to the op in its low bits". */
@@ -109,14 +132,17 @@ enum CollectiveOp {
      * by trying each argument's likely values; "" for the per-rank counts of a V form (only their hash travels), null if
      * no single argument explains it. With a 27-bit hash and about 4,300 tries, a wrong answer is a 1-in-30,000 chance.
      */
-    String differingArgument(int other, long count, DataType type, ReduceOp redop, int root, int size) {
+    String differingArgument(int other, long count, DataType type, int redop, int root, int size) {
         if (other >>> CODE_SHIFT != ordinal() + 1) return null;
         for (int r = -1; r < size; r++) if (r != root && fingerprint(count, type, redop, r) == other) return "root " + r;
         if (type != null) {
             for (DataType t : DataType.values()) if (t != type && fingerprint(count, t, redop, root) == other) return "type " + t;
         }
-        if (redop != null) {
-            for (ReduceOp o : ReduceOp.values()) if (o != redop && fingerprint(count, type, o, root) == other) return "op " + o;
+        if (redop != 0) {
+            for (ReduceOp o : ReduceOp.values()) {
+                int code = redopCode(o);
+                if (code != redop && fingerprint(count, type, code, root) == other) return "op " + o;
+            }
         }
         if (hashesCounts()) return "";
         for (long c : countGuesses(count)) if (c != count && fingerprint(c, type, redop, root) == other) return countName() + " " + c;
@@ -137,10 +163,13 @@ enum CollectiveOp {
     }
 
     /** Words for the value a call has, matching {@link #differingArgument}'s: "count 1024". */
-    String argumentValue(String differing, long count, DataType type, ReduceOp redop, int root) {
+    String argumentValue(String differing, long count, DataType type, int redop, int root) {
         if (differing.startsWith("root ")) return "root " + root;
         if (differing.startsWith("type ")) return "type " + type;
-        if (differing.startsWith("op ")) return "op " + redop;
+        if (differing.startsWith("op ")) {
+            for (ReduceOp o : ReduceOp.values()) if (redopCode(o) == redop) return "op " + o;
+            return "a reduce function";
+        }
         return countName() + " " + count;
     }
 

@@ -4,6 +4,7 @@ import io.hcomm4j.CommFuture;
 import io.hcomm4j.Communicator;
 import io.hcomm4j.DataType;
 import io.hcomm4j.Health;
+import io.hcomm4j.ReduceFunction;
 import io.hcomm4j.ReduceOp;
 import io.hcomm4j.Status;
 import io.hcomm4j.Stream;
@@ -16,9 +17,9 @@ import java.util.function.Consumer;
 
 /**
  * A communicator: the public calls, each checked ({@link ArgumentChecks}) and then handed to the transport (point to
- * point, {@link PointToPoint}) or, as a {@link CollectiveCall}, to the {@link CollectiveFrame} (gather, scatter and
- * all-to-all: {@link BlockCollectives}). Membership changes live in {@link Membership}, failure state in
- * {@link CommunicatorHealth}.
+ * point, {@link PointToPoint}) or, as a {@link CollectiveCall}, to the {@link CollectiveFrame} (reductions:
+ * {@link ReductionCollectives}; gather, scatter and all-to-all: {@link BlockCollectives}). Membership changes live in
+ * {@link Membership}, failure state in {@link CommunicatorHealth}.
  */
 final class CommunicatorImpl implements Communicator {
     private final Session session;
@@ -43,6 +44,7 @@ final class CommunicatorImpl implements Communicator {
     private final BlockCollectives blocks;
     private final ScanCollectives scans;
     private final MonitoredBarrier monitoredBarrier;
+    private final ReductionCollectives reductions;
     /** Windows made on this communicator so far (each member counts the same: window creation is collective). */
     private final java.util.concurrent.atomic.AtomicInteger windows = new java.util.concurrent.atomic.AtomicInteger();
 
@@ -76,6 +78,7 @@ final class CommunicatorImpl implements Communicator {
         this.blocks = new BlockCollectives(frame, check, rank, size);
         this.scans = new ScanCollectives(frame, check);
         this.monitoredBarrier = new MonitoredBarrier(transport, commId, rank, size, group);
+        this.reductions = new ReductionCollectives(frame, check, rank, size);
         check.refuseThrough(frame);
     }
 
@@ -98,6 +101,11 @@ final class CommunicatorImpl implements Communicator {
     /** The collectives of per-rank blocks (a stream queues them too). */
     BlockCollectives blocks() {
         return blocks;
+    }
+
+    /** The reducing collectives (a stream queues them too). */
+    ReductionCollectives reductions() {
+        return reductions;
     }
 
     /** scan and exscan (a stream queues them too). */
@@ -160,127 +168,88 @@ final class CommunicatorImpl implements Communicator {
     // ------------------------------------------------------------------------------------ collectives
     // (same-shaped on purpose: each collective's blocking and async entry points mirror the public API, one pair each)
 
-    private int avgDivisor(ReduceOp op) {
-        return op == ReduceOp.AVG ? size : 1;
-    }
-
     @Override
     public void allReduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op) {
-        allReduce(send, recv, count, type, op, Mode.BLOCKING);
+        reductions.allReduce(send, recv, count, type, op, Mode.BLOCKING);
     }
 
     @Override
     public CommFuture<Void> allReduceAsync(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op) {
-        return allReduce(send, recv, count, type, op, Mode.ASYNC);
+        return reductions.allReduce(send, recv, count, type, op, Mode.ASYNC);
     }
 
     CommFuture<Void> allReduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op, Mode mode) {
-        CollectiveOp o = CollectiveOp.ALL_REDUCE;
-        var k = check.kernel(o, type, op);
-        long n = check.bytes(o, "send", send, count, type);
-        check.buffer(o, "recv", recv, n);
-        check.writable(o, "recv", recv);
-        CollectiveCall c = frame.call(mode).of(o, o.fingerprint(count, type, op, -1), n, send, recv);
-        c.count = count;
-        c.kernel = k;
-        c.avg = avgDivisor(op);
-        return frame.start(c, mode);
+        return reductions.allReduce(send, recv, count, type, op, mode);
+    }
+
+    @Override
+    public void allReduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceFunction function) {
+        reductions.allReduce(send, recv, count, type, function, Mode.BLOCKING);
+    }
+
+    @Override
+    public CommFuture<Void> allReduceAsync(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceFunction function) {
+        return reductions.allReduce(send, recv, count, type, function, Mode.ASYNC);
     }
 
     @Override
     public void reduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op, int root) {
-        reduce(send, recv, count, type, op, root, Mode.BLOCKING);
+        reductions.reduce(send, recv, count, type, op, root, Mode.BLOCKING);
     }
 
     @Override
     public CommFuture<Void> reduceAsync(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op, int root) {
-        return reduce(send, recv, count, type, op, root, Mode.ASYNC);
+        return reductions.reduce(send, recv, count, type, op, root, Mode.ASYNC);
     }
 
     CommFuture<Void> reduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op, int root, Mode mode) {
-        CollectiveOp o = CollectiveOp.REDUCE;
-        var k = check.kernel(o, type, op);
-        check.root(o, root);
-        long n = check.bytes(o, "send", send, count, type);
-        if (rank == root) {
-            check.buffer(o, "recv", recv, n);
-            check.writable(o, "recv", recv);
-        }
-        CollectiveCall c = frame.call(mode).of(o, o.fingerprint(count, type, op, root), n, send, recv);
-        c.count = count;
-        c.kernel = k;
-        c.avg = avgDivisor(op);
-        c.root = root;
-        return frame.start(c, mode);
+        return reductions.reduce(send, recv, count, type, op, root, mode);
+    }
+
+    @Override
+    public void reduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceFunction function, int root) {
+        reductions.reduce(send, recv, count, type, function, root, Mode.BLOCKING);
+    }
+
+    @Override
+    public CommFuture<Void> reduceAsync(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceFunction function,
+                                        int root) {
+        return reductions.reduce(send, recv, count, type, function, root, Mode.ASYNC);
     }
 
     @Override
     public void reduceScatter(MemorySegment send, MemorySegment recv, long recvCount, DataType type, ReduceOp op) {
-        reduceScatter(send, recv, recvCount, type, op, Mode.BLOCKING);
+        reductions.reduceScatter(send, recv, recvCount, type, op, Mode.BLOCKING);
     }
 
     @Override
     public CommFuture<Void> reduceScatterAsync(MemorySegment send, MemorySegment recv, long recvCount, DataType type, ReduceOp op) {
-        return reduceScatter(send, recv, recvCount, type, op, Mode.ASYNC);
+        return reductions.reduceScatter(send, recv, recvCount, type, op, Mode.ASYNC);
     }
 
-    /** Equal blocks without arrays: the zero-copy path allocates nothing. */
     CommFuture<Void> reduceScatter(MemorySegment send, MemorySegment recv, long recvCount, DataType type, ReduceOp op, Mode mode) {
-        CollectiveOp o = CollectiveOp.REDUCE_SCATTER;
-        check.checkCount(o, "recvCount", recvCount);
-        var k = check.kernel(o, type, op);
-        long blk = check.product(o, "recvCount", recvCount, type.byteSize());
-        long total = check.product(o, "recvCount x ranks", blk, size);
-        check.buffer(o, "send", send, total);
-        check.buffer(o, "recv", recv, blk);
-        check.writable(o, "recv", recv);
-        return reduceScatter(o, o.fingerprint(equalCountsHash(recvCount), type, op, -1), total, send, recv, recvCount, null, k,
-                avgDivisor(op), mode);
+        return reductions.reduceScatter(send, recv, recvCount, type, op, mode);
     }
 
-    /** {@code Arrays.hashCode} of {@code size} counts equal to {@code count}, without the array. */
-    private int equalCountsHash(long count) {
-        int h = 1;
-        int e = (int) (count ^ (count >>> 32));
-        for (int r = 0; r < size; r++) h = 31 * h + e;
-        return h;
+    @Override
+    public void reduceScatter(MemorySegment send, MemorySegment recv, long recvCount, DataType type, ReduceFunction function) {
+        reductions.reduceScatter(send, recv, recvCount, type, function, Mode.BLOCKING);
+    }
+
+    @Override
+    public CommFuture<Void> reduceScatterAsync(MemorySegment send, MemorySegment recv, long recvCount, DataType type,
+                                               ReduceFunction function) {
+        return reductions.reduceScatter(send, recv, recvCount, type, function, Mode.ASYNC);
     }
 
     @Override
     public void reduceScatterV(MemorySegment send, MemorySegment recv, long[] recvCounts, DataType type, ReduceOp op) {
-        reduceScatterV(send, recv, recvCounts, type, op, Mode.BLOCKING);
+        reductions.reduceScatterV(send, recv, recvCounts, type, op, Mode.BLOCKING);
     }
 
     @Override
     public CommFuture<Void> reduceScatterVAsync(MemorySegment send, MemorySegment recv, long[] recvCounts, DataType type, ReduceOp op) {
-        return reduceScatterV(send, recv, recvCounts, type, op, Mode.ASYNC);
-    }
-
-    CommFuture<Void> reduceScatterV(MemorySegment send, MemorySegment recv, long[] recvCounts, DataType type, ReduceOp op,
-                                    Mode mode) {
-        CollectiveOp o = CollectiveOp.REDUCE_SCATTER_V;
-        var k = check.kernel(o, type, op);
-        long[] sizes = check.sizes(o, "recvCounts", recvCounts, type);
-        long total = 0;
-        for (long c : sizes) {
-            total += c; // each size is below 2^63: a sum that overflows turns negative
-            if (total < 0) throw check.refused(o, "the sum of recvCounts overflows a long");
-        }
-        check.buffer(o, "send", send, total);
-        check.buffer(o, "recv", recv, sizes[rank]);
-        check.writable(o, "recv", recv);
-        return reduceScatter(o, o.fingerprint(java.util.Arrays.hashCode(recvCounts), type, op, -1), total, send, recv, 0,
-                recvCounts.clone(), k, avgDivisor(op), mode);
-    }
-
-    private CommFuture<Void> reduceScatter(CollectiveOp o, int fp, long bytes, MemorySegment send, MemorySegment recv,
-                                           long blockCount, long[] counts, io.hcomm4j.kernel.ReduceKernel k, int avg, Mode mode) {
-        CollectiveCall c = frame.call(mode).of(o, fp, bytes, send, recv);
-        c.blockCount = blockCount;
-        c.counts = counts;
-        c.kernel = k;
-        c.avg = avg;
-        return frame.start(c, mode);
+        return reductions.reduceScatterV(send, recv, recvCounts, type, op, Mode.ASYNC);
     }
 
     @Override
@@ -298,7 +267,7 @@ final class CommunicatorImpl implements Communicator {
         long n = check.bytes(o, "buf", buf, count, type);
         check.root(o, root);
         if (rank != root) check.writable(o, "buf", buf);
-        CollectiveCall c = frame.call(mode).of(o, o.fingerprint(count, type, null, root), n, buf, null);
+        CollectiveCall c = frame.call(mode).of(o, count, type, (ReduceOp) null, root, n, buf, null);
         c.root = root;
         return frame.start(c, mode);
     }
@@ -446,7 +415,7 @@ final class CommunicatorImpl implements Communicator {
     }
 
     CommFuture<Void> barrier(Mode mode) {
-        CollectiveCall c = frame.call(mode).of(CollectiveOp.BARRIER, CollectiveOp.BARRIER.fingerprint(0, null, null, -1), 0, null, null);
+        CollectiveCall c = frame.call(mode).of(CollectiveOp.BARRIER, 0, null, (ReduceOp) null, -1, 0, null, null);
         return frame.start(c, mode);
     }
 

@@ -125,7 +125,7 @@ final class StreamImpl implements Stream {
 
     @Override
     public CommFuture<Void> reduceScatterV(MemorySegment send, MemorySegment recv, long[] recvCounts, DataType type, ReduceOp op) {
-        return comm.reduceScatterV(send, recv, recvCounts, type, op, CollectiveFrame.Mode.on(this));
+        return comm.reductions().reduceScatterV(send, recv, recvCounts, type, op, CollectiveFrame.Mode.on(this));
     }
 
     @Override

@@ -1,5 +1,7 @@
 package io.hcomm4j.comm;
 
+import io.hcomm4j.DataType;
+import io.hcomm4j.ReduceOp;
 import io.hcomm4j.Topology;
 import io.hcomm4j.algo.AllGather;
 import io.hcomm4j.algo.AllToAll;
@@ -12,6 +14,7 @@ import io.hcomm4j.algo.Reductions;
 import io.hcomm4j.algo.Rooted;
 import io.hcomm4j.algo.Scan;
 import io.hcomm4j.algo.Tuner;
+import io.hcomm4j.kernel.ReduceKernel;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -70,6 +73,7 @@ final class TransportCollectives {
         c.tunedBytes = -1;
         long t0 = System.nanoTime();
         runAlgorithm(c, l);
+        if (size == 1) normalizeAlone(c);
         if (c.tunedBytes < 0) return;
         Tuner.Op op = c.op.tunerOp();
         Slowdown slow = slowdown;
@@ -98,6 +102,24 @@ final class TransportCollectives {
             case SCAN -> Scan.inclusive(l, c.send, c.recv, c.count, c.kernel, Scan.CHUNK_BYTES);
             case EXSCAN -> Scan.exclusive(l, c.send, c.recv, c.count, c.kernel, Scan.CHUNK_BYTES);
         }
+    }
+
+    /** Writes each BOOL element as 0 or 1: the or of a BOOL with itself is its truth value. */
+    private static final ReduceKernel SELF_OR = ReduceKernel.of(DataType.BOOL, ReduceOp.BOR);
+
+    /**
+     * On one rank a reduction combines nothing, so a BOOL result would be the input's bytes as they are: it is written
+     * as 0 or 1 here, as on any other number of ranks. (A user function's result is the input: it is never called.)
+     */
+    private static void normalizeAlone(CollectiveCall c) {
+        ReduceKernel k = c.kernel;
+        if (k == null || k.op() == null || k.type() != DataType.BOOL) return;
+        long count = switch (c.op) {
+            case ALL_REDUCE, REDUCE -> c.count;
+            case REDUCE_SCATTER, REDUCE_SCATTER_V -> c.counts == null ? c.blockCount : c.counts[0];
+            default -> 0;
+        };
+        if (count > 0) SELF_OR.accumulate(c.recv, 0, c.recv, 0, count);
     }
 
     private Tuner.Levels levels(Tuner.Algo algo, Tuner.Op op, long bytes) {

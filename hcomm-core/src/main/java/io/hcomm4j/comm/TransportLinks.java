@@ -2,6 +2,7 @@ package io.hcomm4j.comm;
 
 import io.hcomm4j.CollectiveMismatchException;
 import io.hcomm4j.CommFuture;
+import io.hcomm4j.ReduceFunctionException;
 import io.hcomm4j.Status;
 import io.hcomm4j.algo.CollectiveLinks;
 import io.hcomm4j.transport.FingerprintMismatchException;
@@ -20,7 +21,8 @@ import java.util.List;
  * <p>Mismatch detection, always on: every message carries the op's fingerprint (op, count, type, reduce op,
  * root) and a receive takes only a message with its own fingerprint. A rank that finds a mismatch fails its
  * op and tells every other rank on the notice channel (same tag); each rank's op listens there while it runs
- * and fails with the same {@link CollectiveMismatchException} instead of waiting for a peer that will never send.
+ * and fails with the same {@link CollectiveMismatchException} instead of waiting for a peer that will never send. A rank
+ * whose user reduce function threw tells the others the same way ({@link #functionFailed}).
  *
  * <p>The communicator keeps the links of its running ops: a member's failure or an abort fails them through
  * {@link #abort(RuntimeException)}, and the stuck-op watchdog reads their age and the peers they wait for.
@@ -28,6 +30,8 @@ import java.util.List;
 final class TransportLinks implements CollectiveLinks, AutoCloseable {
     /** The longest notice (a longer text is cut). */
     static final int NOTICE_BYTES = 512;
+    /** Starts a notice that a rank's reduce function threw (no text of a mismatch starts with this control character). */
+    private static final String FUNCTION_FAILED = "\u0001";
     /** Ends the notice receive of an op that finished; made once: an exception per op would cost its stack trace. */
     private static final io.hcomm4j.CommAbortedException OP_DONE = new io.hcomm4j.CommAbortedException("collective done");
 
@@ -57,7 +61,7 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
     private volatile RuntimeException aborted;
     private List<MemorySegment> scratch;
     /** The call this op runs (its fingerprint's inputs name a differing argument), or null (a check's links). */
-    CollectiveCall call;
+    private final CollectiveCall call;
     /** The op runs on a HIGH-priority stream: its sends' chunks go first ({@link #high(boolean)}). */
     private boolean high;
 
@@ -68,6 +72,13 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
 
     TransportLinks(PeerTransport transport, long channel, long noticeChannel, long seq, int rank, int size, int[] group,
                    String op, int fingerprint, ScratchPool pool, long bytes) {
+        this(transport, channel, noticeChannel, seq, rank, size, group, op, fingerprint, pool, bytes, null);
+    }
+
+    /** {@code call}: the call this op runs, set before the watch starts (a mismatch it reports at once names arguments). */
+    TransportLinks(PeerTransport transport, long channel, long noticeChannel, long seq, int rank, int size, int[] group,
+                   String op, int fingerprint, ScratchPool pool, long bytes, CollectiveCall call) {
+        this.call = call;
         this.transport = transport;
         this.commId = channel & ~(3L << 62);
         this.bytes = bytes;
@@ -89,7 +100,7 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
             });
             this.notice = transport.recv(noticeChannel, PeerTransport.ANY, tag, MemorySegment.ofArray(noticeBytes));
             notice.whenComplete((st, err) -> {
-                if (err == null) abort(new CollectiveMismatchException(new String(noticeBytes, 0, (int) st.bytes(), StandardCharsets.UTF_8)));
+                if (err == null) abort(fromNotice(new String(noticeBytes, 0, (int) st.bytes(), StandardCharsets.UTF_8)));
             });
         } else {
             this.notice = null;
@@ -153,6 +164,7 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
             case CollectiveMismatchException m -> new CollectiveMismatchException(m.getMessage());
             case io.hcomm4j.PeerFailedException p -> new io.hcomm4j.PeerFailedException(p.getMessage(), p.failedRanks(), null);
             case io.hcomm4j.CommAbortedException a -> new io.hcomm4j.CommAbortedException(a.getMessage());
+            case ReduceFunctionException f -> new ReduceFunctionException(f.getMessage(), f.getCause());
             default -> e;
         };
     }
@@ -213,7 +225,7 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
     private CollectiveMismatchException describe(FingerprintMismatchException e) {
         String theirs = CollectiveOp.labelOf(e.sent());
         CollectiveCall c = call;
-        String what = c == null ? "" : c.whatDiffers(e.sent(), size, "rank " + commRank(e.source()), "this rank");
+        String what = c == null ? "" : c.whatDiffers(e.sent(), size, "rank " + commRank(e.source()), "rank " + rank); // the others read it too
         return new CollectiveMismatchException("rank " + rank + ": " + op + " (collective #" + seq + " of this communicator): rank "
                 + commRank(e.source()) + (theirs.equals(op) ? " called " + op + (what.isEmpty() ? " with a different count, type, op or root" : what)
                 : " called " + (theirs.isEmpty() ? "something else" : theirs) + " instead"));
@@ -232,7 +244,33 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
     }
 
     private void tellOthersOf(CollectiveMismatchException e) {
-        byte[] text = ("reported by rank " + rank + ": " + e.getMessage()).getBytes(StandardCharsets.UTF_8);
+        tellOthers("reported by rank " + rank + ": " + e.getMessage());
+    }
+
+    /**
+     * The user's reduce function failed during this op: {@code e} is what the kernel threw here (its cause the
+     * function's exception), or what a peer's notice aborted this op with (no cause). Returns the exception this rank's
+     * op fails with. A failure here is told to every other rank first (so none of them waits for the data this rank will
+     * not send), then this op's pending sends and receives are withdrawn.
+     */
+    ReduceFunctionException functionFailed(ReduceFunctionException e) {
+        if (e.getCause() == null) return e; // a peer's function: that peer told everybody
+        ReduceFunctionException here = new ReduceFunctionException("rank " + rank + ": " + op + " (collective #" + seq + "): "
+                + e.getMessage(), e.getCause());
+        tellOthers(FUNCTION_FAILED + here.getMessage());
+        abort(here);
+        return here;
+    }
+
+    /** What a notice from another rank fails this op with: a mismatch, a refusal, or that rank's failed reduce function. */
+    private RuntimeException fromNotice(String text) {
+        if (!text.startsWith(FUNCTION_FAILED)) return new CollectiveMismatchException(text);
+        return new ReduceFunctionException("rank " + rank + ": " + op + " (collective #" + seq + ") cannot complete: "
+                + text.substring(FUNCTION_FAILED.length()));
+    }
+
+    private void tellOthers(String notice) {
+        byte[] text = notice.getBytes(StandardCharsets.UTF_8);
         MemorySegment msg = MemorySegment.ofArray(java.util.Arrays.copyOf(text, Math.min(text.length, NOTICE_BYTES)));
         List<CommFuture<Void>> sends = new ArrayList<>(size);
         for (int p = 0; p < size; p++) if (p != rank) sends.add(transport.send(noticeChannel, world(p), tag, msg));

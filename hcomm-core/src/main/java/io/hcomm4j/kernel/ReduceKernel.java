@@ -1,14 +1,15 @@
 package io.hcomm4j.kernel;
 
 import io.hcomm4j.DataType;
+import io.hcomm4j.ReduceFunction;
 import io.hcomm4j.ReduceOp;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Objects;
 
 /**
- * Element-wise reduction of one {@link DataType} under one {@link ReduceOp}: the arithmetic that every reducing
- * collective (allreduce, reduce, reduce-scatter) runs on received chunks.
+ * Element-wise reduction of one {@link DataType} under one {@link ReduceOp} (or a user's {@link ReduceFunction}): the
+ * arithmetic that every reducing collective (allreduce, reduce, reduce-scatter) runs on received chunks.
  *
  * <p>Segments may be native or heap (backed by any primitive array) and need not be aligned; elements are read and
  * written in native byte order, because the data is the user's memory. Offsets are in bytes, counts in elements.
@@ -18,7 +19,12 @@ import java.util.Objects;
  * not their JVM has the Vector API:
  * <ul>
  *   <li>Integer {@link ReduceOp#SUM SUM} and {@link ReduceOp#PROD PROD} wrap as in Java; {@link DataType#UINT8 UINT8}
- *       compares (MIN, MAX) and divides (AVG) as 0..255.</li>
+ *       compares (MIN, MAX) and divides (AVG) as 0..255. The bitwise ops ({@link ReduceOp#BAND BAND},
+ *       {@link ReduceOp#BOR BOR}, {@link ReduceOp#BXOR BXOR}) act on the element's bits.</li>
+ *   <li>{@link DataType#BOOL BOOL} reads 0 as false and any other byte as true and writes 0 or 1: SUM, MAX and BOR are
+ *       a logical or, PROD, MIN and BAND a logical and, BXOR an exclusive or.</li>
+ *   <li>Pairs the op does not define ({@link ReduceOp#accepts}: bitwise ops on floating types, AVG on BOOL) have no
+ *       kernel.</li>
  *   <li>Floating MIN and MAX are {@link Math#min(float, float)} and {@link Math#max(float, float)}: a NaN operand wins
  *       and -0.0 is less than +0.0.</li>
  *   <li>{@link DataType#FLOAT16 FLOAT16} and {@link DataType#BFLOAT16 BFLOAT16}: both operands are widened to float32
@@ -46,7 +52,7 @@ public interface ReduceKernel {
     /**
      * The operator this kernel applies.
      *
-     * @return the operator
+     * @return the operator, or null for a kernel of a user's {@link ReduceFunction}
      */
     ReduceOp op();
 
@@ -108,15 +114,41 @@ public interface ReduceKernel {
      * @param op          operator
      * @param allowVector {@code false} forces the scalar kernel
      * @return a shared, thread-safe kernel
+     * @throws IllegalArgumentException if {@code op} is one-sided only or not defined on {@code type}
+     *                                  ({@link ReduceOp#accepts})
      */
     static ReduceKernel of(DataType type, ReduceOp op, boolean allowVector) {
         Objects.requireNonNull(type, "type");
         Objects.requireNonNull(op, "op");
         if (!op.collective()) throw new IllegalArgumentException("no reduction kernel for " + op + " (one-sided only)");
+        if (!op.accepts(type)) throw new IllegalArgumentException("no reduction kernel for " + op + " on " + type + ": " + undefined(op));
         if (allowVector && VectorProbe.AVAILABLE) {
             return VectorProbe.kernel(type, op);
         }
         return ScalarKernels.of(type, op);
+    }
+
+    /** Why {@code op} is not defined on some type, for messages: which types it takes. */
+    private static String undefined(ReduceOp op) {
+        return op == ReduceOp.AVG ? "AVG has no meaning for BOOL (SUM is a logical or, PROD a logical and)"
+                : "bitwise ops take the integer types (INT8, UINT8, INT16, INT32, INT64) and BOOL";
+    }
+
+    /**
+     * A kernel that calls a user's {@code function} wherever a built-in kernel would combine, after the same argument
+     * checks: {@code combine} and {@code accumulate} call {@link ReduceFunction#combine} (accumulate with {@code out}
+     * being {@code a}), {@code finish} does nothing, {@link #op()} is null. What the function throws comes out as a
+     * {@link io.hcomm4j.ReduceFunctionException} with its exception as the cause. The results are as deterministic as
+     * the function is.
+     *
+     * @param type     element type (the function's business: only its size is used here)
+     * @param function the function
+     * @return a new kernel
+     */
+    static ReduceKernel of(DataType type, ReduceFunction function) {
+        Objects.requireNonNull(type, "type");
+        Objects.requireNonNull(function, "function");
+        return new FunctionKernel(type, function);
     }
 
     /**
@@ -125,6 +157,7 @@ public interface ReduceKernel {
      * @param type element type
      * @param op   operator
      * @return a shared, thread-safe kernel
+     * @throws IllegalArgumentException if {@code op} is one-sided only or not defined on {@code type}
      */
     static ReduceKernel of(DataType type, ReduceOp op) {
         return of(type, op, true);

@@ -9,8 +9,8 @@ import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 
 /**
  * INT8 and UINT8 without the Vector API. The static loops are also the vector kernels' tails, which is what keeps the
- * two paths bit-identical. Sums and products wrap identically for both signednesses; only MIN, MAX and AVG's division
- * read UINT8 as 0..255.
+ * two paths bit-identical. Sums and products wrap, and the bitwise ops act, identically for both signednesses; only MIN,
+ * MAX and AVG's division read UINT8 as 0..255.
  */
 final class ScalarByteKernel extends AbstractKernel {
     private final boolean unsigned;
@@ -39,6 +39,9 @@ final class ScalarByteKernel extends AbstractKernel {
                     max(a, ao, b, bo, o, oo, n);
                 }
             }
+            case BAND -> and(a, ao, b, bo, o, oo, n);
+            case BOR -> or(a, ao, b, bo, o, oo, n);
+            case BXOR -> xor(a, ao, b, bo, o, oo, n);
         }
     }
 
@@ -93,6 +96,24 @@ final class ScalarByteKernel extends AbstractKernel {
             int x = Byte.toUnsignedInt(a.get(JAVA_BYTE, ao + i));
             int y = Byte.toUnsignedInt(b.get(JAVA_BYTE, bo + i));
             o.set(JAVA_BYTE, oo + i, (byte) Math.max(x, y));
+        }
+    }
+
+    static void and(MemorySegment a, long ao, MemorySegment b, long bo, MemorySegment o, long oo, long n) {
+        for (long i = 0; i < n; i++) {
+            o.set(JAVA_BYTE, oo + i, (byte) (a.get(JAVA_BYTE, ao + i) & b.get(JAVA_BYTE, bo + i)));
+        }
+    }
+
+    static void or(MemorySegment a, long ao, MemorySegment b, long bo, MemorySegment o, long oo, long n) {
+        for (long i = 0; i < n; i++) {
+            o.set(JAVA_BYTE, oo + i, (byte) (a.get(JAVA_BYTE, ao + i) | b.get(JAVA_BYTE, bo + i)));
+        }
+    }
+
+    static void xor(MemorySegment a, long ao, MemorySegment b, long bo, MemorySegment o, long oo, long n) {
+        for (long i = 0; i < n; i++) {
+            o.set(JAVA_BYTE, oo + i, (byte) (a.get(JAVA_BYTE, ao + i) ^ b.get(JAVA_BYTE, bo + i)));
         }
     }
 

@@ -23,6 +23,9 @@ final class ScalarIntKernel extends AbstractKernel {
             case PROD -> prod(a, ao, b, bo, o, oo, n);
             case MIN -> min(a, ao, b, bo, o, oo, n);
             case MAX -> max(a, ao, b, bo, o, oo, n);
+            case BAND -> and(a, ao, b, bo, o, oo, n);
+            case BOR -> or(a, ao, b, bo, o, oo, n);
+            case BXOR -> xor(a, ao, b, bo, o, oo, n);
         }
     }
 
@@ -69,6 +72,33 @@ final class ScalarIntKernel extends AbstractKernel {
             int x = a.get(JAVA_INT_UNALIGNED, ao + d);
             int y = b.get(JAVA_INT_UNALIGNED, bo + d);
             o.set(JAVA_INT_UNALIGNED, oo + d, Math.max(x, y));
+        }
+    }
+
+    static void and(MemorySegment a, long ao, MemorySegment b, long bo, MemorySegment o, long oo, long n) {
+        for (long i = 0; i < n; i++) {
+            long d = i << 2;
+            int x = a.get(JAVA_INT_UNALIGNED, ao + d);
+            int y = b.get(JAVA_INT_UNALIGNED, bo + d);
+            o.set(JAVA_INT_UNALIGNED, oo + d, x & y);
+        }
+    }
+
+    static void or(MemorySegment a, long ao, MemorySegment b, long bo, MemorySegment o, long oo, long n) {
+        for (long i = 0; i < n; i++) {
+            long d = i << 2;
+            int x = a.get(JAVA_INT_UNALIGNED, ao + d);
+            int y = b.get(JAVA_INT_UNALIGNED, bo + d);
+            o.set(JAVA_INT_UNALIGNED, oo + d, x | y);
+        }
+    }
+
+    static void xor(MemorySegment a, long ao, MemorySegment b, long bo, MemorySegment o, long oo, long n) {
+        for (long i = 0; i < n; i++) {
+            long d = i << 2;
+            int x = a.get(JAVA_INT_UNALIGNED, ao + d);
+            int y = b.get(JAVA_INT_UNALIGNED, bo + d);
+            o.set(JAVA_INT_UNALIGNED, oo + d, x ^ y);
         }
     }
 

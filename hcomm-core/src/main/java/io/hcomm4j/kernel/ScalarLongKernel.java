@@ -23,6 +23,9 @@ final class ScalarLongKernel extends AbstractKernel {
             case PROD -> prod(a, ao, b, bo, o, oo, n);
             case MIN -> min(a, ao, b, bo, o, oo, n);
             case MAX -> max(a, ao, b, bo, o, oo, n);
+            case BAND -> and(a, ao, b, bo, o, oo, n);
+            case BOR -> or(a, ao, b, bo, o, oo, n);
+            case BXOR -> xor(a, ao, b, bo, o, oo, n);
         }
     }
 
@@ -69,6 +72,33 @@ final class ScalarLongKernel extends AbstractKernel {
             long x = a.get(JAVA_LONG_UNALIGNED, ao + d);
             long y = b.get(JAVA_LONG_UNALIGNED, bo + d);
             o.set(JAVA_LONG_UNALIGNED, oo + d, Math.max(x, y));
+        }
+    }
+
+    static void and(MemorySegment a, long ao, MemorySegment b, long bo, MemorySegment o, long oo, long n) {
+        for (long i = 0; i < n; i++) {
+            long d = i << 3;
+            long x = a.get(JAVA_LONG_UNALIGNED, ao + d);
+            long y = b.get(JAVA_LONG_UNALIGNED, bo + d);
+            o.set(JAVA_LONG_UNALIGNED, oo + d, x & y);
+        }
+    }
+
+    static void or(MemorySegment a, long ao, MemorySegment b, long bo, MemorySegment o, long oo, long n) {
+        for (long i = 0; i < n; i++) {
+            long d = i << 3;
+            long x = a.get(JAVA_LONG_UNALIGNED, ao + d);
+            long y = b.get(JAVA_LONG_UNALIGNED, bo + d);
+            o.set(JAVA_LONG_UNALIGNED, oo + d, x | y);
+        }
+    }
+
+    static void xor(MemorySegment a, long ao, MemorySegment b, long bo, MemorySegment o, long oo, long n) {
+        for (long i = 0; i < n; i++) {
+            long d = i << 3;
+            long x = a.get(JAVA_LONG_UNALIGNED, ao + d);
+            long y = b.get(JAVA_LONG_UNALIGNED, bo + d);
+            o.set(JAVA_LONG_UNALIGNED, oo + d, x ^ y);
         }
     }
 

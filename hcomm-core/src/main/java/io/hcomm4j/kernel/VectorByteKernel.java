@@ -44,6 +44,9 @@ final class VectorByteKernel extends AbstractKernel {
                     max(a, ao, b, bo, o, oo, n);
                 }
             }
+            case BAND -> and(a, ao, b, bo, o, oo, n);
+            case BOR -> or(a, ao, b, bo, o, oo, n);
+            case BXOR -> xor(a, ao, b, bo, o, oo, n);
         }
     }
 
@@ -131,5 +134,35 @@ final class VectorByteKernel extends AbstractKernel {
         }
         long d = end;
         ScalarByteKernel.maxUnsigned(a, ao + d, b, bo + d, o, oo + d, n - end);
+    }
+
+    static void and(MemorySegment a, long ao, MemorySegment b, long bo, MemorySegment o, long oo, long n) {
+        long end = S.loopBound(n);
+        for (long i = 0; i < end; i += S.length()) {
+            ByteVector x = ByteVector.fromMemorySegment(S, a, ao + i, NATIVE);
+            ByteVector y = ByteVector.fromMemorySegment(S, b, bo + i, NATIVE);
+            x.and(y).intoMemorySegment(o, oo + i, NATIVE);
+        }
+        ScalarByteKernel.and(a, ao + end, b, bo + end, o, oo + end, n - end);
+    }
+
+    static void or(MemorySegment a, long ao, MemorySegment b, long bo, MemorySegment o, long oo, long n) {
+        long end = S.loopBound(n);
+        for (long i = 0; i < end; i += S.length()) {
+            ByteVector x = ByteVector.fromMemorySegment(S, a, ao + i, NATIVE);
+            ByteVector y = ByteVector.fromMemorySegment(S, b, bo + i, NATIVE);
+            x.or(y).intoMemorySegment(o, oo + i, NATIVE);
+        }
+        ScalarByteKernel.or(a, ao + end, b, bo + end, o, oo + end, n - end);
+    }
+
+    static void xor(MemorySegment a, long ao, MemorySegment b, long bo, MemorySegment o, long oo, long n) {
+        long end = S.loopBound(n);
+        for (long i = 0; i < end; i += S.length()) {
+            ByteVector x = ByteVector.fromMemorySegment(S, a, ao + i, NATIVE);
+            ByteVector y = ByteVector.fromMemorySegment(S, b, bo + i, NATIVE);
+            x.lanewise(VectorOperators.XOR, y).intoMemorySegment(o, oo + i, NATIVE);
+        }
+        ScalarByteKernel.xor(a, ao + end, b, bo + end, o, oo + end, n - end);
     }
 }

@@ -3,6 +3,7 @@ package io.hcomm4j.kernel;
 import io.hcomm4j.DataType;
 import io.hcomm4j.ReduceOp;
 import jdk.incubator.vector.IntVector;
+import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
 import java.lang.foreign.MemorySegment;
@@ -28,6 +29,9 @@ final class VectorIntKernel extends AbstractKernel {
             case PROD -> prod(a, ao, b, bo, o, oo, n);
             case MIN -> min(a, ao, b, bo, o, oo, n);
             case MAX -> max(a, ao, b, bo, o, oo, n);
+            case BAND -> and(a, ao, b, bo, o, oo, n);
+            case BOR -> or(a, ao, b, bo, o, oo, n);
+            case BXOR -> xor(a, ao, b, bo, o, oo, n);
         }
     }
 
@@ -87,5 +91,41 @@ final class VectorIntKernel extends AbstractKernel {
         }
         long d = end << 2;
         ScalarIntKernel.max(a, ao + d, b, bo + d, o, oo + d, n - end);
+    }
+
+    static void and(MemorySegment a, long ao, MemorySegment b, long bo, MemorySegment o, long oo, long n) {
+        long end = S.loopBound(n);
+        for (long i = 0; i < end; i += S.length()) {
+            long d = i << 2;
+            IntVector x = IntVector.fromMemorySegment(S, a, ao + d, NATIVE);
+            IntVector y = IntVector.fromMemorySegment(S, b, bo + d, NATIVE);
+            x.and(y).intoMemorySegment(o, oo + d, NATIVE);
+        }
+        long d = end << 2;
+        ScalarIntKernel.and(a, ao + d, b, bo + d, o, oo + d, n - end);
+    }
+
+    static void or(MemorySegment a, long ao, MemorySegment b, long bo, MemorySegment o, long oo, long n) {
+        long end = S.loopBound(n);
+        for (long i = 0; i < end; i += S.length()) {
+            long d = i << 2;
+            IntVector x = IntVector.fromMemorySegment(S, a, ao + d, NATIVE);
+            IntVector y = IntVector.fromMemorySegment(S, b, bo + d, NATIVE);
+            x.or(y).intoMemorySegment(o, oo + d, NATIVE);
+        }
+        long d = end << 2;
+        ScalarIntKernel.or(a, ao + d, b, bo + d, o, oo + d, n - end);
+    }
+
+    static void xor(MemorySegment a, long ao, MemorySegment b, long bo, MemorySegment o, long oo, long n) {
+        long end = S.loopBound(n);
+        for (long i = 0; i < end; i += S.length()) {
+            long d = i << 2;
+            IntVector x = IntVector.fromMemorySegment(S, a, ao + d, NATIVE);
+            IntVector y = IntVector.fromMemorySegment(S, b, bo + d, NATIVE);
+            x.lanewise(VectorOperators.XOR, y).intoMemorySegment(o, oo + d, NATIVE);
+        }
+        long d = end << 2;
+        ScalarIntKernel.xor(a, ao + d, b, bo + d, o, oo + d, n - end);
     }
 }

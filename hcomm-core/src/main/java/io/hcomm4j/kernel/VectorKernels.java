@@ -62,12 +62,14 @@ final class VectorKernels {
     private static ReduceKernel create(DataType type, ReduceOp op) {
         return switch (type) {
             case INT8, UINT8 -> new VectorByteKernel(type, op);
+            case INT16 -> new VectorShortKernel(op);
             case INT32 -> new VectorIntKernel(op);
             case INT64 -> new VectorLongKernel(op);
             case FLOAT16 -> fp16Vectorized() ? new VectorFp16Kernel(op) : new ScalarFp16Kernel(op);
             case BFLOAT16 -> new VectorBf16Kernel(op);
             case FLOAT32 -> new VectorFloatKernel(op);
             case FLOAT64 -> new VectorDoubleKernel(op);
+            case BOOL -> new VectorBoolKernel(op);
         };
     }
 

@@ -3,6 +3,7 @@ package io.hcomm4j.kernel;
 import io.hcomm4j.DataType;
 import io.hcomm4j.ReduceOp;
 import jdk.incubator.vector.LongVector;
+import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
 import java.lang.foreign.MemorySegment;
@@ -28,6 +29,9 @@ final class VectorLongKernel extends AbstractKernel {
             case PROD -> prod(a, ao, b, bo, o, oo, n);
             case MIN -> min(a, ao, b, bo, o, oo, n);
             case MAX -> max(a, ao, b, bo, o, oo, n);
+            case BAND -> and(a, ao, b, bo, o, oo, n);
+            case BOR -> or(a, ao, b, bo, o, oo, n);
+            case BXOR -> xor(a, ao, b, bo, o, oo, n);
         }
     }
 
@@ -87,5 +91,41 @@ final class VectorLongKernel extends AbstractKernel {
         }
         long d = end << 3;
         ScalarLongKernel.max(a, ao + d, b, bo + d, o, oo + d, n - end);
+    }
+
+    static void and(MemorySegment a, long ao, MemorySegment b, long bo, MemorySegment o, long oo, long n) {
+        long end = S.loopBound(n);
+        for (long i = 0; i < end; i += S.length()) {
+            long d = i << 3;
+            LongVector x = LongVector.fromMemorySegment(S, a, ao + d, NATIVE);
+            LongVector y = LongVector.fromMemorySegment(S, b, bo + d, NATIVE);
+            x.and(y).intoMemorySegment(o, oo + d, NATIVE);
+        }
+        long d = end << 3;
+        ScalarLongKernel.and(a, ao + d, b, bo + d, o, oo + d, n - end);
+    }
+
+    static void or(MemorySegment a, long ao, MemorySegment b, long bo, MemorySegment o, long oo, long n) {
+        long end = S.loopBound(n);
+        for (long i = 0; i < end; i += S.length()) {
+            long d = i << 3;
+            LongVector x = LongVector.fromMemorySegment(S, a, ao + d, NATIVE);
+            LongVector y = LongVector.fromMemorySegment(S, b, bo + d, NATIVE);
+            x.or(y).intoMemorySegment(o, oo + d, NATIVE);
+        }
+        long d = end << 3;
+        ScalarLongKernel.or(a, ao + d, b, bo + d, o, oo + d, n - end);
+    }
+
+    static void xor(MemorySegment a, long ao, MemorySegment b, long bo, MemorySegment o, long oo, long n) {
+        long end = S.loopBound(n);
+        for (long i = 0; i < end; i += S.length()) {
+            long d = i << 3;
+            LongVector x = LongVector.fromMemorySegment(S, a, ao + d, NATIVE);
+            LongVector y = LongVector.fromMemorySegment(S, b, bo + d, NATIVE);
+            x.lanewise(VectorOperators.XOR, y).intoMemorySegment(o, oo + d, NATIVE);
+        }
+        long d = end << 3;
+        ScalarLongKernel.xor(a, ao + d, b, bo + d, o, oo + d, n - end);
     }
 }

@@ -11,8 +11,9 @@ import java.lang.invoke.VarHandle;
  * Element-atomic read-modify-write on window memory (the target's own, or a same-host member's mapping): the one place
  * where accumulates and atomics touch it, from the origin (direct path) and from the target's progress engine (for
  * origins on other hosts) alike, so both kinds are atomic with respect to each other. 8- and 4-byte elements are
- * VarHandle atomics on the element; 2- and 1-byte elements a compare-and-set of the aligned 4-byte word that holds
- * them. Offsets must be multiples of the element size (window memory is 8-byte aligned).
+ * VarHandle atomics on the element (SUM and the bitwise ops of INT32 and INT64 a single get-and-add or
+ * get-and-bitwise-and/or/xor); 2- and 1-byte elements a compare-and-set of the aligned 4-byte word that holds them.
+ * Offsets must be multiples of the element size (window memory is 8-byte aligned).
  */
 final class ElementAtomics {
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
@@ -30,6 +31,10 @@ final class ElementAtomics {
                 if (op == ReduceOp.NO_OP) return (long) LONG.getVolatile(t, off);
                 if (op == ReduceOp.REPLACE) return (long) LONG.getAndSet(t, off, operand);
                 if (type == DataType.INT64 && op == ReduceOp.SUM) return (long) LONG.getAndAdd(t, off, operand);
+                // bitwise ops are defined on INT64 only among the 8-byte types (checked before)
+                if (op == ReduceOp.BAND) return (long) LONG.getAndBitwiseAnd(t, off, operand);
+                if (op == ReduceOp.BOR) return (long) LONG.getAndBitwiseOr(t, off, operand);
+                if (op == ReduceOp.BXOR) return (long) LONG.getAndBitwiseXor(t, off, operand);
                 while (true) {
                     long old = (long) LONG.getVolatile(t, off);
                     long now = ElementCombine.combine(type, op, old, operand);
@@ -40,6 +45,10 @@ final class ElementAtomics {
                 if (op == ReduceOp.NO_OP) return 0xFFFF_FFFFL & (int) INT.getVolatile(t, off);
                 if (op == ReduceOp.REPLACE) return 0xFFFF_FFFFL & (int) INT.getAndSet(t, off, (int) operand);
                 if (type == DataType.INT32 && op == ReduceOp.SUM) return 0xFFFF_FFFFL & (int) INT.getAndAdd(t, off, (int) operand);
+                // and on INT32 only among the 4-byte ones
+                if (op == ReduceOp.BAND) return 0xFFFF_FFFFL & (int) INT.getAndBitwiseAnd(t, off, (int) operand);
+                if (op == ReduceOp.BOR) return 0xFFFF_FFFFL & (int) INT.getAndBitwiseOr(t, off, (int) operand);
+                if (op == ReduceOp.BXOR) return 0xFFFF_FFFFL & (int) INT.getAndBitwiseXor(t, off, (int) operand);
                 while (true) {
                     int old = (int) INT.getVolatile(t, off);
                     int now = (int) ElementCombine.combine(type, op, 0xFFFF_FFFFL & old, operand);

@@ -40,6 +40,7 @@ final class TargetOps {
             case RmaFrames.ACC, RmaFrames.GET_ACC -> {
                 DataType type = type(flags);
                 ReduceOp op = op(flags);
+                defined(op, type);
                 long length = payload.byteSize();
                 range(w, offset, length);
                 aligned(offset, type);
@@ -50,6 +51,7 @@ final class TargetOps {
             }
             case RmaFrames.FOP, RmaFrames.CAS -> {
                 DataType type = type(flags);
+                if (kind == RmaFrames.FOP) defined(op(flags), type);
                 range(w, offset, type.byteSize());
                 aligned(offset, type);
                 long a = payload.get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
@@ -94,6 +96,11 @@ final class TargetOps {
         ReduceOp o = RmaFrames.op(flags);
         if (o == null || o == ReduceOp.AVG) throw new IllegalArgumentException("no such one-sided op in flags 0x" + Integer.toHexString(flags));
         return o;
+    }
+
+    /** A frame's op on a type it does not define (the origin checked it; a foreign or broken frame did not). */
+    private static void defined(ReduceOp op, DataType type) {
+        if (!op.accepts(type)) throw new IllegalArgumentException("no one-sided " + op + " on " + type);
     }
 
     private static void range(WindowImpl w, long offset, long length) {

@@ -110,6 +110,10 @@ final class WindowChecks {
         if (rop == ReduceOp.AVG) {
             throw new IllegalArgumentException("rank " + rank + ": " + op + " at rank " + target + ": op AVG is for collectives only");
         }
+        if (!rop.accepts(type)) {
+            throw new IllegalArgumentException("rank " + rank + ": " + op + " at rank " + target + ": op " + rop + " is not defined on type "
+                    + type + " (bitwise ops take the integer types INT8, UINT8, INT16, INT32, INT64 and BOOL)");
+        }
         if (offset % type.byteSize() != 0) {
             throw new IllegalArgumentException("rank " + rank + ": " + op + " at rank " + target + ": offset " + offset
                     + " is not a multiple of " + type + "'s " + type.byteSize() + " bytes (atomic access needs alignment)");

@@ -100,6 +100,8 @@ final class Elements {
     static long[] edges(DataType type) {
         return switch (type) {
             case INT8, UINT8 -> new long[] {0x00, 0x01, 0x02, 0x7F, 0x80, 0x81, 0xFE, 0xFF, 0x40, 0x10};
+            case BOOL -> new long[] {0x00, 0x00, 0x01, 0x02, 0x7F, 0x80, 0xFE, 0xFF};
+            case INT16 -> new long[] {0, 1, 2, 0xFFFF, 0x7FFF, 0x8000, 0x8001, 0x00FF, 0xFF00, 182};
             case INT32 -> new long[] {0, 1, 2, 0xFFFF_FFFFL, 0x7FFF_FFFFL, 0x8000_0000L, 0x8000_0001L, 0x10000,
                     0xFFFF_0000L, 46341};
             case INT64 -> new long[] {0, 1, 2, -1, Long.MAX_VALUE, Long.MIN_VALUE, Long.MIN_VALUE + 1, 1L << 32,
@@ -137,6 +139,8 @@ final class Elements {
         }
         return switch (type) {
             case INT8, UINT8 -> rnd.nextInt(-20, 21) & 0xFF;
+            case BOOL -> rnd.nextBoolean() ? 0 : rnd.nextInt(1, 256);
+            case INT16 -> rnd.nextInt(-1000, 1001) & 0xFFFF;
             case INT32 -> rnd.nextInt(-100_000, 100_001) & 0xFFFF_FFFFL;
             case INT64 -> rnd.nextLong(-10_000_000_000L, 10_000_000_001L);
             // exponents near 15 (1.0): sums of two such values need one or two more bits than the format has

@@ -28,7 +28,9 @@ final class Reference {
         return switch (type) {
             case INT8 -> integer(op, (byte) x, (byte) y) & 0xFF;
             case UINT8 -> integer(op, x & 0xFF, y & 0xFF) & 0xFF;
+            case INT16 -> integer(op, (short) x, (short) y) & 0xFFFF;
             case INT32 -> integer(op, (int) x, (int) y) & 0xFFFF_FFFFL;
+            case BOOL -> bool(op, (x & 0xFF) != 0, (y & 0xFF) != 0) ? 1 : 0;
             case INT64 -> integer(op, x, y);
             case FLOAT32 -> Float.floatToRawIntBits(exact(op, f32(x), f32(y)).floatValue()) & 0xFFFF_FFFFL;
             case FLOAT64 -> Double.doubleToRawLongBits(exact(op, f64(x), f64(y)).doubleValue());
@@ -43,6 +45,8 @@ final class Reference {
         return switch (type) {
             case INT8 -> ((byte) x / (long) divisor) & 0xFF;
             case UINT8 -> ((x & 0xFF) / divisor) & 0xFF;
+            case INT16 -> ((short) x / (long) divisor) & 0xFFFF;
+            case BOOL -> throw new AssertionError("BOOL has no AVG");
             case INT32 -> ((int) x / (long) divisor) & 0xFFFF_FFFFL;
             case INT64 -> BigInteger.valueOf(x).divide(BigInteger.valueOf(divisor)).longValue();
             case FLOAT32 -> Float.floatToRawIntBits(quotient(f32(x), divisor).floatValue()) & 0xFFFF_FFFFL;
@@ -77,7 +81,20 @@ final class Reference {
             case PROD -> x.multiply(y).longValue();
             case MIN -> a < b ? a : b;
             case MAX -> a > b ? a : b;
+            case BAND -> x.and(y).longValue();
+            case BOR -> x.or(y).longValue();
+            case BXOR -> x.xor(y).longValue();
             case REPLACE, NO_OP -> throw new AssertionError(op + " is not a reduction");
+        };
+    }
+
+    /** BOOL, spelled out: or for SUM, MAX, BOR; and for PROD, MIN, BAND; exclusive or for BXOR. */
+    private static boolean bool(ReduceOp op, boolean a, boolean b) {
+        return switch (op) {
+            case SUM, MAX, BOR -> a || b;
+            case PROD, MIN, BAND -> a && b;
+            case BXOR -> a != b;
+            case AVG, REPLACE, NO_OP -> throw new AssertionError(op + " is not a BOOL reduction");
         };
     }
 

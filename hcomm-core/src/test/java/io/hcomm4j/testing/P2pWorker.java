@@ -193,8 +193,8 @@ public final class P2pWorker {
 
     static Object newArray(DataType t, int count) {
         return switch (t) {
-            case INT8, UINT8 -> new byte[count];
-            case FLOAT16, BFLOAT16 -> new short[count];
+            case INT8, UINT8, BOOL -> new byte[count];
+            case INT16, FLOAT16, BFLOAT16 -> new short[count];
             case INT32 -> new int[count];
             case INT64 -> new long[count];
             case FLOAT32 -> new float[count];
@@ -218,8 +218,8 @@ public final class P2pWorker {
     static long value(int rank, DataType t, int i) {
         long v = (long) i * 2654435761L + rank * 97L + t.ordinal();
         return switch (t) {
-            case INT8, UINT8 -> (byte) v;
-            case FLOAT16, BFLOAT16 -> (short) v;
+            case INT8, UINT8, BOOL -> (byte) v;
+            case INT16, FLOAT16, BFLOAT16 -> (short) v;
             case INT32 -> (int) v;
             case INT64 -> v * 0x100000001L;
             case FLOAT32 -> Float.floatToRawIntBits((float) (v * 0.5));
@@ -260,8 +260,8 @@ public final class P2pWorker {
 
     static long getElem(MemorySegment s, DataType t, int i) {
         return switch (t) {
-            case INT8, UINT8 -> s.getAtIndex(ValueLayout.JAVA_BYTE, i);
-            case FLOAT16, BFLOAT16 -> s.getAtIndex(ValueLayout.JAVA_SHORT, i);
+            case INT8, UINT8, BOOL -> s.getAtIndex(ValueLayout.JAVA_BYTE, i);
+            case INT16, FLOAT16, BFLOAT16 -> s.getAtIndex(ValueLayout.JAVA_SHORT, i);
             case INT32 -> s.getAtIndex(ValueLayout.JAVA_INT, i);
             case INT64 -> s.getAtIndex(ValueLayout.JAVA_LONG, i);
             case FLOAT32 -> Float.floatToRawIntBits(s.getAtIndex(ValueLayout.JAVA_FLOAT, i));

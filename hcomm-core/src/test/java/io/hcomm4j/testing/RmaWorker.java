@@ -269,10 +269,14 @@ public final class RmaWorker {
         }
     }
 
-    /** accumulate and getAccumulate of every DataType x op from rank 1 to rank 0, against the reduction kernels. */
+    /**
+     * accumulate and getAccumulate of every DataType x op it takes (the bitwise ops on the integer types and BOOL) from
+     * rank 1 to rank 0, against the reduction kernels.
+     */
     static void types(Communicator comm) {
         int count = create ? 256 : 257; // createWindow memory of whole words: 1- and 2-byte atomics CAS whole words
-        ReduceOp[] ops = {ReduceOp.SUM, ReduceOp.PROD, ReduceOp.MIN, ReduceOp.MAX, ReduceOp.REPLACE, ReduceOp.NO_OP};
+        ReduceOp[] ops = {ReduceOp.SUM, ReduceOp.PROD, ReduceOp.MIN, ReduceOp.MAX, ReduceOp.REPLACE, ReduceOp.NO_OP, ReduceOp.BAND,
+                ReduceOp.BOR, ReduceOp.BXOR};
         for (DataType type : DataType.values()) {
             long bytes = (long) count * type.byteSize();
             try (Window w = window(comm, bytes * ops.length)) {
@@ -289,6 +293,7 @@ public final class RmaWorker {
                 w.fence();
                 if (comm.rank() == 1) {
                     for (int k = 0; k < ops.length; k++) {
+                        if (!ops[k].accepts(type)) continue;
                         MemorySegment old = arena.allocate(bytes);
                         if (k % 2 == 0) w.accumulate(operand, 0, k * bytes, type, ops[k]);
                         else w.getAccumulate(operand, old, 0, k * bytes, type, ops[k]);
@@ -298,6 +303,7 @@ public final class RmaWorker {
                 w.fence();
                 if (comm.rank() == 0) {
                     for (int k = 0; k < ops.length; k++) {
+                        if (!ops[k].accepts(type)) continue;
                         MemorySegment exp = arena.allocate(bytes);
                         MemorySegment.copy(init, k * bytes, exp, 0, bytes);
                         switch (ops[k]) {
