@@ -402,11 +402,7 @@ final class CommunicatorImpl implements Communicator {
 
     @Override
     public int warmUp(java.time.Duration budget) {
-        java.util.Objects.requireNonNull(budget, "budget");
-        if (budget.isNegative()) throw new IllegalArgumentException("rank " + rank() + ": warmUp budget must be >= 0, was " + budget);
-        // no warm-up needs more than an hour, and WarmUp counts in nanoseconds (Duration.toNanos overflows past 292 years)
-        if (budget.compareTo(java.time.Duration.ofHours(1)) > 0) budget = java.time.Duration.ofHours(1);
-        return WarmUp.run(this, budget);
+        return WarmUp.run(this, WarmUp.checkedBudget(rank, budget));
     }
 
     @Override

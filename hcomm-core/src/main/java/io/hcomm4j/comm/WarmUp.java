@@ -78,6 +78,15 @@ final class WarmUp {
         }
     }
 
+    /** {@code budget}, checked ({@code >= 0}) and capped at an hour (no warm-up needs more; nanoseconds overflow past 292 years). */
+    static java.time.Duration checkedBudget(int rank, java.time.Duration budget) {
+        java.util.Objects.requireNonNull(budget, "budget");
+        if (budget.isNegative()) {
+            throw new IllegalArgumentException("rank " + rank + ": warmUp budget must be >= 0, was " + io.hcomm4j.Units.duration(budget));
+        }
+        return budget.compareTo(java.time.Duration.ofHours(1)) > 0 ? java.time.Duration.ofHours(1) : budget;
+    }
+
     /**
      * Warms {@code comm}'s ranks up for at most about {@code budget} (one round at least); every rank must call it.
      * Returns the rounds run. On {@code comm} itself, not a dup: its own first call sets up its zero-copy state
