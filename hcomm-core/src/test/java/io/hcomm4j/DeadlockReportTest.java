@@ -14,7 +14,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * A wait that cannot progress says why when HCOMM_TIMEOUT (4 s here) ends it: the timeout message names the op, the
+ * A wait that cannot progress says why when HCOMM_TIMEOUT (2 s here) ends it: the timeout message names the op, the
  * peer, the tag and the size, what the awaited rank is doing (read from the status it publishes when asked), and, when
  * the waits close a cycle, calls it a likely deadlock and says what to change. The seed's literal pattern (every rank
  * sends 64 MiB, then receives) on a stream and with blocking sends, over rings of 2 and 3 ranks; every rank receiving
@@ -38,7 +38,7 @@ class DeadlockReportTest {
     void everyRankSendingFirstOnAStreamIsReportedAsALikelyDeadlock(int n) throws Exception {
         Map<Integer, String> messages = new ConcurrentHashMap<>();
         java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(n);
-        Ranks.runThreads(n, Duration.ofMinutes(2), b -> b.timeout(Duration.ofSeconds(4)), h -> {
+        Ranks.runThreads(n, Duration.ofMinutes(2), b -> b.timeout(Duration.ofSeconds(2)), h -> {
             Communicator c = h.world();
             int rank = c.rank();
             int next = (rank + 1) % n;
@@ -56,7 +56,7 @@ class DeadlockReportTest {
             String m = messages.get(r);
             int next = (r + 1) % n;
             assertThat(m).as("rank %d", r)
-                    .startsWith("rank " + r + ": stream.synchronize: 1 op still pending after 4.0 s (HCOMM_TIMEOUT): send to rank "
+                    .startsWith("rank " + r + ": stream.synchronize: 1 op still pending after 2.0 s (HCOMM_TIMEOUT): send to rank "
                             + next + " (tag 0, 64.0 MiB): rank " + r + " waits in send to rank " + next + " (tag 0, 64.0 MiB) for ")
                     .contains("rank " + next + " waits in send to rank " + (next + 1) % n + " (tag 0, 64.0 MiB) for ")
                     .contains(": a likely deadlock: ranks " + cycleFrom(r, n) + " each wait in a send for the next to post its "
@@ -78,7 +78,7 @@ class DeadlockReportTest {
     void aBlockingSendInTheSameCycleSaysSoToo() throws Exception {
         Map<Integer, String> messages = new ConcurrentHashMap<>();
         java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(2);
-        Ranks.runThreads(2, Duration.ofMinutes(2), b -> b.timeout(Duration.ofSeconds(4)), h -> {
+        Ranks.runThreads(2, Duration.ofMinutes(2), b -> b.timeout(Duration.ofSeconds(2)), h -> {
             Communicator c = h.world();
             int rank = c.rank();
             try (Arena arena = Arena.ofShared()) {
@@ -101,7 +101,7 @@ class DeadlockReportTest {
     void everyRankReceivingFirstIsReportedWithItsOwnFix() throws Exception {
         Map<Integer, String> messages = new ConcurrentHashMap<>();
         java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(2);
-        Ranks.runThreads(2, Duration.ofMinutes(2), b -> b.timeout(Duration.ofSeconds(4)), h -> {
+        Ranks.runThreads(2, Duration.ofMinutes(2), b -> b.timeout(Duration.ofSeconds(2)), h -> {
             Communicator c = h.world();
             int rank = c.rank();
             Throwable t = catchThrowable(() -> c.recv(new byte[100], 1 - rank, 5));
@@ -123,7 +123,7 @@ class DeadlockReportTest {
     void aPeerBusyInItsOwnCodeIsNamedWithoutAVerdict() throws Exception {
         Map<Integer, String> messages = new ConcurrentHashMap<>();
         java.util.concurrent.CountDownLatch timedOut = new java.util.concurrent.CountDownLatch(1);
-        Ranks.runThreads(2, Duration.ofMinutes(2), b -> b.timeout(Duration.ofSeconds(4)), h -> {
+        Ranks.runThreads(2, Duration.ofMinutes(2), b -> b.timeout(Duration.ofSeconds(2)), h -> {
             Communicator c = h.world();
             int rank = c.rank();
             c.barrier(); // connected
