@@ -48,13 +48,12 @@ class MismatchMessageTest {
             try (Arena arena = Arena.ofShared()) {
                 for (Odd o : cases()) {
                     // over TCP, rank 2's gather block goes to rank 1 (its "root"), a leaf whose part is over before the
-                    // odd block comes: nobody is waiting there to see it, and rank 0 waits for rank 2 until the timeout
-                    // (HCOMM_CHECK=full catches it, the AUTO rows show)
-                    if (transport == CommConfig.Transport.TCP && o.what().equals("root")) continue;
+                    // odd block comes: rank 1 reports the late block to the others (and rank 0 stops waiting for rank 2)
                     Throwable t = catchThrowable(() -> (rank == 2 ? o.odd() : o.good()).accept(c, arena));
-                    if (t == null && transport == CommConfig.Transport.TCP) continue; // its part needed nothing odd (see below)
-                    assertThat(t).as("%s on rank %d", o.what(), rank).isInstanceOf(CollectiveMismatchException.class);
-                    messages.put(o.what() + " " + rank, t.getMessage());
+                    if (t != null || transport != CommConfig.Transport.TCP) { // over TCP its part may have needed nothing odd (see below)
+                        assertThat(t).as("%s on rank %d", o.what(), rank).isInstanceOf(CollectiveMismatchException.class);
+                        messages.put(o.what() + " " + rank, t.getMessage());
+                    }
                     int[] x = {1};
                     c.allReduce(x, ReduceOp.SUM); // the communicator goes on
                     assertThat(x[0]).isEqualTo(3);
@@ -63,11 +62,13 @@ class MismatchMessageTest {
         });
         System.out.println("MismatchMessageTest " + transport + " full=" + full + ": " + messages.get("count 0"));
         for (Odd o : cases()) {
-            if (transport == CommConfig.Transport.TCP && o.what().equals("root")) continue;
             // over TCP a rank whose part needed nothing from a rank with other arguments may finish (rank 2 sending its
-            // gather block to "root" 1 and leaving); at least the two others fail
+            // gather block to "root" 1 and leaving, and rank 1 sending its own to 0); at least the two others fail, and
+            // with another root at least the root
             long failed = java.util.stream.IntStream.range(0, 3).filter(r -> messages.containsKey(o.what() + " " + r)).count();
-            assertThat(failed).as("%s: ranks that failed", o.what()).isGreaterThanOrEqualTo(transport == CommConfig.Transport.TCP ? 2 : 3);
+            int least = transport != CommConfig.Transport.TCP ? 3 : o.what().equals("root") ? 1 : 2;
+            assertThat(failed).as("%s: ranks that failed", o.what()).isGreaterThanOrEqualTo(least);
+            assertThat(messages).as("the gather's root waits for rank 2's block").containsKey(o.what() + " 0");
             for (int r = 0; r < 3; r++) {
                 String m = messages.get(o.what() + " " + r);
                 if (m == null) continue;
@@ -77,6 +78,59 @@ class MismatchMessageTest {
                 assertThat(m).as("%s on rank %d", o.what(), r).satisfiesAnyOf(
                         x -> assertThat(x).contains("rank 2 called " + o.words()[0]).contains(o.words()[1]),
                         x -> assertThat(x).contains(" called " + o.words()[2] + "rank 2" + o.words()[3]));
+            }
+        }
+    }
+
+    /**
+     * A rooted op (broadcast, reduce, gather, scatter) that one rank calls with another root, over TCP, on 3 ranks, below
+     * and above the eager limit: the odd rank sends to ranks that expect nothing from it, some of them done with the op
+     * already. No rank waits for the timeout (HCOMM_TIMEOUT is a minute here, the run's limit two): a rank that finished
+     * its part and then gets the odd rank's message reports it to every rank, so each rank either finishes its part or
+     * fails with a {@link CollectiveMismatchException} that names both roots; a reduce's or gather's root fails, and the
+     * communicator goes on. (Where the two roots' patterns never cross, every rank waiting to receive, as when the real
+     * root is the odd one, no message shows the difference: HCOMM_CHECK=full finds it, else the timeout ends it.)
+     */
+    @ParameterizedTest(name = "{0} ranks, {1} bytes, rank {2} with root {3}")
+    @CsvSource({"3, 64, 2, 1", "3, 1048576, 2, 1", "3, 1048576, 1, 2"})
+    void aRootedOpWithAnotherRootOnOneRankFailsInsteadOfWaitingForTheTimeout(int n, int bytes, int odd, int oddRoot) throws Exception {
+        List<String> ops = List.of("broadcast", "reduce", "gather", "scatter");
+        Map<String, Throwable> failures = new ConcurrentHashMap<>();
+        Ranks.runThreads(n, Duration.ofMinutes(2), b -> b.transport(CommConfig.Transport.TCP).timeout(Duration.ofMinutes(1)), h -> {
+            Communicator c = h.world();
+            int rank = c.rank();
+            int root = rank == odd ? oddRoot : 0;
+            long count = bytes / Integer.BYTES;
+            try (Arena arena = Arena.ofShared()) {
+                MemorySegment one = arena.allocate(bytes), all = arena.allocate((long) bytes * n);
+                for (String op : ops) {
+                    Throwable t = catchThrowable(() -> {
+                        switch (op) {
+                            case "broadcast" -> c.broadcast(one, count, DataType.INT32, root);
+                            case "reduce" -> c.reduce(one, all.asSlice(0, bytes), count, DataType.INT32, ReduceOp.SUM, root);
+                            case "gather" -> c.gather(one, all, count, DataType.INT32, root);
+                            default -> c.scatter(all, one, count, DataType.INT32, root);
+                        }
+                    });
+                    if (t != null) failures.put(op + " " + rank, t);
+                    int[] x = {1};
+                    c.allReduce(x, ReduceOp.SUM); // the communicator goes on
+                    assertThat(x[0]).as("%s: the all-reduce after it on rank %d", op, rank).isEqualTo(n);
+                }
+            }
+        });
+        for (String op : ops) {
+            assertThat(failures.keySet()).as("%s: ranks that failed", op).anyMatch(k -> k.startsWith(op + " "));
+            if (op.equals("reduce") || op.equals("gather")) {
+                assertThat(failures).as("%s: the root (rank 0) does not get what it needs from rank %d", op, odd).containsKey(op + " 0");
+            }
+            for (int r = 0; r < n; r++) {
+                Throwable t = failures.get(op + " " + r);
+                if (t == null) continue; // its part needed nothing from the odd rank
+                assertThat(t).as("%s on rank %d", op, r).isInstanceOf(CollectiveMismatchException.class);
+                assertThat(t.getMessage()).as("%s on rank %d", op, r).satisfiesAnyOf(
+                        m -> assertThat(m).contains("rank " + odd + " called " + op + " with root " + oddRoot + " where rank ").contains(" has root 0"),
+                        m -> assertThat(m).contains(" called " + op + " with root 0 where rank " + odd + " has root " + oddRoot));
             }
         }
     }

@@ -102,11 +102,15 @@ final class CollectiveCall implements Runnable {
      * (rank {@code otherRank}'s) differs from this one's (rank {@code myRank}'s), or "" if that cannot be told.
      */
     String whatDiffers(int other, int size, String otherRank, String myRank) {
-        if (!fpKnown) return "";
-        String theirs = op.differingArgument(other, fpCount, fpType, fpRedop, fpRoot, size);
+        return fpKnown ? whatDiffers(op, fpCount, fpType, fpRedop, fpRoot, other, size, myRank) : "";
+    }
+
+    /** As {@link #whatDiffers(int, int, String, String)}, for a call of {@code op} with these fingerprint inputs. */
+    static String whatDiffers(CollectiveOp op, long count, DataType type, int redop, int root, int other, int size, String myRank) {
+        String theirs = op.differingArgument(other, count, type, redop, root, size);
         if (theirs == null) return "";
         if (theirs.isEmpty()) return " with other per-rank counts than " + myRank;
-        return " with " + theirs + " where " + myRank + " has " + op.argumentValue(theirs, fpCount, fpType, fpRedop, fpRoot);
+        return " with " + theirs + " where " + myRank + " has " + op.argumentValue(theirs, count, type, redop, root);
     }
 
     /**

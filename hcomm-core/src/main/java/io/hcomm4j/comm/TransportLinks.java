@@ -62,6 +62,15 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
     private List<MemorySegment> scratch;
     /** The call this op runs (its fingerprint's inputs name a differing argument), or null (a check's links). */
     private final CollectiveCall call;
+    /**
+     * The call's fingerprint inputs, kept when the op finishes (the call object runs the next op then), to name the
+     * differing argument of a message that comes late; {@link #finishedOp} null: not kept.
+     */
+    private CollectiveOp finishedOp;
+    private long finishedCount;
+    private io.hcomm4j.DataType finishedType;
+    private int finishedRedop;
+    private int finishedRoot;
     /** The op runs on a HIGH-priority stream: its sends' chunks go first ({@link #high(boolean)}). */
     private boolean high;
 
@@ -96,6 +105,9 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
             transport.watch(channel, tag, fingerprint, e -> {
                 CollectiveMismatchException m = describe(e);
                 abort(m);
+                if (e.late()) {
+                    org.slf4j.LoggerFactory.getLogger(TransportLinks.class).warn("{} (told the other ranks)", m.getMessage());
+                }
                 tellOthersOf(m);
             });
             this.notice = transport.recv(noticeChannel, PeerTransport.ANY, tag, MemorySegment.ofArray(noticeBytes));
@@ -223,12 +235,23 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
     }
 
     private CollectiveMismatchException describe(FingerprintMismatchException e) {
+        String where = "rank " + rank + ": " + op + " (collective #" + seq + " of this communicator): rank " + commRank(e.source());
+        String late = e.late() ? " (its message came after rank " + rank + " had finished its part of the op)" : "";
+        if (e.sent() == fingerprint) {
+            return new CollectiveMismatchException(where + " sent data for it after rank " + rank + " had finished its part:"
+                    + " the ranks ran it differently (another root, or another algorithm)");
+        }
         String theirs = CollectiveOp.labelOf(e.sent());
         CollectiveCall c = call;
-        String what = c == null ? "" : c.whatDiffers(e.sent(), size, "rank " + commRank(e.source()), "rank " + rank); // the others read it too
-        return new CollectiveMismatchException("rank " + rank + ": " + op + " (collective #" + seq + " of this communicator): rank "
-                + commRank(e.source()) + (theirs.equals(op) ? " called " + op + (what.isEmpty() ? " with a different count, type, op or root" : what)
-                : " called " + (theirs.isEmpty() ? "something else" : theirs) + " instead"));
+        String what;
+        if (e.late()) {
+            what = finishedOp == null ? "" : CollectiveCall.whatDiffers(finishedOp, finishedCount, finishedType, finishedRedop, finishedRoot,
+                    e.sent(), size, "rank " + rank);
+        } else {
+            what = c == null ? "" : c.whatDiffers(e.sent(), size, "rank " + commRank(e.source()), "rank " + rank); // the others read it too
+        }
+        return new CollectiveMismatchException(where + (theirs.equals(op) ? " called " + op + (what.isEmpty() ? " with a different count, type, op or root" : what)
+                : " called " + (theirs.isEmpty() ? "something else" : theirs) + " instead") + late);
     }
 
     private int commRank(int worldRank) {
@@ -293,7 +316,24 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
 
     @Override
     public void close() {
-        if (notice != null) transport.unwatch(channel, tag);
+        if (notice != null && aborted == null) {
+            // the watch stays, to report a message of this op that comes now (its sender ran the op differently);
+            // what the op started is done, and must not keep the caller's memory reachable meanwhile
+            synchronized (this) {
+                started.clear();
+            }
+            CollectiveCall c = call;
+            if (c != null && c.fpKnown && c.fingerprint == fingerprint) {
+                finishedOp = c.op;
+                finishedCount = c.fpCount;
+                finishedType = c.fpType;
+                finishedRedop = c.fpRedop;
+                finishedRoot = c.fpRoot;
+            }
+            transport.retire(channel, tag);
+        } else if (notice != null) {
+            transport.unwatch(channel, tag);
+        }
         if (notice != null && !notice.isDone()) transport.withdraw((Request<?>) notice, OP_DONE);
         // after an abort a receive may still be taking data into scratch memory: do not reuse it
         if (scratch != null && aborted == null) {

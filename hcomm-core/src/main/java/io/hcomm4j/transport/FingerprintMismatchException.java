@@ -12,12 +12,27 @@ public final class FingerprintMismatchException extends HcommException {
     private final int source;
     private final int sent;
     private final int expected;
+    private final boolean late;
 
     FingerprintMismatchException(int source, int sent, int expected) {
-        super("rank " + source + " sent fingerprint 0x" + Integer.toHexString(sent) + ", expected 0x" + Integer.toHexString(expected));
+        this(source, sent, expected, false);
+    }
+
+    FingerprintMismatchException(int source, int sent, int expected, boolean late) {
+        super("rank " + source + " sent fingerprint 0x" + Integer.toHexString(sent) + ", expected 0x" + Integer.toHexString(expected)
+                + (late ? ", after this rank had finished the op" : ""));
         this.source = source;
         this.sent = sent;
         this.expected = expected;
+        this.late = late;
+    }
+
+    /**
+     * The message came after this rank had finished the op it belongs to: the sender ran the op differently (another
+     * root or algorithm), even when the fingerprints agree.
+     */
+    public boolean late() {
+        return late;
     }
 
     /** World rank that sent the message. */

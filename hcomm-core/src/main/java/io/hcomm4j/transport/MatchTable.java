@@ -1,5 +1,6 @@
 package io.hcomm4j.transport;
 
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.Iterator;
@@ -12,13 +13,48 @@ final class MatchTable {
     final ArrayList<ProbeRequest> probes = new ArrayList<>();
 
     final HashMap<Integer, Matching.Watch> watches = new HashMap<>();
+    /** Tags of the finished ops' watches ({@link Matching#retire}), oldest first; at most {@link #RETIRED}. */
+    final ArrayDeque<Integer> retired = new ArrayDeque<>();
+    /**
+     * How many finished ops keep their watch. A late message comes from a rank that ran the op differently, and such a
+     * rank is stuck in that op or the next few (they need this rank), so the last ones suffice.
+     */
+    static final int RETIRED = 64;
+
+    /**
+     * Whether {@code u} belongs to an op this rank finished: then it is reported to that op's watch (once) and must not
+     * be queued, as no receive will ever take it.
+     */
+    boolean late(Unexpected u) {
+        if (retired.isEmpty()) return false;
+        Matching.Watch w = watches.get(u.tag());
+        if (w == null || !w.finished()) return false;
+        watches.remove(u.tag());
+        FingerprintMismatchException e = new FingerprintMismatchException(u.src(), u.flags(), w.flags(), true);
+        // reported after the match lock is released: the callback sends, which takes it again
+        Thread.ofVirtual().start(() -> w.onMismatch().accept(e));
+        return true;
+    }
+
+    /** Keeps the watch of a finished op (see {@link #late}), dropping the oldest beyond {@link #RETIRED}. */
+    void retire(int tag) {
+        Matching.Watch w = watches.get(tag);
+        if (w == null) return; // it has reported already
+        watches.put(tag, w.finish());
+        retired.addLast(tag);
+        if (retired.size() > RETIRED) {
+            Integer oldest = retired.removeFirst();
+            Matching.Watch o = watches.get(oldest);
+            if (o != null && o.finished()) watches.remove(oldest);
+        }
+    }
 
     /** Queues an unexpected message; returns the waiting probes it satisfies (removed), or null. */
     List<ProbeRequest> addUnexpected(Unexpected u) {
         unexpected.add(u);
         if (!watches.isEmpty()) {
             Matching.Watch w = watches.get(u.tag());
-            if (w != null && w.flags() != u.flags()) {
+            if (w != null && !w.finished() && w.flags() != u.flags()) {
                 watches.remove(u.tag());
                 // reported after the match lock is released: the callback fails requests, which takes it again
                 FingerprintMismatchException e = new FingerprintMismatchException(u.src(), u.flags(), w.flags());

@@ -305,8 +305,14 @@ final class Matching {
         s.abort("was abandoned after its deadline");
     }
 
-    /** Fingerprint watch of one collective op: its expected flags and what to do when a message carries others. */
-    record Watch(int flags, java.util.function.Consumer<FingerprintMismatchException> onMismatch) {
+    /**
+     * Fingerprint watch of one collective op: its expected flags and what to do when a message carries others, or, once
+     * the op {@code finished} here, when any message of it comes at all.
+     */
+    record Watch(int flags, java.util.function.Consumer<FingerprintMismatchException> onMismatch, boolean finished) {
+        Watch finish() {
+            return new Watch(flags, onMismatch, true);
+        }
     }
 
     /**
@@ -321,7 +327,7 @@ final class Matching {
         lock.lock();
         try {
             MatchTable table = table(commId);
-            table.watches.put(tag, new Watch(flags, onMismatch));
+            table.watches.put(tag, new Watch(flags, onMismatch, false));
             for (Unexpected u : table.unexpected) {
                 if (u.tag() == tag && u.flags() != flags) {
                     found = new FingerprintMismatchException(u.src(), u.flags(), flags);
@@ -333,6 +339,22 @@ final class Matching {
             lock.unlock();
         }
         if (found != null) onMismatch.accept(found);
+    }
+
+    /**
+     * The op of a {@link #watch} finished here: its watch stays (one of the last {@link MatchTable#RETIRED} per
+     * communicator) and now reports any message of the op that still comes, with {@link FingerprintMismatchException#late},
+     * and drops it. Such a message's sender called the op differently (a rooted op with another root sends to ranks that
+     * expect nothing from it); without this, it would wait in the queue, and its sender's op until the timeout.
+     */
+    void retire(long commId, int tag) {
+        lock.lock();
+        try {
+            MatchTable table = tables.get(commId);
+            if (table != null) table.retire(tag);
+        } finally {
+            lock.unlock();
+        }
     }
 
     /** Ends a {@link #watch}. */
@@ -420,6 +442,8 @@ final class Matching {
             RecvRequest r = table.takePosted(l.peer, tag);
             if (r != null) {
                 after = deliverUnexpected(r, u);
+            } else if (table.late(u)) {
+                releaseUnexpected(u);
             } else {
                 List<ProbeRequest> probed = table.addUnexpected(u);
                 if (probed != null) after = () -> succeedProbes(probed, u.src(), u.tag(), u.size());
@@ -444,6 +468,8 @@ final class Matching {
             RecvRequest r = table.takePosted(l.peer, tag);
             if (r != null) {
                 after = deliverUnexpected(r, u);
+            } else if (table.late(u)) {
+                after = null; // no CTS: the sender's op waits until the report (on the notice channel) fails it
             } else {
                 List<ProbeRequest> probed = table.addUnexpected(u);
                 after = probed == null ? null : () -> succeedProbes(probed, u.src(), u.tag(), u.size());
@@ -478,6 +504,7 @@ final class Matching {
                 doomed.addAll(table.probes);
                 table.probes.clear();
                 table.watches.clear();
+                table.retired.clear();
                 for (Unexpected u : table.unexpected) {
                     if (u.selfSend() != null) doomed.add(u.selfSend());
                     else if (u.data() != null) releaseUnexpected(u);

@@ -521,6 +521,14 @@ public final class PeerTransport implements AutoCloseable {
         matching.watch(commId, tag, flags, onMismatch);
     }
 
+    /**
+     * The watched op finished on this rank: its watch now reports any message of it that still comes (flagged
+     * {@link FingerprintMismatchException#late}) and drops that message; kept for the communicator's last ops.
+     */
+    public void retire(long commId, int tag) {
+        matching.retire(commId, tag);
+    }
+
     /** Ends a {@link #watch}. */
     public void unwatch(long commId, int tag) {
         matching.unwatch(commId, tag);

@@ -24,12 +24,12 @@ import java.util.Set;
 public final class P2pWorker {
     static final long[] SIZES = {0, 1, 4095, 4096, (1 << 20) + 7, 64L << 20};
     /**
-     * The sizes of {@link #types}: {@link #SIZES} with the largest 8 MiB + 3 instead of 64 MiB. Still above every
+     * The sizes of {@link #types}: {@link #SIZES} with the largest 4 MiB + 3 instead of 64 MiB. Still above every
      * threshold a heap payload meets (eager limit 64 KiB, the heap staging of 128 KiB, the shared-memory ring of 1 MiB,
-     * the TCP chunk of up to 4 MiB); the 64 MiB message is {@link #sizes}'s (eight heap arrays of 64 MiB per rank and
+     * the TCP chunk of up to 4 MiB); the 64 MiB message is {@link #sizes}'s (eleven heap arrays of 64 MiB per rank and
      * direction added time, not paths).
      */
-    static final long[] TYPE_SIZES = {0, 1, 4095, 4096, (1 << 20) + 7, (8L << 20) + 3};
+    static final long[] TYPE_SIZES = {0, 1, 4095, 4096, (1 << 20) + 7, (4L << 20) + 3};
 
     public static void main(String[] args) throws Exception {
         try (Hcomm hcomm = Hcomm.init()) {
@@ -69,22 +69,24 @@ public final class P2pWorker {
         }
     }
 
-    /** The byte every test message carries at index i. */
+    /** The pattern of the messages from src with tag: {@link Engines}' word patterns, written and compared a word at a time. */
+    static long seed(int src, int tag) {
+        return src * 31L + tag * 1_000_003L;
+    }
+
+    /** The byte every test message from src with tag carries at index i. */
     static byte pattern(int src, int tag, long i) {
-        long x = (i + 1) * 0x9E3779B97F4A7C15L ^ (src * 31L + tag * 1_000_003L);
-        return (byte) (x ^ (x >>> 29));
+        return Engines.at(seed(src, tag), i);
     }
 
     static void fill(MemorySegment s, int src, int tag) {
-        for (long i = 0; i < s.byteSize(); i++) s.set(ValueLayout.JAVA_BYTE, i, pattern(src, tag, i));
+        Engines.fill(s, 0, s.byteSize(), seed(src, tag), 0);
     }
 
     static void check(MemorySegment s, long n, int src, int tag, String what) {
-        for (long i = 0; i < n; i++) {
-            byte b = s.get(ValueLayout.JAVA_BYTE, i);
-            if (b != pattern(src, tag, i)) {
-                throw new AssertionError(what + ": byte " + i + " of " + n + " is " + b + ", expected " + pattern(src, tag, i));
-            }
+        long i = Engines.mismatch(s, 0, n, seed(src, tag), 0);
+        if (i >= 0) {
+            throw new AssertionError(what + ": byte " + i + " of " + n + " is " + s.get(ValueLayout.JAVA_BYTE, i) + ", expected " + pattern(src, tag, i));
         }
     }
 
