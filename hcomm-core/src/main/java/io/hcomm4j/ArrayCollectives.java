@@ -3,8 +3,9 @@ package io.hcomm4j;
 import java.lang.foreign.MemorySegment;
 
 /**
- * The collectives of a {@link Communicator} on Java arrays ({@code float[]} FLOAT32, {@code double[]} FLOAT64,
- * {@code int[]} INT32, {@code long[]} INT64), for those the communicator itself does not list: counts come from the
+ * The collectives of a {@link Communicator} on Java arrays, blocking and async ({@code float[]} FLOAT32,
+ * {@code double[]} FLOAT64, {@code int[]} INT32, {@code long[]} INT64), for those the communicator itself does not
+ * list (other types and the V forms: {@code MemorySegment.ofArray(bytes)} with the segment forms): counts come from the
  * arrays' lengths (a receive array must hold what the op delivers: checked on every rank, naming the argument), and an
  * array the op does not use on this rank (a non-root's receive array) may be null. Arrays are read and written in place
  * for the duration of the op; an async form's arrays must stay untouched until its future completes.
@@ -68,6 +69,51 @@ public sealed interface ArrayCollectives permits Communicator {
         self().allToAll(of(send), of(recv), (send.length + self().size() - 1) / self().size(), DataType.FLOAT32); // rounded up: a ragged send is refused
     }
 
+    /** Asynchronous {@link #reduce(float[], float[], ReduceOp, int)}. */
+    default CommFuture<Void> reduceAsync(float[] send, float[] recv, ReduceOp op, int root) {
+        return self().reduceAsync(of(send), of(recv), send.length, DataType.FLOAT32, op, root);
+    }
+
+    /** Asynchronous {@link #reduceScatter(float[], float[], ReduceOp)}. */
+    default CommFuture<Void> reduceScatterAsync(float[] send, float[] recv, ReduceOp op) {
+        return self().reduceScatterAsync(of(send), of(recv), recv.length, DataType.FLOAT32, op);
+    }
+
+    /** Asynchronous {@link #gather(float[], float[], int)}. */
+    default CommFuture<Void> gatherAsync(float[] send, float[] recv, int root) {
+        return self().gatherAsync(of(send), of(recv), send.length, DataType.FLOAT32, root);
+    }
+
+    /** Asynchronous {@link #scatter(float[], float[], int)}. */
+    default CommFuture<Void> scatterAsync(float[] send, float[] recv, int root) {
+        return self().scatterAsync(of(send), of(recv), recv.length, DataType.FLOAT32, root);
+    }
+
+    /** Asynchronous {@link #allToAll(float[], float[])}. */
+    default CommFuture<Void> allToAllAsync(float[] send, float[] recv) {
+        return self().allToAllAsync(of(send), of(recv), (send.length + self().size() - 1) / self().size(), DataType.FLOAT32);
+    }
+
+    /** Inclusive scan: {@code recv} gets the {@code op} of ranks 0..rank's {@code send} (same length). */
+    default void scan(float[] send, float[] recv, ReduceOp op) {
+        self().scan(of(send), of(recv), send.length, DataType.FLOAT32, op);
+    }
+
+    /** Asynchronous {@link #scan(float[], float[], ReduceOp)}. */
+    default CommFuture<Void> scanAsync(float[] send, float[] recv, ReduceOp op) {
+        return self().scanAsync(of(send), of(recv), send.length, DataType.FLOAT32, op);
+    }
+
+    /** Exclusive scan: {@code recv} gets the {@code op} of ranks 0..rank−1's {@code send} (rank 0's is left as it was). */
+    default void exscan(float[] send, float[] recv, ReduceOp op) {
+        self().exscan(of(send), of(recv), send.length, DataType.FLOAT32, op);
+    }
+
+    /** Asynchronous {@link #exscan(float[], float[], ReduceOp)}. */
+    default CommFuture<Void> exscanAsync(float[] send, float[] recv, ReduceOp op) {
+        return self().exscanAsync(of(send), of(recv), send.length, DataType.FLOAT32, op);
+    }
+
     // ---------------------------------------------------------------------------------------------- double[] (FLOAT64)
 
     /** Asynchronous in-place all-reduce of a {@code double[]}. */
@@ -108,6 +154,51 @@ public sealed interface ArrayCollectives permits Communicator {
     /** All-to-all: block r of {@code send} to rank r; rank r's block into block r of {@code recv}. */
     default void allToAll(double[] send, double[] recv) {
         self().allToAll(of(send), of(recv), (send.length + self().size() - 1) / self().size(), DataType.FLOAT64); // rounded up: a ragged send is refused
+    }
+
+    /** Asynchronous {@link #reduce(double[], double[], ReduceOp, int)}. */
+    default CommFuture<Void> reduceAsync(double[] send, double[] recv, ReduceOp op, int root) {
+        return self().reduceAsync(of(send), of(recv), send.length, DataType.FLOAT64, op, root);
+    }
+
+    /** Asynchronous {@link #reduceScatter(double[], double[], ReduceOp)}. */
+    default CommFuture<Void> reduceScatterAsync(double[] send, double[] recv, ReduceOp op) {
+        return self().reduceScatterAsync(of(send), of(recv), recv.length, DataType.FLOAT64, op);
+    }
+
+    /** Asynchronous {@link #gather(double[], double[], int)}. */
+    default CommFuture<Void> gatherAsync(double[] send, double[] recv, int root) {
+        return self().gatherAsync(of(send), of(recv), send.length, DataType.FLOAT64, root);
+    }
+
+    /** Asynchronous {@link #scatter(double[], double[], int)}. */
+    default CommFuture<Void> scatterAsync(double[] send, double[] recv, int root) {
+        return self().scatterAsync(of(send), of(recv), recv.length, DataType.FLOAT64, root);
+    }
+
+    /** Asynchronous {@link #allToAll(double[], double[])}. */
+    default CommFuture<Void> allToAllAsync(double[] send, double[] recv) {
+        return self().allToAllAsync(of(send), of(recv), (send.length + self().size() - 1) / self().size(), DataType.FLOAT64);
+    }
+
+    /** Inclusive scan: {@code recv} gets the {@code op} of ranks 0..rank's {@code send} (same length). */
+    default void scan(double[] send, double[] recv, ReduceOp op) {
+        self().scan(of(send), of(recv), send.length, DataType.FLOAT64, op);
+    }
+
+    /** Asynchronous {@link #scan(double[], double[], ReduceOp)}. */
+    default CommFuture<Void> scanAsync(double[] send, double[] recv, ReduceOp op) {
+        return self().scanAsync(of(send), of(recv), send.length, DataType.FLOAT64, op);
+    }
+
+    /** Exclusive scan: {@code recv} gets the {@code op} of ranks 0..rank−1's {@code send} (rank 0's is left as it was). */
+    default void exscan(double[] send, double[] recv, ReduceOp op) {
+        self().exscan(of(send), of(recv), send.length, DataType.FLOAT64, op);
+    }
+
+    /** Asynchronous {@link #exscan(double[], double[], ReduceOp)}. */
+    default CommFuture<Void> exscanAsync(double[] send, double[] recv, ReduceOp op) {
+        return self().exscanAsync(of(send), of(recv), send.length, DataType.FLOAT64, op);
     }
 
     // ---------------------------------------------------------------------------------------------- int[] (INT32)
@@ -152,6 +243,51 @@ public sealed interface ArrayCollectives permits Communicator {
         self().allToAll(of(send), of(recv), (send.length + self().size() - 1) / self().size(), DataType.INT32); // rounded up: a ragged send is refused
     }
 
+    /** Asynchronous {@link #reduce(int[], int[], ReduceOp, int)}. */
+    default CommFuture<Void> reduceAsync(int[] send, int[] recv, ReduceOp op, int root) {
+        return self().reduceAsync(of(send), of(recv), send.length, DataType.INT32, op, root);
+    }
+
+    /** Asynchronous {@link #reduceScatter(int[], int[], ReduceOp)}. */
+    default CommFuture<Void> reduceScatterAsync(int[] send, int[] recv, ReduceOp op) {
+        return self().reduceScatterAsync(of(send), of(recv), recv.length, DataType.INT32, op);
+    }
+
+    /** Asynchronous {@link #gather(int[], int[], int)}. */
+    default CommFuture<Void> gatherAsync(int[] send, int[] recv, int root) {
+        return self().gatherAsync(of(send), of(recv), send.length, DataType.INT32, root);
+    }
+
+    /** Asynchronous {@link #scatter(int[], int[], int)}. */
+    default CommFuture<Void> scatterAsync(int[] send, int[] recv, int root) {
+        return self().scatterAsync(of(send), of(recv), recv.length, DataType.INT32, root);
+    }
+
+    /** Asynchronous {@link #allToAll(int[], int[])}. */
+    default CommFuture<Void> allToAllAsync(int[] send, int[] recv) {
+        return self().allToAllAsync(of(send), of(recv), (send.length + self().size() - 1) / self().size(), DataType.INT32);
+    }
+
+    /** Inclusive scan: {@code recv} gets the {@code op} of ranks 0..rank's {@code send} (same length). */
+    default void scan(int[] send, int[] recv, ReduceOp op) {
+        self().scan(of(send), of(recv), send.length, DataType.INT32, op);
+    }
+
+    /** Asynchronous {@link #scan(int[], int[], ReduceOp)}. */
+    default CommFuture<Void> scanAsync(int[] send, int[] recv, ReduceOp op) {
+        return self().scanAsync(of(send), of(recv), send.length, DataType.INT32, op);
+    }
+
+    /** Exclusive scan: {@code recv} gets the {@code op} of ranks 0..rank−1's {@code send} (rank 0's is left as it was). */
+    default void exscan(int[] send, int[] recv, ReduceOp op) {
+        self().exscan(of(send), of(recv), send.length, DataType.INT32, op);
+    }
+
+    /** Asynchronous {@link #exscan(int[], int[], ReduceOp)}. */
+    default CommFuture<Void> exscanAsync(int[] send, int[] recv, ReduceOp op) {
+        return self().exscanAsync(of(send), of(recv), send.length, DataType.INT32, op);
+    }
+
     // ---------------------------------------------------------------------------------------------- long[] (INT64)
 
     /** Asynchronous in-place all-reduce of a {@code long[]}. */
@@ -192,5 +328,50 @@ public sealed interface ArrayCollectives permits Communicator {
     /** All-to-all: block r of {@code send} to rank r; rank r's block into block r of {@code recv}. */
     default void allToAll(long[] send, long[] recv) {
         self().allToAll(of(send), of(recv), (send.length + self().size() - 1) / self().size(), DataType.INT64); // rounded up: a ragged send is refused
+    }
+
+    /** Asynchronous {@link #reduce(long[], long[], ReduceOp, int)}. */
+    default CommFuture<Void> reduceAsync(long[] send, long[] recv, ReduceOp op, int root) {
+        return self().reduceAsync(of(send), of(recv), send.length, DataType.INT64, op, root);
+    }
+
+    /** Asynchronous {@link #reduceScatter(long[], long[], ReduceOp)}. */
+    default CommFuture<Void> reduceScatterAsync(long[] send, long[] recv, ReduceOp op) {
+        return self().reduceScatterAsync(of(send), of(recv), recv.length, DataType.INT64, op);
+    }
+
+    /** Asynchronous {@link #gather(long[], long[], int)}. */
+    default CommFuture<Void> gatherAsync(long[] send, long[] recv, int root) {
+        return self().gatherAsync(of(send), of(recv), send.length, DataType.INT64, root);
+    }
+
+    /** Asynchronous {@link #scatter(long[], long[], int)}. */
+    default CommFuture<Void> scatterAsync(long[] send, long[] recv, int root) {
+        return self().scatterAsync(of(send), of(recv), recv.length, DataType.INT64, root);
+    }
+
+    /** Asynchronous {@link #allToAll(long[], long[])}. */
+    default CommFuture<Void> allToAllAsync(long[] send, long[] recv) {
+        return self().allToAllAsync(of(send), of(recv), (send.length + self().size() - 1) / self().size(), DataType.INT64);
+    }
+
+    /** Inclusive scan: {@code recv} gets the {@code op} of ranks 0..rank's {@code send} (same length). */
+    default void scan(long[] send, long[] recv, ReduceOp op) {
+        self().scan(of(send), of(recv), send.length, DataType.INT64, op);
+    }
+
+    /** Asynchronous {@link #scan(long[], long[], ReduceOp)}. */
+    default CommFuture<Void> scanAsync(long[] send, long[] recv, ReduceOp op) {
+        return self().scanAsync(of(send), of(recv), send.length, DataType.INT64, op);
+    }
+
+    /** Exclusive scan: {@code recv} gets the {@code op} of ranks 0..rank−1's {@code send} (rank 0's is left as it was). */
+    default void exscan(long[] send, long[] recv, ReduceOp op) {
+        self().exscan(of(send), of(recv), send.length, DataType.INT64, op);
+    }
+
+    /** Asynchronous {@link #exscan(long[], long[], ReduceOp)}. */
+    default CommFuture<Void> exscanAsync(long[] send, long[] recv, ReduceOp op) {
+        return self().exscanAsync(of(send), of(recv), send.length, DataType.INT64, op);
     }
 }

@@ -316,8 +316,9 @@ public final class CommConfig {
 
     /**
      * {@code HCOMM_STUCK_REPORT}: an op that has waited this long is logged once at WARN (sequence number, type, size,
-     * the ranks it waits for) and this rank's state is published in the store for {@code hcomm status}. Default
-     * {@code 60s}; {@link Duration#ZERO} turns the reports off.
+     * the ranks it waits for) and this rank's state is published in the store for {@code hcomm status}. A collective
+     * over the transport that has waited this long, or 2 s if shorter, compares its fingerprint with the ranks it waits
+     * for through the store (a mismatch no message shows). Default {@code 60s}; {@link Duration#ZERO} turns both off.
      */
     public Duration stuckReport() { return stuckReport; }
 

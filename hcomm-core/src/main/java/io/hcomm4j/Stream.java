@@ -130,6 +130,19 @@ public interface Stream extends AutoCloseable {
     CommFuture<Void> allToAllV(MemorySegment send, long[] sendCounts, long[] sendDispls, MemorySegment recv, long[] recvCounts,
                                long[] recvDispls, DataType type);
 
+    /**
+     * Enqueues an all-reduce with a user's reduce function (see
+     * {@link UserReductions#allReduce(MemorySegment, MemorySegment, long, DataType, ReduceFunction)}); the future fails
+     * with {@link ReduceFunctionException} if the function threw on any rank.
+     */
+    CommFuture<Void> allReduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceFunction function);
+
+    /** Enqueues a reduce with a user's reduce function (see {@link UserReductions#reduce}). */
+    CommFuture<Void> reduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceFunction function, int root);
+
+    /** Enqueues a reduce-scatter with a user's reduce function (see {@link UserReductions#reduceScatter}). */
+    CommFuture<Void> reduceScatter(MemorySegment send, MemorySegment recv, long recvCount, DataType type, ReduceFunction function);
+
     /** Enqueues an inclusive scan (see {@link Communicator#scan}). */
     CommFuture<Void> scan(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op);
 

@@ -10,8 +10,9 @@ import org.junit.jupiter.params.provider.CsvSource;
 
 /**
  * The array forms of {@link ArrayCollectives} on 1 to 8 ranks, shared memory and TCP: reduce, reduceScatter, gather,
- * scatter (null arrays where the op does not use them), allToAll, and the async all-reduce, broadcast and all-gather;
- * every element on every rank against values computed here from seeded inputs.
+ * scatter (null arrays where the op does not use them), allToAll, scan and exscan, blocking and async (several async
+ * ones in flight at once), over every element type; every element on every rank against values computed here from
+ * seeded inputs.
  */
 class ArrayCollectivesTest {
     @ParameterizedTest(name = "{0} ranks over {1}")
@@ -75,6 +76,50 @@ class ArrayCollectivesTest {
                 assertThat(bcast[i]).isEqualTo(v(seed, root, i));
             }
             for (int i = 0; i < k * n; i++) assertThat(everyone[i]).isEqualTo(v(seed, i / k, i % k));
+
+            // the async forms of the others, all in flight at once, and the scans
+            double[] reducedAsync = rank == root ? new double[k] : null;
+            double[] minesD = new double[k];
+            for (int i = 0; i < k; i++) minesD[i] = v(seed, rank, i);
+            CommFuture<Void> rd = c.reduceAsync(minesD, reducedAsync, ReduceOp.SUM, root);
+            int[] intBlocks = new int[k * n];
+            for (int i = 0; i < k * n; i++) intBlocks[i] = (int) v(seed, rank, i);
+            int[] intBlock = new int[k];
+            CommFuture<Void> rs = c.reduceScatterAsync(intBlocks, intBlock, ReduceOp.MIN);
+            float[] floats = new float[k];
+            for (int i = 0; i < k; i++) floats[i] = v(seed, rank, i);
+            float[] gatheredF = rank == root ? new float[k * n] : null;
+            CommFuture<Void> ga = c.gatherAsync(floats, gatheredF, root);
+            long[] toScatterL = rank == root ? out.clone() : null;
+            long[] pieceL = new long[k];
+            CommFuture<Void> sc = c.scatterAsync(toScatterL, pieceL, root);
+            int[] inAsync = new int[k * n];
+            CommFuture<Void> aa = c.allToAllAsync(intBlocks, inAsync);
+            long[] scanned = new long[k];
+            CommFuture<Void> sa = c.scanAsync(mine, scanned, ReduceOp.SUM);
+            double[] exscanned = new double[k];
+            java.util.Arrays.fill(exscanned, -7);
+            c.exscan(minesD, exscanned, ReduceOp.MAX);
+            for (CommFuture<Void> f : java.util.List.of(rd, rs, ga, sc, aa, sa)) f.await();
+            if (rank == root) for (int i = 0; i < k; i++) assertThat(reducedAsync[i]).as("reduceAsync %d", i).isEqualTo((double) sum(seed, n, i));
+            for (int i = 0; i < k; i++) {
+                int min = Integer.MAX_VALUE;
+                for (int r = 0; r < n; r++) min = Math.min(min, (int) v(seed, r, rank * k + i));
+                assertThat(intBlock[i]).as("reduceScatterAsync %d", i).isEqualTo(min);
+                assertThat(pieceL[i]).as("scatterAsync %d", i).isEqualTo(v(seed, root, rank * k + i));
+                long prefix = 0;
+                double before = -7;
+                for (int r = 0; r <= rank; r++) {
+                    prefix += v(seed, r, i);
+                    if (r < rank) before = r == 0 ? v(seed, 0, i) : Math.max(before, v(seed, r, i));
+                }
+                assertThat(scanned[i]).as("scanAsync %d", i).isEqualTo(prefix);
+                assertThat(exscanned[i]).as("exscan %d", i).isEqualTo(before);
+            }
+            if (rank == root) for (int i = 0; i < k * n; i++) assertThat(gatheredF[i]).as("gatherAsync %d", i).isEqualTo((float) v(seed, i / k, i % k));
+            for (int r = 0; r < n; r++) {
+                for (int i = 0; i < k; i++) assertThat(inAsync[r * k + i]).as("allToAllAsync").isEqualTo((int) v(seed, r, rank * k + i));
+            }
         });
     }
 

@@ -14,7 +14,7 @@ import org.junit.jupiter.params.provider.CsvSource;
 
 /**
  * The stream forms of the collectives that had none (gather(V), scatter(V), allGatherV, reduceScatterV, allToAllV,
- * scan, exscan), queued on one stream in order, and the overloads that take the count from a buffer's size; on 1 to
+ * scan, exscan, and the reductions with a user's {@link ReduceFunction}), queued on one stream in order, and the overloads that take the count from a buffer's size; on 1 to
  * 5 ranks, shared memory and TCP, every element of every rank checked against values computed here from seeded inputs.
  * A buffer that is not a whole number of elements is refused on every rank.
  */
@@ -51,7 +51,26 @@ class StreamFormsAndSizedCallsTest {
                 s.scan(mine, scanned, k, DataType.INT32, ReduceOp.SUM);
                 s.exscan(mine, exscanned, k, DataType.INT32, ReduceOp.SUM);
                 s.allToAllV(toAll, fill(n, k), blocks(n, k), fromAll, fill(n, k), blocks(n, k), DataType.INT32);
+                // a user's reduce function on the stream: all-reduce, reduce to the last rank, reduce-scatter
+                MemorySegment maxAbsAll = a.allocate(4L * k);
+                MemorySegment maxAbsRoot = a.allocate(4L * k);
+                MemorySegment signedAll = ints(a, k * n, i -> signed(seed, rank, i));
+                MemorySegment maxAbsBlock = a.allocate(4L * k);
+                MemorySegment signedMine = ints(a, k, i -> signed(seed, rank, i));
+                s.allReduce(signedMine, maxAbsAll, k, DataType.INT32, UserReductionsTest.MAX_ABS);
+                s.reduce(signedMine, maxAbsRoot, k, DataType.INT32, UserReductionsTest.MAX_ABS, n - 1);
+                s.reduceScatter(signedAll, maxAbsBlock, k, DataType.INT32, UserReductionsTest.MAX_ABS);
                 s.synchronize();
+                for (int i = 0; i < k; i++) {
+                    int every = signed(seed, 0, i), block = signed(seed, 0, rank * k + i);
+                    for (int r = 1; r < n; r++) {
+                        every = UserReductionsTest.maxAbs(every, signed(seed, r, i));
+                        block = UserReductionsTest.maxAbs(block, signed(seed, r, rank * k + i));
+                    }
+                    assertThat(maxAbsAll.getAtIndex(JAVA_INT, i)).as("allReduce maxAbs on the stream, %d", i).isEqualTo(every);
+                    if (rank == n - 1) assertThat(maxAbsRoot.getAtIndex(JAVA_INT, i)).as("reduce maxAbs on the stream, %d", i).isEqualTo(every);
+                    assertThat(maxAbsBlock.getAtIndex(JAVA_INT, i)).as("reduceScatter maxAbs on the stream, %d", i).isEqualTo(block);
+                }
                 if (rank == 0) assertThat(gathered.mismatch(all)).as("gather on the stream").isEqualTo(-1);
                 assertThat(scattered.mismatch(mine)).as("scatter on the stream").isEqualTo(-1);
                 for (int r = 0; r < n; r++) {
@@ -97,6 +116,12 @@ class StreamFormsAndSizedCallsTest {
                 }
             }
         });
+    }
+
+    /** Values of both signs, for a reduction by magnitude. */
+    private static int signed(long seed, int rank, int i) {
+        int v = value(seed, rank, i);
+        return (v & 1) == 0 ? v : -v;
     }
 
     private static int value(long seed, int rank, int i) {

@@ -461,8 +461,9 @@ public class ZeroCopyCollectivesTest {
         Ranks.runThreads(n, Duration.ofMinutes(4), h -> sequence(h.world(), SEED + n, 40));
     }
 
+    /** Processes map each other's memory for real; 2 and 3 of them (4 ranks are the threads' above: CI time). */
     @ParameterizedTest(name = "{0} ranks (processes)")
-    @ValueSource(ints = {2, 3, 4})
+    @ValueSource(ints = {2, 3})
     void processRanks(int n) throws Exception {
         var out = Ranks.run(n, ZeroCopyWorker.class, Map.of("HCOMM_TRANSPORT", "shm"), Duration.ofMinutes(4), "sequence",
                 String.valueOf(SEED + 100 + n));

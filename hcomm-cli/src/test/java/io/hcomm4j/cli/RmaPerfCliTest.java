@@ -60,9 +60,12 @@ class RmaPerfCliTest {
 
     @Test
     void putAndGetOnBothKindsOfWindowAreChecked() {
-        // alloc: the origin copies into the target's mapping; create: PUT/GET frames, 4.48 MB = a chunk of 4 MiB + a rest
-        for (String window : new String[] {"alloc", "create"}) {
-            for (String op : new String[] {"put", "get"}) {
+        // alloc: the origin copies into the target's mapping; create: PUT/GET frames, 4.48 MB = a chunk of 4 MiB + a rest;
+        // each window with one op (the other pairs are RmaProcessTest's): put from the heap, get into the pool
+        for (String[] windowOp : new String[][] {{"alloc", "put"}, {"create", "get"}}) {
+            String window = windowOp[0];
+            {
+                String op = windowOp[1];
                 String mem = op.equals("put") ? "heap" : "pool";
                 List<Row> rows = run(op, "-n", "2", "--window", window, "--mem", mem, "-b", "7", "-e", "5000000", "-f", "800",
                         "--iters", "20", "--warmup", "2");

@@ -54,7 +54,11 @@ final class OpMonitor {
         this.worldSize = worldSize;
         this.stuckNanos = stuckNanos;
         this.scanEvery = Math.max(50_000_000L, Math.min(1_000_000_000L, stuckNanos / 4));
+        this.agreement = new StuckAgreement(store, namespace, rank, stuckNanos);
     }
+
+    /** Stuck transport collectives compare fingerprints with the ranks they wait for. */
+    private final StuckAgreement agreement;
 
     private static String hostName() {
         try {
@@ -98,6 +102,7 @@ final class OpMonitor {
         for (CommunicatorImpl c : session.communicators()) {
             for (TransportLinks l : c.running()) {
                 long waited = now - l.startNanos;
+                if (waited >= agreement.after && l.aborted() == null) agreement.check(l, l.waitingFor());
                 if (waited < stuckNanos || l.aborted() != null) continue;
                 any = true;
                 if (l.reported) continue;

@@ -109,6 +109,21 @@ final class StreamImpl implements Stream {
     }
 
     @Override
+    public CommFuture<Void> allReduce(MemorySegment send, MemorySegment recv, long count, DataType type, io.hcomm4j.ReduceFunction f) {
+        return comm.reductions().allReduce(send, recv, count, type, f, CollectiveFrame.Mode.on(this));
+    }
+
+    @Override
+    public CommFuture<Void> reduce(MemorySegment send, MemorySegment recv, long count, DataType type, io.hcomm4j.ReduceFunction f, int root) {
+        return comm.reductions().reduce(send, recv, count, type, f, root, CollectiveFrame.Mode.on(this));
+    }
+
+    @Override
+    public CommFuture<Void> reduceScatter(MemorySegment send, MemorySegment recv, long recvCount, DataType type, io.hcomm4j.ReduceFunction f) {
+        return comm.reductions().reduceScatter(send, recv, recvCount, type, f, CollectiveFrame.Mode.on(this));
+    }
+
+    @Override
     public CommFuture<Void> allToAll(MemorySegment send, MemorySegment recv, long count, DataType type) {
         return comm.allToAll(send, recv, count, type, CollectiveFrame.Mode.on(this));
     }

@@ -235,23 +235,56 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
     }
 
     private CollectiveMismatchException describe(FingerprintMismatchException e) {
-        String where = "rank " + rank + ": " + op + " (collective #" + seq + " of this communicator): rank " + commRank(e.source());
-        String late = e.late() ? " (its message came after rank " + rank + " had finished its part of the op)" : "";
-        if (e.sent() == fingerprint) {
+        return describe(e.source(), e.sent(), e.late(), e.late() ? " (its message came after rank " + rank + " had finished its part of the op)" : "");
+    }
+
+    /**
+     * The mismatch with world rank {@code source}, whose fingerprint is {@code sent}; {@code late}: its message came
+     * after this op finished here; {@code how}: how it was found, appended.
+     */
+    private CollectiveMismatchException describe(int source, int sent, boolean late, String how) {
+        String where = "rank " + rank + ": " + op + " (collective #" + seq + " of this communicator): rank " + commRank(source);
+        if (sent == fingerprint) {
             return new CollectiveMismatchException(where + " sent data for it after rank " + rank + " had finished its part:"
                     + " the ranks ran it differently (another root, or another algorithm)");
         }
-        String theirs = CollectiveOp.labelOf(e.sent());
+        String theirs = CollectiveOp.labelOf(sent);
         CollectiveCall c = call;
         String what;
-        if (e.late()) {
+        if (late) {
             what = finishedOp == null ? "" : CollectiveCall.whatDiffers(finishedOp, finishedCount, finishedType, finishedRedop, finishedRoot,
-                    e.sent(), size, "rank " + rank);
+                    sent, size, "rank " + rank);
         } else {
-            what = c == null ? "" : c.whatDiffers(e.sent(), size, "rank " + commRank(e.source()), "rank " + rank); // the others read it too
+            what = c == null ? "" : c.whatDiffers(sent, size, "rank " + commRank(source), "rank " + rank); // the others read it too
         }
         return new CollectiveMismatchException(where + (theirs.equals(op) ? " called " + op + (what.isEmpty() ? " with a different count, type, op or root" : what)
-                : " called " + (theirs.isEmpty() ? "something else" : theirs) + " instead") + late);
+                : " called " + (theirs.isEmpty() ? "something else" : theirs) + " instead") + how);
+    }
+
+    /** This op's fingerprint (its op and arguments). */
+    int fingerprint() {
+        return fingerprint;
+    }
+
+    /** The links run a user's call (not an HCOMM_CHECK=full fingerprint exchange, which shares the op's number). */
+    boolean runsCall() {
+        return call != null;
+    }
+
+    /** {@link StuckAgreement} wrote this op's fingerprint to the store (its thread only). */
+    boolean fingerprintPublished;
+
+    /**
+     * {@link StuckAgreement} found world rank {@code peer} stuck in this op with fingerprint {@code theirs}: fail the op
+     * and tell the others, as a message showing it would have.
+     */
+    void disagree(int peer, int theirs) {
+        if (aborted != null) return;
+        CollectiveMismatchException m = describe(peer, theirs, false, " (seen in the store after " + io.hcomm4j.Units.duration(System.nanoTime() - startNanos)
+                + " of waiting: no message of one's op reaches the other)");
+        org.slf4j.LoggerFactory.getLogger(TransportLinks.class).warn("{} (told the other ranks)", m.getMessage());
+        abort(m);
+        tellOthersOf(m);
     }
 
     private int commRank(int worldRank) {

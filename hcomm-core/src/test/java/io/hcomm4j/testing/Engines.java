@@ -31,7 +31,7 @@ public final class Engines {
      */
     public static Process startWorker(Path dir, String name, int port, String transport, String shmDir, String... args)
             throws IOException {
-        ProcessBuilder pb = new ProcessBuilder(Ranks.javaCommand(TransferWorker.class, args));
+        ProcessBuilder pb = new ProcessBuilder(Ranks.rankCommand(TransferWorker.class, args));
         Map<String, String> env = pb.environment();
         env.keySet().removeIf(k -> k.startsWith("HCOMM_") || k.equals("RANK") || k.equals("WORLD_SIZE") || k.startsWith("MASTER_"));
         env.put("HCOMM_INIT_METHOD", "tcp://127.0.0.1:" + port);

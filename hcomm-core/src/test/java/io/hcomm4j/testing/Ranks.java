@@ -46,7 +46,16 @@ public final class Ranks {
      */
     public static final String FAST_EXIT = "-XX:UserThreadWaitAttemptsAtExit=0";
 
-    /** The command that starts {@code main} in a new JVM with this JVM's classpath and test flags. */
+    /**
+     * The JIT of the rank JVMs the tests start: C1 only. A rank JVM lives seconds, and its C2 compiler threads spent
+     * most of them competing with the ranks for the two cores of CI: P2pProcessTest's 4-rank jobs took 15 s with both
+     * tiers and 8 s with C1 alone, same checks. C2's code (its reorderings included) is still what the thread-rank tests
+     * run, in the test JVM, and {@link #javaCommand} keeps it for the single JVMs that look at compiled code (allocation
+     * probes, deoptimization). {@code -Dhcomm.test.rankJit=} (empty) gives rank JVMs both tiers again.
+     */
+    static final String RANK_JIT = System.getProperty("hcomm.test.rankJit", "-XX:TieredStopAtLevel=1");
+
+    /** The command that starts {@code main} in a new JVM with this JVM's classpath and test flags, both JIT tiers. */
     public static List<String> javaCommand(Class<?> main, String... args) {
         List<String> cmd = new ArrayList<>();
         cmd.add(ProcessHandle.current().info().command().orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
@@ -58,6 +67,13 @@ public final class Ranks {
         cmd.add(System.getProperty("java.class.path"));
         cmd.add(main.getName());
         cmd.addAll(Arrays.asList(args));
+        return cmd;
+    }
+
+    /** {@link #javaCommand} for a rank JVM: with {@link #RANK_JIT}. */
+    public static List<String> rankCommand(Class<?> main, String... args) {
+        List<String> cmd = javaCommand(main, args);
+        if (!RANK_JIT.isBlank()) cmd.add(cmd.indexOf("-cp"), RANK_JIT);
         return cmd;
     }
 
@@ -84,7 +100,7 @@ public final class Ranks {
                 throws IOException {
             if (dir == null) dir = Files.createTempDirectory("hcomm-ranks");
             List<String> cmd = new ArrayList<>(prefix);
-            cmd.addAll(javaCommand(main, args));
+            cmd.addAll(rankCommand(main, args));
             ProcessBuilder pb = new ProcessBuilder(cmd);
             Map<String, String> env = pb.environment();
             env.keySet().removeIf(k -> k.startsWith("HCOMM_"));
@@ -125,7 +141,7 @@ public final class Ranks {
          * running job through its store); it is {@code processes.get(processes.size() - 1)} afterwards.
          */
         public Process startJoiner(Class<?> main, Map<String, String> extraEnv, String... args) throws IOException {
-            ProcessBuilder pb = new ProcessBuilder(javaCommand(main, args));
+            ProcessBuilder pb = new ProcessBuilder(rankCommand(main, args));
             Map<String, String> env = pb.environment();
             env.keySet().removeIf(k -> k.startsWith("HCOMM_") || k.equals("RANK") || k.equals("WORLD_SIZE") || k.equals("LOCAL_RANK"));
             env.put("MASTER_ADDR", "127.0.0.1");
