@@ -244,7 +244,7 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
      */
     private CollectiveMismatchException describe(int source, int sent, boolean late, String how) {
         String where = "rank " + rank + ": " + op + " (collective #" + seq + " of this communicator): rank " + commRank(source);
-        if (sent == fingerprint) {
+        if (late && sent == fingerprint) {
             return new CollectiveMismatchException(where + " sent data for it after rank " + rank + " had finished its part:"
                     + " the ranks ran it differently (another root, or another algorithm)");
         }
