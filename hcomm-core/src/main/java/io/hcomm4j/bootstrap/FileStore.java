@@ -59,19 +59,49 @@ public final class FileStore implements Store {
     private volatile boolean closed;
 
     /**
-     * Opens (and creates, if missing) the store directory {@code dir}.
+     * Opens (and creates, if missing) the store directory {@code dir}. A directory it creates is {@code rwx------}
+     * (its missing parents too); an existing one must belong to this process's user, since whoever can write there
+     * can join the job or change what the ranks read.
      *
-     * @throws HcommException the directory cannot be created or is not a directory
+     * @throws HcommException the directory cannot be created, is not a directory, or belongs to another user
      */
     public FileStore(Path dir) {
         try {
-            Files.createDirectories(dir);
+            if (!Files.isDirectory(dir)) createPrivate(dir);
             this.dir = dir.toRealPath();
+            checkOwner(this.dir);
         } catch (IOException e) {
             throw new HcommException("cannot open the file store directory " + dir + ": " + e, e);
         }
         this.lockFile = this.dir.resolve(LOCK_FILE);
         this.jvmLock = JVM_LOCKS.computeIfAbsent(this.dir, d -> new ReentrantLock());
+    }
+
+    /** Creates {@code dir} and its missing parents {@code rwx------} where the file system has POSIX permissions. */
+    private static void createPrivate(Path dir) throws IOException {
+        if (!dir.getFileSystem().supportedFileAttributeViews().contains("posix")) {
+            Files.createDirectories(dir);
+            return;
+        }
+        Files.createDirectories(dir, java.nio.file.attribute.PosixFilePermissions.asFileAttribute(
+                java.nio.file.attribute.PosixFilePermissions.fromString("rwx------")));
+    }
+
+    /** Refuses a directory of another user (a file system without owners, or an unknown user name, passes). */
+    private static void checkOwner(Path dir) throws IOException {
+        String me = System.getProperty("user.name");
+        java.nio.file.attribute.UserPrincipal mine;
+        try {
+            mine = dir.getFileSystem().getUserPrincipalLookupService().lookupPrincipalByName(me);
+        } catch (UnsupportedOperationException | java.nio.file.attribute.UserPrincipalNotFoundException e) {
+            return;
+        }
+        java.nio.file.attribute.UserPrincipal owner = Files.getOwner(dir);
+        if (!owner.equals(mine)) {
+            throw new HcommException("the file store directory " + dir + " belongs to user " + owner.getName() + ", not to " + me
+                    + " (this process's user): whoever can write there can join the job or change what the ranks read; use a"
+                    + " directory of your own (HCOMM_INIT_METHOD=file:///path; a missing one is created rwx------)");
+        }
     }
 
     /** The store directory. */

@@ -35,6 +35,41 @@ class FileStoreTest extends StoreContractTest {
         }
     }
 
+    /** A directory it creates, missing parents too, is rwx------. */
+    @Test
+    void createsItsDirectoryForItsUserOnly() throws IOException {
+        Path nested = dir.resolve("p/q");
+        try (FileStore s = new FileStore(nested)) {
+            s.set("k", new byte[] {1});
+        }
+        for (Path p : List.of(dir.resolve("p"), nested)) {
+            assertThat(java.nio.file.attribute.PosixFilePermissions.toString(Files.getPosixFilePermissions(p))).as(p.toString())
+                    .isEqualTo("rwx------");
+        }
+    }
+
+    /** A directory of another user is refused, naming both users (needs root to give it away; skipped otherwise). */
+    @Test
+    void refusesADirectoryOfAnotherUser() throws IOException {
+        Path theirs = Files.createDirectory(dir.resolve("theirs"));
+        var lookup = theirs.getFileSystem().getUserPrincipalLookupService();
+        java.nio.file.attribute.UserPrincipal nobody;
+        try {
+            nobody = lookup.lookupPrincipalByName("nobody");
+            Files.setOwner(theirs, nobody);
+        } catch (IOException e) {
+            org.junit.jupiter.api.Assumptions.abort("cannot give a directory to user nobody here: " + e);
+            return;
+        }
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> new FileStore(theirs))
+                .isInstanceOf(io.hcomm4j.HcommException.class)
+                .hasMessageContaining("belongs to user nobody, not to " + System.getProperty("user.name"))
+                .hasMessageContaining("use a directory of your own");
+        try (Stream<Path> files = Files.list(theirs)) {
+            assertThat(files).as("nothing written into it").isEmpty();
+        }
+    }
+
     @Test
     void fileNamesStaySafeAndLeaveNoTemporaries() throws IOException {
         FileStore s = (FileStore) store();
