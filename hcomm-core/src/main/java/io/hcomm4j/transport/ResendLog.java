@@ -23,6 +23,26 @@ import java.util.List;
 final class ResendLog {
     static final int INITIAL_RECORDS = 1024;
     static final int INITIAL_BYTES = 256 * 1024;
+    /**
+     * The most the log grows to: frames the peer has not acknowledged, and bytes of the ring (a power of two). A peer
+     * that reads acknowledges at least every 128 frames and every MiB, so only a peer that stopped reading (or a
+     * connection down for long while the ranks keep sending) reaches these; the link then fails with
+     * {@link LogFullException} instead of the log taking the heap and the direct memory.
+     */
+    static final int MAX_RECORDS = 1 << 22;
+    static final long MAX_BYTES = 1L << 30;
+
+    /** The log would pass its limit: the link fails with this. */
+    static final class LogFullException extends io.hcomm4j.HcommException {
+        private static final long serialVersionUID = 1L;
+
+        LogFullException(String message) {
+            super(message);
+        }
+    }
+
+    private final int maxRecords;
+    private final long maxBytes;
 
     private long[] pos = new long[INITIAL_RECORDS];
     private int[] len = new int[INITIAL_RECORDS];
@@ -39,6 +59,20 @@ final class ResendLog {
     /** Absolute byte positions: live bytes in [head, tail). */
     private long head;
     private long tail;
+
+    ResendLog() {
+        this(MAX_RECORDS, MAX_BYTES);
+    }
+
+    /** A log of at most {@code maxRecords} frames and a ring of at most {@code maxBytes} (powers of two). */
+    ResendLog(int maxRecords, long maxBytes) {
+        if (Integer.bitCount(maxRecords) != 1 || maxRecords < INITIAL_RECORDS || Long.bitCount(maxBytes) != 1
+                || maxBytes < INITIAL_BYTES || maxBytes > 1L << 30) {
+            throw new IllegalArgumentException("resend log limits " + maxRecords + " frames, " + maxBytes + " bytes");
+        }
+        this.maxRecords = maxRecords;
+        this.maxBytes = maxBytes;
+    }
 
     private static ByteBuffer newBuffer(int bytes) {
         return ByteBuffer.allocateDirect(bytes).order(ByteOrder.LITTLE_ENDIAN);
@@ -108,6 +142,11 @@ final class ResendLog {
     }
 
     private void growRecords() {
+        if (pos.length >= maxRecords) {
+            throw new LogFullException("the peer has not acknowledged the last " + frames() + " frames (" + io.hcomm4j.Units.bytes(bytes())
+                    + " kept for a resend; at most " + maxRecords + " frames): it stopped reading, or the connection has been down"
+                    + " while this rank kept sending");
+        }
         int n = pos.length * 2;
         long[] p = new long[n];
         int[] l = new int[n];
@@ -132,9 +171,18 @@ final class ResendLog {
     private void growBytes(int need) {
         long live = 0;
         for (long s = first; s < next; s++) live += len[(int) (s & mask)];
-        int n = cap;
+        long n = cap;
         while (n < live + need + (long) need) n *= 2; // room to spare: growing is rare
-        relocate(n);
+        if (n > maxBytes) {
+            if (live + need > maxBytes) {
+                throw new LogFullException("the peer has not acknowledged the last " + frames() + " frames (" + io.hcomm4j.Units.bytes(live)
+                        + " kept for a resend, " + io.hcomm4j.Units.bytes(need) + " more would pass the limit of "
+                        + io.hcomm4j.Units.bytes(maxBytes) + "): it stopped reading, or the connection has been down while this"
+                        + " rank kept sending");
+            }
+            n = maxBytes;
+        }
+        relocate((int) n);
     }
 
     private void relocate(int capacity) {
