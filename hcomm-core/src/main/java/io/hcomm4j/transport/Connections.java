@@ -50,6 +50,7 @@ final class Connections {
         this.jobToken = jobToken;
         this.connectTimeout = connectTimeout;
         this.listener = listener;
+        this.gate = new AcceptGate(PeerTransport.LOG, rank);
         this.incarnations = incarnations;
     }
 
@@ -318,27 +319,50 @@ final class Connections {
         retired.clear();
     }
 
+    /** The data listener's gate (pending handshakes, refusals): for tests. */
+    final AcceptGate gate;
+
     void acceptLoop() {
-        acceptLoop(listener);
+        acceptLoop(listener, gate);
     }
 
-    /** Accepts on {@code listener} (the data listener, or one of another interface: {@link Rails}) until close. */
+    /** Accepts on {@code listener} (one of another interface: {@link Rails}) until close, through a gate of its own. */
     void acceptLoop(ServerSocketChannel listener) {
-        while (!t.linksClosing()) {
-            SocketChannel ch;
-            try {
-                ch = listener.accept();
-            } catch (ClosedChannelException e) {
-                return;
-            } catch (IOException e) {
-                if (!t.linksClosing()) PeerTransport.LOG.warn("rank {}: accept failed: {}", rank, e.toString());
-                continue;
+        acceptLoop(listener, new AcceptGate(PeerTransport.LOG, rank));
+    }
+
+    private void acceptLoop(ServerSocketChannel listener, AcceptGate gate) {
+        try {
+            while (!t.linksClosing()) {
+                if (!gate.enter()) continue; // every place taken: look again (and whether we close)
+                SocketChannel ch;
+                try {
+                    ch = listener.accept();
+                    gate.accepted();
+                } catch (ClosedChannelException e) {
+                    gate.leave();
+                    return;
+                } catch (IOException e) {
+                    gate.leave();
+                    if (t.linksClosing()) return;
+                    gate.failed(e);
+                    continue;
+                }
+                gate.handshakeStarts();
+                Thread.ofVirtual().name("hcomm-hello-" + rank).start(() -> {
+                    try {
+                        handshake(ch, gate);
+                    } finally {
+                        gate.handshakeEnded();
+                    }
+                });
             }
-            Thread.ofVirtual().name("hcomm-hello-" + rank).start(() -> handshake(ch));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
     }
 
-    private void handshake(SocketChannel ch) {
+    private void handshake(SocketChannel ch, AcceptGate gate) {
         String from = "?";
         try {
             from = String.valueOf(ch.getRemoteAddress());
@@ -389,10 +413,10 @@ final class Connections {
                 if (mapped != null && !used) mapped.unmap();
             }
         } catch (Auth.AuthException e) {
-            PeerTransport.LOG.warn("rank {}: refused a data connection from {}: {}", rank, from, e.getMessage());
+            gate.refused(from, e.getMessage());
             closeQuietly(ch);
         } catch (IOException e) {
-            if (!t.isClosing()) PeerTransport.LOG.warn("rank {}: refused a data connection from {}: {}", rank, from, e.toString());
+            if (!t.isClosing()) gate.refused(from, e.toString());
             closeQuietly(ch);
         }
     }
