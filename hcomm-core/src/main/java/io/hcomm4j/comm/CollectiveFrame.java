@@ -308,6 +308,12 @@ final class CollectiveFrame {
             } catch (PeerFailedException e) {
                 // a send or receive failed because a peer did (the transport saw it first): the op fails as a whole
                 throw health.opFailure(links.seq(), links.op(), e, false);
+            } catch (io.hcomm4j.transport.SenderGaveUpException e) {
+                // a peer's op failed before this one, most often as it saw a member fail first: that failure is this
+                // op's too, once it shows here (within the heartbeat timeout), else the peer's giving up is
+                PeerFailedException failed = health.failureWithin(session.config().heartbeatTimeout(), e);
+                if (failed != null) throw health.opFailure(links.seq(), links.op(), failed, true);
+                throw e;
             } catch (ReduceFunctionException e) {
                 throw links.functionFailed(e);
             } finally {

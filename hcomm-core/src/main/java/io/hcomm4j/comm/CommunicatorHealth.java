@@ -161,6 +161,28 @@ final class CommunicatorHealth {
         session.healthChanged(comm, now, listeners);
     }
 
+    /**
+     * Waits up to {@code limit} for a member to be known failed here; a PeerFailedException naming those members
+     * (communicator ranks, {@code cause} its cause), or null if none shows.
+     */
+    PeerFailedException failureWithin(java.time.Duration limit, RuntimeException cause) {
+        long deadline = System.nanoTime() + limit.toNanos();
+        while (true) {
+            BitSet failed = knownFailed();
+            if (!failed.isEmpty()) {
+                return new PeerFailedException("rank " + rank + ": " + cause.getMessage() + ", as " + (failed.cardinality() == 1
+                        ? "rank " + failed.nextSetBit(0) + " failed" : "ranks " + failed + " failed"), failed.stream().boxed().toList(), cause);
+            }
+            if (System.nanoTime() - deadline >= 0 || abortedWhy != null) return null;
+            try {
+                Thread.sleep(5);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return null;
+            }
+        }
+    }
+
     /** Members known here to have failed (communicator ranks): its failed members and the transport's failed ranks. */
     BitSet knownFailed() {
         BitSet b = new BitSet(size);

@@ -429,7 +429,7 @@ final class FrameReader {
         if (r == null) throw protocol("DATA for unknown message " + msgId);
         if ((flags & Frame.CTS_DISCARD) != 0) {
             if (length != 0) throw protocol("cancelled DATA with " + length + " bytes");
-            r.fail(new io.hcomm4j.CommAbortedException("rank " + rank + ": " + r.describe()
+            r.fail(new SenderGaveUpException("rank " + rank + ": " + r.describe()
                     + ": the sender (rank " + peer + ") gave up on the message"));
         } else {
             if (length != r.matchedSize) throw protocol("DATA of " + length + " bytes for a message of " + r.matchedSize);
