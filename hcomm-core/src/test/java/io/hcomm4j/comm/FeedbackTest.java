@@ -127,7 +127,10 @@ class FeedbackTest {
             double slowMean = meanNanos(ops, rank, 2L * v + 1, 4L * v);
             double after = meanNanos(ops, rank, 4L * v + 1, 6L * v);
             assertThat(slowMean).isGreaterThanOrEqualTo(DELAY_NANOS);
-            assertThat(after).as("rank %d mean op time after the switch (ns)", rank).isLessThan(slowMean / 4);
+            // the injected delay is gone: the mean lost at least half of it (not a ratio: under a loaded machine the
+            // ops' own time, which both means carry, can be a good part of the slowed one; a hog run saw 13 ms of 39)
+            assertThat(after).as("rank %d mean op time after the switch (ns), slowed %.0f", rank, slowMean)
+                    .isLessThan(slowMean - DELAY_NANOS / 2.0);
         }
     }
 
