@@ -106,12 +106,16 @@ class FeedbackTest {
         assertThat(switches).as("switch events").hasSize(RANKS);
         assertThat(switches).extracting(e -> e.getInt("rank")).containsExactlyInAnyOrder(0, 1, 2);
         String to = switches.getFirst().getString("to");
+        // two degraded votes switch: those at 3v and 4v, or already 2v and 3v when the machine's noise made ops v+1..2v
+        // look slow too; every rank switches at the same op either way
+        long at = switches.getFirst().getLong("sequence");
+        assertThat(at).as("the op of the switch").isIn(3L * v, 4L * v);
         assertThat(to).isNotEqualTo(Tuner.name(slow));
         assertThat(switches).allSatisfy(e -> {
             assertThat(e.getString("op")).isEqualTo("allreduce");
             assertThat(e.getString("from")).isEqualTo(Tuner.name(slow));
             assertThat(e.getString("to")).isEqualTo(to);
-            assertThat(e.getLong("sequence")).isEqualTo(4L * v);
+            assertThat(e.getLong("sequence")).isEqualTo(at);
             assertThat(e.getLong("fromNanos")).isGreaterThanOrEqualTo(DELAY_NANOS / 2);
         });
         List<RecordedEvent> ops = named(events, "io.hcomm4j.Collective");
@@ -121,11 +125,11 @@ class FeedbackTest {
                     .collect(Collectors.toMap(e -> e.getLong("sequence"), e -> e.getString("algorithm")));
             assertThat(algoBySeq).hasSize(6 * v);
             for (long seq = 1; seq <= 6 * v; seq++) {
-                assertThat(algoBySeq.get(seq)).as("rank %d op %d", rank, seq).isEqualTo(seq <= 4L * v ? Tuner.name(slow) : to);
+                assertThat(algoBySeq.get(seq)).as("rank %d op %d", rank, seq).isEqualTo(seq <= at ? Tuner.name(slow) : to);
             }
             // the op time: slowed (ops 2v+1 .. 4v), then recovered (ops 4v+1 .. 6v), on this rank's clock
-            double slowMean = meanNanos(ops, rank, 2L * v + 1, 4L * v);
-            double after = meanNanos(ops, rank, 4L * v + 1, 6L * v);
+            double slowMean = meanNanos(ops, rank, 2L * v + 1, at);
+            double after = meanNanos(ops, rank, at + 1, 6L * v);
             assertThat(slowMean).isGreaterThanOrEqualTo(DELAY_NANOS);
             // the injected delay is gone: the mean lost at least half of it (not a ratio: under a loaded machine the
             // ops' own time, which both means carry, can be a good part of the slowed one; a hog run saw 13 ms of 39)
