@@ -102,14 +102,7 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
         this.fingerprint = fingerprint;
         this.pool = pool;
         if (size > 1) {
-            transport.watch(channel, tag, fingerprint, e -> {
-                CollectiveMismatchException m = describe(e);
-                abort(m);
-                if (e.late()) {
-                    org.slf4j.LoggerFactory.getLogger(TransportLinks.class).warn("{} (told the other ranks)", m.getMessage());
-                }
-                tellOthersOf(m);
-            });
+            transport.watch(channel, tag, fingerprint, e -> failEverywhere(describe(e), e.late()));
             this.notice = transport.recv(noticeChannel, PeerTransport.ANY, tag, MemorySegment.ofArray(noticeBytes));
             notice.whenComplete((st, err) -> {
                 if (err == null) abort(fromNotice(new String(noticeBytes, 0, (int) st.bytes(), StandardCharsets.UTF_8)));
@@ -280,10 +273,17 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
      */
     void disagree(int peer, int theirs) {
         if (aborted != null) return;
-        CollectiveMismatchException m = describe(peer, theirs, false, " (seen in the store after " + io.hcomm4j.Units.duration(System.nanoTime() - startNanos)
-                + " of waiting: no message of one's op reaches the other)");
-        org.slf4j.LoggerFactory.getLogger(TransportLinks.class).warn("{} (told the other ranks)", m.getMessage());
+        failEverywhere(describe(peer, theirs, false, " (seen in the store after " + io.hcomm4j.Units.duration(System.nanoTime() - startNanos)
+                + " of waiting: no message of one's op reaches the other)"), true);
+    }
+
+    /**
+     * A mismatch found here: this op fails with {@code m} and every other rank is told; {@code log}: also at WARN here
+     * (found after this rank's part ended, or by the store, where no exception of this rank's op may show it).
+     */
+    private void failEverywhere(CollectiveMismatchException m, boolean log) {
         abort(m);
+        if (log) org.slf4j.LoggerFactory.getLogger(TransportLinks.class).warn("{} (told the other ranks)", m.getMessage());
         tellOthersOf(m);
     }
 
