@@ -24,6 +24,7 @@ public final class CommConfig {
     private final int rank;
     private final int worldSize;
     private final String secret;
+    private final TlsConfig tls;
     private final Duration timeout;
     private final Duration initTimeout;
     private final String socketIfname;
@@ -77,6 +78,7 @@ public final class CommConfig {
         this.rank = b.rank;
         this.worldSize = b.worldSize;
         this.secret = b.secret;
+        this.tls = b.tls;
         this.timeout = b.timeout;
         this.initTimeout = b.initTimeout;
         this.socketIfname = b.socketIfname;
@@ -156,6 +158,9 @@ public final class CommConfig {
 
     /** The job secret proven on every connection, if one is set. */
     public Optional<String> secret() { return Optional.ofNullable(secret); }
+
+    /** TLS under every TCP connection ({@code HCOMM_TLS}), if on. */
+    public Optional<TlsConfig> tls() { return Optional.ofNullable(tls); }
 
     /** Deadline of every blocking call. */
     public Duration timeout() { return timeout; }
@@ -358,7 +363,7 @@ public final class CommConfig {
     @Override
     public String toString() {
         return "CommConfig{initMethod=" + initMethod + ", rank=" + rank + ", worldSize=" + worldSize
-                + ", secret=" + (secret == null ? "unset" : "***") + ", timeout=" + d(timeout)
+                + ", secret=" + (secret == null ? "unset" : "***") + (tls == null ? "" : ", tls=" + tls) + ", timeout=" + d(timeout)
                 + ", initTimeout=" + d(initTimeout) + ", socketIfname=" + socketIfname + ", socketAddr=" + socketAddr
                 + ", spinTime=" + d(spinTime) + ", eagerLimit=" + eagerLimit + ", unexpectedLimit=" + unexpectedLimit
                 + ", storeHosted=" + storeHosted + ", storePort=" + storePort + ", storeReconnect=" + d(storeReconnect) + ", storeScope=" + storeScope + ", algo=" + algo + ", tuningFile=" + tuningFile + ", feedback=" + feedback + ", join=" + join + ", channels=" + channels + (tcpCongestion.isEmpty() ? "" : ", tcpCongestion=" + tcpCongestion) + ", tuneAtInit=" + tuneAtInit + ", check=" + (fullCheck ? "full" : "cheap")
@@ -379,6 +384,8 @@ public final class CommConfig {
         private int rank = UNSET;
         private int worldSize = UNSET;
         private String secret;
+        private TlsConfig tls;
+        private final TlsConfig.Parts tlsParts = new TlsConfig.Parts();
         private Duration timeout = Duration.ofMinutes(5);
         private Duration initTimeout = Duration.ofMinutes(2);
         private String socketIfname;
@@ -428,6 +435,12 @@ public final class CommConfig {
 
         /** @param secret the job secret, or {@code null} for none (connections are then not authenticated) */
         public Builder secret(String secret) { this.secret = secret; return this; }
+
+        /** @param tls TLS under every TCP connection, or {@code null} for plain TCP (the default; HCOMM_TLS) */
+        public Builder tls(TlsConfig tls) { this.tls = tls; return this; }
+
+        /** HCOMM_TLS_*: the parts of a TLS config set one by one from the environment. */
+        TlsConfig.Parts tlsParts() { return tlsParts; }
 
         /** @param timeout deadline of every blocking call */
         public Builder timeout(Duration timeout) { this.timeout = Objects.requireNonNull(timeout, "timeout"); return this; }
@@ -568,6 +581,8 @@ public final class CommConfig {
                 throw new IllegalArgumentException("storeReconnect (HCOMM_STORE_RECONNECT) must be in [0, 10 min], was " + d(storeReconnect));
             }
             ConfigChecks.storeScope(storeScope);
+            if (tls == null && tlsParts.on) tls = tlsParts.build();
+            if (tls != null) io.hcomm4j.security.TlsContext.of(tls); // fails here, naming the file, if a store is unusable
             try {
                 Providers.session().checkAlgorithms(algo);
             } catch (IllegalArgumentException e) {

@@ -116,7 +116,7 @@ public final class Hcomm implements AutoCloseable {
 
     /**
      * Diagnostics: what carries this session's messages to world rank {@code rank} right now: {@code "shm"} (shared
-     * memory, a peer on this host), {@code "tcp"}, {@code "self"}, or {@code "none"} (not connected yet: connections
+     * memory, a peer on this host), {@code "tcp"}, {@code "tls"} (TCP under HCOMM_TLS), {@code "self"}, or {@code "none"} (not connected yet: connections
      * open on first use, or the connection is gone). {@code HCOMM_TRANSPORT} decides between shm and tcp.
      */
     public String transportTo(int rank) {

@@ -158,7 +158,7 @@ public interface TransferEngine extends AutoCloseable {
     List<Notification> drainNotifies();
 
     /**
-     * Diagnostics: what carries messages to {@code remote} now: {@code "shm"}, {@code "tcp"}, {@code "self"}, or
+     * Diagnostics: what carries messages to {@code remote} now: {@code "shm"}, {@code "tcp"}, {@code "tls"}, {@code "self"}, or
      * {@code "none"} (not connected, or the connection is gone).
      */
     String transportTo(RemoteEngine remote);

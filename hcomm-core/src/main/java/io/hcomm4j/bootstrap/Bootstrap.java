@@ -2,6 +2,7 @@ package io.hcomm4j.bootstrap;
 
 import io.hcomm4j.CommConfig;
 import io.hcomm4j.HcommException;
+import io.hcomm4j.security.Auth;
 import java.net.Inet4Address;
 import java.net.Inet6Address;
 import java.net.InetAddress;
@@ -81,6 +82,7 @@ public final class Bootstrap {
             LOG.warn("no job secret: store and data connections are unauthenticated, so any process that can reach "
                     + "them can join or disturb the job; set HCOMM_SECRET (hcomm launch sets one for you)");
         }
+        Auth auth = Auth.of(secret, config.tls().orElse(null));
         // Resolved before the store, so a misconfigured address fails fast instead of after the rendezvous.
         InetAddress explicitData = explicitDataAddress(config);
 
@@ -107,7 +109,7 @@ public final class Bootstrap {
             }
             if (rank == 0 && !config.storeHosted() && !replacement) {
                 try {
-                    server = TcpStoreServer.start(storeAddress, secret);
+                    server = TcpStoreServer.start(storeAddress, auth);
                 } catch (HcommException e) {
                     throw new HcommException("rank 0 serves the store but cannot listen on " + StoreProtocol.hostPort(storeAddress) + " ("
                             + origin + "): " + (e.getCause() != null ? e.getCause() : e.getMessage()) + "; the address must belong to rank 0's host and the port "
@@ -119,7 +121,7 @@ public final class Bootstrap {
             try {
                 // Only a store served by another process (a launcher, `hcomm store`) can come back after a restart; one that
                 // rank 0 serves goes away with rank 0, and there is nothing to reconnect to.
-                store = TcpStore.connect(connectTo, secret, config.initTimeout(),
+                store = TcpStore.connect(connectTo, auth, config.initTimeout(),
                         config.storeHosted() ? config.storeReconnect() : java.time.Duration.ZERO);
             } catch (RuntimeException e) {
                 StoreProtocol.closeQuietly(server);

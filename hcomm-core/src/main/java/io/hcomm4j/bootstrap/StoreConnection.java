@@ -140,9 +140,9 @@ record StoreConnection(SocketChannel channel, DataInputStream in, DataOutputStre
             Duration left = Duration.ofNanos(Math.max(0, deadline - System.nanoTime()));
             Duration hs = left.compareTo(HANDSHAKE_MAX) > 0 ? HANDSHAKE_MAX
                     : left.compareTo(HANDSHAKE_MIN) < 0 ? HANDSHAKE_MIN : left;
-            auth.connect(ch, Auth.STORE, hs);
-            return new StoreConnection(ch, new DataInputStream(new BufferedInputStream(ch.socket().getInputStream(), BUFFER_BYTES)),
-                    new DataOutputStream(new BufferedOutputStream(ch.socket().getOutputStream(), BUFFER_BYTES)));
+            io.hcomm4j.security.Wire w = auth.connect(ch, Auth.STORE, hs);
+            return new StoreConnection(ch, new DataInputStream(new BufferedInputStream(w.in(), BUFFER_BYTES)),
+                    new DataOutputStream(new BufferedOutputStream(w.out(), BUFFER_BYTES)));
         } catch (IOException | RuntimeException e) {
             StoreProtocol.closeQuietly(ch);
             throw e;

@@ -138,9 +138,13 @@ public final class TcpStore implements Store {
      * @throws HcommException       the server refused the secret (or is not an HComm4J store)
      */
     public static TcpStore connect(InetSocketAddress address, String secret, Duration timeout, Duration reconnect) {
+        return connect(address, Auth.of(secret), timeout, reconnect);
+    }
+
+    /** As {@link #connect(InetSocketAddress, String, Duration, Duration)}, proving {@code auth} (and under its TLS, if any). */
+    public static TcpStore connect(InetSocketAddress address, Auth auth, Duration timeout, Duration reconnect) {
         if (reconnect == null || reconnect.isNegative()) throw new IllegalArgumentException("reconnect must be >= 0, was " + reconnect);
         long deadline = System.nanoTime() + waitMillis(timeout) * 1_000_000L;
-        Auth auth = Auth.of(secret);
         long clientId = RANDOM.nextLong();
         StoreConnection.First f = StoreConnection.connectFirst(address, auth, deadline, timeout, clientId);
         TcpStore store = new TcpStore(f, auth, reconnect, clientId);

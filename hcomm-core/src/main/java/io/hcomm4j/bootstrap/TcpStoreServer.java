@@ -4,6 +4,7 @@ import static io.hcomm4j.bootstrap.StoreProtocol.*;
 
 import io.hcomm4j.HcommException;
 import io.hcomm4j.security.Auth;
+import io.hcomm4j.security.Wire;
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
 import java.io.DataInputStream;
@@ -68,11 +69,11 @@ public final class TcpStoreServer implements AutoCloseable {
     private final StoreSessions sessions = new StoreSessions(incarnation);
     private final StoreData data = new StoreData();
 
-    private TcpStoreServer(ServerSocketChannel server, String secret, Duration handshakeTimeout) throws IOException {
+    private TcpStoreServer(ServerSocketChannel server, Auth auth, Duration handshakeTimeout) throws IOException {
         this.server = server;
         this.address = (InetSocketAddress) server.getLocalAddress();
         this.name = hostPort(address);
-        this.auth = Auth.of(secret);
+        this.auth = auth;
         this.handshakeTimeout = handshakeTimeout;
         // A platform thread so the acceptor shows in ordinary thread dumps; daemon so a forgotten server cannot
         // keep the JVM alive.
@@ -82,18 +83,27 @@ public final class TcpStoreServer implements AutoCloseable {
 
     /** Starts serving on {@code bind} (port 0 picks a free port). {@code secret} may be null (unauthenticated). */
     public static TcpStoreServer start(InetSocketAddress bind, String secret) {
-        return start(bind, secret, DEFAULT_HANDSHAKE_TIMEOUT);
+        return start(bind, Auth.of(secret), DEFAULT_HANDSHAKE_TIMEOUT);
+    }
+
+    /** Starts serving on {@code bind}; every connection proves {@code auth} (under its TLS, if any). */
+    public static TcpStoreServer start(InetSocketAddress bind, Auth auth) {
+        return start(bind, auth, DEFAULT_HANDSHAKE_TIMEOUT);
+    }
+
+    static TcpStoreServer start(InetSocketAddress bind, String secret, Duration handshakeTimeout) {
+        return start(bind, Auth.of(secret), handshakeTimeout);
     }
 
     /** As {@link #start(InetSocketAddress, String)} with a chosen handshake deadline (tests use a short one). */
-    static TcpStoreServer start(InetSocketAddress bind, String secret, Duration handshakeTimeout) {
+    static TcpStoreServer start(InetSocketAddress bind, Auth auth, Duration handshakeTimeout) {
         ServerSocketChannel ch = null;
         try {
             ch = ServerSocketChannel.open();
             // Lets a restarted job rebind the port while old connections linger in TIME_WAIT.
             ch.setOption(StandardSocketOptions.SO_REUSEADDR, true);
             ch.bind(bind, 1024);
-            TcpStoreServer s = new TcpStoreServer(ch, secret, handshakeTimeout);
+            TcpStoreServer s = new TcpStoreServer(ch, auth, handshakeTimeout);
             s.acceptor.start();
             LOG.debug("store serving on {}", s.name);
             return s;
@@ -200,8 +210,9 @@ public final class TcpStoreServer implements AutoCloseable {
         SocketChannel ch = c.channel;
         String peer = remote(ch);
         try {
+            Wire w;
             try {
-                auth.accept(ch, Auth.STORE, handshakeTimeout);
+                w = auth.accept(ch, Auth.STORE, handshakeTimeout);
             } catch (IOException e) {
                 if (!closed) {
                     rejected.incrementAndGet();
@@ -211,10 +222,10 @@ public final class TcpStoreServer implements AutoCloseable {
             }
             // Auth leaves its handshake read timeout on the socket; an authenticated rank may idle for as long
             // as it likes between requests.
-            ch.socket().setSoTimeout(0);
+            w.readTimeout(0);
             ch.socket().setTcpNoDelay(true);
-            DataInputStream in = new DataInputStream(new BufferedInputStream(ch.socket().getInputStream(), 8192));
-            DataOutputStream out = new DataOutputStream(new BufferedOutputStream(ch.socket().getOutputStream(), 8192));
+            DataInputStream in = new DataInputStream(new BufferedInputStream(w.in(), 8192));
+            DataOutputStream out = new DataOutputStream(new BufferedOutputStream(w.out(), 8192));
             while (!closed) {
                 int op = in.read();
                 if (op < 0) break;

@@ -264,7 +264,7 @@ public final class Session implements SessionProvider.SessionHandle {
     }
 
     /**
-     * What carries messages to world rank {@code rank} now: {@code "shm"}, {@code "tcp"}, {@code "self"} or {@code "none"}
+     * What carries messages to world rank {@code rank} now: {@code "shm"}, {@code "tcp"}, {@code "tls"}, {@code "self"} or {@code "none"}
      * (no connection yet: connections open on first use).
      */
     public String transportTo(int rank) {

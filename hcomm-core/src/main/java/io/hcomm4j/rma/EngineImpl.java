@@ -94,7 +94,7 @@ public final class EngineImpl implements TransferEngine {
             int slots = dir.slots(config.slots());
             int slot = dir.takeSlot(slots);
             String name = config.name().orElse("engine-" + slot);
-            t = PeerTransport.open(slot, slots, j.dataAddress(), Auth.of(c.secret().orElse(null)), token, options(c));
+            t = PeerTransport.open(slot, slots, j.dataAddress(), Auth.of(c.secret().orElse(null), c.tls().orElse(null)), token, options(c));
             t.withoutNeighbourRing();
             String host = c.hostId().orElseGet(() -> HostIdentity.of(shmDir));
             boolean shm = c.transport() != CommConfig.Transport.TCP;

@@ -19,6 +19,10 @@ import javax.crypto.spec.SecretKeySpec;
  * {@code "HCMA", nonceI[32], HMAC(secret, "I"|purpose|nonceA|nonceI)}; acceptor checks it and answers
  * {@code HMAC(secret, "A"|purpose|nonceI|nonceA)}, which the initiator checks. Every message has a fixed
  * size, so nothing a stranger sends decides how much is read or allocated. The secret never crosses the wire.
+ *
+ * <p>With TLS ({@link #withTls}) the TLS 1.3 handshake (mutual, certificates from the job's stores) comes first and
+ * the exchange above runs inside it, its HMACs also over keying material exported from the TLS session: a proof
+ * made for one TLS connection is worth nothing on another, so the certificate admits a machine and the secret a job.
  */
 public final class Auth {
     /** Purpose byte of store connections. */
@@ -34,9 +38,31 @@ public final class Auth {
     private static final SecureRandom RANDOM = new SecureRandom();
 
     private final byte[] key;
+    /** TLS under every connection, or {@code null} for plain TCP. */
+    private final TlsContext tls;
 
     private Auth(byte[] key) {
+        this(key, null);
+    }
+
+    private Auth(byte[] key, TlsContext tls) {
         this.key = key;
+        this.tls = tls;
+    }
+
+    /** The authenticator of a job: its secret, and TLS under every connection if {@code tls} is not null. */
+    public static Auth of(String secret, io.hcomm4j.TlsConfig tls) {
+        return of(secret).withTls(tls == null ? null : TlsContext.of(tls));
+    }
+
+    /** This authenticator with every connection under TLS first ({@code null}: plain TCP). */
+    public Auth withTls(TlsContext tls) {
+        return new Auth(key, tls);
+    }
+
+    /** The TLS context connections run under, or {@code null}. */
+    public TlsContext tls() {
+        return tls;
     }
 
     /**
@@ -71,21 +97,24 @@ public final class Auth {
      * @throws AuthException the peer failed the challenge
      * @throws IOException   I/O failure or timeout
      */
-    public void accept(SocketChannel ch, byte purpose, Duration timeout) throws IOException {
+    public Wire accept(SocketChannel ch, byte purpose, Duration timeout) throws IOException {
         long deadline = System.nanoTime() + timeout.toNanos();
+        Wire w = open(ch, false, deadline);
+        byte[] binding = binding(w);
         byte[] nonceA = nonce();
         ByteBuffer hello = ByteBuffer.allocate(4 + 2 + NONCE).putInt(MAGIC).put(VERSION).put(purpose).put(nonceA).flip();
-        writeFully(ch, hello, deadline);
-        ByteBuffer reply = readFully(ch, 4 + NONCE + MAC, deadline);
+        writeFully(w, hello, deadline);
+        ByteBuffer reply = readFully(w, 4 + NONCE + MAC, deadline);
         if (reply.getInt() != MAGIC) throw new AuthException("peer does not speak the HComm4J handshake");
         byte[] nonceI = new byte[NONCE];
         reply.get(nonceI);
         byte[] mac = new byte[MAC];
         reply.get(mac);
-        if (!MessageDigest.isEqual(mac, hmac((byte) 'I', purpose, nonceA, nonceI))) {
+        if (!MessageDigest.isEqual(mac, hmac((byte) 'I', purpose, nonceA, nonceI, binding))) {
             throw new AuthException("peer did not prove the job secret");
         }
-        writeFully(ch, ByteBuffer.wrap(hmac((byte) 'A', purpose, nonceI, nonceA)), deadline);
+        writeFully(w, ByteBuffer.wrap(hmac((byte) 'A', purpose, nonceI, nonceA, binding)), deadline);
+        return w;
     }
 
     /**
@@ -94,9 +123,11 @@ public final class Auth {
      * @throws AuthException the acceptor failed the challenge (wrong job, wrong secret or not HComm4J)
      * @throws IOException   I/O failure or timeout
      */
-    public void connect(SocketChannel ch, byte purpose, Duration timeout) throws IOException {
+    public Wire connect(SocketChannel ch, byte purpose, Duration timeout) throws IOException {
         long deadline = System.nanoTime() + timeout.toNanos();
-        ByteBuffer hello = readFully(ch, 4 + 2 + NONCE, deadline);
+        Wire w = open(ch, true, deadline);
+        byte[] binding = binding(w);
+        ByteBuffer hello = readFully(w, 4 + 2 + NONCE, deadline);
         if (hello.getInt() != MAGIC) throw new AuthException("server does not speak the HComm4J handshake");
         byte version = hello.get();
         if (version != VERSION) throw new AuthException("server speaks handshake version " + version + ", this is " + VERSION);
@@ -106,21 +137,37 @@ public final class Auth {
         hello.get(nonceA);
         byte[] nonceI = nonce();
         ByteBuffer reply = ByteBuffer.allocate(4 + NONCE + MAC).putInt(MAGIC).put(nonceI)
-                .put(hmac((byte) 'I', purpose, nonceA, nonceI)).flip();
-        writeFully(ch, reply, deadline);
+                .put(hmac((byte) 'I', purpose, nonceA, nonceI, binding)).flip();
+        writeFully(w, reply, deadline);
         ByteBuffer proof;
         try {
-            proof = readFully(ch, MAC, deadline);
+            proof = readFully(w, MAC, deadline);
         } catch (EOFException | java.net.SocketException e) {
             // the acceptor hangs up on a wrong proof: that is its answer
             throw new AuthException("the other side closed the connection after our proof: wrong job secret?");
         }
-        if (!MessageDigest.isEqual(proof.array(), hmac((byte) 'A', purpose, nonceI, nonceA))) {
+        if (!MessageDigest.isEqual(proof.array(), hmac((byte) 'A', purpose, nonceI, nonceA, binding))) {
             throw new AuthException("server did not prove the job secret");
+        }
+        return w;
+    }
+
+    /** The connection as the handshake runs on it: under TLS first if this job uses TLS. */
+    private Wire open(SocketChannel ch, boolean client, long deadline) throws IOException {
+        if (tls == null) return Wire.plain(ch);
+        try {
+            return Wire.secure(ch, TlsChannel.handshake(ch, tls.engine(client), deadline));
+        } catch (javax.net.ssl.SSLException e) {
+            throw new AuthException("TLS handshake failed: " + e.getMessage()
+                    + " (do all ranks use HCOMM_TLS with certificates their HCOMM_TLS_TRUSTSTORE trusts?)");
         }
     }
 
-    private byte[] hmac(byte role, byte purpose, byte[] first, byte[] second) {
+    private static byte[] binding(Wire w) throws IOException {
+        return w.tls() == null ? new byte[0] : w.tls().binding();
+    }
+
+    private byte[] hmac(byte role, byte purpose, byte[] first, byte[] second, byte[] binding) {
         try {
             Mac mac = Mac.getInstance("HmacSHA256");
             mac.init(new SecretKeySpec(key, "HmacSHA256"));
@@ -128,6 +175,7 @@ public final class Auth {
             mac.update(purpose);
             mac.update(first);
             mac.update(second);
+            mac.update(binding);
             return mac.doFinal();
         } catch (GeneralSecurityException e) {
             throw new IllegalStateException("HmacSHA256 unavailable", e);
@@ -140,14 +188,14 @@ public final class Auth {
         return n;
     }
 
-    /** Reads exactly {@code n} bytes from a blocking channel before the deadline (System.nanoTime based). */
-    static ByteBuffer readFully(SocketChannel ch, int n, long deadline) throws IOException {
+    /** Reads exactly {@code n} bytes from a blocking connection before the deadline (System.nanoTime based). */
+    static ByteBuffer readFully(Wire w, int n, long deadline) throws IOException {
         ByteBuffer b = ByteBuffer.allocate(n);
-        var in = ch.socket().getInputStream();
+        var in = w.in();
         while (b.hasRemaining()) {
             long left = deadline - System.nanoTime();
             if (left <= 0) throw new IOException("handshake timed out");
-            ch.socket().setSoTimeout((int) Math.max(1, left / 1_000_000));
+            w.readTimeout((int) Math.max(1, left / 1_000_000));
             int r;
             try {
                 r = in.read(b.array(), b.position(), b.remaining());
@@ -160,10 +208,8 @@ public final class Auth {
         return b.flip();
     }
 
-    static void writeFully(SocketChannel ch, ByteBuffer b, long deadline) throws IOException {
-        while (b.hasRemaining()) {
-            if (System.nanoTime() > deadline) throw new IOException("handshake timed out");
-            ch.write(b);
-        }
+    static void writeFully(Wire w, ByteBuffer b, long deadline) throws IOException {
+        if (System.nanoTime() > deadline) throw new IOException("handshake timed out");
+        w.write(b);
     }
 }

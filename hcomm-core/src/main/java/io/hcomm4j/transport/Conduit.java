@@ -38,7 +38,7 @@ interface Conduit {
     /** Closes the pipe; later reads and writes fail. Idempotent. */
     void close() throws IOException;
 
-    /** {@code "tcp"} or {@code "shm"}: what carries the bytes (diagnostics, tests). */
+    /** {@code "tcp"}, {@code "tls"} (TCP under TLS) or {@code "shm"}: what carries the bytes (diagnostics, tests). */
     String kind();
 
     /**

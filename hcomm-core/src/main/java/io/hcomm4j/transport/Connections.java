@@ -4,6 +4,7 @@ import io.hcomm4j.HcommException;
 import io.hcomm4j.PeerFailedException;
 import io.hcomm4j.memory.SharedFiles;
 import io.hcomm4j.security.Auth;
+import io.hcomm4j.security.Wire;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.StandardSocketOptions;
@@ -66,23 +67,23 @@ final class Connections {
         return connectTimeout;
     }
 
-    void authenticate(SocketChannel ch, Duration timeout) throws IOException {
-        auth.connect(ch, Auth.DATA, timeout);
+    Wire authenticate(SocketChannel ch, Duration timeout) throws IOException {
+        return auth.connect(ch, Auth.DATA, timeout);
     }
 
     /** Writes our hello (blocking channel): the connection it replaces ({@code epoch}, 0: none) and the last frame received. */
-    void writeHello(SocketChannel ch, int peer, byte[] offerName, long epoch, long resume) throws IOException {
+    void writeHello(Wire ch, int peer, byte[] offerName, long epoch, long resume) throws IOException {
         writeHello(ch, peer, offerName, epoch, resume, 0);
     }
 
     /** As above, for rail {@code rail} of the pair (0: the primary link). */
-    void writeHello(SocketChannel ch, int peer, byte[] offerName, long epoch, long resume, int rail) throws IOException {
+    void writeHello(Wire ch, int peer, byte[] offerName, long epoch, long resume, int rail) throws IOException {
         HelloDescriptor.writeHello(ch, rank, peer, size, jobToken + incarnations[rank], unexpectedLimit, offerName,
                 t.retryMax > 0, epoch, resume, rail);
     }
 
     /** Accepts a hello: our file-name prefix if we mapped the offered rings, the connection's number, where we resume. */
-    void writeAccept(SocketChannel ch, boolean mapped, long epoch, long resume) throws IOException {
+    void writeAccept(Wire ch, boolean mapped, long epoch, long resume) throws IOException {
         byte[] me = mapped ? SharedFiles.ownPrefix().getBytes(StandardCharsets.US_ASCII) : new byte[0];
         HelloDescriptor.writeAccept(ch, unexpectedLimit, me, t.retryMax > 0, epoch, resume);
     }
@@ -195,17 +196,17 @@ final class Connections {
                 ch = SocketChannel.open();
                 ch.socket().connect(addr, (int) Math.max(1, Math.min(10_000, (connectDeadline - System.nanoTime()) / 1_000_000)));
                 ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
-                auth.connect(ch, Auth.DATA, Duration.ofSeconds(10));
-                writeHello(ch, peer, offerName, 0, 0);
-                ch.socket().setSoTimeout(10_000);
-                HelloDescriptor.Answer a = HelloDescriptor.readAnswer(ch.socket().getInputStream(), peer);
+                Wire w = auth.connect(ch, Auth.DATA, Duration.ofSeconds(10));
+                writeHello(w, peer, offerName, 0, 0);
+                w.readTimeout(10_000);
+                HelloDescriptor.Answer a = HelloDescriptor.readAnswer(w.in(), peer);
                 if (a.code() == HelloDescriptor.ACCEPT) {
                     if (offer != null && a.peerPrefix() == null) {
                         PeerTransport.LOG.warn("rank {}: rank {} did not map the shared-memory rings offered to it; using TCP to it", rank, peer);
                     }
                     Conduit conduit = offer != null && a.peerPrefix() != null
-                            ? ShmConduit.of(l, t.progress, ch, offer, true, t.shm().dir(), a.peerPrefix())
-                            : new SocketConduit(ch, l, t.progress, t.congestion);
+                            ? ShmConduit.of(l, t.progress, w, offer, true, t.shm().dir(), a.peerPrefix())
+                            : new SocketConduit(w, l, t.progress, t.congestion);
                     synchronized (l) {
                         if (l.state == PeerLink.State.FAILED || l.state == PeerLink.State.CLOSED) {
                             // failed (reported by another rank) or closed while we connected
@@ -366,9 +367,9 @@ final class Connections {
         String from = "?";
         try {
             from = String.valueOf(ch.getRemoteAddress());
-            auth.accept(ch, Auth.DATA, Duration.ofSeconds(10));
-            ch.socket().setSoTimeout(10_000);
-            HelloDescriptor.Hello hello = HelloDescriptor.readHello(ch.socket().getInputStream());
+            Wire w = auth.accept(ch, Auth.DATA, Duration.ofSeconds(10));
+            w.readTimeout(10_000);
+            HelloDescriptor.Hello hello = HelloDescriptor.readHello(w.in());
             int src = hello.source();
             if (hello.magic() != HelloDescriptor.MAGIC || hello.limit() < 0 || hello.destination() != rank || hello.worldSize() != size
                     || src < 0 || src >= size || src == rank || hello.token() != jobToken + incarnations[src]) {
@@ -378,7 +379,7 @@ final class Connections {
             }
             long peerLimit = hello.limit();
             if (hello.rail() != 0) {
-                t.rails.accept(ch, src, hello.rail(), peerLimit, hello.ringFile() == null && hello.epoch() == 0);
+                t.rails.accept(w, src, hello.rail(), peerLimit, hello.ringFile() == null && hello.epoch() == 0);
                 return;
             }
             String ringFile = hello.ringFile();
@@ -401,13 +402,13 @@ final class Connections {
             boolean used = false;
             try {
                 if (epoch == 0) {
-                    used = acceptNew(ch, l, src, peerLimit, peerReliable, mapped, peerPrefix, so);
+                    used = acceptNew(w, l, src, peerLimit, peerReliable, mapped, peerPrefix, so);
                     if (l.state == PeerLink.State.CONNECTED) {
                         t.failures.tellNewPeer(l);
                         t.rails.primaryUp(l);
                     }
                 } else {
-                    used = t.reconnector.acceptReconnect(ch, l, src, epoch, resume, peerReliable, mapped, peerPrefix, so);
+                    used = t.reconnector.acceptReconnect(w, l, src, epoch, resume, peerReliable, mapped, peerPrefix, so);
                 }
             } finally {
                 if (mapped != null && !used) mapped.unmap();
@@ -433,7 +434,7 @@ final class Connections {
     }
 
     /** A first connection from {@code src}: taken unless ours is under way and we are the lower rank; true if the rings are used. */
-    private boolean acceptNew(SocketChannel ch, PeerLink l, int src, long peerLimit, boolean peerReliable,
+    private boolean acceptNew(Wire ch, PeerLink l, int src, long peerLimit, boolean peerReliable,
                               ShmConduit.Mapping mapped, String peerPrefix, ShmOptions so) throws IOException {
         synchronized (l) {
             boolean keepOurs = l.state == PeerLink.State.CONNECTING && rank < src;

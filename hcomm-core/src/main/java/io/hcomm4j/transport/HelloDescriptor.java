@@ -3,7 +3,7 @@ package io.hcomm4j.transport;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.ByteBuffer;
-import java.nio.channels.SocketChannel;
+import io.hcomm4j.security.Wire;
 import java.nio.charset.StandardCharsets;
 
 /**
@@ -74,7 +74,7 @@ final class HelloDescriptor {
     record Answer(byte code, long peerLimit, String peerPrefix, boolean reliable, long epoch, long resume) {
     }
 
-    static void writeHello(SocketChannel ch, int source, int destination, int worldSize, long token, long limit,
+    static void writeHello(Wire ch, int source, int destination, int worldSize, long token, long limit,
                            byte[] ringFile, boolean reliable, long epoch, long resume, int rail) throws IOException {
         ByteBuffer hello = ByteBuffer.allocate(FIXED_LENGTH + OFFER_LENGTH + ringFile.length + RESUME_LENGTH);
         hello.putInt(MAGIC_OFFSET, MAGIC).putInt(SOURCE_OFFSET, source).putInt(DESTINATION_OFFSET, destination)
@@ -104,7 +104,7 @@ final class HelloDescriptor {
     }
 
     /** Accepts a hello: our unexpected limit, our file prefix if we mapped the offered rings, our resume part. */
-    static void writeAccept(SocketChannel ch, long limit, byte[] prefix, boolean reliable, long epoch, long resume)
+    static void writeAccept(Wire ch, long limit, byte[] prefix, boolean reliable, long epoch, long resume)
             throws IOException {
         boolean mapped = prefix.length > 0;
         ByteBuffer reply = ByteBuffer.allocate(ANSWER_HEAD_LENGTH + (mapped ? 2 + prefix.length : 0) + RESUME_LENGTH)
@@ -115,9 +115,9 @@ final class HelloDescriptor {
     }
 
     /** Turns a hello down with {@code code} ({@link #REJECT} or {@link #GONE}) and closes the channel. */
-    static void writeRefusal(SocketChannel ch, byte code) throws IOException {
+    static void writeRefusal(Wire ch, byte code) throws IOException {
         ch.write(ByteBuffer.wrap(new byte[] {code}));
-        ch.close();
+        ch.channel().close();
     }
 
     static Answer readAnswer(InputStream in, int peer) throws IOException {
@@ -165,7 +165,7 @@ final class HelloDescriptor {
         return b;
     }
 
-    private static void write(SocketChannel ch, ByteBuffer b) throws IOException {
-        while (b.hasRemaining()) ch.write(b);
+    private static void write(Wire ch, ByteBuffer b) throws IOException {
+        ch.write(b);
     }
 }

@@ -227,7 +227,7 @@ public final class PeerTransport implements AutoCloseable {
     }
 
     /**
-     * What carries the bytes to world rank {@code peer} now: {@code "shm"}, {@code "tcp"}, {@code "self"}, or {@code "none"}
+     * What carries the bytes to world rank {@code peer} now: {@code "shm"}, {@code "tcp"}, {@code "tls"}, {@code "self"}, or {@code "none"}
      * (not connected yet, or the connection is gone). Diagnostics and tests.
      */
     public String transportTo(int peer) {

@@ -6,6 +6,7 @@ import java.net.InetSocketAddress;
 import java.net.StandardSocketOptions;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
+import io.hcomm4j.security.Wire;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -308,12 +309,12 @@ final class Rails {
             if (binds.size() > 1) ch.bind(new InetSocketAddress(binds.get(iface), 0));
             ch.socket().connect(to, CONNECT_MILLIS);
             ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
-            t.connections.authenticate(ch, Duration.ofSeconds(10));
-            t.connections.writeHello(ch, peer, new byte[0], 0, 0, k);
-            ch.socket().setSoTimeout(10_000);
-            HelloDescriptor.Answer a = HelloDescriptor.readAnswer(ch.socket().getInputStream(), peer);
+            Wire w = t.connections.authenticate(ch, Duration.ofSeconds(10));
+            t.connections.writeHello(w, peer, new byte[0], 0, 0, k);
+            w.readTimeout(10_000);
+            HelloDescriptor.Answer a = HelloDescriptor.readAnswer(w.in(), peer);
             if (a.code() != HelloDescriptor.ACCEPT) throw new IOException("rank " + peer + " turned the rail down");
-            install(peer, k, ch, a.peerLimit());
+            install(peer, k, w, a.peerLimit());
         } catch (IOException | RuntimeException e) {
             Connections.closeQuietly(ch);
             PeerTransport.LOG.debug("rank {}: cannot open rail {} to rank {} at {}: {}", rank, k, peer, to, e.toString());
@@ -324,7 +325,7 @@ final class Rails {
     }
 
     /** A rail hello from {@code src}: taken if this rank has rails, {@code src} is the lower rank and the primary is up. */
-    void accept(SocketChannel ch, int src, int k, long peerLimit, boolean plain) throws IOException {
+    void accept(Wire ch, int src, int k, long peerLimit, boolean plain) throws IOException {
         PeerLink primary = t.links()[src];
         if (!plain || k >= MAX || src > rank || primary.state != PeerLink.State.CONNECTED
                 || !(primary.ch instanceof SocketConduit)) {
@@ -335,7 +336,7 @@ final class Rails {
         install(src, k, ch, peerLimit);
     }
 
-    private void install(int peer, int k, SocketChannel ch, long peerLimit) throws IOException {
+    private void install(int peer, int k, Wire ch, long peerLimit) throws IOException {
         PeerLink primary = t.links()[peer];
         PeerLink rail = new PeerLink(t.host, peer, k, primary);
         PeerLink old;

@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.StandardSocketOptions;
 import java.nio.channels.SocketChannel;
+import io.hcomm4j.security.Wire;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 
@@ -219,16 +220,16 @@ final class Reconnector {
             if (route != null) ch.bind(route[0]);
             ch.socket().connect(addr, millisLeft(end));
             ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
-            t.connections.authenticate(ch, java.time.Duration.ofMillis(millisLeft(end)));
-            t.connections.writeHello(ch, peer, offerName, epoch, resume);
-            ch.socket().setSoTimeout(millisLeft(end));
-            HelloDescriptor.Answer a = HelloDescriptor.readAnswer(ch.socket().getInputStream(), peer);
+            Wire w = t.connections.authenticate(ch, java.time.Duration.ofMillis(millisLeft(end)));
+            t.connections.writeHello(w, peer, offerName, epoch, resume);
+            w.readTimeout(millisLeft(end));
+            HelloDescriptor.Answer a = HelloDescriptor.readAnswer(w.in(), peer);
             if (a.code() == HelloDescriptor.REJECT) return Attempt.REJECTED;
             if (a.code() == HelloDescriptor.GONE) return Attempt.GONE;
             if (!a.reliable()) throw new IOException("rank " + peer + " accepted a reconnect but does not resend");
             Conduit conduit = offer != null && a.peerPrefix() != null
-                    ? ShmConduit.of(l, t.progress, ch, offer, true, t.shm().dir(), a.peerPrefix())
-                    : new SocketConduit(ch, l, t.progress, t.congestion);
+                    ? ShmConduit.of(l, t.progress, w, offer, true, t.shm().dir(), a.peerPrefix())
+                    : new SocketConduit(w, l, t.progress, t.congestion);
             used[0] = conduit instanceof ShmConduit;
             Object[] result = new Object[1];
             t.progress.withToken(() -> {
@@ -312,7 +313,7 @@ final class Reconnector {
      * the receive side rolled back, the answer says where we resume, and the new connection goes in with what the peer
      * lacks queued first; all under the progress token and the link's monitor. True if the rings are used.
      */
-    boolean acceptReconnect(SocketChannel ch, PeerLink l, int src, long helloEpoch, long peerResume, boolean peerReliable,
+    boolean acceptReconnect(Wire ch, PeerLink l, int src, long helloEpoch, long peerResume, boolean peerReliable,
                                     ShmConduit.Mapping mapped, String peerPrefix, ShmOptions so) throws IOException {
         byte[] verdict = new byte[1];
         boolean[] used = new boolean[1];
@@ -355,14 +356,14 @@ final class Reconnector {
             return used[0];
         }
         if (result[0] instanceof PeerLink.ProtocolException pe) {
-            Connections.closeQuietly(ch);
+            Connections.closeQuietly(ch.channel());
             PeerTransport.LOG.warn("rank {}: cannot resume the connection to rank {}: {}", rank, src, pe.getMessage());
             l.fail(pe);
             return used[0];
         }
         if (result[0] instanceof IOException e) {
             // the answer did not get through: ours is gone too now, so this side re-establishes it as well
-            Connections.closeQuietly(ch);
+            Connections.closeQuietly(ch.channel());
             reconnect(l);
             throw e;
         }

@@ -168,9 +168,14 @@ final class ShmConduit implements Conduit {
         }
     }
 
-    static ShmConduit of(PeerLink link, Progress progress, SocketChannel socket, Mapping m, boolean connecting, Path dir,
-                         String peerPrefix) throws IOException {
-        return new ShmConduit(link, progress, socket, m.arena(), m.segment(), connecting, dir, peerPrefix);
+    /**
+     * The rings of {@code m} under {@code link}; the connection's socket stays as the pair's doorbell (raw bytes, under
+     * TLS or not: they carry no data, and the setup read nothing past its last record).
+     */
+    static ShmConduit of(PeerLink link, Progress progress, io.hcomm4j.security.Wire wire, Mapping m, boolean connecting,
+                         Path dir, String peerPrefix) throws IOException {
+        wire.endBlockingPhase();
+        return new ShmConduit(link, progress, wire.channel(), m.arena(), m.segment(), connecting, dir, peerPrefix);
     }
 
     // ------------------------------------------------------------------------------------------- Conduit

@@ -5,6 +5,8 @@ import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.SocketChannel;
+import io.hcomm4j.security.TlsChannel;
+import io.hcomm4j.security.Wire;
 
 /** A TCP connection as a {@link Conduit}: registered with the progress engine's selector, readiness from it. */
 final class SocketConduit implements Conduit {
@@ -16,6 +18,8 @@ final class SocketConduit implements Conduit {
     static final long UNSENT_MAX = 4 * 1024 * 1024;
 
     private final SocketChannel ch;
+    /** The TLS session the bytes go through, or {@code null} on a plain connection. */
+    private final TlsChannel tls;
     private final PeerLink link;
     private final Progress progress;
     private volatile SelectionKey key;
@@ -30,8 +34,11 @@ final class SocketConduit implements Conduit {
     /** The congestion control algorithm the socket uses ("": not known, over loopback unless one was chosen). */
     final String congestion;
 
-    SocketConduit(SocketChannel ch, PeerLink link, Progress progress, CongestionControl cc) throws IOException {
+    SocketConduit(Wire wire, PeerLink link, Progress progress, CongestionControl cc) throws IOException {
+        SocketChannel ch = wire.channel();
+        wire.endBlockingPhase();
         this.ch = ch;
+        this.tls = wire.tls();
         this.link = link;
         this.progress = progress;
         ch.configureBlocking(false);
@@ -69,22 +76,38 @@ final class SocketConduit implements Conduit {
 
     @Override
     public int read(ByteBuffer dst) throws IOException {
-        return ch.read(dst);
+        return tls == null ? ch.read(dst) : tls.read(dst);
     }
 
     @Override
     public int write(ByteBuffer src) throws IOException {
-        return ch.write(src);
+        if (tls == null) return ch.write(src);
+        int n = tls.write(src);
+        if (tls.pending()) stillWriting();
+        return n;
     }
 
     @Override
     public long write(ByteBuffer[] srcs, int offset, int length) throws IOException {
-        return ch.write(srcs, offset, length);
+        if (tls == null) return ch.write(srcs, offset, length);
+        long n = tls.write(srcs, offset, length);
+        if (tls.pending()) stillWriting();
+        return n;
+    }
+
+    /**
+     * TLS took plaintext whose ciphertext the socket could not take yet: the writer may believe its frame gone, so the
+     * selector must call again once the socket drains ({@link #writeDone} flushes the rest).
+     */
+    private void stillWriting() {
+        if (key == null) return; // not started: start() asks for writability itself
+        wantWrite();
+        progress.wakeup();
     }
 
     @Override
     public void start() throws IOException {
-        key = ch.register(progress.selector, SelectionKey.OP_READ, link);
+        key = ch.register(progress.selector, SelectionKey.OP_READ | (tls != null && tls.pending() ? SelectionKey.OP_WRITE : 0), link);
     }
 
     @Override
@@ -94,6 +117,13 @@ final class SocketConduit implements Conduit {
 
     @Override
     public void writeDone() {
+        if (tls != null) {
+            try {
+                if (!tls.flush()) return; // ciphertext still waits: OP_WRITE stays on and brings us back
+            } catch (IOException e) {
+                return; // the read side sees the broken connection
+            }
+        }
         SelectionKey k = key;
         if (k.isValid()) k.interestOpsAnd(~SelectionKey.OP_WRITE);
     }
@@ -131,6 +161,11 @@ final class SocketConduit implements Conduit {
 
     @Override
     public String kind() {
-        return "tcp";
+        return tls == null ? "tcp" : "tls";
+    }
+
+    /** Whether the bytes go through TLS. */
+    boolean encrypted() {
+        return tls != null;
     }
 }
