@@ -172,7 +172,10 @@ public final class TlsChannel {
 
     /** Unwraps the next record, reading it whole from the socket first if needed (blocking). */
     private void unwrapBlocking(long deadline) throws IOException {
-        if (!netIn.hasRemaining()) readRecord(deadline);
+        if (!netIn.hasRemaining() && !readRecord(deadline)) {
+            endOfInput();
+            return;
+        }
         appIn.compact();
         SSLEngineResult r;
         try {
@@ -184,7 +187,9 @@ public final class TlsChannel {
             case OK -> {
                 if (r.getHandshakeStatus() == SSLEngineResult.HandshakeStatus.NEED_TASK) runTasks();
             }
-            case BUFFER_UNDERFLOW -> readRecord(deadline);
+            case BUFFER_UNDERFLOW -> {
+                if (!readRecord(deadline)) throw new EOFException("connection closed in the middle of a TLS record");
+            }
             case BUFFER_OVERFLOW -> throw new IOException("TLS record larger than the plaintext buffer (" + appSize + " bytes)");
             case CLOSED -> {
                 inputClosed = true;
@@ -195,11 +200,21 @@ public final class TlsChannel {
         }
     }
 
+    /** The peer closed the socket between records: the end of the stream, unless the handshake is not done. */
+    private void endOfInput() throws EOFException {
+        inputClosed = true;
+        if (engine.getHandshakeStatus() != SSLEngineResult.HandshakeStatus.NOT_HANDSHAKING) {
+            throw new EOFException("the peer closed the connection during the TLS handshake (does it run without HCOMM_TLS, "
+                    + "or with a certificate this side does not trust?)");
+        }
+    }
+
     /**
      * Appends exactly one record to {@code netIn}: the 5-byte header, then as many bytes as it announces, never more, so
      * the socket keeps whatever follows. A header that is not TLS fails at once (nothing it says decides a read).
+     * False if the socket ended before the record's first byte.
      */
-    private void readRecord(long deadline) throws IOException {
+    private boolean readRecord(long deadline) throws IOException {
         if (recordBuf == null) recordBuf = new byte[MAX_RECORD];
         InputStream s = ch.socket().getInputStream();
         if (deadline != Long.MAX_VALUE) {
@@ -207,7 +222,14 @@ public final class TlsChannel {
             if (left <= 0) throw new IOException("TLS handshake timed out");
             ch.socket().setSoTimeout((int) Math.max(1, Math.min(Integer.MAX_VALUE, left / 1_000_000)));
         }
-        readFully(s, recordBuf, 0, 5);
+        int first;
+        try {
+            first = s.read(recordBuf, 0, 5);
+        } catch (java.net.SocketTimeoutException e) {
+            throw new IOException("TLS connection timed out while waiting for a record", e);
+        }
+        if (first < 0) return false;
+        readFully(s, recordBuf, first, 5 - first);
         int type = recordBuf[0] & 0xFF;
         int length = ((recordBuf[3] & 0xFF) << 8) | (recordBuf[4] & 0xFF);
         if (type < 20 || type > 24 || recordBuf[1] != 3 || length > MAX_RECORD - 5) {
@@ -219,6 +241,7 @@ public final class TlsChannel {
         netIn.compact();
         netIn.put(recordBuf, 0, 5 + length);
         netIn.flip();
+        return true;
     }
 
     private static void readFully(InputStream s, byte[] b, int off, int n) throws IOException {
