@@ -54,6 +54,27 @@ public final class TlsConfig {
                 trustStorePassword == null ? null : trustStorePassword.clone());
     }
 
+    /**
+     * The TLS config the {@code HCOMM_TLS*} variables of {@code env} describe: empty unless {@code HCOMM_TLS} is on (for
+     * tools that read another process's environment, such as the launcher; a rank reads its own with
+     * {@link CommConfig#fromEnvironment()}).
+     *
+     * @throws IllegalArgumentException a setting is missing or bad (the message names it)
+     */
+    public static java.util.Optional<TlsConfig> fromVariables(java.util.Map<String, String> env) {
+        CommConfig.Builder b = CommConfig.builder();
+        for (ConfigSetting s : ConfigSetting.values()) {
+            String v = env.get(s.env());
+            if (!s.name().startsWith("TLS") || v == null || v.isBlank()) continue;
+            try {
+                s.apply(b, v.trim());
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("invalid value for " + s.env() + ": " + e.getMessage(), e);
+            }
+        }
+        return b.tlsParts().on ? java.util.Optional.of(b.tlsParts().build()) : java.util.Optional.empty();
+    }
+
     /** The key store. */
     public Path keyStore() {
         return keyStore;

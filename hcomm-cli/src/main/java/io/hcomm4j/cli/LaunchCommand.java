@@ -89,6 +89,15 @@ final class LaunchCommand implements Callable<Integer> {
                     + " random secret; with --nnodes > 1 one of them is required and must be the same on every node).")
     String secret;
 
+    @Option(names = "--tls",
+            description = "Run every TCP connection of the job, store and data, under TLS 1.3 with mutual authentication"
+                    + " (as HCOMM_TLS=1 in this shell does). With HCOMM_TLS_KEYSTORE set, the ranks and the store use the"
+                    + " stores HCOMM_TLS_* name (what a job of several nodes needs: the same trust on every node);"
+                    + " without it, on one node, the launcher makes the job's own key pair (EC P-256, in a folder only"
+                    + " this user can open, removed when the job ends). Shared memory between ranks of one host stays"
+                    + " as it is. See docs/configuration.md, \"TLS\".")
+    boolean tls;
+
     @Option(names = "--grace-period", paramLabel = "TIME", defaultValue = "5s",
             converter = HcommCli.DurationConverter.class,
             description = "How long stopped ranks get between SIGTERM and SIGKILL (default: ${DEFAULT-VALUE}).")
@@ -173,11 +182,32 @@ final class LaunchCommand implements Callable<Integer> {
             throw new ParameterException(spec.commandLine(), "--max-restarts must be >= 0, was " + maxRestarts);
         }
         if (jobSecret == null) jobSecret = Auth.newSecret();
+        JobTls jobTls;
+        try {
+            jobTls = JobTls.choose(tls, parent.env, nnodes, JobFile.directory(parent.env));
+        } catch (IllegalArgumentException e) {
+            throw new ParameterException(spec.commandLine(), e.getMessage());
+        } catch (java.io.IOException e) {
+            parent.err.println("hcomm launch: cannot make the job's TLS keys: " + e.getMessage());
+            return 1;
+        }
+        try {
+            return launch(jobSecret, jobTls, elastic, range, nnodes);
+        } finally {
+            jobTls.close();
+        }
+    }
+
+    private int launch(String jobSecret, JobTls jobTls, boolean elastic, int[] range, int nnodes) {
+        Auth auth = Auth.of(jobSecret, jobTls.config());
         LocalLauncher launcher = new LocalLauncher("hcomm launch", parent.out, parent.err)
                 .gracePeriod(gracePeriod)
                 .aotCache(aotCache)
                 .cpuBind(cpuBind)
-                .maxRestarts(maxRestarts);
+                .maxRestarts(maxRestarts)
+                .tls(jobTls.config())
+                .environment(jobTls.rankVariables());
+        if (jobTls.config() != null) parent.err.println("hcomm launch: TLS 1.3 on every TCP connection (" + jobTls.describe() + ")");
         String addr = masterAddr != null ? masterAddr : "127.0.0.1";
         LocalLauncher.Job job;
         try {
@@ -187,7 +217,7 @@ final class LaunchCommand implements Callable<Integer> {
                 job = new LocalLauncher.Job(procsPerNode, nnodes, 0, addr, masterPort, jobSecret);
                 launcher.elasticNodes(range[0], range[1], nodesWait, initTimeout());
             } else {
-                NodeRendezvous.Place place = NodeRendezvous.arriveAt(new java.net.InetSocketAddress(addr, masterPort), jobSecret, initTimeout());
+                NodeRendezvous.Place place = NodeRendezvous.arriveAt(new java.net.InetSocketAddress(addr, masterPort), auth, initTimeout());
                 parent.err.println("hcomm launch: this is node " + place.nodeRank() + "; the job formed with " + place.nodes()
                         + " node(s)" + (place.late() ? ": this node came late, its ranks join the running job as replacements" : ""));
                 job = new LocalLauncher.Job(procsPerNode, place.nodes(), place.nodeRank(), addr, masterPort, jobSecret, place.late());
@@ -207,7 +237,8 @@ final class LaunchCommand implements Callable<Integer> {
         if (job.hostsStore()) {
             // the port is known once the store listens (0 picks a free one)
             launcher.storeHost((bind, s) -> {
-                LocalLauncher.HostedStore hosted = LocalLauncher.TCP_STORE.start(bind, s);
+                io.hcomm4j.bootstrap.TcpStoreServer server = io.hcomm4j.bootstrap.TcpStoreServer.start(bind, Auth.of(s, jobTls.config()));
+                LocalLauncher.HostedStore hosted = new LocalLauncher.HostedStore(server.address(), server);
                 jobFile[0] = announce(hosted.address(), ranks, key, secretFrom);
                 return hosted;
             });

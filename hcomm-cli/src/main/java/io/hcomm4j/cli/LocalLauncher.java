@@ -141,6 +141,8 @@ final class LocalLauncher {
     private boolean rank0StdoutRaw;
     private Predicate<String> stderrFilter = line -> true;
     private Map<String, String> extraEnvironment = Map.of();
+    /** TLS under the launcher's own store connections (HCOMM_TLS), or null. */
+    private io.hcomm4j.TlsConfig tls;
     private volatile List<Process> started = List.of();
     private CpuBind cpuBind = CpuBind.AUTO;
     private int maxRestarts;
@@ -245,6 +247,12 @@ final class LocalLauncher {
         return this;
     }
 
+    /** The launcher's own store connections (node rendezvous) run under {@code tls} (null: plain TCP). */
+    LocalLauncher tls(io.hcomm4j.TlsConfig tls) {
+        this.tls = tls;
+        return this;
+    }
+
     /** Drops the ranks' stderr lines equal to {@code line} (used for the JVM's incubator warning). */
     LocalLauncher dropStderrLine(String line) {
         this.stderrFilter = l -> !l.equals(line);
@@ -336,7 +344,7 @@ final class LocalLauncher {
         int storePort = store != null ? store.address().getPort() : job.masterPort();
         if (store != null && nodesRange != null) {
             try {
-                int nodes = NodeRendezvous.formOnNode0(store.address(), job.secret(), nodesRange[0], nodesRange[1], nodesWait, nodesTimeout);
+                int nodes = NodeRendezvous.formOnNode0(store.address(), io.hcomm4j.security.Auth.of(job.secret(), tls), nodesRange[0], nodesRange[1], nodesWait, nodesTimeout);
                 err.println(name + ": the job formed with " + nodes + " node(s) (--nnodes " + nodesRange[0] + ":"
                         + nodesRange[1] + "): " + nodes * job.procsPerNode() + " ranks");
                 job = job.withNodes(nodes);

@@ -65,15 +65,15 @@ final class NodeRendezvous {
     }
 
     /** {@link #form} through a client of node 0's own store at {@code store}. */
-    static int formOnNode0(java.net.InetSocketAddress store, String secret, int min, int max, Duration wait, Duration timeout) {
-        try (io.hcomm4j.bootstrap.TcpStore client = io.hcomm4j.bootstrap.TcpStore.connect(store, secret, timeout)) {
+    static int formOnNode0(java.net.InetSocketAddress store, io.hcomm4j.security.Auth auth, int min, int max, Duration wait, Duration timeout) {
+        try (io.hcomm4j.bootstrap.TcpStore client = io.hcomm4j.bootstrap.TcpStore.connect(store, auth, timeout, Duration.ZERO)) {
             return form(client, min, max, wait, timeout);
         }
     }
 
     /** {@link #arrive} through a client of node 0's store at {@code store}. */
-    static Place arriveAt(java.net.InetSocketAddress store, String secret, Duration timeout) {
-        try (io.hcomm4j.bootstrap.TcpStore client = io.hcomm4j.bootstrap.TcpStore.connect(store, secret, timeout)) {
+    static Place arriveAt(java.net.InetSocketAddress store, io.hcomm4j.security.Auth auth, Duration timeout) {
+        try (io.hcomm4j.bootstrap.TcpStore client = io.hcomm4j.bootstrap.TcpStore.connect(store, auth, timeout, Duration.ZERO)) {
             return arrive(client, timeout);
         }
     }

@@ -141,8 +141,19 @@ final class StatusCommand implements Callable<Integer> {
         }
         parent.err.println("hcomm status: job " + chosen.pid() + " of hcomm launch, store at " + chosen.store() + " ("
                 + chosen.file() + ")");
-        return TcpStore.connect(socketAddress(chosen.store(), "the job file's store"), secret != null ? secret : chosen.secret(),
-                timeout);
+        // a job of hcomm launch --tls: its own keys beside the job file, unless this shell names TLS stores
+        io.hcomm4j.TlsConfig tls = tlsOfShell().or(() -> JobTls.madeFor(JobFile.directory(parent.env), chosen.pid())).orElse(null);
+        return TcpStore.connect(socketAddress(chosen.store(), "the job file's store"),
+                io.hcomm4j.security.Auth.of(secret != null ? secret : chosen.secret(), tls), timeout, java.time.Duration.ZERO);
+    }
+
+    /** TLS as this shell's HCOMM_TLS* variables set it (a usage error if they are bad). */
+    private java.util.Optional<io.hcomm4j.TlsConfig> tlsOfShell() {
+        try {
+            return io.hcomm4j.TlsConfig.fromVariables(parent.env);
+        } catch (IllegalArgumentException e) {
+            throw new ParameterException(spec.commandLine(), e.getMessage());
+        }
     }
 
     private Store open(String method, String key) {
@@ -151,7 +162,8 @@ final class StatusCommand implements Callable<Integer> {
             String lower = m.toLowerCase(Locale.ROOT);
             if (lower.startsWith("file://")) return new FileStore(Path.of(m.substring("file://".length())));
             if (lower.startsWith("tcp://")) {
-                return TcpStore.connect(socketAddress(m.substring("tcp://".length()), "--init-method " + m), key, timeout);
+                return TcpStore.connect(socketAddress(m.substring("tcp://".length()), "--init-method " + m),
+                        io.hcomm4j.security.Auth.of(key, tlsOfShell().orElse(null)), timeout, java.time.Duration.ZERO);
             }
             throw new ParameterException(spec.commandLine(), "--init-method " + m + " is not tcp://host:port or file:///dir");
         }
@@ -162,7 +174,7 @@ final class StatusCommand implements Callable<Integer> {
             throw new ParameterException(spec.commandLine(), "where is the job's store? give --init-method tcp://host:port,"
                     + " or set HCOMM_INIT_METHOD, or MASTER_ADDR and MASTER_PORT (" + e.getMessage() + ")");
         }
-        return TcpStore.connect(address, key, timeout);
+        return TcpStore.connect(address, io.hcomm4j.security.Auth.of(key, tlsOfShell().orElse(null)), timeout, java.time.Duration.ZERO);
     }
 
     /** {@code host:port} (an IPv6 host in brackets) as an address; a usage error naming {@code what} otherwise. */

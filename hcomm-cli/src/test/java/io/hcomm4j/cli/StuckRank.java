@@ -22,6 +22,7 @@ public final class StuckRank {
             int[] v = {1, 2, 3, 4};
             comm.allReduce(v, ReduceOp.SUM);
             System.out.println("FIRST DONE");
+            if (comm.size() > 1) System.out.println("TRANSPORT " + hcomm.transportTo((comm.rank() + 1) % comm.size()));
             System.out.flush();
             if (comm.rank() == comm.size() - 1) {
                 long deadline = System.nanoTime() + 90_000_000_000L;
