@@ -250,6 +250,12 @@ final class LocalLauncher {
     /** The launcher's own store connections (node rendezvous) run under {@code tls} (null: plain TCP). */
     LocalLauncher tls(io.hcomm4j.TlsConfig tls) {
         this.tls = tls;
+        if (tls != null && storeHost == TCP_STORE) {
+            storeHost = (bind, secret) -> {
+                TcpStoreServer server = TcpStoreServer.start(bind, io.hcomm4j.security.Auth.of(secret, tls));
+                return new HostedStore(server.address(), server);
+            };
+        }
         return this;
     }
 

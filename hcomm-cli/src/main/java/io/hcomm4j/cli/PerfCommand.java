@@ -137,6 +137,12 @@ final class PerfCommand implements Callable<Integer> {
     /** {@code --jit-warmup}: whether the JIT warm-up runs before the first size. */
     enum JitWhen { AUTO, ON, OFF }
 
+    @Option(names = "--tls",
+            description = "With -n: every TCP connection of the ranks (store and data) under TLS 1.3, with a key pair made"
+                    + " for the run (as hcomm launch --tls; HCOMM_TLS_* stores if set). Measure it with HCOMM_TRANSPORT=tcp:"
+                    + " shared memory is never encrypted.")
+    boolean tls;
+
     @Option(names = "--cpu-bind", paramLabel = "HOW", defaultValue = "auto", converter = LaunchCommand.CpuBindConverter.class,
             description = "With -n: auto (default) runs each rank on CPUs of its own when there are enough, else on one CPU"
                     + " each, round robin (as hcomm launch does; Open MPI's mpirun binds too); none leaves placement to the"
@@ -237,10 +243,23 @@ final class PerfCommand implements Callable<Integer> {
         }
         if (job.isPresent()) return cold ? runColdAsRank(coll, plan.getFirst()) : runAsRank(coll, p2p, plan, rma, xfer);
         LocalLauncher launcher = new LocalLauncher("hcomm perf", parent.out, parent.err).rank0StdoutRaw(true).cpuBind(cpuBind).aotCache(aotCache);
-        if (coll != null && algo != null) launcher.environment(Map.of(ALGO_ENV, coll.cliName() + "=" + algo));
-        if (!cold) return launcher.runJava(ranks, HcommCli.class.getName(), rankArgs());
-        return ColdBench.launch(launcher, ranks, plan, rankArgs(), format == PerfReport.Format.CSV, parent.out,
-                op, typeName(dtype) + " " + opName(redop) + ", " + mem.name().toLowerCase(Locale.ROOT) + " memory", warmUpSetting());
+        JobTls jobTls;
+        try {
+            jobTls = JobTls.choose(tls, parent.env, 1, JobFile.directory(parent.env));
+        } catch (IllegalArgumentException e) {
+            throw new ParameterException(spec.commandLine(), e.getMessage());
+        } catch (java.io.IOException e) {
+            parent.err.println("hcomm perf: cannot make the job's TLS keys: " + e.getMessage());
+            return 1;
+        }
+        try (jobTls) {
+            Map<String, String> rankEnv = new java.util.HashMap<>(jobTls.rankVariables());
+            if (coll != null && algo != null) rankEnv.put(ALGO_ENV, coll.cliName() + "=" + algo);
+            launcher.environment(rankEnv).tls(jobTls.config());
+            if (!cold) return launcher.runJava(ranks, HcommCli.class.getName(), rankArgs());
+            return ColdBench.launch(launcher, ranks, plan, rankArgs(), format == PerfReport.Format.CSV, parent.out,
+                    op, typeName(dtype) + " " + opName(redop) + ", " + mem.name().toLowerCase(Locale.ROOT) + " memory", warmUpSetting());
+        }
     }
 
     /** The ranks' {@code HCOMM_WARMUP} (they inherit this process's environment), or null when unset or zero. */

@@ -57,7 +57,13 @@ final class StoreCommand implements Callable<Integer> {
         }
         TcpStoreServer server;
         try {
-            server = TcpStoreServer.start(new InetSocketAddress(bind, p), secret);
+            // HCOMM_TLS=1 with the job's stores: every connection under TLS, as the ranks' own
+            io.hcomm4j.TlsConfig tls = io.hcomm4j.TlsConfig.fromVariables(parent.env).orElse(null);
+            server = TcpStoreServer.start(new InetSocketAddress(bind, p), io.hcomm4j.security.Auth.of(secret, tls));
+            if (tls != null) parent.out.println("hcomm store: TLS 1.3 on every connection (" + tls + ")");
+        } catch (IllegalArgumentException e) {
+            parent.err.println("hcomm store: " + e.getMessage());
+            return 2;
         } catch (HcommException e) {
             parent.err.println("hcomm store: " + e.getMessage());
             return 1;
