@@ -29,18 +29,18 @@ class CommConfigTest {
 
     @Test
     void environmentThenSystemPropertyThenBuilder() {
-        Map<String, String> env = Map.of("HCOMM_TIMEOUT", "3s", "HCOMM_EAGER_LIMIT", "32K", "HCOMM_SECRET", "from-env",
+        Map<String, String> env = Map.of("HCOMM_TIMEOUT", "3s", "HCOMM_EAGER_LIMIT", "32K", "HCOMM_SECRET", "secret-from-the-env",
                 "HCOMM_STORE_HOSTED", "1");
         Map<String, String> props = Map.of("hcomm.timeout", "9s", "hcomm.spin.time", "0");
         CommConfig c = CommConfig.builderFrom(env, props::get).build();
         assertThat(c.timeout()).isEqualTo(Duration.ofSeconds(9));
         assertThat(c.eagerLimit()).isEqualTo(32 * 1024);
-        assertThat(c.secret()).contains("from-env");
+        assertThat(c.secret()).contains("secret-from-the-env");
         assertThat(c.storeHosted()).isTrue();
         assertThat(c.spinTime()).isZero();
         CommConfig overridden = CommConfig.builderFrom(env, props::get).timeout(Duration.ofMillis(1)).build();
         assertThat(overridden.timeout()).isEqualTo(Duration.ofMillis(1));
-        assertThat(c.toString()).doesNotContain("from-env");
+        assertThat(c.toString()).doesNotContain("secret-from-the-env");
     }
 
     @Test
