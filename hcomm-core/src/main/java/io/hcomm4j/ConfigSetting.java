@@ -13,6 +13,16 @@ enum ConfigSetting {
     RANK { void apply(CommConfig.Builder b, String v) { b.rank(parseInt(v)); } },
     WORLD_SIZE { void apply(CommConfig.Builder b, String v) { b.worldSize(parseInt(v)); } },
     SECRET { void apply(CommConfig.Builder b, String v) { b.secret(v); } },
+    AUTH {
+        // by name only, not as a boolean: running unauthenticated must read as the choice it is
+        void apply(CommConfig.Builder b, String v) {
+            switch (v.toLowerCase(Locale.ROOT)) {
+                case "secret" -> b.unauthenticated(false);
+                case "none" -> b.unauthenticated(true);
+                default -> throw new IllegalArgumentException("not one of secret, none");
+            }
+        }
+    },
     TIMEOUT { void apply(CommConfig.Builder b, String v) { b.timeout(duration(v)); } },
     INIT_TIMEOUT { void apply(CommConfig.Builder b, String v) { b.initTimeout(duration(v)); } },
     SOCKET_IFNAME { void apply(CommConfig.Builder b, String v) { b.socketIfname(v); } },

@@ -75,11 +75,11 @@ class DataPortSecurityTest {
             // up neither the other handshakes nor the job
             SocketChannel silent = SocketChannel.open(data);
             // (b) no secret and (c) a wrong secret: the handshake fails
-            for (String secret : new String[] {null, "wrong-job-secret-0001"}) {
+            for (Auth stranger : new Auth[] {Auth.loopbackOnly(), Auth.unauthenticated(), Auth.of("wrong-job-secret-0001")}) {
                 try (SocketChannel ch = SocketChannel.open(data)) {
                     try {
-                        Auth.of(secret).connect(ch, Auth.DATA, Duration.ofSeconds(5));
-                        throw new AssertionError("handshake with secret " + secret + " succeeded");
+                        stranger.connect(ch, Auth.DATA, Duration.ofSeconds(5));
+                        throw new AssertionError("handshake of a stranger (secret: " + stranger.hasSecret() + ") succeeded");
                     } catch (Auth.AuthException expected) {
                         // the rank did not prove itself to us either
                     }

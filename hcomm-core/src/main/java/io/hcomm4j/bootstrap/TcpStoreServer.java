@@ -68,11 +68,11 @@ public final class TcpStoreServer implements AutoCloseable {
     private final StoreSessions sessions = new StoreSessions(incarnation);
     private final StoreData data = new StoreData();
 
-    private TcpStoreServer(ServerSocketChannel server, String secret, Duration handshakeTimeout) throws IOException {
+    private TcpStoreServer(ServerSocketChannel server, Auth auth, Duration handshakeTimeout) throws IOException {
         this.server = server;
         this.address = (InetSocketAddress) server.getLocalAddress();
         this.name = hostPort(address);
-        this.auth = Auth.of(secret);
+        this.auth = auth;
         this.handshakeTimeout = handshakeTimeout;
         // A platform thread so the acceptor shows in ordinary thread dumps; daemon so a forgotten server cannot
         // keep the JVM alive.
@@ -80,20 +80,41 @@ public final class TcpStoreServer implements AutoCloseable {
                 .unstarted(this::acceptLoop);
     }
 
-    /** Starts serving on {@code bind} (port 0 picks a free port). {@code secret} may be null (unauthenticated). */
+    /**
+     * Starts serving on {@code bind} (port 0 picks a free port).
+     *
+     * @param secret the job secret (at least 16 bytes), or null for none: then {@code bind} must be a loopback address
+     * @throws HcommException the address cannot be bound, or is not a loopback one and there is no secret
+     */
     public static TcpStoreServer start(InetSocketAddress bind, String secret) {
         return start(bind, secret, DEFAULT_HANDSHAKE_TIMEOUT);
     }
 
+    /**
+     * Starts serving on {@code bind} with the handshake {@code auth}: a job's ({@link Bootstrap#auth}), or
+     * {@link Auth#unauthenticated()} for a store that serves anyone on any address.
+     *
+     * @throws HcommException the address cannot be bound, or is not allowed without a secret ({@link Auth#checkListen})
+     */
+    public static TcpStoreServer start(InetSocketAddress bind, Auth auth) {
+        return start(bind, auth, DEFAULT_HANDSHAKE_TIMEOUT);
+    }
+
     /** As {@link #start(InetSocketAddress, String)} with a chosen handshake deadline (tests use a short one). */
     static TcpStoreServer start(InetSocketAddress bind, String secret, Duration handshakeTimeout) {
+        return start(bind, secret == null ? Auth.loopbackOnly() : Auth.of(secret), handshakeTimeout);
+    }
+
+    static TcpStoreServer start(InetSocketAddress bind, Auth auth, Duration handshakeTimeout) {
+        java.util.Objects.requireNonNull(auth, "auth");
+        auth.checkListen(bind.getAddress(), "the store");
         ServerSocketChannel ch = null;
         try {
             ch = ServerSocketChannel.open();
             // Lets a restarted job rebind the port while old connections linger in TIME_WAIT.
             ch.setOption(StandardSocketOptions.SO_REUSEADDR, true);
             ch.bind(bind, 1024);
-            TcpStoreServer s = new TcpStoreServer(ch, secret, handshakeTimeout);
+            TcpStoreServer s = new TcpStoreServer(ch, auth, handshakeTimeout);
             s.acceptor.start();
             LOG.debug("store serving on {}", s.name);
             return s;
