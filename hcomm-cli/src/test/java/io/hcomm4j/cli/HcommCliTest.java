@@ -52,8 +52,8 @@ class HcommCliTest {
     @Test
     void helpListsTheCommands() {
         assertThat(run("--help")).isZero();
-        assertThat(io.out()).contains("launch", "demo", "perf", "status", "store");
-        for (String command : List.of("launch", "demo", "perf", "status", "store")) {
+        assertThat(io.out()).contains("launch", "demo", "perf", "status", "store", "secret");
+        for (String command : List.of("launch", "demo", "perf", "status", "store", "secret")) {
             Captured sub = new Captured();
             assertThat(HcommCli.execute(new String[] {command, "--help"}, sub.out, sub.err, Map.of())).isZero();
             assertThat(sub.out()).startsWith("Usage: hcomm " + command);
@@ -107,6 +107,30 @@ class HcommCliTest {
         assertThat(run("launch", "--nnodes", "2", "--master-addr", "10.0.0.1", "--master-port", "29500", "--", "true"))
                 .isEqualTo(2);
         assertThat(io.err()).contains("same secret on every node").contains("HCOMM_SECRET");
+    }
+
+    @Test
+    void secretPrintsANewRandomSecretEachTime() {
+        assertThat(run("secret")).isZero();
+        Captured again = new Captured();
+        assertThat(HcommCli.execute(new String[] {"secret"}, again.out, again.err, Map.of())).isZero();
+        assertThat(io.out()).matches("[0-9a-f]{48}\\R");
+        assertThat(again.out()).matches("[0-9a-f]{48}\\R").isNotEqualTo(io.out());
+        assertThat(io.err()).isEmpty();
+    }
+
+    /** Every command that takes a secret refuses one under 16 bytes, naming where it came from, before it starts anything. */
+    @Test
+    void secretsShorterThanSixteenBytesAreUsageErrors() {
+        assertThat(run("launch", "--secret", "short", "--", "true")).isEqualTo(2);
+        assertThat(io.err()).contains("--secret is 5 bytes long", "16 bytes required", "hcomm secret");
+        assertThat(io.out()).as("no rank ran").isEmpty();
+        for (String[] args : List.of(new String[] {"launch", "--", "true"},
+                new String[] {"status", "--init-method", "tcp://127.0.0.1:1"}, new String[] {"store", "--port", "1"})) {
+            Captured c = new Captured();
+            assertThat(HcommCli.execute(args, c.out, c.err, Map.of("HCOMM_SECRET", "fifteen-bytes!!"))).as(c.toString()).isEqualTo(2);
+            assertThat(c.err()).as(args[0]).contains("HCOMM_SECRET is 15 bytes long").doesNotContain("fifteen-bytes!!");
+        }
     }
 
     @Test
