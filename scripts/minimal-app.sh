@@ -27,7 +27,7 @@ for _ in $(seq 50); do
   port=$((20000 + RANDOM % 40000))
   (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || break
 done
-secret=minimal-app-$RANDOM$RANDOM
+secret=$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')  # 48 hex digits: secrets under 16 bytes are refused
 out=$(mktemp -d)
 pids=()
 for r in 0 1; do

@@ -19,12 +19,17 @@ import java.util.function.Function;
 public final class CommConfig {
     /** Rank or world size not set: discovered from the environment at init. */
     public static final int UNSET = -1;
+    /** Shortest job secret accepted, in bytes of its UTF-8 encoding: 128 bits, if they are random. */
+    public static final int MIN_SECRET_BYTES = 16;
+    /** How a refusal tells the user to make a secret. */
+    public static final String HOW_TO_MAKE_A_SECRET = "export HCOMM_SECRET=$(hcomm secret), or $(openssl rand -hex 24)";
 
     private final String initMethod;
     private final int rank;
     private final int worldSize;
     private final String secret;
     private final TlsConfig tls;
+    private final boolean unauthenticated;
     private final Duration timeout;
     private final Duration initTimeout;
     private final String socketIfname;
@@ -79,6 +84,7 @@ public final class CommConfig {
         this.worldSize = b.worldSize;
         this.secret = b.secret;
         this.tls = b.tls;
+        this.unauthenticated = b.unauthenticated;
         this.timeout = b.timeout;
         this.initTimeout = b.initTimeout;
         this.socketIfname = b.socketIfname;
@@ -156,11 +162,20 @@ public final class CommConfig {
     /** Number of ranks, or {@link #UNSET} to discover it from the environment. */
     public int worldSize() { return worldSize; }
 
-    /** The job secret proven on every connection, if one is set. */
+    /**
+     * The job secret ({@code HCOMM_SECRET}) proven on every store and data connection, if one is set: at least 16 bytes.
+     * Without one the job listens and connects on loopback addresses only, unless {@link #unauthenticated()}.
+     */
     public Optional<String> secret() { return Optional.ofNullable(secret); }
 
     /** TLS under every TCP connection ({@code HCOMM_TLS}), if on. */
     public Optional<TlsConfig> tls() { return Optional.ofNullable(tls); }
+    /**
+     * {@code HCOMM_AUTH=none}: a job without a secret may listen and connect on any address, without authentication
+     * (anyone who reaches its ports can join or disturb it); a warning is logged once. Default {@code secret}: without a
+     * secret, loopback addresses only. A secret, where one is set, is used either way.
+     */
+    public boolean unauthenticated() { return unauthenticated; }
 
     /** Deadline of every blocking call. */
     public Duration timeout() { return timeout; }
@@ -363,7 +378,7 @@ public final class CommConfig {
     @Override
     public String toString() {
         return "CommConfig{initMethod=" + initMethod + ", rank=" + rank + ", worldSize=" + worldSize
-                + ", secret=" + (secret == null ? "unset" : "***") + (tls == null ? "" : ", tls=" + tls) + ", timeout=" + d(timeout)
+                + ", secret=" + (secret == null ? "unset" : "***") + (unauthenticated ? ", auth=none" : "") + (tls == null ? "" : ", tls=" + tls) + ", timeout=" + d(timeout)
                 + ", initTimeout=" + d(initTimeout) + ", socketIfname=" + socketIfname + ", socketAddr=" + socketAddr
                 + ", spinTime=" + d(spinTime) + ", eagerLimit=" + eagerLimit + ", unexpectedLimit=" + unexpectedLimit
                 + ", storeHosted=" + storeHosted + ", storePort=" + storePort + ", storeReconnect=" + d(storeReconnect) + ", storeScope=" + storeScope + ", algo=" + algo + ", tuningFile=" + tuningFile + ", feedback=" + feedback + ", join=" + join + ", channels=" + channels + (tcpCongestion.isEmpty() ? "" : ", tcpCongestion=" + tcpCongestion) + ", tuneAtInit=" + tuneAtInit + ", check=" + (fullCheck ? "full" : "cheap")
@@ -386,6 +401,7 @@ public final class CommConfig {
         private String secret;
         private TlsConfig tls;
         private final TlsConfig.Parts tlsParts = new TlsConfig.Parts();
+        private boolean unauthenticated;
         private Duration timeout = Duration.ofMinutes(5);
         private Duration initTimeout = Duration.ofMinutes(2);
         private String socketIfname;
@@ -433,7 +449,10 @@ public final class CommConfig {
         /** @param worldSize number of ranks */
         public Builder worldSize(int worldSize) { this.worldSize = worldSize; return this; }
 
-        /** @param secret the job secret, or {@code null} for none (connections are then not authenticated) */
+        /**
+         * @param secret the job secret, at least 16 bytes (UTF-8), the same on every rank (HCOMM_SECRET); {@code null} for
+         *               none: the job then listens and connects on loopback addresses only, unless {@link #unauthenticated()}
+         */
         public Builder secret(String secret) { this.secret = secret; return this; }
 
         /** @param tls TLS under every TCP connection, or {@code null} for plain TCP (the default; HCOMM_TLS) */
@@ -441,6 +460,14 @@ public final class CommConfig {
 
         /** HCOMM_TLS_*: the parts of a TLS config set one by one from the environment. */
         TlsConfig.Parts tlsParts() { return tlsParts; }
+        /**
+         * Lets a job without a secret listen and connect on any address, unauthenticated (HCOMM_AUTH=none): for a network
+         * where every host that can reach the job's ports is trusted. A secret, if one is set, is still used.
+         */
+        public Builder unauthenticated() { this.unauthenticated = true; return this; }
+
+        /** HCOMM_AUTH: {@code none} ({@link #unauthenticated()}) or {@code secret} (the default). */
+        Builder unauthenticated(boolean on) { this.unauthenticated = on; return this; }
 
         /** @param timeout deadline of every blocking call */
         public Builder timeout(Duration timeout) { this.timeout = Objects.requireNonNull(timeout, "timeout"); return this; }
@@ -549,6 +576,7 @@ public final class CommConfig {
             if (rank != UNSET && worldSize != UNSET && rank >= worldSize) {
                 throw new IllegalArgumentException("rank " + rank + " is not below worldSize " + worldSize);
             }
+            if (secret != null) checkSecret(secret, "secret (HCOMM_SECRET)");
             ConfigChecks.links(socketIfname, channels, tcpCongestion);
             positive("timeout", timeout);
             positive("initTimeout", initTimeout);
@@ -599,6 +627,21 @@ public final class CommConfig {
 
         private static void positive(String name, Duration d) {
             if (d.isNegative() || d.isZero()) throw new IllegalArgumentException(name + " must be > 0, was " + d(d));
+        }
+    }
+
+    /**
+     * Refuses a job secret that is missing or shorter than {@value #MIN_SECRET_BYTES} bytes, without showing it.
+     *
+     * @param setting names where it came from in the message ({@code "secret (HCOMM_SECRET)"}, {@code "--secret"})
+     * @throws IllegalArgumentException it is
+     */
+    public static void checkSecret(String secret, String setting) {
+        if (secret == null) throw new IllegalArgumentException(setting + " is missing (null)");
+        int n = secret.getBytes(java.nio.charset.StandardCharsets.UTF_8).length;
+        if (n < MIN_SECRET_BYTES) {
+            throw new IllegalArgumentException(setting + " is " + n + " bytes long, shorter than the " + MIN_SECRET_BYTES
+                    + " bytes required; use a random one: " + HOW_TO_MAKE_A_SECRET);
         }
     }
 

@@ -20,6 +20,16 @@ enum ConfigSetting {
     TLS_TRUSTSTORE { void apply(CommConfig.Builder b, String v) { b.tlsParts().trustStore = java.nio.file.Path.of(v); } },
     TLS_TRUSTSTORE_PASSWORD { void apply(CommConfig.Builder b, String v) { b.tlsParts().trustStorePassword = v.toCharArray(); } },
     TLS_TRUSTSTORE_PASSWORD_FILE { void apply(CommConfig.Builder b, String v) { b.tlsParts().trustStorePassword = TlsConfig.Parts.passwordFile(v); } },
+    AUTH {
+        // by name only, not as a boolean: running unauthenticated must read as the choice it is
+        void apply(CommConfig.Builder b, String v) {
+            switch (v.toLowerCase(Locale.ROOT)) {
+                case "secret" -> b.unauthenticated(false);
+                case "none" -> b.unauthenticated(true);
+                default -> throw new IllegalArgumentException("not one of secret, none");
+            }
+        }
+    },
     TIMEOUT { void apply(CommConfig.Builder b, String v) { b.timeout(duration(v)); } },
     INIT_TIMEOUT { void apply(CommConfig.Builder b, String v) { b.initTimeout(duration(v)); } },
     SOCKET_IFNAME { void apply(CommConfig.Builder b, String v) { b.socketIfname(v); } },

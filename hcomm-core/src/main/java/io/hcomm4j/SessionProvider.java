@@ -24,8 +24,11 @@ public interface SessionProvider {
     /** Whether reductions run on vector kernels in this JVM (see {@link Hcomm#vectorReductions()}). */
     boolean vectorReductions();
 
-    /** Serves a job's store on {@code bind} (see {@link StoreServer#start}). */
-    ServedStore serveStore(java.net.InetSocketAddress bind, String secret);
+    /**
+     * Serves a job's store on {@code bind} (see {@link StoreServer#start}): with {@code secret}, else unauthenticated on
+     * any address if {@code unauthenticated}, else on a loopback address only.
+     */
+    ServedStore serveStore(java.net.InetSocketAddress bind, String secret, boolean unauthenticated);
 
     /** A store this process serves, as {@link StoreServer} uses it. */
     interface ServedStore extends AutoCloseable {

@@ -19,8 +19,9 @@ import java.util.Objects;
  *
  * <p>One server serves any number of jobs, one after another or at once, if each has its own
  * {@link CommConfig#storeScope() store scope}. What the jobs write stays until the server closes (a few hundred bytes
- * per rank and init). Connections prove the secret as every store connection does; a server started without one accepts
- * anyone who reaches it (logged by each rank that connects without one).
+ * per rank and init). Connections prove the secret as every store connection does. A server without a secret listens on
+ * a loopback address only (its clients are this host's processes), unless it is started
+ * {@linkplain #startUnauthenticated unauthenticated} by name.
  */
 public final class StoreServer implements AutoCloseable {
     private final SessionProvider.ServedStore served;
@@ -34,14 +35,30 @@ public final class StoreServer implements AutoCloseable {
      * listens on every interface.
      *
      * @param bind   address and port to listen on
-     * @param secret the job secret every connection must prove, or null for none
-     * @throws HcommException the address cannot be bound (the message names it)
+     * @param secret the job secret every connection must prove, at least 16 bytes; or null for none, and then
+     *               {@code bind} must be a loopback address
+     * @throws IllegalArgumentException the secret is shorter than 16 bytes, or the address does not resolve
+     * @throws HcommException the address cannot be bound (the message names it), or is not a loopback one and there is
+     *                        no secret
      */
     public static StoreServer start(InetSocketAddress bind, String secret) {
         Objects.requireNonNull(bind, "bind");
         if (bind.isUnresolved()) throw new IllegalArgumentException("bind address " + bind + " does not resolve");
-        if (secret != null && secret.isEmpty()) secret = null;
-        return new StoreServer(Providers.session().serveStore(bind, secret));
+        if (secret != null) CommConfig.checkSecret(secret, "the store's secret");
+        return new StoreServer(Providers.session().serveStore(bind, secret, false));
+    }
+
+    /**
+     * Starts serving on {@code bind}, any address, without a secret: anyone who reaches it can read and change the jobs'
+     * store. For a network where every host that can reach the port is trusted; the ranks run with
+     * {@link CommConfig.Builder#unauthenticated()} ({@code HCOMM_AUTH=none}).
+     *
+     * @throws HcommException the address cannot be bound (the message names it)
+     */
+    public static StoreServer startUnauthenticated(InetSocketAddress bind) {
+        Objects.requireNonNull(bind, "bind");
+        if (bind.isUnresolved()) throw new IllegalArgumentException("bind address " + bind + " does not resolve");
+        return new StoreServer(Providers.session().serveStore(bind, null, true));
     }
 
     /** The address and port it listens on. */

@@ -29,18 +29,51 @@ class CommConfigTest {
 
     @Test
     void environmentThenSystemPropertyThenBuilder() {
-        Map<String, String> env = Map.of("HCOMM_TIMEOUT", "3s", "HCOMM_EAGER_LIMIT", "32K", "HCOMM_SECRET", "from-env",
+        Map<String, String> env = Map.of("HCOMM_TIMEOUT", "3s", "HCOMM_EAGER_LIMIT", "32K", "HCOMM_SECRET", "secret-from-the-env",
                 "HCOMM_STORE_HOSTED", "1");
         Map<String, String> props = Map.of("hcomm.timeout", "9s", "hcomm.spin.time", "0");
         CommConfig c = CommConfig.builderFrom(env, props::get).build();
         assertThat(c.timeout()).isEqualTo(Duration.ofSeconds(9));
         assertThat(c.eagerLimit()).isEqualTo(32 * 1024);
-        assertThat(c.secret()).contains("from-env");
+        assertThat(c.secret()).contains("secret-from-the-env");
         assertThat(c.storeHosted()).isTrue();
         assertThat(c.spinTime()).isZero();
         CommConfig overridden = CommConfig.builderFrom(env, props::get).timeout(Duration.ofMillis(1)).build();
         assertThat(overridden.timeout()).isEqualTo(Duration.ofMillis(1));
-        assertThat(c.toString()).doesNotContain("from-env");
+        assertThat(c.toString()).doesNotContain("secret-from-the-env");
+    }
+
+    @Test
+    void secretsShorterThanSixteenBytesAreRefusedNamingTheSettingButNotTheValue() {
+        assertThatThrownBy(() -> CommConfig.builder().secret("too-short").build()).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("secret (HCOMM_SECRET) is 9 bytes long").hasMessageContaining("16 bytes required")
+                .hasMessageContaining("openssl rand -hex 24").hasMessageNotContaining("too-short");
+        assertThatThrownBy(() -> CommConfig.builder().secret("").build()).hasMessageContaining("0 bytes");
+        assertThatThrownBy(() -> CommConfig.builderFrom(Map.of("HCOMM_SECRET", "from-the-env"), k -> null).build())
+                .hasMessageContaining("HCOMM_SECRET").hasMessageNotContaining("from-the-env");
+        assertThatThrownBy(() -> CommConfig.builderFrom(Map.of(), Map.of("hcomm.secret", "from-a-property")::get).build())
+                .hasMessageContaining("15 bytes").hasMessageNotContaining("from-a-property");
+        assertThat(CommConfig.builder().secret("exactly-16-bytes").build().secret()).contains("exactly-16-bytes");
+        assertThat(CommConfig.builder().build().secret()).isEmpty();
+    }
+
+    @Test
+    void theUnauthenticatedModeIsChosenByName() {
+        assertThat(CommConfig.builder().build().unauthenticated()).isFalse();
+        assertThat(CommConfig.builder().unauthenticated().build().unauthenticated()).isTrue();
+        assertThat(CommConfig.builderFrom(Map.of("HCOMM_AUTH", "none"), k -> null).build().unauthenticated()).isTrue();
+        assertThat(CommConfig.builderFrom(Map.of("HCOMM_AUTH", "NONE"), k -> null).build().toString()).contains("auth=none");
+        assertThat(CommConfig.builderFrom(Map.of("HCOMM_AUTH", "secret"), k -> null).build().unauthenticated()).isFalse();
+        assertThat(CommConfig.builderFrom(Map.of("HCOMM_AUTH", "none"), Map.of("hcomm.auth", "secret")::get).build()
+                .unauthenticated()).as("the property wins").isFalse();
+        // a boolean does not choose it: only the name does
+        for (String v : new String[] {"0", "off", "false", "no"}) {
+            assertThatThrownBy(() -> CommConfig.builderFrom(Map.of("HCOMM_AUTH", v), k -> null))
+                    .hasMessageContaining("HCOMM_AUTH").hasMessageContaining("not one of secret, none");
+        }
+        // a secret is used even so (a launcher's secret over a site-wide HCOMM_AUTH=none)
+        CommConfig both = CommConfig.builderFrom(Map.of("HCOMM_AUTH", "none", "HCOMM_SECRET", "secret-from-the-env"), k -> null).build();
+        assertThat(both.secret()).contains("secret-from-the-env");
     }
 
     @Test

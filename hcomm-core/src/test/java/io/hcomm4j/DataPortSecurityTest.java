@@ -66,7 +66,7 @@ class DataPortSecurityTest {
         }
         running.await();
         InetSocketAddress data;
-        try (TcpStore store = TcpStore.connect(new InetSocketAddress("127.0.0.1", port), "thread-secret", Duration.ofSeconds(10))) {
+        try (TcpStore store = TcpStore.connect(new InetSocketAddress("127.0.0.1", port), "thread-job-secret-01", Duration.ofSeconds(10))) {
             String[] hp = new String(store.get("hcomm/1/addr/0", Duration.ofSeconds(10)), StandardCharsets.UTF_8).split(" ");
             data = new InetSocketAddress(hp[0], Integer.parseInt(hp[1]));
         }
@@ -75,11 +75,11 @@ class DataPortSecurityTest {
             // up neither the other handshakes nor the job
             SocketChannel silent = SocketChannel.open(data);
             // (b) no secret and (c) a wrong secret: the handshake fails
-            for (String secret : new String[] {null, "wrong-secret"}) {
+            for (Auth stranger : new Auth[] {Auth.loopbackOnly(), Auth.unauthenticated(), Auth.of("wrong-job-secret-0001")}) {
                 try (SocketChannel ch = SocketChannel.open(data)) {
                     try {
-                        Auth.of(secret).connect(ch, Auth.DATA, Duration.ofSeconds(5));
-                        throw new AssertionError("handshake with secret " + secret + " succeeded");
+                        stranger.connect(ch, Auth.DATA, Duration.ofSeconds(5));
+                        throw new AssertionError("handshake of a stranger (secret: " + stranger.hasSecret() + ") succeeded");
                     } catch (Auth.AuthException expected) {
                         // the rank did not prove itself to us either
                     }
@@ -96,7 +96,7 @@ class DataPortSecurityTest {
             // flags 0, a new connection, resume 0, as MalformedFrameTest writes one) whose job token is not this job's,
             // so the rank refuses it on the token, not on a read timeout of a hello cut short
             try (SocketChannel ch = SocketChannel.open(data)) {
-                Auth.of("thread-secret").connect(ch, Auth.DATA, Duration.ofSeconds(5));
+                Auth.of("thread-job-secret-01").connect(ch, Auth.DATA, Duration.ofSeconds(5));
                 ByteBuffer hello = ByteBuffer.allocate(58).putInt(0x4843484C).putInt(1).putInt(0).putInt(2).putLong(12345)
                         .putLong(1 << 20).putInt(0).putShort((short) 0).putInt(0).putLong(0).putLong(0).flip();
                 while (hello.hasRemaining()) ch.write(hello);

@@ -30,7 +30,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * end), each change reported once to a listener.
  */
 class MalformedFrameTest {
-    private static final String SECRET = "thread-secret";
+    private static final String SECRET = "thread-job-secret-01";
 
     @ParameterizedTest
     @ValueSource(strings = {"bad magic", "oversized eager", "wrong source", "unknown type"})

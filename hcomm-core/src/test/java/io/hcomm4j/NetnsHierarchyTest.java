@@ -68,7 +68,7 @@ class NetnsHierarchyTest {
             String addr = nets.address(nsOf[0]);
             Path storeLog = Files.createTempFile("hcomm-netns-store", ".log");
             List<String> cmd = new ArrayList<>(nets.exec(nsOf[0]));
-            cmd.addAll(Ranks.javaCommand(StoreServerMain.class, addr, "29500", "test-secret"));
+            cmd.addAll(Ranks.javaCommand(StoreServerMain.class, addr, "29500", "test-job-secret-0001"));
             Process store = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(storeLog.toFile()).start();
             try {
                 long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);

@@ -72,7 +72,7 @@ class NetnsReconnectTest {
                 String addr = nets.address(0);
                 log = Files.createTempFile("hcomm-netns-store", ".log");
                 List<String> cmd = new ArrayList<>(nets.exec(0));
-                cmd.addAll(Ranks.javaCommand(StoreServerMain.class, addr, PORT, "test-secret"));
+                cmd.addAll(Ranks.javaCommand(StoreServerMain.class, addr, PORT, "test-job-secret-0001"));
                 st = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
                 long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
                 while (!Files.readString(log).contains("ready")) {

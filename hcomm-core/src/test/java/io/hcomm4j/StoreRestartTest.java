@@ -65,7 +65,7 @@ class StoreRestartTest {
 
     /** Starts the store process on {@code port} and waits until it serves. */
     private static Process startStore(int port) throws IOException, InterruptedException {
-        ProcessBuilder pb = new ProcessBuilder(Ranks.javaCommand(StoreServerMain.class, "127.0.0.1", String.valueOf(port), "test-secret"));
+        ProcessBuilder pb = new ProcessBuilder(Ranks.javaCommand(StoreServerMain.class, "127.0.0.1", String.valueOf(port), "test-job-secret-0001"));
         pb.redirectErrorStream(true);
         Process p = pb.start();
         BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
@@ -90,7 +90,7 @@ class StoreRestartTest {
 
     /** Waits until ranks {@code 0 .. n-1} have published their addresses in session 1 (they are then waiting in init). */
     private static void awaitPublished(int port, int n) {
-        try (TcpStore viewer = TcpStore.connect(new InetSocketAddress("127.0.0.1", port), "test-secret", Duration.ofSeconds(30))) {
+        try (TcpStore viewer = TcpStore.connect(new InetSocketAddress("127.0.0.1", port), "test-job-secret-0001", Duration.ofSeconds(30))) {
             List<String> keys = java.util.stream.IntStream.range(0, n).mapToObj(r -> "hcomm/1/addr/" + r).toList();
             viewer.await(keys, Duration.ofSeconds(40));
         }
@@ -148,7 +148,7 @@ class StoreRestartTest {
         store = startStore(port);
         try (Ranks.Job job = Ranks.startSome(n, n, StoreRestartWorker.class, env(port, "30s"))) {
             // the moment rank 0 has written the session's token: the others are connecting, publishing or waiting
-            try (TcpStore viewer = TcpStore.connect(new InetSocketAddress("127.0.0.1", port), "test-secret", Duration.ofSeconds(30))) {
+            try (TcpStore viewer = TcpStore.connect(new InetSocketAddress("127.0.0.1", port), "test-job-secret-0001", Duration.ofSeconds(30))) {
                 viewer.get("hcomm/1/token", Duration.ofSeconds(40));
             }
             long killed = System.currentTimeMillis();

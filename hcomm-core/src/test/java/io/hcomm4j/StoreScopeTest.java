@@ -22,7 +22,7 @@ import org.junit.jupiter.api.Test;
  * another scope on the same store starts clean; two jobs with the same ranks share a store at once.
  */
 class StoreScopeTest {
-    private static final String SECRET = "scope-secret";
+    private static final String SECRET = "scope-test-secret-01";
 
     @Test
     void anAttemptAfterOneThatDiedInInitStartsCleanOnTheSameStore() throws Exception {

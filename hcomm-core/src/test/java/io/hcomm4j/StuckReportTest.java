@@ -26,7 +26,7 @@ class StuckReportTest {
         CountDownLatch seen = new CountDownLatch(1);
         AtomicReference<JobStatus> during = new AtomicReference<>();
         Thread watcher = Thread.ofPlatform().start(() -> {
-            try (TcpStore store = TcpStore.connect(new InetSocketAddress("127.0.0.1", port), "thread-secret", Duration.ofSeconds(30))) {
+            try (TcpStore store = TcpStore.connect(new InetSocketAddress("127.0.0.1", port), "thread-job-secret-01", Duration.ofSeconds(30))) {
                 long deadline = System.nanoTime() + 30_000_000_000L;
                 while (System.nanoTime() < deadline) {
                     try {
@@ -54,7 +54,7 @@ class StuckReportTest {
                 if (c.rank() == 0) {
                     assertThat(c.recv(new byte[64], 1, 5).bytes()).isEqualTo(3);
                     // published again once nothing is stuck
-                    try (TcpStore store = TcpStore.connect(new InetSocketAddress("127.0.0.1", port), "thread-secret", Duration.ofSeconds(10))) {
+                    try (TcpStore store = TcpStore.connect(new InetSocketAddress("127.0.0.1", port), "thread-job-secret-01", Duration.ofSeconds(10))) {
                         long deadline = System.nanoTime() + 10_000_000_000L;
                         while (System.nanoTime() < deadline) {
                             RankStatus s = JobStatus.read(store, OptionalLong.empty()).ranks().get(0);

@@ -44,7 +44,7 @@ class TransferEngineProcessTest {
 
     @BeforeEach
     void setUp() throws Exception {
-        store = TcpStoreServer.start(new InetSocketAddress("127.0.0.1", 0), "test-secret");
+        store = TcpStoreServer.start(new InetSocketAddress("127.0.0.1", 0), "test-job-secret-0001");
         logs = Files.createTempDirectory("hcomm-xfer-logs");
     }
 

@@ -36,7 +36,7 @@ class TransferEngineTest {
 
     @BeforeEach
     void serveStore() {
-        store = TcpStoreServer.start(new InetSocketAddress("127.0.0.1", 0), "test-secret");
+        store = TcpStoreServer.start(new InetSocketAddress("127.0.0.1", 0), "test-job-secret-0001");
     }
 
     @AfterEach
@@ -165,7 +165,7 @@ class TransferEngineTest {
         TransferEngine b = engine("b", "auto");
         MemorySegment seg = filled(4096, 9);
         SegmentDescriptor d = b.register(seg, "s");
-        for (String secret : new String[] {"another-secret", "test-secret"}) {
+        for (String secret : new String[] {"another-job-secret-1", "test-job-secret-0001"}) {
             try (TcpStoreServer other = TcpStoreServer.start(new InetSocketAddress("127.0.0.1", 0), secret)) {
                 CommConfig c = CommConfig.builder().initMethod("tcp://127.0.0.1:" + other.address().getPort()).secret(secret)
                         .timeout(Duration.ofSeconds(5)).initTimeout(Duration.ofSeconds(3)).shmDir(shm.path().toString()).build();
@@ -173,7 +173,7 @@ class TransferEngineTest {
                     assertThat(stranger.id()).isZero(); // the first engine of its store: b's id is free there
                     assertThat(stranger.name()).isEqualTo("engine-0");
                     var thrown = assertThatThrownBy(() -> stranger.connect(d, Duration.ofSeconds(3))).isInstanceOf(HcommException.class);
-                    if (secret.equals("another-secret")) thrown.hasMessageContaining("authentication");
+                    if (secret.equals("another-job-secret-1")) thrown.hasMessageContaining("authentication");
                     else thrown.isInstanceOf(PeerFailedException.class);
                 }
             }

@@ -22,10 +22,11 @@ import picocli.CommandLine.Spec;
  * Entry point of the {@code hcomm} command: {@code hcomm launch} starts the ranks of a job (like torchrun
  * or mpirun), {@code hcomm demo} runs a 4-rank example job, {@code hcomm perf} measures communication,
  * {@code hcomm status} shows a running job's ranks and who is behind, {@code hcomm store} serves a job's store in a
- * process of its own. The exit code of the command (for {@code launch}: of the job) is the exit code of the process.
+ * process of its own, {@code hcomm secret} prints a new job secret. The exit code of the command (for {@code launch}: of the job) is the exit code of the process.
  */
 @Command(name = "hcomm", mixinStandardHelpOptions = true, versionProvider = HcommCli.Version.class,
-        subcommands = {LaunchCommand.class, DemoCommand.class, PerfCommand.class, TuneCommand.class, StatusCommand.class, StoreCommand.class},
+        subcommands = {LaunchCommand.class, DemoCommand.class, PerfCommand.class, TuneCommand.class, StatusCommand.class, StoreCommand.class,
+                SecretCommand.class},
         description = "HComm4J: communication between JVM processes (point-to-point and collectives), "
                 + "and the tools to launch, measure and inspect its jobs.",
         footer = {"", "Run 'hcomm COMMAND --help' for the options of a command."})
@@ -76,7 +77,7 @@ public final class HcommCli implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        throw new ParameterException(spec.commandLine(), "Missing command: launch, demo, perf, status or store");
+        throw new ParameterException(spec.commandLine(), "Missing command: launch, demo, perf, tune, status, store or secret");
     }
 
     /** {@code hcomm --version}: the HComm4J version and the JVM it runs on. */

@@ -34,12 +34,13 @@ import picocli.CommandLine.Spec;
         footer = {
             "",
             "Several nodes: run hcomm launch on every node with the same -n, --nnodes, --master-addr, --master-port"
-                    + " and the same secret (--secret S or HCOMM_SECRET=S; prefer the variable, a command line is"
-                    + " visible to other users); node 0 (--node-rank 0) serves the store at --master-addr:--master-port.",
+                    + " and the same secret (--secret S or HCOMM_SECRET=S, at least 16 bytes, made by hcomm secret; prefer"
+                    + " the variable, a command line is visible to other users); node 0 (--node-rank 0) serves the store at"
+                    + " --master-addr:--master-port.",
             "",
             "Examples:",
             "  hcomm launch -n 4 -- java -cp app.jar com.example.Train",
-            "  export HCOMM_SECRET=$(openssl rand -hex 24)    # the same on both nodes",
+            "  export HCOMM_SECRET=$(hcomm secret)    # the same on both nodes",
             "  hcomm launch -n 2 --nnodes 2 --node-rank 0 \\",
             "      --master-addr 10.0.0.1 --master-port 29500 -- ./train.sh     # on node 0 (10.0.0.1)",
             "  hcomm launch -n 2 --nnodes 2 --node-rank 1 \\",
@@ -85,8 +86,9 @@ final class LaunchCommand implements Callable<Integer> {
     int masterPort;
 
     @Option(names = "--secret", paramLabel = "S",
-            description = "The job secret every rank proves on every connection (default: HCOMM_SECRET, else a new"
-                    + " random secret; with --nnodes > 1 one of them is required and must be the same on every node).")
+            description = "The job secret every rank proves on every connection, at least 16 bytes (default:"
+                    + " HCOMM_SECRET, else a new random secret; with --nnodes > 1 one of them is required and must be the"
+                    + " same on every node: make one with hcomm secret).")
     String secret;
 
     @Option(names = "--tls",
@@ -167,7 +169,7 @@ final class LaunchCommand implements Callable<Integer> {
         if (nnodes > 1) {
             if (jobSecret == null) {
                 throw new ParameterException(spec.commandLine(), "A job of several nodes needs the same secret on every"
-                        + " node: give --secret S or set HCOMM_SECRET (e.g. export HCOMM_SECRET=$(openssl rand -hex 24)).");
+                        + " node: give --secret S or set HCOMM_SECRET (e.g. " + Auth.HOW_TO_MAKE_ONE + ").");
             }
             if (masterAddr == null) {
                 throw new ParameterException(spec.commandLine(), "A job of several nodes needs --master-addr: the address"
@@ -176,6 +178,13 @@ final class LaunchCommand implements Callable<Integer> {
             if (masterPort == 0) {
                 throw new ParameterException(spec.commandLine(), "A job of several nodes needs --master-port: a port"
                         + " free on node 0 (e.g. 29500).");
+            }
+        }
+        if (jobSecret != null) {
+            try {
+                Auth.checkSecret(jobSecret, secret != null ? "--secret" : "HCOMM_SECRET");
+            } catch (IllegalArgumentException e) {
+                throw new ParameterException(spec.commandLine(), e.getMessage());
             }
         }
         if (maxRestarts < 0) {

@@ -78,6 +78,7 @@ final class LocalLauncher {
             if (late && nodeRank < nnodes) throw new IllegalArgumentException("a late node's rank is >= " + nnodes + ", was " + nodeRank);
             if (masterPort < 0 || masterPort > 65535) throw new IllegalArgumentException("master port must be in 0..65535, was " + masterPort);
             if (nnodes > 1 && masterPort == 0) throw new IllegalArgumentException("a job of several nodes needs a master port (not 0)");
+            if (secret != null) Auth.checkSecret(secret, "the job secret");
         }
 
         /** A node that is part of the job as it starts. */

@@ -84,7 +84,17 @@ final class StatusCommand implements Callable<Integer> {
         }
         String method = initMethod != null ? initMethod : parent.env.get("HCOMM_INIT_METHOD");
         String key = secret != null ? secret : parent.env.get("HCOMM_SECRET");
-        try (Store store = job != null || !addressGiven(method) ? openLocalJob() : open(method, key)) {
+        if (key != null && key.isBlank()) key = null;
+        boolean local = job != null || !addressGiven(method);
+        // a job found on this machine brings its own secret; only the one used is checked
+        if (key != null && (!local || secret != null)) {
+            try {
+                io.hcomm4j.security.Auth.checkSecret(key, secret != null ? "--secret" : "HCOMM_SECRET");
+            } catch (IllegalArgumentException e) {
+                throw new ParameterException(spec.commandLine(), e.getMessage());
+            }
+        }
+        try (Store store = local ? openLocalJob() : open(method, key)) {
             if (store == null) return 2; // several jobs, listed: the user picks one
             JobStatus status = JobStatus.read(store, generation == null ? OptionalLong.empty() : OptionalLong.of(generation));
             parent.out.print(status.render(System.currentTimeMillis()));

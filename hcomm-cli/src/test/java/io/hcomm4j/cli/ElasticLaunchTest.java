@@ -29,7 +29,7 @@ class ElasticLaunchTest {
 
     @Test
     void aFailedRankIsReplacedByAProcessThatJoinsWhileTheOthersGoOn() {
-        int code = launcher(1).run(LocalLauncher.Job.local(3, "k"), List.of("sh", "-c", FAILS_ONCE));
+        int code = launcher(1).run(LocalLauncher.Job.local(3, "elastic-test-secret1"), List.of("sh", "-c", FAILS_ONCE));
 
         assertThat(code).as(io.toString()).isZero();
         assertThat(io.outLines()).as(io.toString()).containsExactlyInAnyOrder(
@@ -42,7 +42,7 @@ class ElasticLaunchTest {
     @Test
     void pastTheRestartsTheJobStopsWithTheFailuresCode() {
         LocalLauncher launcher = launcher(1).environment(Map.of("REPLACEMENT_EXIT", "4"));
-        int code = launcher.run(LocalLauncher.Job.local(2, "k"), List.of("sh", "-c", FAILS_ONCE + "; sleep 30"));
+        int code = launcher.run(LocalLauncher.Job.local(2, "elastic-test-secret1"), List.of("sh", "-c", FAILS_ONCE + "; sleep 30"));
 
         assertThat(code).as(io.toString()).isEqualTo(4);
         assertThat(io.errLines()).as(io.toString()).contains(
@@ -52,7 +52,7 @@ class ElasticLaunchTest {
 
     @Test
     void withoutRestartsTheFirstFailureStopsTheJob() {
-        int code = launcher(0).run(LocalLauncher.Job.local(2, "k"), List.of("sh", "-c", FAILS_ONCE + "; sleep 30"));
+        int code = launcher(0).run(LocalLauncher.Job.local(2, "elastic-test-secret1"), List.of("sh", "-c", FAILS_ONCE + "; sleep 30"));
 
         assertThat(code).as(io.toString()).isEqualTo(3);
         assertThat(io.errLines()).as(io.toString()).contains("hcomm launch: rank 1 exited with code 3; stopped the other ranks")

@@ -52,8 +52,8 @@ class HcommCliTest {
     @Test
     void helpListsTheCommands() {
         assertThat(run("--help")).isZero();
-        assertThat(io.out()).contains("launch", "demo", "perf", "status", "store");
-        for (String command : List.of("launch", "demo", "perf", "status", "store")) {
+        assertThat(io.out()).contains("launch", "demo", "perf", "status", "store", "secret");
+        for (String command : List.of("launch", "demo", "perf", "status", "store", "secret")) {
             Captured sub = new Captured();
             assertThat(HcommCli.execute(new String[] {command, "--help"}, sub.out, sub.err, Map.of())).isZero();
             assertThat(sub.out()).startsWith("Usage: hcomm " + command);
@@ -110,12 +110,36 @@ class HcommCliTest {
     }
 
     @Test
+    void secretPrintsANewRandomSecretEachTime() {
+        assertThat(run("secret")).isZero();
+        Captured again = new Captured();
+        assertThat(HcommCli.execute(new String[] {"secret"}, again.out, again.err, Map.of())).isZero();
+        assertThat(io.out()).matches("[0-9a-f]{48}\\R");
+        assertThat(again.out()).matches("[0-9a-f]{48}\\R").isNotEqualTo(io.out());
+        assertThat(io.err()).isEmpty();
+    }
+
+    /** Every command that takes a secret refuses one under 16 bytes, naming where it came from, before it starts anything. */
+    @Test
+    void secretsShorterThanSixteenBytesAreUsageErrors() {
+        assertThat(run("launch", "--secret", "short", "--", "true")).isEqualTo(2);
+        assertThat(io.err()).contains("--secret is 5 bytes long", "16 bytes required", "hcomm secret");
+        assertThat(io.out()).as("no rank ran").isEmpty();
+        for (String[] args : List.of(new String[] {"launch", "--", "true"},
+                new String[] {"status", "--init-method", "tcp://127.0.0.1:1"}, new String[] {"store", "--port", "1"})) {
+            Captured c = new Captured();
+            assertThat(HcommCli.execute(args, c.out, c.err, Map.of("HCOMM_SECRET", "fifteen-bytes!!"))).as(c.toString()).isEqualTo(2);
+            assertThat(c.err()).as(args[0]).contains("HCOMM_SECRET is 15 bytes long").doesNotContain("fifteen-bytes!!");
+        }
+    }
+
+    @Test
     void severalNodesNeedTheMasterAddressAndPort() {
-        assertThat(run("launch", "--nnodes", "2", "--secret", "s", "--master-port", "29500", "--", "true")).isEqualTo(2);
+        assertThat(run("launch", "--nnodes", "2", "--secret", "cli-test-secret-0001", "--master-port", "29500", "--", "true")).isEqualTo(2);
         assertThat(io.err()).contains("--master-addr");
         Captured again = new Captured();
         assertThat(HcommCli.execute(new String[] {"launch", "--nnodes", "2", "--master-addr", "a", "--", "true"},
-                again.out, again.err, Map.of("HCOMM_SECRET", "s"))).isEqualTo(2);
+                again.out, again.err, Map.of("HCOMM_SECRET", "cli-test-secret-0001"))).isEqualTo(2);
         assertThat(again.err()).contains("--master-port");
     }
 
@@ -128,18 +152,18 @@ class HcommCliTest {
     @Test
     void launchOnASecondNodeRunsItsRanksWithTheSecretFromTheEnvironment() {
         // node 1 hosts no store, so this runs without the core's store server
-        int code = run(Map.of("HCOMM_SECRET", "from-env"), "launch", "-n", "2", "--nnodes", "2", "--node-rank", "1",
+        int code = run(Map.of("HCOMM_SECRET", "secret-from-the-env"), "launch", "-n", "2", "--nnodes", "2", "--node-rank", "1",
                 "--master-addr", "127.0.0.1", "--master-port", "29999",
                 "sh", "-c", "echo $RANK/$WORLD_SIZE $HCOMM_SECRET $MASTER_PORT", "--not-an-option-of-launch");
 
         assertThat(code).as(io.toString()).isZero();
-        assertThat(io.outLines()).containsExactlyInAnyOrder("[rank 2] 2/4 from-env 29999", "[rank 3] 3/4 from-env 29999");
+        assertThat(io.outLines()).containsExactlyInAnyOrder("[rank 2] 2/4 secret-from-the-env 29999", "[rank 3] 3/4 secret-from-the-env 29999");
     }
 
     @Test
     void launchExitsWithTheFailingRanksCode() {
         int code = run("launch", "-n", "2", "--nnodes", "2", "--node-rank", "1", "--master-addr", "127.0.0.1",
-                "--master-port", "29999", "--secret", "s", "--grace-period", "1s",
+                "--master-port", "29999", "--secret", "cli-test-secret-0001", "--grace-period", "1s",
                 "--", "sh", "-c", "if [ $RANK = 3 ]; then exit 5; fi; sleep 600");
 
         assertThat(code).isEqualTo(5);

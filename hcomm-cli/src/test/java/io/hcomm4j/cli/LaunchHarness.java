@@ -18,7 +18,7 @@ public final class LaunchHarness {
         List<String> command = List.of("sh", "-c", String.join(" ", Arrays.asList(args).subList(1, args.length)));
         int code = new LocalLauncher("hcomm launch", System.out, System.err)
                 .gracePeriod(Duration.ofSeconds(2))
-                .run(LocalLauncher.Job.local(n, "s"), command);
+                .run(LocalLauncher.Job.local(n, "launch-test-secret-1"), command);
         System.exit(code);
     }
 }

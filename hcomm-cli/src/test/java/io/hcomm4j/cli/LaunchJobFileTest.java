@@ -162,7 +162,7 @@ class LaunchJobFileTest {
     private Path writeJobFile(long pid, Instant processStart, String store) throws IOException {
         Path file = jobs().resolve("job-" + pid + ".properties");
         Files.writeString(file, "pid=" + pid + "\nprocess_start=" + processStart + "\nstarted=" + Instant.now() + "\nstore="
-                + store + "\nsecret=not-a-real-one\nranks=2\ncommand=sleep 60\n", StandardCharsets.UTF_8);
+                + store + "\nsecret=not-a-real-one-at-all\nranks=2\ncommand=sleep 60\n", StandardCharsets.UTF_8);
         Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rw-------"));
         return file;
     }

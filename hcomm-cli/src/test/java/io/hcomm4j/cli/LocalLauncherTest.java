@@ -32,10 +32,10 @@ class LocalLauncherTest {
         LocalLauncher launcher = launcher().storeHost((bind, secret) -> {
             LocalLauncher.HostedStore hosted = store.start(bind, secret);
             // before any rank starts, the store serves clients that prove the job's secret
-            store.checkServes("s3cret");
+            store.checkServes("s3cret-launch-test-1");
             return hosted;
         });
-        int code = launcher.run(LocalLauncher.Job.local(3, "s3cret"), sh(
+        int code = launcher.run(LocalLauncher.Job.local(3, "s3cret-launch-test-1"), sh(
                 "echo \"RANK=$RANK LOCAL_RANK=$LOCAL_RANK WORLD_SIZE=$WORLD_SIZE LOCAL_WORLD_SIZE=$LOCAL_WORLD_SIZE"
                         + " NODE_RANK=$NODE_RANK MASTER_ADDR=$MASTER_ADDR MASTER_PORT=$MASTER_PORT"
                         + " HCOMM_SECRET=$HCOMM_SECRET HCOMM_STORE_HOSTED=$HCOMM_STORE_HOSTED\""));
@@ -46,31 +46,31 @@ class LocalLauncherTest {
         assertThat(port).isPositive();
         assertThat(io.outLines()).containsExactlyInAnyOrder(
                 "[rank 0] RANK=0 LOCAL_RANK=0 WORLD_SIZE=3 LOCAL_WORLD_SIZE=3 NODE_RANK=0 MASTER_ADDR=127.0.0.1"
-                        + " MASTER_PORT=" + port + " HCOMM_SECRET=s3cret HCOMM_STORE_HOSTED=1",
+                        + " MASTER_PORT=" + port + " HCOMM_SECRET=s3cret-launch-test-1 HCOMM_STORE_HOSTED=1",
                 "[rank 1] RANK=1 LOCAL_RANK=1 WORLD_SIZE=3 LOCAL_WORLD_SIZE=3 NODE_RANK=0 MASTER_ADDR=127.0.0.1"
-                        + " MASTER_PORT=" + port + " HCOMM_SECRET=s3cret HCOMM_STORE_HOSTED=1",
+                        + " MASTER_PORT=" + port + " HCOMM_SECRET=s3cret-launch-test-1 HCOMM_STORE_HOSTED=1",
                 "[rank 2] RANK=2 LOCAL_RANK=2 WORLD_SIZE=3 LOCAL_WORLD_SIZE=3 NODE_RANK=0 MASTER_ADDR=127.0.0.1"
-                        + " MASTER_PORT=" + port + " HCOMM_SECRET=s3cret HCOMM_STORE_HOSTED=1");
+                        + " MASTER_PORT=" + port + " HCOMM_SECRET=s3cret-launch-test-1 HCOMM_STORE_HOSTED=1");
         assertThat(io.err()).isEmpty();
         // node 0 hosted the store with the job's secret on the master address, and closed it at the end
         assertThat(store.starts).hasValue(1);
         assertThat(store.bind.getHostString()).isEqualTo("127.0.0.1");
         assertThat(store.bind.getPort()).isZero();
-        assertThat(store.secret).isEqualTo("s3cret");
+        assertThat(store.secret).isEqualTo("s3cret-launch-test-1");
         assertThat(store.closes).hasValue(1);
         assertThat(store.listening()).as("store listening after the job").isFalse();
     }
 
     @Test
     void anotherNodeRunsItsShareOfRanksAndHostsNoStore() {
-        LocalLauncher.Job job = new LocalLauncher.Job(2, 3, 1, "10.1.2.3", 29500, "k");
+        LocalLauncher.Job job = new LocalLauncher.Job(2, 3, 1, "10.1.2.3", 29500, "node-1-test-secret");
         int code = launcher().run(job, sh("echo \"$RANK $LOCAL_RANK $WORLD_SIZE $LOCAL_WORLD_SIZE $NODE_RANK"
                 + " $MASTER_ADDR $MASTER_PORT $HCOMM_SECRET $HCOMM_STORE_HOSTED\""));
 
         assertThat(code).as(io.toString()).isZero();
         assertThat(io.outLines()).containsExactlyInAnyOrder(
-                "[rank 2] 2 0 6 2 1 10.1.2.3 29500 k 1",
-                "[rank 3] 3 1 6 2 1 10.1.2.3 29500 k 1");
+                "[rank 2] 2 0 6 2 1 10.1.2.3 29500 node-1-test-secret 1",
+                "[rank 3] 3 1 6 2 1 10.1.2.3 29500 node-1-test-secret 1");
         assertThat(store.starts).hasValue(0);
     }
 
@@ -94,7 +94,7 @@ class LocalLauncherTest {
     void ranksRunOnCpusOfTheirOwnUnlessTold() {
         List<Integer> cpus = CpuShares.allowedCpus();
         String affinity = "grep Cpus_allowed_list /proc/self/status | tr -d '\\t' | cut -d: -f2";
-        int code = launcher().run(LocalLauncher.Job.local(2, "s"), sh("echo \"cpus $(" + affinity + ")\""));
+        int code = launcher().run(LocalLauncher.Job.local(2, "launch-test-secret-1"), sh("echo \"cpus $(" + affinity + ")\""));
         assertThat(code).as(io.toString()).isZero();
         if (cpus.size() >= 2 && new java.io.File("/usr/bin/taskset").canExecute()) {
             assertThat(io.outLines()).containsExactlyInAnyOrder(
@@ -103,7 +103,7 @@ class LocalLauncherTest {
         }
         Captured unbound = new Captured();
         code = new LocalLauncher("hcomm launch", unbound.out, unbound.err).storeHost(store).cpuBind(LocalLauncher.CpuBind.NONE)
-                .run(LocalLauncher.Job.local(2, "s"), sh("echo \"cpus $(" + affinity + ")\""));
+                .run(LocalLauncher.Job.local(2, "launch-test-secret-1"), sh("echo \"cpus $(" + affinity + ")\""));
         assertThat(code).as(unbound.toString()).isZero();
         List<Integer> seen = CpuShares.parseCpuList(unbound.outLines().getFirst().replaceAll(".*cpus ", ""));
         assertThat(seen).containsExactlyElementsOf(cpus);
@@ -126,16 +126,16 @@ class LocalLauncherTest {
 
     @Test
     void rankEnvironmentFollowsTorchrun() {
-        LocalLauncher.Job job = new LocalLauncher.Job(4, 2, 1, "node0", 29500, "x");
+        LocalLauncher.Job job = new LocalLauncher.Job(4, 2, 1, "node0", 29500, "launcher-test-secret");
         assertThat(LocalLauncher.rankEnvironment(job, 3, 29500)).containsExactlyInAnyOrderEntriesOf(Map.of(
                 "RANK", "7", "LOCAL_RANK", "3", "WORLD_SIZE", "8", "LOCAL_WORLD_SIZE", "4", "NODE_RANK", "1",
-                "MASTER_ADDR", "node0", "MASTER_PORT", "29500", "HCOMM_SECRET", "x", "HCOMM_STORE_HOSTED", "1"));
+                "MASTER_ADDR", "node0", "MASTER_PORT", "29500", "HCOMM_SECRET", "launcher-test-secret", "HCOMM_STORE_HOSTED", "1"));
     }
 
     @Test
     void everyLineIsPrefixedWholeAndInOrder() {
         int lines = 400;
-        int code = launcher().run(LocalLauncher.Job.local(3, "s"), sh(
+        int code = launcher().run(LocalLauncher.Job.local(3, "launch-test-secret-1"), sh(
                 "i=0; while [ $i -lt " + lines + " ]; do echo \"out $RANK $i\"; echo \"err $RANK $i\" >&2; i=$((i+1)); done;"
                         + " printf 'last line without newline'"));
 
@@ -163,7 +163,7 @@ class LocalLauncherTest {
     @Test
     void rank0StdoutCanBeTheJobsOutput() {
         int code = launcher().rank0StdoutRaw(true).dropStderrLine("noise")
-                .run(LocalLauncher.Job.local(2, "s"), sh("echo \"result of $RANK\"; echo noise >&2; echo \"note $RANK\" >&2"));
+                .run(LocalLauncher.Job.local(2, "launch-test-secret-1"), sh("echo \"result of $RANK\"; echo noise >&2; echo \"note $RANK\" >&2"));
 
         assertThat(code).as(io.toString()).isZero();
         assertThat(io.outLines()).containsExactlyInAnyOrder("result of 0", "[rank 1] result of 1");
@@ -175,7 +175,7 @@ class LocalLauncherTest {
         long start = System.nanoTime();
         LocalLauncher launcher = launcher();
         // ranks 0 and 2 sleep in a child of their shell; rank 1 fails once they have said who they are
-        int code = launcher.run(LocalLauncher.Job.local(3, "s"), sh(
+        int code = launcher.run(LocalLauncher.Job.local(3, "launch-test-secret-1"), sh(
                 "if [ $RANK = 1 ]; then sleep 1; echo 'rank 1 fails' >&2; exit 3; fi;"
                         + " sleep 600 & echo \"shell pid=$$ sleep pid=$!\"; wait"));
         Duration took = Duration.ofNanos(System.nanoTime() - start);
@@ -197,7 +197,7 @@ class LocalLauncherTest {
     void ranksThatIgnoreSigtermAreKilledAfterTheGracePeriod() {
         long start = System.nanoTime();
         LocalLauncher launcher = launcher().gracePeriod(Duration.ofMillis(300));
-        int code = launcher.run(LocalLauncher.Job.local(2, "s"), sh(
+        int code = launcher.run(LocalLauncher.Job.local(2, "launch-test-secret-1"), sh(
                 "if [ $RANK = 1 ]; then sleep 1; exit 7; fi;"
                         + " trap '' TERM; sleep 600 & echo \"pid=$$ pid=$!\"; wait"));
         Duration took = Duration.ofNanos(System.nanoTime() - start);
@@ -212,7 +212,7 @@ class LocalLauncherTest {
 
     @Test
     void aRankKilledBySignalFailsTheJob() {
-        int code = launcher().run(LocalLauncher.Job.local(2, "s"), sh("if [ $RANK = 0 ]; then kill -KILL $$; fi; sleep 600"));
+        int code = launcher().run(LocalLauncher.Job.local(2, "launch-test-secret-1"), sh("if [ $RANK = 0 ]; then kill -KILL $$; fi; sleep 600"));
 
         assertThat(code).as(io.toString()).isEqualTo(137);
         assertThat(io.err()).contains("hcomm launch: rank 0 exited with code 137; stopped the other ranks");
@@ -221,7 +221,7 @@ class LocalLauncherTest {
     @Test
     void processesARankLeavesBehindAreStoppedWithTheJob() {
         // each rank starts a sleep and exits at once: the sleep is orphaned, and adopted by the launcher
-        int code = launcher().run(LocalLauncher.Job.local(2, "s"), sh("sleep 600 >/dev/null 2>&1 & echo \"pid=$!\""));
+        int code = launcher().run(LocalLauncher.Job.local(2, "launch-test-secret-1"), sh("sleep 600 >/dev/null 2>&1 & echo \"pid=$!\""));
 
         assertThat(code).as(io.toString()).isZero();
         List<Long> pids = Processes.pidsIn(io.out());
@@ -232,7 +232,7 @@ class LocalLauncherTest {
     @Test
     void allRanksSucceedingIsSuccess() {
         LocalLauncher launcher = launcher();
-        int code = launcher.run(LocalLauncher.Job.local(4, "s"), sh("exit 0"));
+        int code = launcher.run(LocalLauncher.Job.local(4, "launch-test-secret-1"), sh("exit 0"));
 
         assertThat(code).isZero();
         assertThat(io.err()).isEmpty();
@@ -241,7 +241,7 @@ class LocalLauncherTest {
 
     @Test
     void aCommandThatCannotStartIsReported() {
-        int code = launcher().run(LocalLauncher.Job.local(2, "s"), List.of("/nonexistent/hcomm-test-command"));
+        int code = launcher().run(LocalLauncher.Job.local(2, "launch-test-secret-1"), List.of("/nonexistent/hcomm-test-command"));
 
         assertThat(code).isEqualTo(1);
         assertThat(io.err()).contains("hcomm launch: cannot start rank 0 (/nonexistent/hcomm-test-command)");
@@ -254,7 +254,7 @@ class LocalLauncherTest {
         try (ServerSocket taken = new ServerSocket(0, 1, InetAddress.getByAddress(new byte[] {127, 0, 0, 1}))) {
             int port = taken.getLocalPort();
             LocalLauncher launcher = launcher();
-            int code = launcher.run(new LocalLauncher.Job(1, 1, 0, "127.0.0.1", port, "s"), sh("exit 0"));
+            int code = launcher.run(new LocalLauncher.Job(1, 1, 0, "127.0.0.1", port, "launch-test-secret-1"), sh("exit 0"));
 
             assertThat(code).isEqualTo(1);
             assertThat(io.err()).contains("hcomm launch: cannot host the store on 127.0.0.1:" + port)
@@ -267,11 +267,11 @@ class LocalLauncherTest {
 
     @Test
     void jobsAreValidated() {
-        assertThatThrownBy(() -> new LocalLauncher.Job(0, 1, 0, "a", 0, "s")).hasMessageContaining("ranks per node");
-        assertThatThrownBy(() -> new LocalLauncher.Job(1, 2, 2, "a", 1, "s")).hasMessageContaining("node rank must be in 0..1");
-        assertThatThrownBy(() -> new LocalLauncher.Job(1, 2, 0, "a", 0, "s")).hasMessageContaining("master port");
-        assertThatThrownBy(() -> new LocalLauncher.Job(1, 1, 0, "a", 70000, "s")).hasMessageContaining("0..65535");
-        LocalLauncher.Job job = new LocalLauncher.Job(4, 3, 2, "a", 1, "s");
+        assertThatThrownBy(() -> new LocalLauncher.Job(0, 1, 0, "a", 0, "launch-test-secret-1")).hasMessageContaining("ranks per node");
+        assertThatThrownBy(() -> new LocalLauncher.Job(1, 2, 2, "a", 1, "launch-test-secret-1")).hasMessageContaining("node rank must be in 0..1");
+        assertThatThrownBy(() -> new LocalLauncher.Job(1, 2, 0, "a", 0, "launch-test-secret-1")).hasMessageContaining("master port");
+        assertThatThrownBy(() -> new LocalLauncher.Job(1, 1, 0, "a", 70000, "launch-test-secret-1")).hasMessageContaining("0..65535");
+        LocalLauncher.Job job = new LocalLauncher.Job(4, 3, 2, "a", 1, "launch-test-secret-1");
         assertThat(job.worldSize()).isEqualTo(12);
         assertThat(job.firstRank()).isEqualTo(8);
         assertThat(job.hostsStore()).isFalse();

@@ -253,7 +253,7 @@ class PerfCollectivesCliTest {
         int code = new LocalLauncher("hcomm perf", launch.out, launch.err).gracePeriod(Duration.ofSeconds(2))
                 .storeHost((bind, secret) -> new LocalLauncher.HostedStore(new java.net.InetSocketAddress("127.0.0.1", 1), () -> { }))
                 .environment(Map.of(PerfCommand.ALGO_ENV, "allreduce=ring"))
-                .run(LocalLauncher.Job.local(2, "s"), List.of("sh", "-c", "echo \"$HCOMM_ALGO\""));
+                .run(LocalLauncher.Job.local(2, "launch-test-secret-1"), List.of("sh", "-c", "echo \"$HCOMM_ALGO\""));
 
         assertThat(code).as(launch.toString()).isZero();
         assertThat(launch.outLines()).containsExactlyInAnyOrder("[rank 0] allreduce=ring", "[rank 1] allreduce=ring");

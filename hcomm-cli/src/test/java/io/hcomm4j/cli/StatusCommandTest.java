@@ -41,7 +41,7 @@ class StatusCommandTest {
                 env.put("WORLD_SIZE", String.valueOf(n));
                 env.put("MASTER_ADDR", "127.0.0.1");
                 env.put("MASTER_PORT", String.valueOf(port));
-                env.put("HCOMM_SECRET", "status-secret");
+                env.put("HCOMM_SECRET", "status-test-secret-1");
                 env.put("HCOMM_STUCK_REPORT", "1s");
                 Path log = dir.resolve("rank" + r + ".log");
                 logs.add(log);
@@ -53,7 +53,7 @@ class StatusCommandTest {
             while (System.nanoTime() < deadline) {
                 Captured io = new Captured();
                 int code = HcommCli.execute(new String[] {"status", "--init-method", "tcp://127.0.0.1:" + port}, io.out, io.err,
-                        Map.of("HCOMM_SECRET", "status-secret"));
+                        Map.of("HCOMM_SECRET", "status-test-secret-1"));
                 assertThat(code).as(io.toString()).isZero();
                 status = io.out();
                 // ranks 0 and 1 publish once their op is stuck, rank 2 when asked: wait for all three, not only rank 2's
@@ -63,7 +63,7 @@ class StatusCommandTest {
             System.out.println("StatusCommandTest: hcomm status printed:\n" + status);
             // found from the environment as init finds it: HCOMM_STORE_PORT in place of MASTER_PORT (torchrun's agent's)
             Captured byEnv = new Captured();
-            assertThat(HcommCli.execute(new String[] {"status"}, byEnv.out, byEnv.err, Map.of("HCOMM_SECRET", "status-secret",
+            assertThat(HcommCli.execute(new String[] {"status"}, byEnv.out, byEnv.err, Map.of("HCOMM_SECRET", "status-test-secret-1",
                     "MASTER_ADDR", "127.0.0.1", "MASTER_PORT", "1", "HCOMM_STORE_PORT", String.valueOf(port))))
                     .as(byEnv.toString()).isZero();
             assertThat(byEnv.out()).contains("session hcomm/1/: 3 ranks");

@@ -26,19 +26,38 @@ class StoreCommandTest {
     private static final String SECRET = "store-command-secret";
 
     private static Process start(int port) throws IOException {
-        ProcessBuilder pb = new ProcessBuilder(LocalLauncher.javaCommand(HcommCli.class.getName(), List.of("store", "--bind", "127.0.0.1")));
+        return start(port, Map.of("HCOMM_SECRET", SECRET), "--bind", "127.0.0.1");
+    }
+
+    /** {@code hcomm store args} on {@code port} with {@code hcommEnv} as its only HCOMM_* variables. */
+    private static Process start(int port, Map<String, String> hcommEnv, String... args) throws IOException {
+        List<String> cmd = new java.util.ArrayList<>(List.of("store"));
+        cmd.addAll(List.of(args));
+        ProcessBuilder pb = new ProcessBuilder(LocalLauncher.javaCommand(HcommCli.class.getName(), cmd));
         Map<String, String> env = pb.environment();
         env.keySet().removeIf(k -> k.startsWith("HCOMM_"));
-        env.put("HCOMM_SECRET", SECRET);
+        env.putAll(hcommEnv);
         env.put("MASTER_PORT", String.valueOf(port));
         return pb.redirectErrorStream(true).start();
     }
 
+    private static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            return s.getLocalPort();
+        }
+    }
+
     /** The line saying it serves; the rest of its output is drained in the background. */
     private static String awaitServing(Process p) throws IOException {
+        return awaitServing(p, new StringBuilder());
+    }
+
+    /** As {@link #awaitServing(Process)}, the lines before that one added to {@code before}. */
+    private static String awaitServing(Process p, StringBuilder before) throws IOException {
         BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream(), UTF_8));
         String line;
         while ((line = out.readLine()) != null) {
+            if (!line.startsWith("hcomm store: serving")) before.append(line).append('\n');
             if (line.startsWith("hcomm store: serving")) {
                 Thread.ofVirtual().start(() -> {
                     try {
@@ -52,7 +71,46 @@ class StoreCommandTest {
                 return line;
             }
         }
-        throw new AssertionError("hcomm store ended without serving");
+        throw new AssertionError("hcomm store ended without serving:\n" + before);
+    }
+
+    /** Issue 18, secret policy: without HCOMM_SECRET the store serves this host only, unless HCOMM_AUTH=none says otherwise. */
+    @Test
+    void withoutASecretItListensOnLoopbackOnlyUnlessHcommAuthIsNone() throws Exception {
+        int port = freePort();
+        Process local = start(port, Map.of());
+        try {
+            StringBuilder said = new StringBuilder();
+            assertThat(awaitServing(local, said)).contains("serving on 127.0.0.1:" + port);
+            assertThat(said.toString()).contains("HCOMM_SECRET is not set: listening on 127.0.0.1 only", "hcomm secret");
+            try (TcpStore client = TcpStore.connect(new InetSocketAddress("127.0.0.1", port), (String) null, Duration.ofSeconds(10))) {
+                client.set("k", new byte[] {1});
+            }
+        } finally {
+            local.destroyForcibly();
+        }
+
+        // another address without a secret is refused before anything listens
+        Captured io = new Captured();
+        assertThat(HcommCli.execute(new String[] {"store", "--bind", "0.0.0.0", "--port", String.valueOf(port)}, io.out, io.err,
+                Map.of())).isEqualTo(1);
+        assertThat(io.err()).contains("hcomm store: no job secret is set", "every interface (0.0.0.0)", "HCOMM_SECRET",
+                "HCOMM_AUTH=none");
+
+        // HCOMM_AUTH=none: every interface by default, and said to be unauthenticated
+        int open = freePort();
+        Process unauthenticated = start(open, Map.of("HCOMM_AUTH", "none"));
+        try {
+            StringBuilder said = new StringBuilder();
+            // the wildcard, as the JVM names it (IPv6's on a dual-stack host)
+            assertThat(awaitServing(unauthenticated, said)).containsAnyOf("serving on 0.0.0.0:" + open, "serving on 0:0:0:0:0:0:0:0:" + open);
+            assertThat(said.toString()).contains("HCOMM_AUTH=none and no HCOMM_SECRET: connections are not authenticated");
+            try (TcpStore client = TcpStore.connect(new InetSocketAddress("127.0.0.1", open), (String) null, Duration.ofSeconds(10))) {
+                client.set("k", new byte[] {1});
+            }
+        } finally {
+            unauthenticated.destroyForcibly();
+        }
     }
 
     @Test

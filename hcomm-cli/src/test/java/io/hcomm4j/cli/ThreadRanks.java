@@ -72,7 +72,7 @@ final class ThreadRanks {
                 Body<T> body = bodies.apply(r);
                 futures.add(pool.submit(() -> {
                     CommConfig config = configure.apply(CommConfig.builder().initMethod("tcp://127.0.0.1:" + port).rank(rank)
-                            .worldSize(n).secret("s").timeout(Duration.ofSeconds(20)).initTimeout(Duration.ofSeconds(20))).build();
+                            .worldSize(n).secret("thread-ranks-secret-1").timeout(Duration.ofSeconds(20)).initTimeout(Duration.ofSeconds(20))).build();
                     try (Hcomm hcomm = Hcomm.init(config)) {
                         Communicator comm = hcomm.world();
                         if (comm.rank() != rank || comm.size() != n) {

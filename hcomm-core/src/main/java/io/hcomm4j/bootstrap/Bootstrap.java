@@ -29,7 +29,8 @@ import org.slf4j.LoggerFactory;
 public final class Bootstrap {
     private static final Logger LOG = LoggerFactory.getLogger(Bootstrap.class);
     /** One warning per JVM is enough: every rank thread of a test or every communicator would repeat it. */
-    private static final AtomicBoolean WARNED_NO_SECRET = new AtomicBoolean();
+    private static final AtomicBoolean WARNED_UNAUTHENTICATED = new AtomicBoolean();
+    private static final AtomicBoolean TOLD_LOOPBACK_ONLY = new AtomicBoolean();
 
     private Bootstrap() {
     }
@@ -77,14 +78,12 @@ public final class Bootstrap {
         JobEnvironment.Placement place = replacement ? null : JobEnvironment.resolve(config, env, System::getProperty);
         int rank = place == null ? -1 : place.rank();
         int size = place == null ? -1 : place.worldSize();
-        String secret = config.secret().filter(s -> !s.isEmpty()).orElse(null);
-        if (secret == null && WARNED_NO_SECRET.compareAndSet(false, true)) {
-            LOG.warn("no job secret: store and data connections are unauthenticated, so any process that can reach "
-                    + "them can join or disturb the job; set HCOMM_SECRET (hcomm launch sets one for you)");
-        }
-        Auth auth = Auth.of(secret, config.tls().orElse(null));
+        Auth auth = auth(config);
         // Resolved before the store, so a misconfigured address fails fast instead of after the rendezvous.
         InetAddress explicitData = explicitDataAddress(config);
+        if (explicitData != null) auth.checkAddress(explicitData, () -> "the data address " + explicitData.getHostAddress() + " ("
+                + (config.socketAddr().isPresent() ? "HCOMM_SOCKET_ADDR" : "HCOMM_SOCKET_IFNAME=" + config.socketIfname().orElseThrow())
+                + ") is not a loopback address");
 
         String method = config.initMethod();
         String scheme = method.toLowerCase(Locale.ROOT);
@@ -107,6 +106,8 @@ public final class Bootstrap {
             } else {
                 throw new HcommException("initMethod '" + method + "' is not one of env://, tcp://host:port, file:///path");
             }
+            auth.checkAddress(storeAddress.getAddress(), () -> "the store's address " + StoreProtocol.hostPort(storeAddress) + " ("
+                    + origin + ") is not a loopback address");
             if (rank == 0 && !config.storeHosted() && !replacement) {
                 try {
                     server = TcpStoreServer.start(storeAddress, auth);
@@ -130,7 +131,9 @@ public final class Bootstrap {
         }
         InetAddress data;
         try {
-            data = explicitData != null ? explicitData : defaultDataAddress(store);
+            // without a secret the data listener stays on loopback even where the store is a file another host may share
+            data = explicitData != null ? explicitData : auth.hasSecret() || auth.isUnauthenticated() ? defaultDataAddress(store)
+                    : InetAddress.getLoopbackAddress();
         } catch (RuntimeException e) {
             StoreProtocol.closeQuietly(store);
             StoreProtocol.closeQuietly(server);
@@ -140,6 +143,30 @@ public final class Bootstrap {
         if (!config.storeScope().isEmpty()) store = new ScopedStore(store, config.storeScope());
         LOG.debug("joined as rank {} of {} via {} (data address {})", rank, size, store, data.getHostAddress());
         return new Joined(rank, size, store, data, server);
+    }
+
+    /**
+     * The handshake of {@code config}'s job ({@link Auth#forJob}); says once per JVM how a job without a secret runs: at
+     * WARN when the user chose to run unauthenticated, at INFO when it is kept to loopback.
+     */
+    public static Auth auth(CommConfig config) {
+        Auth auth = Auth.forJob(config.secret().orElse(null), config.unauthenticated())
+                .withTls(config.tls().map(io.hcomm4j.security.TlsContext::of).orElse(null));
+        if (auth.isUnauthenticated() && WARNED_UNAUTHENTICATED.compareAndSet(false, true)) {
+            LOG.warn("HCOMM_AUTH=none and no job secret: store and data connections are not authenticated, so any process "
+                    + "that can reach them can join, read or disturb the job; set HCOMM_SECRET unless every host that can "
+                    + "reach this job's ports is trusted");
+        } else if (!auth.hasSecret() && !auth.isUnauthenticated() && TOLD_LOOPBACK_ONLY.compareAndSet(false, true)) {
+            LOG.info("no job secret: the store and data connections use loopback addresses only (any process of this host "
+                    + "can reach them); set HCOMM_SECRET for a job across hosts or on a shared host");
+        }
+        return auth;
+    }
+
+    /** Forgets that the once-per-JVM lines of {@link #auth} were logged, so a test can see them. */
+    static void forgetAuthNotices() {
+        WARNED_UNAUTHENTICATED.set(false);
+        TOLD_LOOPBACK_ONLY.set(false);
     }
 
     /** Parses {@code tcp://host:port} (IPv6 literals in brackets). */

@@ -123,6 +123,8 @@ public final class TcpStore implements Store {
      * passes (ranks may start before the server), and proves {@code secret}. A connection lost later is not
      * re-established: every later call throws {@link HcommException}.
      *
+     * @param secret the job secret (at least 16 bytes), or null for a server without one (which proves nothing)
+     *
      * @throws CommTimeoutException no server answered at {@code address} within {@code timeout}
      * @throws HcommException       the server refused the secret (or is not an HComm4J store)
      */
@@ -138,11 +140,15 @@ public final class TcpStore implements Store {
      * @throws HcommException       the server refused the secret (or is not an HComm4J store)
      */
     public static TcpStore connect(InetSocketAddress address, String secret, Duration timeout, Duration reconnect) {
-        return connect(address, Auth.of(secret), timeout, reconnect);
+        return connect(address, secret == null ? Auth.loopbackOnly() : Auth.of(secret), timeout, reconnect);
     }
 
-    /** As {@link #connect(InetSocketAddress, String, Duration, Duration)}, proving {@code auth} (and under its TLS, if any). */
+    /**
+     * As {@link #connect(InetSocketAddress, String, Duration, Duration)} with the handshake {@code auth} (a job's, which
+     * {@link Bootstrap#auth} makes from its settings), under its TLS if it has one.
+     */
     public static TcpStore connect(InetSocketAddress address, Auth auth, Duration timeout, Duration reconnect) {
+        java.util.Objects.requireNonNull(auth, "auth");
         if (reconnect == null || reconnect.isNegative()) throw new IllegalArgumentException("reconnect must be >= 0, was " + reconnect);
         long deadline = System.nanoTime() + waitMillis(timeout) * 1_000_000L;
         long clientId = RANDOM.nextLong();

@@ -81,22 +81,34 @@ public final class TcpStoreServer implements AutoCloseable {
                 .unstarted(this::acceptLoop);
     }
 
-    /** Starts serving on {@code bind} (port 0 picks a free port). {@code secret} may be null (unauthenticated). */
+    /**
+     * Starts serving on {@code bind} (port 0 picks a free port).
+     *
+     * @param secret the job secret (at least 16 bytes), or null for none: then {@code bind} must be a loopback address
+     * @throws HcommException the address cannot be bound, or is not a loopback one and there is no secret
+     */
     public static TcpStoreServer start(InetSocketAddress bind, String secret) {
-        return start(bind, Auth.of(secret), DEFAULT_HANDSHAKE_TIMEOUT);
+        return start(bind, secret, DEFAULT_HANDSHAKE_TIMEOUT);
     }
 
-    /** Starts serving on {@code bind}; every connection proves {@code auth} (under its TLS, if any). */
+    /**
+     * Starts serving on {@code bind} with the handshake {@code auth}: a job's ({@link Bootstrap#auth}, under its TLS if
+     * it has one), or {@link Auth#unauthenticated()} for a store that serves anyone on any address.
+     *
+     * @throws HcommException the address cannot be bound, or is not allowed without a secret ({@link Auth#checkListen})
+     */
     public static TcpStoreServer start(InetSocketAddress bind, Auth auth) {
         return start(bind, auth, DEFAULT_HANDSHAKE_TIMEOUT);
     }
 
+    /** As {@link #start(InetSocketAddress, String)} with a chosen handshake deadline (tests use a short one). */
     static TcpStoreServer start(InetSocketAddress bind, String secret, Duration handshakeTimeout) {
-        return start(bind, Auth.of(secret), handshakeTimeout);
+        return start(bind, secret == null ? Auth.loopbackOnly() : Auth.of(secret), handshakeTimeout);
     }
 
-    /** As {@link #start(InetSocketAddress, String)} with a chosen handshake deadline (tests use a short one). */
     static TcpStoreServer start(InetSocketAddress bind, Auth auth, Duration handshakeTimeout) {
+        java.util.Objects.requireNonNull(auth, "auth");
+        auth.checkListen(bind.getAddress(), "the store");
         ServerSocketChannel ch = null;
         try {
             ch = ServerSocketChannel.open();

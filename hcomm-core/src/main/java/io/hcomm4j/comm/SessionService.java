@@ -51,8 +51,8 @@ public final class SessionService implements SessionProvider {
     }
 
     @Override
-    public SessionProvider.ServedStore serveStore(InetSocketAddress bind, String secret) {
-        TcpStoreServer server = TcpStoreServer.start(bind, secret);
+    public SessionProvider.ServedStore serveStore(InetSocketAddress bind, String secret, boolean unauthenticated) {
+        TcpStoreServer server = TcpStoreServer.start(bind, io.hcomm4j.security.Auth.forJob(secret, unauthenticated));
         return new SessionProvider.ServedStore() {
             @Override
             public InetSocketAddress address() {

@@ -6,7 +6,6 @@ import io.hcomm4j.Communicator;
 import io.hcomm4j.bootstrap.Bootstrap;
 import io.hcomm4j.bootstrap.Store;
 import io.hcomm4j.memory.MemoryPool;
-import io.hcomm4j.security.Auth;
 import io.hcomm4j.HcommException;
 import io.hcomm4j.SessionProvider;
 import io.hcomm4j.algo.Tuner;
@@ -84,7 +83,7 @@ final class SessionStart {
             long token = ByteBuffer.wrap(store.get(ns + "token", initTimeout)).getLong();
             io.hcomm4j.algo.TuningTable table = SessionTuning.load(config, rank);
             TransportOptions options = transportOptions(config);
-            t = PeerTransport.open(rank, size, j.dataAddress(), Auth.of(config.secret().orElse(null), config.tls().orElse(null)), token, options);
+            t = PeerTransport.open(rank, size, j.dataAddress(), Bootstrap.auth(config), token, options);
             t.tcpCongestion(config.tcpCongestion().orElse(null));
             InetSocketAddress me = t.listenAddress();
             RailAddresses.enable(t, config);
@@ -200,7 +199,7 @@ final class SessionStart {
             int slot = plan.slots()[me];
             // the replacement's links are reliable like everyone's (a link is only if both sides say so in the hello)
             TransportOptions options = transportOptions(config);
-            t = PeerTransport.open(slot, size, j.dataAddress(), Auth.of(config.secret().orElse(null), config.tls().orElse(null)), token, options);
+            t = PeerTransport.open(slot, size, j.dataAddress(), Bootstrap.auth(config), token, options);
             t.tcpCongestion(config.tcpCongestion().orElse(null));
             t.incarnation(slot, plan.incarnations()[me]);
             for (int p = 0; p < size; p++) {

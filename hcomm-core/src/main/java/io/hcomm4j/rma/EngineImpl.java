@@ -15,7 +15,6 @@ import io.hcomm4j.TransferOp;
 import io.hcomm4j.bootstrap.Bootstrap;
 import io.hcomm4j.bootstrap.Store;
 import io.hcomm4j.memory.MemoryPool;
-import io.hcomm4j.security.Auth;
 import io.hcomm4j.transport.HostIdentity;
 import io.hcomm4j.transport.PeerTransport;
 import io.hcomm4j.transport.ShmOptions;
@@ -94,7 +93,7 @@ public final class EngineImpl implements TransferEngine {
             int slots = dir.slots(config.slots());
             int slot = dir.takeSlot(slots);
             String name = config.name().orElse("engine-" + slot);
-            t = PeerTransport.open(slot, slots, j.dataAddress(), Auth.of(c.secret().orElse(null), c.tls().orElse(null)), token, options(c));
+            t = PeerTransport.open(slot, slots, j.dataAddress(), Bootstrap.auth(c), token, options(c));
             t.withoutNeighbourRing();
             String host = c.hostId().orElseGet(() -> HostIdentity.of(shmDir));
             boolean shm = c.transport() != CommConfig.Transport.TCP;

@@ -1,5 +1,6 @@
 package io.hcomm4j.security;
 
+import io.hcomm4j.CommConfig;
 import java.io.EOFException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -23,6 +24,12 @@ import javax.crypto.spec.SecretKeySpec;
  * <p>With TLS ({@link #withTls}) the TLS 1.3 handshake (mutual, certificates from the job's stores) comes first and
  * the exchange above runs inside it, its HMACs also over keying material exported from the TLS session: a proof
  * made for one TLS connection is worth nothing on another, so the certificate admits a machine and the secret a job.
+ *
+ * <p>The key is the job secret ({@link #of}, at least {@value #MIN_SECRET_BYTES} bytes). A job without one has two ways to
+ * run, both named (docs/reliability.md, "Secret policy"): {@link #loopbackOnly()}, where its listeners may bind only to
+ * loopback addresses, or {@link #unauthenticated()}, chosen by name ({@code HCOMM_AUTH=none}), on any address. Both run the
+ * same handshake with a key anyone can derive: it keeps out what does not speak the protocol (a port scanner, a stray
+ * HTTP client), and proves nothing about who is at the other end.
  */
 public final class Auth {
     /** Purpose byte of store connections. */
@@ -34,30 +41,41 @@ public final class Auth {
     private static final byte VERSION = 1;
     private static final int NONCE = 32;
     private static final int MAC = 32;
-    private static final byte[] NO_SECRET = "hcomm4j-no-secret".getBytes(StandardCharsets.UTF_8);
+    /** Shortest job secret accepted, in bytes of its UTF-8 encoding ({@link CommConfig#MIN_SECRET_BYTES}). */
+    public static final int MIN_SECRET_BYTES = CommConfig.MIN_SECRET_BYTES;
+    /** How users are told to make a secret, in every message that asks for one. */
+    public static final String HOW_TO_MAKE_ONE = CommConfig.HOW_TO_MAKE_A_SECRET;
     private static final SecureRandom RANDOM = new SecureRandom();
 
+    /** How a job without a secret may listen; a job with one may listen anywhere. */
+    private enum Mode { SECRET, LOOPBACK_ONLY, UNAUTHENTICATED }
+
     private final byte[] key;
+    private final Mode mode;
     /** TLS under every connection, or {@code null} for plain TCP. */
     private final TlsContext tls;
 
-    private Auth(byte[] key) {
-        this(key, null);
+    private Auth(byte[] key, Mode mode) {
+        this(key, mode, null);
     }
 
-    private Auth(byte[] key, TlsContext tls) {
+    private Auth(byte[] key, Mode mode, TlsContext tls) {
         this.key = key;
+        this.mode = mode;
         this.tls = tls;
     }
 
-    /** The authenticator of a job: its secret, and TLS under every connection if {@code tls} is not null. */
+    /**
+     * The authenticator of a job: {@link #of} its secret, or {@link #loopbackOnly()} without one, and TLS under every
+     * connection if {@code tls} is not null.
+     */
     public static Auth of(String secret, io.hcomm4j.TlsConfig tls) {
-        return of(secret).withTls(tls == null ? null : TlsContext.of(tls));
+        return (secret == null ? loopbackOnly() : of(secret)).withTls(tls == null ? null : TlsContext.of(tls));
     }
 
     /** This authenticator with every connection under TLS first ({@code null}: plain TCP). */
     public Auth withTls(TlsContext tls) {
-        return new Auth(key, tls);
+        return new Auth(key, mode, tls);
     }
 
     /** The TLS context connections run under, or {@code null}. */
@@ -66,11 +84,111 @@ public final class Auth {
     }
 
     /**
-     * @param secret the job secret; {@code null} or empty means unauthenticated (a fixed public key is used,
-     *               so the handshake still rejects strangers that do not speak the protocol)
+     * The handshake with the job secret.
+     *
+     * @param secret the job secret, at least {@value #MIN_SECRET_BYTES} bytes (UTF-8)
+     * @throws IllegalArgumentException the secret is null or shorter
      */
     public static Auth of(String secret) {
-        return new Auth(secret == null || secret.isEmpty() ? NO_SECRET : secret.getBytes(StandardCharsets.UTF_8));
+        checkSecret(secret, "the job secret");
+        return new Auth(secret.getBytes(StandardCharsets.UTF_8), Mode.SECRET);
+    }
+
+    /**
+     * A job without a secret: the handshake with a public key, and listeners on loopback addresses only (see
+     * {@link #checkListen}), so that only processes of this host can reach the job.
+     */
+    public static Auth loopbackOnly() {
+        return new Auth(publicKey(), Mode.LOOPBACK_ONLY);
+    }
+
+    /**
+     * A job run without authentication by the user's choice ({@code HCOMM_AUTH=none}): the handshake with a public key,
+     * on any address. Anyone who can reach a listener can join or disturb the job.
+     */
+    public static Auth unauthenticated() {
+        return new Auth(publicKey(), Mode.UNAUTHENTICATED);
+    }
+
+    /**
+     * The handshake a job's settings ask for: {@link #of} its secret if there is one, else {@link #unauthenticated()} if
+     * the user chose that, else {@link #loopbackOnly()}.
+     */
+    public static Auth forJob(String secret, boolean unauthenticated) {
+        if (secret != null) return of(secret);
+        return unauthenticated ? unauthenticated() : loopbackOnly();
+    }
+
+    /**
+     * Refuses a secret that is missing or shorter than {@value #MIN_SECRET_BYTES} bytes, naming {@code setting}
+     * ({@link CommConfig#checkSecret}, which the configuration uses too).
+     *
+     * @throws IllegalArgumentException it is
+     */
+    public static void checkSecret(String secret, String setting) {
+        CommConfig.checkSecret(secret, setting);
+    }
+
+    /** Whether a job secret keys the handshake (false: a public key, which authenticates nobody). */
+    public boolean hasSecret() {
+        return mode == Mode.SECRET;
+    }
+
+    /** Whether the user chose to run without authentication on any address ({@code HCOMM_AUTH=none}). */
+    public boolean isUnauthenticated() {
+        return mode == Mode.UNAUTHENTICATED;
+    }
+
+    /**
+     * Refuses to listen on {@code address} when this job has no secret and the address is not a loopback one (the
+     * wildcard address included): without a secret, only processes of this host may reach the job, unless the user chose
+     * {@link #unauthenticated()}.
+     *
+     * @param address the address a listener is about to bind to
+     * @param what    the listener, for the message ({@code "rank 3's data listener"})
+     * @throws io.hcomm4j.HcommException the address is not allowed
+     */
+    public void checkListen(java.net.InetAddress address, String what) {
+        checkAddress(address, () -> what + " would listen on " + (address == null ? "an unresolved address"
+                : address.isAnyLocalAddress() ? "every interface (" + address.getHostAddress() + ")" : address.getHostAddress()));
+    }
+
+    /**
+     * Refuses an address a job without a secret needs to listen or connect on, when it is not a loopback one.
+     *
+     * @param address the address, or null for one that does not resolve
+     * @param why     what needs it, for the message ({@code "the store's address 10.0.0.1:29500 (MASTER_ADDR:MASTER_PORT)
+     *                is not a loopback address"})
+     * @throws io.hcomm4j.HcommException the address is not allowed
+     */
+    public void checkAddress(java.net.InetAddress address, java.util.function.Supplier<String> why) {
+        if (mode == Mode.LOOPBACK_ONLY && (address == null || !address.isLoopbackAddress())) {
+            throw new io.hcomm4j.HcommException(noSecretBeyondLoopback(why.get()));
+        }
+    }
+
+    /**
+     * The message of every refusal to go beyond loopback without a secret: {@code why} (what needs a non-loopback address),
+     * and the ways out.
+     */
+    public static String noSecretBeyondLoopback(String why) {
+        return "no job secret is set, so HComm4J listens and connects on loopback addresses only, but " + why
+                + ". A job across hosts needs a secret, the same on every rank: set HCOMM_SECRET (" + HOW_TO_MAKE_ONE
+                + ") or CommConfig.builder().secret(...); hcomm launch makes one for the jobs it starts. To run without"
+                + " authentication on a network you trust, set HCOMM_AUTH=none (CommConfig.Builder.unauthenticated())";
+    }
+
+    /**
+     * The key of the handshake without a secret: derived from a public text, so any HComm4J process can compute it and
+     * it authenticates nobody; it only keeps out peers that do not speak the protocol.
+     */
+    private static byte[] publicKey() {
+        try {
+            return MessageDigest.getInstance("SHA-256").digest("HComm4J handshake without a job secret, v1"
+                    .getBytes(StandardCharsets.UTF_8));
+        } catch (GeneralSecurityException e) {
+            throw new IllegalStateException("SHA-256 unavailable", e);
+        }
     }
 
     /** A new random secret (hex), as the launcher generates for a job. */

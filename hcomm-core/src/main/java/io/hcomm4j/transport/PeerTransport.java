@@ -110,6 +110,8 @@ public final class PeerTransport implements AutoCloseable {
     final RmaFrames rma;
     /** What the links ask of the transport; counts reconnects (diagnostics, tests). */
     final TransportLinkHost host;
+    /** The job's handshake; without a secret it also keeps every listener on loopback. */
+    final Auth auth;
 
     private PeerTransport(int rank, int size, InetAddress bind, Auth auth, long jobToken, TransportOptions o) throws IOException {
         this.rank = rank;
@@ -122,6 +124,7 @@ public final class PeerTransport implements AutoCloseable {
         this.heartbeatIntervalNanos = o.heartbeatInterval().toNanos();
         this.retryMax = o.retryMax();
         this.retryIntervalNanos = o.retryInterval().toNanos();
+        this.auth = auth;
         this.listener = ServerSocketChannel.open();
         listener.setOption(StandardSocketOptions.SO_REUSEADDR, true);
         listener.bind(new InetSocketAddress(bind, 0), Math.max(64, size));
@@ -149,6 +152,7 @@ public final class PeerTransport implements AutoCloseable {
      *                 job that happens to use the same secret are refused
      */
     public static PeerTransport open(int rank, int size, InetAddress bind, Auth auth, long jobToken, TransportOptions options) {
+        auth.checkListen(bind, "rank " + rank + "'s data listener");
         try {
             return new PeerTransport(rank, size, bind, auth, jobToken, options);
         } catch (IOException e) {
@@ -190,6 +194,7 @@ public final class PeerTransport implements AutoCloseable {
      * connections per interface. Large messages are striped over the links ({@link Rails}).
      */
     public void enableRails(List<InetAddress> extra, int channels) {
+        for (InetAddress a : extra) auth.checkListen(a, "rank " + rank + "'s data listener on a further interface (HCOMM_SOCKET_IFNAME)");
         rails.configure(listenAddress().getAddress(), extra, channels);
     }
 

@@ -148,7 +148,7 @@ class BootstrapTest {
     @Test
     void wrongSecretOnOneRankIsReported() {
         try (TcpStoreServer server = TcpStoreServer.start(new InetSocketAddress(TestPorts.LOOPBACK, 0), SECRET)) {
-            CommConfig c = CommConfig.builder().secret("other").initMethod("tcp://127.0.0.1:" + server.address().getPort())
+            CommConfig c = CommConfig.builder().secret("another-job-secret-1").initMethod("tcp://127.0.0.1:" + server.address().getPort())
                     .rank(1).worldSize(2).initTimeout(Duration.ofSeconds(20)).build();
             assertThatThrownBy(() -> Bootstrap.join(c, Map.of())).isInstanceOf(HcommException.class)
                     .isNotInstanceOf(CommTimeoutException.class).hasMessageContaining("secret");

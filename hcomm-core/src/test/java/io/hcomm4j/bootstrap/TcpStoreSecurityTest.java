@@ -42,7 +42,7 @@ import org.junit.jupiter.api.io.TempDir;
  */
 @Timeout(30)
 class TcpStoreSecurityTest {
-    private static final String SECRET = "job-secret-1234";
+    private static final String SECRET = "job-secret-1234-5678";
     /** Short, so the silent client is dropped within the test; the production default is 10 s. */
     private static final Duration HANDSHAKE = Duration.ofMillis(500);
 
@@ -124,7 +124,7 @@ class TcpStoreSecurityTest {
                     // (a) no secret, (b) wrong secret: refused with a clear error, not retried until the deadline
                     assertThatThrownBy(() -> TcpStore.connect(server.address(), null, Duration.ofSeconds(20)))
                             .isInstanceOf(HcommException.class).hasMessageContaining("secret");
-                    assertThatThrownBy(() -> TcpStore.connect(server.address(), "guess", Duration.ofSeconds(20)))
+                    assertThatThrownBy(() -> TcpStore.connect(server.address(), "a-wrong-guess-0001", Duration.ofSeconds(20)))
                             .isInstanceOf(HcommException.class).hasMessageContaining("secret");
                     // (c) 4 KiB of random bytes
                     SocketChannel noise = raw();

@@ -24,7 +24,7 @@ import org.junit.jupiter.api.Test;
 
 /** {@link TcpStore} against a {@link TcpStoreServer} on 127.0.0.1: the store contract plus connection behaviour. */
 class TcpStoreTest extends StoreContractTest {
-    static final String SECRET = "test-secret";
+    static final String SECRET = "test-job-secret-0001";
     private TcpStoreServer server;
 
     @BeforeEach
@@ -93,7 +93,7 @@ class TcpStoreTest extends StoreContractTest {
     @Test
     void wrongSecretIsReportedQuicklyNotRetriedUntilTheDeadline() {
         long t0 = System.nanoTime();
-        assertThatThrownBy(() -> TcpStore.connect(server.address(), "not-the-secret", Duration.ofSeconds(30)))
+        assertThatThrownBy(() -> TcpStore.connect(server.address(), "not-the-job-secret-1", Duration.ofSeconds(30)))
                 .isInstanceOf(HcommException.class)
                 .isNotInstanceOf(CommTimeoutException.class)
                 .hasMessageContaining("secret")

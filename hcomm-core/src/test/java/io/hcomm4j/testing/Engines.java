@@ -16,9 +16,9 @@ public final class Engines {
     private Engines() {
     }
 
-    /** An engine named {@code name} on the store at 127.0.0.1:{@code port} (secret test-secret), over {@code transport}. */
+    /** An engine named {@code name} on the store at 127.0.0.1:{@code port} (secret test-job-secret-0001), over {@code transport}. */
     public static TransferConfig config(String name, int port, String transport, String shmDir) {
-        CommConfig.Builder c = CommConfig.builder().initMethod("tcp://127.0.0.1:" + port).secret("test-secret")
+        CommConfig.Builder c = CommConfig.builder().initMethod("tcp://127.0.0.1:" + port).secret("test-job-secret-0001")
                 .timeout(Duration.ofSeconds(60)).initTimeout(Duration.ofSeconds(60))
                 .transport(transport.equals("tcp") ? CommConfig.Transport.TCP : CommConfig.Transport.AUTO);
         if (shmDir != null) c.shmDir(shmDir);
@@ -35,7 +35,7 @@ public final class Engines {
         Map<String, String> env = pb.environment();
         env.keySet().removeIf(k -> k.startsWith("HCOMM_") || k.equals("RANK") || k.equals("WORLD_SIZE") || k.startsWith("MASTER_"));
         env.put("HCOMM_INIT_METHOD", "tcp://127.0.0.1:" + port);
-        env.put("HCOMM_SECRET", "test-secret");
+        env.put("HCOMM_SECRET", "test-job-secret-0001");
         env.put("HCOMM_TIMEOUT", "60s");
         env.put("HCOMM_TRANSPORT", transport);
         env.put("HCOMM_SHM_DIR", shmDir);

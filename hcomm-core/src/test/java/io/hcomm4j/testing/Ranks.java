@@ -109,7 +109,7 @@ public final class Ranks {
             env.put("WORLD_SIZE", String.valueOf(worldSize));
             env.put("MASTER_ADDR", "127.0.0.1");
             env.put("MASTER_PORT", String.valueOf(port));
-            env.put("HCOMM_SECRET", "test-secret");
+            env.put("HCOMM_SECRET", "test-job-secret-0001");
             env.put("HCOMM_TIMEOUT", "60s");
             env.putAll(extraEnv);
             Path log = dir.resolve("rank" + rank + (logs.size() == rank ? "" : "-" + logs.size()) + ".log");
@@ -146,7 +146,7 @@ public final class Ranks {
             env.keySet().removeIf(k -> k.startsWith("HCOMM_") || k.equals("RANK") || k.equals("WORLD_SIZE") || k.equals("LOCAL_RANK"));
             env.put("MASTER_ADDR", "127.0.0.1");
             env.put("MASTER_PORT", String.valueOf(port));
-            env.put("HCOMM_SECRET", "test-secret");
+            env.put("HCOMM_SECRET", "test-job-secret-0001");
             env.put("HCOMM_TIMEOUT", "60s");
             env.putAll(extraEnv);
             if (dir == null) dir = Files.createTempDirectory("hcomm-ranks");
@@ -283,7 +283,7 @@ public final class Ranks {
 
     /** Config for rank {@code rank} of an in-JVM job of {@code n} ranks whose store rank 0 hosts on {@code port}. */
     public static CommConfig.Builder threadConfig(int rank, int n, int port) {
-        return CommConfig.builder().initMethod("tcp://127.0.0.1:" + port).rank(rank).worldSize(n).secret("thread-secret")
+        return CommConfig.builder().initMethod("tcp://127.0.0.1:" + port).rank(rank).worldSize(n).secret("thread-job-secret-01")
                 .timeout(Duration.ofSeconds(60)).initTimeout(Duration.ofSeconds(60));
     }
 

@@ -38,7 +38,7 @@ class ReconnectTransportTest {
         var opts = new TransportOptions(Duration.ofSeconds(60), Duration.ofSeconds(10), Duration.ofNanos(50_000), 64 * 1024,
                 64 << 20, Duration.ofSeconds(10), Duration.ofMillis(2500)).withRetry(retryMax, retryInterval);
         for (int i = 0; i < n; i++) {
-            ts[i] = PeerTransport.open(i, n, InetAddress.getLoopbackAddress(), Auth.of("s"), 42, opts);
+            ts[i] = PeerTransport.open(i, n, InetAddress.getLoopbackAddress(), Auth.of("transport-test-secret"), 42, opts);
             book[i] = ts[i].listenAddress();
         }
         for (PeerTransport t : ts) {

@@ -39,7 +39,7 @@ class ShmOneCopyTest {
         var opts = new TransportOptions(Duration.ofSeconds(20), Duration.ofSeconds(10), Duration.ofNanos(50_000), 64 * 1024, 64 << 20);
         for (int i = 0; i < 2; i++) {
             pools[i] = MemoryPool.open(new MemoryPool.Options(dir, 1L << 30, false));
-            ts[i] = PeerTransport.open(i, 2, InetAddress.getLoopbackAddress(), Auth.of("s"), 42, opts);
+            ts[i] = PeerTransport.open(i, 2, InetAddress.getLoopbackAddress(), Auth.of("transport-test-secret"), 42, opts);
             book[i] = ts[i].listenAddress();
         }
         for (int i = 0; i < 2; i++) {

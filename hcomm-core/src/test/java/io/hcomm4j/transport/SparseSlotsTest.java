@@ -35,7 +35,7 @@ class SparseSlotsTest {
         InetSocketAddress[] book = new InetSocketAddress[SLOTS];
         AtomicInteger strangers = new AtomicInteger();
         for (int i = 0; i < ranks.length; i++) {
-            ts[i] = PeerTransport.open(ranks[i], SLOTS, InetAddress.getLoopbackAddress(), Auth.of("s"), 42, opts);
+            ts[i] = PeerTransport.open(ranks[i], SLOTS, InetAddress.getLoopbackAddress(), Auth.of("transport-test-secret"), 42, opts);
             book[ranks[i]] = ts[i].listenAddress();
         }
         try {

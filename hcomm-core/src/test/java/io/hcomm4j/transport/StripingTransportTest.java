@@ -30,7 +30,7 @@ class StripingTransportTest {
         var opts = new TransportOptions(Duration.ofSeconds(60), Duration.ofSeconds(10), Duration.ofNanos(50_000), 64 * 1024,
                 64 << 20, Duration.ofSeconds(10), Duration.ofMillis(2500)).withRetry(5, Duration.ofMillis(100));
         for (int i = 0; i < 2; i++) {
-            ts[i] = PeerTransport.open(i, 2, InetAddress.getLoopbackAddress(), Auth.of("s"), 42, opts);
+            ts[i] = PeerTransport.open(i, 2, InetAddress.getLoopbackAddress(), Auth.of("transport-test-secret"), 42, opts);
             ts[i].enableRails(List.of(), channels);
             book[i] = ts[i].listenAddress();
         }

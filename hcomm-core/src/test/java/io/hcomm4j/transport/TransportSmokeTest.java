@@ -23,7 +23,7 @@ class TransportSmokeTest {
         InetSocketAddress[] book = new InetSocketAddress[n];
         var opts = new TransportOptions(Duration.ofSeconds(20), Duration.ofSeconds(10), Duration.ofNanos(50_000), 64 * 1024, 64 << 20);
         for (int i = 0; i < n; i++) {
-            ts[i] = PeerTransport.open(i, n, InetAddress.getLoopbackAddress(), Auth.of("s"), 42, opts);
+            ts[i] = PeerTransport.open(i, n, InetAddress.getLoopbackAddress(), Auth.of("transport-test-secret"), 42, opts);
             book[i] = ts[i].listenAddress();
         }
         for (PeerTransport t : ts) {

@@ -126,7 +126,7 @@ class GptDataParallelTest {
                 int rank = r;
                 fs.add(pool.submit(() -> {
                     CommConfig config = CommConfig.builder().initMethod("tcp://127.0.0.1:" + port).rank(rank).worldSize(n)
-                            .secret("gpt-test").timeout(Duration.ofSeconds(60)).initTimeout(Duration.ofSeconds(60)).build();
+                            .secret("gpt-test-job-secret").timeout(Duration.ofSeconds(60)).initTimeout(Duration.ofSeconds(60)).build();
                     try (Hcomm h = Hcomm.init(config)) {
                         body.run(h.world());
                     }
