@@ -67,6 +67,33 @@ class CommConfigTest {
         assertThatThrownBy(() -> CommConfig.builder().shmDir(" ").build()).hasMessage("shmDir must not be empty");
     }
 
+    /** Issue 18's limits: defaults, environment and system properties, and bad values named. */
+    @Test
+    void limitSettings() {
+        CommConfig d = CommConfig.builder().build();
+        assertThat(d.unexpectedTotal()).isEqualTo(1L << 30);
+        assertThat(d.unexpectedCount()).isEqualTo(1 << 20);
+        assertThat(d.acceptPending()).isEqualTo(256);
+        assertThat(d.acceptPendingPerSource()).isEqualTo(64);
+        assertThat(d.handshakeTimeout()).isEqualTo(Duration.ofSeconds(10));
+        Map<String, String> env = Map.of("HCOMM_UNEXPECTED_TOTAL", "2G", "HCOMM_UNEXPECTED_COUNT", "4096", "HCOMM_ACCEPT_PENDING", "32",
+                "HCOMM_ACCEPT_PENDING_PER_SOURCE", "4", "HCOMM_HANDSHAKE_TIMEOUT", "2s");
+        CommConfig c = CommConfig.builderFrom(env, Map.of("hcomm.accept.pending.per.source", "8")::get).build();
+        assertThat(c.unexpectedTotal()).isEqualTo(2L << 30);
+        assertThat(c.unexpectedCount()).isEqualTo(4096);
+        assertThat(c.acceptPending()).isEqualTo(32);
+        assertThat(c.acceptPendingPerSource()).isEqualTo(8);
+        assertThat(c.handshakeTimeout()).isEqualTo(Duration.ofSeconds(2));
+        assertThatThrownBy(() -> CommConfig.builder().unexpectedTotal(1 << 20).build()).hasMessageContaining("HCOMM_UNEXPECTED_TOTAL");
+        assertThatThrownBy(() -> CommConfig.builder().unexpectedCount(10).build()).hasMessageContaining("HCOMM_UNEXPECTED_COUNT");
+        assertThatThrownBy(() -> CommConfig.builder().acceptPending(0).build()).hasMessageContaining("HCOMM_ACCEPT_PENDING");
+        assertThatThrownBy(() -> CommConfig.builder().acceptPending(16).acceptPendingPerSource(17).build())
+                .hasMessageContaining("HCOMM_ACCEPT_PENDING_PER_SOURCE");
+        assertThatThrownBy(() -> CommConfig.builder().handshakeTimeout(Duration.ofMillis(5)).build()).hasMessageContaining("HCOMM_HANDSHAKE_TIMEOUT");
+        assertThatThrownBy(() -> CommConfig.builderFrom(Map.of("HCOMM_UNEXPECTED_COUNT", "many"), k -> null).build())
+                .hasMessageContaining("HCOMM_UNEXPECTED_COUNT").hasMessageContaining("not an integer");
+    }
+
     @Test
     void joinIsOffUnlessTheLauncherSetsIt() {
         assertThat(CommConfig.builder().build().join()).isFalse();

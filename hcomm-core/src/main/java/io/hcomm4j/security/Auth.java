@@ -66,6 +66,18 @@ public final class Auth {
     }
 
     /**
+     * The acceptor closed the connection before its first handshake bytes: it refuses connections for now (an
+     * {@link AcceptGate} over its cap for our address), not our secret. Worth trying again, with backoff.
+     */
+    public static final class RefusedException extends IOException {
+        private static final long serialVersionUID = 1L;
+
+        RefusedException(String message, Throwable cause) {
+            super(message, cause);
+        }
+    }
+
+    /**
      * Acceptor side, on a blocking channel. Reads at most a fixed number of bytes within {@code timeout}.
      *
      * @throws AuthException the peer failed the challenge
@@ -96,7 +108,14 @@ public final class Auth {
      */
     public void connect(SocketChannel ch, byte purpose, Duration timeout) throws IOException {
         long deadline = System.nanoTime() + timeout.toNanos();
-        ByteBuffer hello = readFully(ch, 4 + 2 + NONCE, deadline);
+        ByteBuffer hello;
+        try {
+            hello = readFully(ch, 4 + 2 + NONCE, deadline);
+        } catch (EOFException | java.net.SocketException e) {
+            // before the acceptor saw anything of ours: it refuses connections now, it did not judge our secret
+            throw new RefusedException("the server closed the connection before its handshake (busy: too many pending "
+                    + "connections from this address, HCOMM_ACCEPT_PENDING_PER_SOURCE?)", e);
+        }
         if (hello.getInt() != MAGIC) throw new AuthException("server does not speak the HComm4J handshake");
         byte version = hello.get();
         if (version != VERSION) throw new AuthException("server speaks handshake version " + version + ", this is " + VERSION);

@@ -3,6 +3,7 @@ package io.hcomm4j.transport;
 import io.hcomm4j.HcommException;
 import io.hcomm4j.PeerFailedException;
 import io.hcomm4j.memory.SharedFiles;
+import io.hcomm4j.security.AcceptGate;
 import io.hcomm4j.security.Auth;
 import java.io.IOException;
 import java.net.InetSocketAddress;
@@ -40,7 +41,7 @@ final class Connections {
     final List<ShmConduit> retired = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     Connections(PeerTransport t, int rank, PeerLink[] links, Auth auth, long jobToken, Duration connectTimeout,
-                long unexpectedLimit, ServerSocketChannel listener, long[] incarnations) {
+                long unexpectedLimit, ServerSocketChannel listener, long[] incarnations, AcceptGate.Limits acceptLimits) {
         this.unexpectedLimit = unexpectedLimit;
         this.t = t;
         this.rank = rank;
@@ -50,7 +51,8 @@ final class Connections {
         this.jobToken = jobToken;
         this.connectTimeout = connectTimeout;
         this.listener = listener;
-        this.gate = new AcceptGate(PeerTransport.LOG, rank);
+        this.acceptLimits = acceptLimits;
+        this.gate = newGate();
         this.incarnations = incarnations;
     }
 
@@ -321,6 +323,11 @@ final class Connections {
 
     /** The data listener's gate (pending handshakes, refusals): for tests. */
     final AcceptGate gate;
+    private final AcceptGate.Limits acceptLimits;
+
+    private AcceptGate newGate() {
+        return new AcceptGate(acceptLimits, PeerTransport.LOG, "rank " + rank, "data connection");
+    }
 
     void acceptLoop() {
         acceptLoop(listener, gate);
@@ -328,7 +335,7 @@ final class Connections {
 
     /** Accepts on {@code listener} (one of another interface: {@link Rails}) until close, through a gate of its own. */
     void acceptLoop(ServerSocketChannel listener) {
-        acceptLoop(listener, new AcceptGate(PeerTransport.LOG, rank));
+        acceptLoop(listener, newGate());
     }
 
     private void acceptLoop(ServerSocketChannel listener, AcceptGate gate) {
@@ -348,12 +355,14 @@ final class Connections {
                     gate.failed(e);
                     continue;
                 }
-                gate.handshakeStarts();
+                AcceptGate.Pass pass = gate.admit(ch);
+                if (pass == null) {
+                    closeQuietly(ch); // its address has enough handshakes pending: a rank tries again (Auth.RefusedException)
+                    continue;
+                }
                 Thread.ofVirtual().name("hcomm-hello-" + rank).start(() -> {
-                    try {
+                    try (pass) {
                         handshake(ch, gate);
-                    } finally {
-                        gate.handshakeEnded();
                     }
                 });
             }
@@ -366,8 +375,9 @@ final class Connections {
         String from = "?";
         try {
             from = String.valueOf(ch.getRemoteAddress());
-            auth.accept(ch, Auth.DATA, Duration.ofSeconds(10));
-            ch.socket().setSoTimeout(10_000);
+            Duration deadline = gate.limits().deadline();
+            auth.accept(ch, Auth.DATA, deadline);
+            ch.socket().setSoTimeout((int) deadline.toMillis());
             HelloDescriptor.Hello hello = HelloDescriptor.readHello(ch.socket().getInputStream());
             int src = hello.source();
             if (hello.magic() != HelloDescriptor.MAGIC || hello.limit() < 0 || hello.destination() != rank || hello.worldSize() != size

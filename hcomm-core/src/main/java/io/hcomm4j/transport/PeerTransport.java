@@ -129,7 +129,7 @@ public final class PeerTransport implements AutoCloseable {
         this.rendezvous = new Rendezvous(this, rank, o.eagerLimit(), links);
         this.failures = new Failures(this, rank, links, matchLock);
         this.connections = new Connections(this, rank, links, auth, jobToken, o.connectTimeout(), o.unexpectedLimit(),
-                listener, incarnations);
+                listener, incarnations, o.limits().accept());
         this.reconnector = new Reconnector(this, rank);
         this.rma = new RmaFrames(this, rank, links);
         this.host = new TransportLinkHost(this, o.unexpectedLimit(), retryMax, matching, rendezvous, failures, connections,
