@@ -41,7 +41,8 @@ final class PeerLink {
 
     private final LinkHost host;
     final int peer;
-    private final int rank;
+    /** This side's rank. */
+    final int rank;
     private final Progress progress;
     /** Guards the write side ({@link FrameWriter}); taken after this link's monitor, never before. */
     final ReentrantLock txLock = new ReentrantLock();
@@ -306,6 +307,9 @@ final class PeerLink {
             return;
         }
         if (!mayReconnect(cause)) {
+            if (cause instanceof ProtocolException && state == State.CONNECTED && !host.closing()) {
+                LOG.warn("rank {}: protocol error from rank {}: {}; closing the connection", rank, peer, cause.getMessage());
+            }
             fail(cause);
             return;
         }
@@ -513,8 +517,8 @@ final class PeerLink {
         }
     }
 
-    /** A header or frame sequence that no well-behaved peer sends. */
-    static final class ProtocolException extends IOException {
+    /** A header or frame sequence that no well-behaved peer sends (or, {@link CorruptMappingException}, writes). */
+    static class ProtocolException extends IOException {
         private static final long serialVersionUID = 1L;
 
         ProtocolException(String message) {
