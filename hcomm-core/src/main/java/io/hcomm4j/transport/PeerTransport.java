@@ -125,7 +125,7 @@ public final class PeerTransport implements AutoCloseable {
         this.listener = ServerSocketChannel.open();
         listener.setOption(StandardSocketOptions.SO_REUSEADDR, true);
         listener.bind(new InetSocketAddress(bind, 0), Math.max(64, size));
-        this.matching = new Matching(this, rank, o.eagerLimit(), links, matchLock);
+        this.matching = new Matching(this, rank, o.eagerLimit(), links, matchLock, o.limits());
         this.rendezvous = new Rendezvous(this, rank, o.eagerLimit(), links);
         this.failures = new Failures(this, rank, links, matchLock);
         this.connections = new Connections(this, rank, links, auth, jobToken, o.connectTimeout(), o.unexpectedLimit(),
@@ -559,6 +559,24 @@ public final class PeerTransport implements AutoCloseable {
     /** Why world rank {@code p} is known to have failed, or null. */
     public String failureReason(int p) {
         return failures.failureReason(p);
+    }
+
+    /**
+     * Communicator {@code commId} was closed here: its pending ops fail with {@code error.get()} (as {@link #failCommunicator}),
+     * its match tables go, and messages that still come for it are dropped (see {@link MatchTables}).
+     */
+    public void closeCommunicator(long commId, java.util.function.Supplier<? extends RuntimeException> error) {
+        matching.closeCommunicator(commId, error);
+    }
+
+    /** Match tables held now, and the unexpected messages and bytes from peers in them: diagnostics and tests. */
+    public long[] matchState() {
+        matchLock.lock();
+        try {
+            return new long[] {matching.tables.size(), matching.tables.count(), matching.tables.bytes()};
+        } finally {
+            matchLock.unlock();
+        }
     }
 
     /**

@@ -90,7 +90,7 @@ final class TransportLinkHost implements LinkHost {
     }
 
     @Override
-    public void onEager(PeerLink l, long commId, int tag, long length, int flags) {
+    public void onEager(PeerLink l, long commId, int tag, long length, int flags) throws PeerLink.ProtocolException {
         matching.onEager(l, commId, tag, length, flags);
     }
 
@@ -100,7 +100,7 @@ final class TransportLinkHost implements LinkHost {
     }
 
     @Override
-    public void onRts(PeerLink l, long commId, int tag, long length, long msgId, int flags) {
+    public void onRts(PeerLink l, long commId, int tag, long length, long msgId, int flags) throws PeerLink.ProtocolException {
         matching.onRts(l, commId, tag, length, msgId, flags);
     }
 
