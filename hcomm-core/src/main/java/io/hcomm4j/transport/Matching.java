@@ -402,7 +402,8 @@ final class Matching {
         RecvRequest r;
         lock.lock();
         try {
-            r = table(commId).takePosted(l.peer, tag);
+            MatchTable table = tables.find(commId); // none: no receive is posted (and a closed communicator's stays gone)
+            r = table == null ? null : table.takePosted(l.peer, tag);
             if (r == null) tables.admit(l, commId, length); // before its payload is allocated
         } finally {
             lock.unlock();
@@ -433,8 +434,12 @@ final class Matching {
         Runnable after = null;
         lock.lock();
         try {
-            MatchTable table = table(commId);
             Unexpected u = new Unexpected(commId, l.peer, tag, data.length, data, 0, null, flags);
+            if (tables.dropped(commId)) { // closed or aborted while its payload came
+                releaseUnexpected(u);
+                return;
+            }
+            MatchTable table = table(commId);
             RecvRequest r = table.takePosted(l.peer, tag);
             if (r != null) {
                 after = deliverUnexpected(r, u);
@@ -459,10 +464,12 @@ final class Matching {
         Runnable after;
         lock.lock();
         try {
-            MatchTable table = table(commId);
             Unexpected u = new Unexpected(commId, l.peer, tag, length, null, msgId, null, flags);
-            RecvRequest r = table.takePosted(l.peer, tag);
-            if (r != null) {
+            MatchTable table = tables.dropped(commId) ? null : table(commId); // closed meanwhile: refused below
+            RecvRequest r = table == null ? null : table.takePosted(l.peer, tag);
+            if (table == null) {
+                after = refuseRendezvous(u);
+            } else if (r != null) {
                 after = deliverUnexpected(r, u);
             } else if (table.late(u)) {
                 after = null; // no CTS: the sender's op waits until the report (on the notice channel) fails it
@@ -578,18 +585,9 @@ final class Matching {
             boolean first = watch && !r.reported;
             if (watch) r.reported = true;
             if (out == null) out = new ArrayList<>();
-            out.add(pendingOp(r, waited, first));
+            out.add(PendingOp.of(r, waited, first));
         }
         return out == null ? List.of() : out;
-    }
-
-    /** {@code r} as the watchdog and the published status show it. */
-    static PendingOp pendingOp(Request<?> r, long waited, boolean first) {
-        return switch (r) {
-            case SendRequest sr -> new PendingOp(sr.commId, "send", sr.dst, sr.tag, sr.size, waited, first, sr.describe());
-            case RecvRequest rr -> new PendingOp(rr.commId, "recv", rr.src, rr.tag, rr.buf.byteSize(), waited, first, rr.describe());
-            case ProbeRequest pr -> new PendingOp(pr.commId, "probe", pr.src, pr.tag, 0, waited, first, pr.describe());
-        };
     }
 
     /** The table of {@code commId} (lock held). */

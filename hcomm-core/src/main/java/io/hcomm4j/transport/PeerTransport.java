@@ -654,7 +654,7 @@ public final class PeerTransport implements AutoCloseable {
     /** {@code r} (a user op) gave up after {@code waitedNanos}: see {@link #pendingOpsNow}. */
     void noteTimedOut(Request<?> r, long waitedNanos) {
         if (!(r instanceof SendRequest || r instanceof RecvRequest || r instanceof ProbeRequest)) return;
-        PendingOp op = Matching.pendingOp(r, waitedNanos, false);
+        PendingOp op = PendingOp.of(r, waitedNanos, false);
         if ((op.commId() >>> 62) != 0) return;
         synchronized (timedOut) {
             if (timedOut.size() == TIMED_OUT_KEPT) timedOut.removeFirst();
