@@ -33,6 +33,8 @@ public final class CommConfig {
     private final long unexpectedLimit;
     private final long unexpectedTotal;
     private final int unexpectedCount;
+    private final int resendLogFrames;
+    private final long resendLogBytes;
     private final int acceptPending;
     private final int acceptPendingPerSource;
     private final Duration handshakeTimeout;
@@ -91,6 +93,8 @@ public final class CommConfig {
         this.unexpectedLimit = b.unexpectedLimit;
         this.unexpectedTotal = b.unexpectedTotal;
         this.unexpectedCount = b.unexpectedCount;
+        this.resendLogFrames = b.resendLogFrames;
+        this.resendLogBytes = b.resendLogBytes;
         this.acceptPending = b.acceptPending;
         this.acceptPendingPerSource = b.acceptPendingPerSource;
         this.handshakeTimeout = b.handshakeTimeout;
@@ -225,6 +229,16 @@ public final class CommConfig {
 
     /** See {@link #unexpectedTotal()}. */
     public int unexpectedCount() { return unexpectedCount; }
+
+    /**
+     * {@code HCOMM_RESEND_LOG_FRAMES} (default 4 Mi) and {@code HCOMM_RESEND_LOG_BYTES} (default {@code 1G}): frames, and
+     * bytes of the ring of headers and copied payloads, a reliable link keeps for a resend until the peer acknowledges
+     * them (powers of two); beyond either the link fails, naming what is kept.
+     */
+    public int resendLogFrames() { return resendLogFrames; }
+
+    /** See {@link #resendLogFrames()}. */
+    public long resendLogBytes() { return resendLogBytes; }
 
     /**
      * {@code HCOMM_ACCEPT_PENDING} (default 256), {@code HCOMM_ACCEPT_PENDING_PER_SOURCE} (default 64) and
@@ -394,7 +408,8 @@ public final class CommConfig {
                 + ", secret=" + (secret == null ? "unset" : "***") + ", timeout=" + d(timeout)
                 + ", initTimeout=" + d(initTimeout) + ", socketIfname=" + socketIfname + ", socketAddr=" + socketAddr
                 + ", spinTime=" + d(spinTime) + ", eagerLimit=" + eagerLimit + ", unexpectedLimit=" + unexpectedLimit
-                + ", unexpectedTotal=" + unexpectedTotal + ", unexpectedCount=" + unexpectedCount + ", acceptPending=" + acceptPending
+                + ", unexpectedTotal=" + unexpectedTotal + ", unexpectedCount=" + unexpectedCount + ", resendLogFrames=" + resendLogFrames
+                + ", resendLogBytes=" + resendLogBytes + ", acceptPending=" + acceptPending
                 + ", acceptPendingPerSource=" + acceptPendingPerSource + ", handshakeTimeout=" + d(handshakeTimeout)
                 + ", storeHosted=" + storeHosted + ", storePort=" + storePort + ", storeReconnect=" + d(storeReconnect) + ", storeScope=" + storeScope + ", algo=" + algo + ", tuningFile=" + tuningFile + ", feedback=" + feedback + ", join=" + join + ", channels=" + channels + (tcpCongestion.isEmpty() ? "" : ", tcpCongestion=" + tcpCongestion) + ", tuneAtInit=" + tuneAtInit + ", check=" + (fullCheck ? "full" : "cheap")
                 + ", memPoolMax=" + memPoolMax + ", shmDir=" + shmDir + ", memDebug=" + memDebug + ", memAdopt=" + memAdopt
@@ -423,6 +438,8 @@ public final class CommConfig {
         private long unexpectedLimit = 64L * 1024 * 1024;
         private long unexpectedTotal = 1L << 30;
         private int unexpectedCount = 1 << 20;
+        private int resendLogFrames = 1 << 22;
+        private long resendLogBytes = 1L << 30;
         private int acceptPending = 256;
         private int acceptPendingPerSource = 64;
         private Duration handshakeTimeout = Duration.ofSeconds(10);
@@ -495,6 +512,12 @@ public final class CommConfig {
 
         /** @param n unexpected messages and rendezvous requests held from all peers together, 1024 to 2^31-1 (HCOMM_UNEXPECTED_COUNT) */
         public Builder unexpectedCount(int n) { this.unexpectedCount = n; return this; }
+
+        /** @param n frames a reliable link keeps until acknowledged, a power of two, at least unexpectedLimit / 64 (HCOMM_RESEND_LOG_FRAMES) */
+        public Builder resendLogFrames(int n) { this.resendLogFrames = n; return this; }
+
+        /** @param bytes their ring of headers and copied payloads, a power of two, 2 x unexpectedLimit to 1G (HCOMM_RESEND_LOG_BYTES) */
+        public Builder resendLogBytes(long bytes) { this.resendLogBytes = bytes; return this; }
 
         /** @param n connections a listener holds in their handshake at once, 1 to 65536 (HCOMM_ACCEPT_PENDING) */
         public Builder acceptPending(int n) { this.acceptPending = n; return this; }
@@ -596,6 +619,7 @@ public final class CommConfig {
             positive("initTimeout", initTimeout);
             if (spinTime.isNegative()) throw new IllegalArgumentException("spinTime must be >= 0, was " + d(spinTime));
             ConfigChecks.limits(eagerLimit, unexpectedLimit, unexpectedTotal, unexpectedCount);
+            ConfigChecks.resendLog(resendLogFrames, resendLogBytes, unexpectedLimit);
             ConfigChecks.accept(acceptPending, acceptPendingPerSource, handshakeTimeout);
             ConfigChecks.memory(memPoolMax, shmDir, shmRingSize);
             ConfigChecks.hostId(hostId);

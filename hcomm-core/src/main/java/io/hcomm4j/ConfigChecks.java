@@ -121,4 +121,23 @@ final class ConfigChecks {
             throw new IllegalArgumentException("shmRingSize (HCOMM_SHM_RING_SIZE) must be a power of two in [64K, 1G], was " + shmRingSize);
         }
     }
+
+    /**
+     * A reliable link's resend log (the transport's ResendLog has the same bounds). It must hold what a peer that reads
+     * may leave unacknowledged: eager messages up to its credit ({@code unexpectedLimit}, each at least 64 bytes of it),
+     * copied into a ring of powers of two (so twice that).
+     */
+    static void resendLog(int frames, long bytes, long unexpectedLimit) {
+        long minFrames = Math.max(1024, unexpectedLimit / 64);
+        if (Integer.bitCount(frames) != 1 || frames < minFrames) {
+            throw new IllegalArgumentException("resendLogFrames (HCOMM_RESEND_LOG_FRAMES) must be a power of two of at least "
+                    + minFrames + " (1024, and HCOMM_UNEXPECTED_LIMIT / 64: the eager messages a peer's credit lets it leave "
+                    + "unacknowledged), was " + frames);
+        }
+        long minBytes = Math.max(256 * 1024, 2 * unexpectedLimit);
+        if (Long.bitCount(bytes) != 1 || bytes < minBytes || bytes > 1L << 30) {
+            throw new IllegalArgumentException("resendLogBytes (HCOMM_RESEND_LOG_BYTES) must be a power of two in [" + minBytes
+                    + ", 1G] (at least twice HCOMM_UNEXPECTED_LIMIT: the eager bytes a peer's credit lets it leave unacknowledged), was " + bytes);
+        }
+    }
 }

@@ -22,6 +22,8 @@ enum ConfigSetting {
     UNEXPECTED_LIMIT { void apply(CommConfig.Builder b, String v) { b.unexpectedLimit(size(v)); } },
     UNEXPECTED_TOTAL { void apply(CommConfig.Builder b, String v) { b.unexpectedTotal(size(v)); } },
     UNEXPECTED_COUNT { void apply(CommConfig.Builder b, String v) { b.unexpectedCount(parseInt(v)); } },
+    RESEND_LOG_FRAMES { void apply(CommConfig.Builder b, String v) { b.resendLogFrames(parseInt(v)); } },
+    RESEND_LOG_BYTES { void apply(CommConfig.Builder b, String v) { b.resendLogBytes(size(v)); } },
     ACCEPT_PENDING { void apply(CommConfig.Builder b, String v) { b.acceptPending(parseInt(v)); } },
     ACCEPT_PENDING_PER_SOURCE { void apply(CommConfig.Builder b, String v) { b.acceptPendingPerSource(parseInt(v)); } },
     HANDSHAKE_TIMEOUT { void apply(CommConfig.Builder b, String v) { b.handshakeTimeout(duration(v)); } },

@@ -92,6 +92,17 @@ class CommConfigTest {
         assertThatThrownBy(() -> CommConfig.builder().handshakeTimeout(Duration.ofMillis(5)).build()).hasMessageContaining("HCOMM_HANDSHAKE_TIMEOUT");
         assertThatThrownBy(() -> CommConfig.builderFrom(Map.of("HCOMM_UNEXPECTED_COUNT", "many"), k -> null).build())
                 .hasMessageContaining("HCOMM_UNEXPECTED_COUNT").hasMessageContaining("not an integer");
+        assertThat(d.resendLogFrames()).isEqualTo(1 << 22);
+        assertThat(d.resendLogBytes()).isEqualTo(1L << 30);
+        CommConfig r = CommConfig.builderFrom(Map.of("HCOMM_RESEND_LOG_FRAMES", "65536", "HCOMM_RESEND_LOG_BYTES", "32M",
+                "HCOMM_UNEXPECTED_LIMIT", "4M"), k -> null).build();
+        assertThat(r.resendLogFrames()).isEqualTo(65536);
+        assertThat(r.resendLogBytes()).isEqualTo(32L << 20);
+        assertThatThrownBy(() -> CommConfig.builder().resendLogFrames(5000).build()).hasMessageContaining("HCOMM_RESEND_LOG_FRAMES");
+        assertThatThrownBy(() -> CommConfig.builder().resendLogBytes(2L << 30).build()).hasMessageContaining("HCOMM_RESEND_LOG_BYTES");
+        // smaller than what the default credit (64 MiB) lets a peer leave unacknowledged
+        assertThatThrownBy(() -> CommConfig.builder().resendLogBytes(64L << 20).build()).hasMessageContaining("twice HCOMM_UNEXPECTED_LIMIT");
+        assertThatThrownBy(() -> CommConfig.builder().resendLogFrames(1 << 16).build()).hasMessageContaining("HCOMM_UNEXPECTED_LIMIT / 64");
     }
 
     @Test

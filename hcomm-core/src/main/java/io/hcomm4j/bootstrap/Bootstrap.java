@@ -107,7 +107,7 @@ public final class Bootstrap {
             }
             if (rank == 0 && !config.storeHosted() && !replacement) {
                 try {
-                    server = TcpStoreServer.start(storeAddress, secret, new io.hcomm4j.security.AcceptGate.Limits(config.acceptPending(), config.acceptPendingPerSource(), config.handshakeTimeout()));
+                    server = TcpStoreServer.start(storeAddress, secret, io.hcomm4j.security.AcceptGate.Limits.of(config));
                 } catch (HcommException e) {
                     throw new HcommException("rank 0 serves the store but cannot listen on " + StoreProtocol.hostPort(storeAddress) + " ("
                             + origin + "): " + (e.getCause() != null ? e.getCause() : e.getMessage()) + "; the address must belong to rank 0's host and the port "

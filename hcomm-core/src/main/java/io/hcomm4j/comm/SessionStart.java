@@ -42,7 +42,7 @@ final class SessionStart {
     private static TransportOptions transportOptions(CommConfig config) {
         return new TransportOptions(config.timeout(), config.initTimeout(), config.spinTime(), config.eagerLimit(),
                 config.unexpectedLimit(), config.heartbeatTimeout(), config.heartbeatInterval(), config.retryMax(),
-                config.retryInterval(), new io.hcomm4j.transport.TransportLimits(config.unexpectedTotal(), config.unexpectedCount(), new io.hcomm4j.security.AcceptGate.Limits(config.acceptPending(), config.acceptPendingPerSource(), config.handshakeTimeout())));
+                config.retryInterval(), io.hcomm4j.transport.TransportLimits.of(config));
     }
 
     private static MemoryPool openPool(CommConfig config, Path shmDir) {

@@ -45,6 +45,11 @@ public final class AcceptGate {
         /** The defaults: 256 pending, 64 per source address, 10 s. */
         public static final Limits DEFAULT = new Limits(256, 64, Duration.ofSeconds(10));
 
+        /** The limits {@code c} sets. */
+        public static Limits of(io.hcomm4j.CommConfig c) {
+            return new Limits(c.acceptPending(), c.acceptPendingPerSource(), c.handshakeTimeout());
+        }
+
         /** Checks the values, naming the settings. */
         public Limits {
             if (pending < 1 || pending > 65_536) {

@@ -27,6 +27,9 @@ interface LinkHost {
     /** Reconnect attempts for a lost connection (for the log). */
     int retryMax();
 
+    /** A resend log of this transport's bounds ({@code HCOMM_RESEND_LOG_FRAMES}, {@code HCOMM_RESEND_LOG_BYTES}). */
+    ResendLog newResendLog();
+
     /** Another rank declared this one failed. */
     boolean isDeclaredFailed();
 

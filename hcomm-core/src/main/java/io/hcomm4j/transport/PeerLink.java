@@ -43,6 +43,11 @@ final class PeerLink {
     final int peer;
     /** This side's rank. */
     final int rank;
+
+    /** A resend log of the transport's bounds (a reliable connection is being installed). */
+    ResendLog newResendLog() {
+        return host.newResendLog();
+    }
     private final Progress progress;
     /** Guards the write side ({@link FrameWriter}); taken after this link's monitor, never before. */
     final ReentrantLock txLock = new ReentrantLock();

@@ -102,6 +102,8 @@ public final class PeerTransport implements AutoCloseable {
     /** Reconnect attempts for a lost connection (0: none, links are not reliable) and the first attempt's window. */
     final int retryMax;
     final long retryIntervalNanos;
+    /** Bounds against floods and hostile peers. */
+    final TransportLimits limits;
     final Matching matching;
     final Rendezvous rendezvous;
     final Failures failures;
@@ -125,7 +127,8 @@ public final class PeerTransport implements AutoCloseable {
         this.listener = ServerSocketChannel.open();
         listener.setOption(StandardSocketOptions.SO_REUSEADDR, true);
         listener.bind(new InetSocketAddress(bind, 0), Math.max(64, size));
-        this.matching = new Matching(this, rank, o.eagerLimit(), links, matchLock, o.limits());
+        this.limits = o.limits();
+        this.matching = new Matching(this, rank, o.eagerLimit(), links, matchLock, limits);
         this.rendezvous = new Rendezvous(this, rank, o.eagerLimit(), links);
         this.failures = new Failures(this, rank, links, matchLock);
         this.connections = new Connections(this, rank, links, auth, jobToken, o.connectTimeout(), o.unexpectedLimit(),

@@ -60,6 +60,11 @@ final class TransportLinkHost implements LinkHost {
     }
 
     @Override
+    public ResendLog newResendLog() {
+        return new ResendLog(t.limits.resendLogFrames(), t.limits.resendLogBytes());
+    }
+
+    @Override
     public Progress progress() {
         return progress;
     }
