@@ -619,7 +619,7 @@ public final class CommConfig {
             positive("initTimeout", initTimeout);
             if (spinTime.isNegative()) throw new IllegalArgumentException("spinTime must be >= 0, was " + d(spinTime));
             ConfigChecks.limits(eagerLimit, unexpectedLimit, unexpectedTotal, unexpectedCount);
-            ConfigChecks.resendLog(resendLogFrames, resendLogBytes, unexpectedLimit);
+            ConfigChecks.resendLog(resendLogFrames, resendLogBytes, unexpectedLimit, retryMax);
             ConfigChecks.accept(acceptPending, acceptPendingPerSource, handshakeTimeout);
             ConfigChecks.memory(memPoolMax, shmDir, shmRingSize);
             ConfigChecks.hostId(hostId);

@@ -125,9 +125,11 @@ final class ConfigChecks {
     /**
      * A reliable link's resend log (the transport's ResendLog has the same bounds). It must hold what a peer that reads
      * may leave unacknowledged: eager messages up to its credit ({@code unexpectedLimit}, each at least 64 bytes of it),
-     * copied into a ring of powers of two (so twice that).
+     * copied into a ring of powers of two (so twice that). Without reconnects ({@code retryMax} 0) there is no log, and
+     * only the plain ranges are checked.
      */
-    static void resendLog(int frames, long bytes, long unexpectedLimit) {
+    static void resendLog(int frames, long bytes, long unexpectedLimit, int retryMax) {
+        if (retryMax == 0) unexpectedLimit = 0;
         long minFrames = Math.max(1024, unexpectedLimit / 64);
         if (Integer.bitCount(frames) != 1 || frames < minFrames) {
             throw new IllegalArgumentException("resendLogFrames (HCOMM_RESEND_LOG_FRAMES) must be a power of two of at least "

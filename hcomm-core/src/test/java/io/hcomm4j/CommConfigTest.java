@@ -103,6 +103,8 @@ class CommConfigTest {
         // smaller than what the default credit (64 MiB) lets a peer leave unacknowledged
         assertThatThrownBy(() -> CommConfig.builder().resendLogBytes(64L << 20).build()).hasMessageContaining("twice HCOMM_UNEXPECTED_LIMIT");
         assertThatThrownBy(() -> CommConfig.builder().resendLogFrames(1 << 16).build()).hasMessageContaining("HCOMM_UNEXPECTED_LIMIT / 64");
+        // without reconnects there is no log: a large credit is fine
+        assertThat(CommConfig.builder().retryMax(0).unexpectedLimit(1L << 30).unexpectedTotal(2L << 30).build().unexpectedLimit()).isEqualTo(1L << 30);
     }
 
     @Test
