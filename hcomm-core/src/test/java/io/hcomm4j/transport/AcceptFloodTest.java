@@ -78,8 +78,9 @@ class AcceptFloodTest {
      */
     @Test
     void oneAddressGetsItsCapAndARankAtTheCapTriesAgain() throws Exception {
-        var opts = new TransportOptions(Duration.ofSeconds(20), Duration.ofSeconds(20), Duration.ofNanos(50_000), 64 * 1024, 64 << 20)
-                .withLimits(new TransportLimits(1L << 30, 1 << 20, new AcceptGate.Limits(64, 8, Duration.ofSeconds(10))));
+        // a long handshake deadline: the idle flood holds its places until the test closes it, however slow the machine
+        var opts = new TransportOptions(Duration.ofSeconds(60), Duration.ofSeconds(60), Duration.ofNanos(50_000), 64 * 1024, 64 << 20)
+                .withLimits(new TransportLimits(1L << 30, 1 << 20, new AcceptGate.Limits(64, 8, Duration.ofSeconds(120))));
         PeerTransport[] ts = TransportSmokeTest.job(3, null, opts);
         AcceptGate gate = ts[0].connections.gate;
         List<Socket> flood = new ArrayList<>();
