@@ -230,6 +230,8 @@ final class PeerLink {
             if (readable) reader.read();
         } catch (ProtocolException e) {
             LOG.warn("rank {}: protocol error from rank {}: {}; closing the connection", rank, peer, e.getMessage());
+            // the peer reads this before the end of the stream (if it reads at all): it knows it was cut off, and why
+            if (state == State.CONNECTED) sendFrame(Frame.FAILED, Failures.kindOf(e), 0, peer, 0, 0, null, null);
             fail(e);
         } catch (IOException e) {
             lost(e);
