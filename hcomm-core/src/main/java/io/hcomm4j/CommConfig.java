@@ -37,6 +37,13 @@ public final class CommConfig {
     private final Duration spinTime;
     private final long eagerLimit;
     private final long unexpectedLimit;
+    private final long unexpectedTotal;
+    private final int unexpectedCount;
+    private final int resendLogFrames;
+    private final long resendLogBytes;
+    private final int acceptPending;
+    private final int acceptPendingPerSource;
+    private final Duration handshakeTimeout;
     private final boolean storeHosted;
     private final int storePort;
     private final Duration storeReconnect;
@@ -92,6 +99,13 @@ public final class CommConfig {
         this.spinTime = b.spinTime;
         this.eagerLimit = b.eagerLimit;
         this.unexpectedLimit = b.unexpectedLimit;
+        this.unexpectedTotal = b.unexpectedTotal;
+        this.unexpectedCount = b.unexpectedCount;
+        this.resendLogFrames = b.resendLogFrames;
+        this.resendLogBytes = b.resendLogBytes;
+        this.acceptPending = b.acceptPending;
+        this.acceptPendingPerSource = b.acceptPendingPerSource;
+        this.handshakeTimeout = b.handshakeTimeout;
         this.storeHosted = b.storeHosted;
         this.storePort = b.storePort;
         this.storeReconnect = b.storeReconnect;
@@ -225,6 +239,39 @@ public final class CommConfig {
 
     /** Bytes of unexpected eager messages buffered per peer before reading from it pauses. */
     public long unexpectedLimit() { return unexpectedLimit; }
+
+    /**
+     * {@code HCOMM_UNEXPECTED_TOTAL} and {@code HCOMM_UNEXPECTED_COUNT}: bytes (default {@code 1G}) and number (default
+     * 1 Mi) of unexpected messages and rendezvous requests this rank holds from all peers and communicators together.
+     * The link whose message would go beyond either fails, naming the peer and the setting (see docs/reliability.md).
+     */
+    public long unexpectedTotal() { return unexpectedTotal; }
+
+    /** See {@link #unexpectedTotal()}. */
+    public int unexpectedCount() { return unexpectedCount; }
+
+    /**
+     * {@code HCOMM_RESEND_LOG_FRAMES} (default 4 Mi) and {@code HCOMM_RESEND_LOG_BYTES} (default {@code 1G}): frames, and
+     * bytes of the ring of headers and copied payloads, a reliable link keeps for a resend until the peer acknowledges
+     * them (powers of two); beyond either the link fails, naming what is kept.
+     */
+    public int resendLogFrames() { return resendLogFrames; }
+
+    /** See {@link #resendLogFrames()}. */
+    public long resendLogBytes() { return resendLogBytes; }
+
+    /**
+     * {@code HCOMM_ACCEPT_PENDING} (default 256), {@code HCOMM_ACCEPT_PENDING_PER_SOURCE} (default 64) and
+     * {@code HCOMM_HANDSHAKE_TIMEOUT} (default {@code 10s}): connections a listener (data, store) holds in their
+     * handshake at once, of those from one address, and each handshake step's deadline.
+     */
+    public int acceptPending() { return acceptPending; }
+
+    /** See {@link #acceptPending()}. */
+    public int acceptPendingPerSource() { return acceptPendingPerSource; }
+
+    /** See {@link #acceptPending()}. */
+    public Duration handshakeTimeout() { return handshakeTimeout; }
 
     /** True when the store is served by someone else (the launcher); false: rank 0 serves it. */
     public boolean storeHosted() { return storeHosted; }
@@ -381,6 +428,9 @@ public final class CommConfig {
                 + ", secret=" + (secret == null ? "unset" : "***") + (unauthenticated ? ", auth=none" : "") + (tls == null ? "" : ", tls=" + tls) + ", timeout=" + d(timeout)
                 + ", initTimeout=" + d(initTimeout) + ", socketIfname=" + socketIfname + ", socketAddr=" + socketAddr
                 + ", spinTime=" + d(spinTime) + ", eagerLimit=" + eagerLimit + ", unexpectedLimit=" + unexpectedLimit
+                + ", unexpectedTotal=" + unexpectedTotal + ", unexpectedCount=" + unexpectedCount + ", resendLogFrames=" + resendLogFrames
+                + ", resendLogBytes=" + resendLogBytes + ", acceptPending=" + acceptPending
+                + ", acceptPendingPerSource=" + acceptPendingPerSource + ", handshakeTimeout=" + d(handshakeTimeout)
                 + ", storeHosted=" + storeHosted + ", storePort=" + storePort + ", storeReconnect=" + d(storeReconnect) + ", storeScope=" + storeScope + ", algo=" + algo + ", tuningFile=" + tuningFile + ", feedback=" + feedback + ", join=" + join + ", channels=" + channels + (tcpCongestion.isEmpty() ? "" : ", tcpCongestion=" + tcpCongestion) + ", tuneAtInit=" + tuneAtInit + ", check=" + (fullCheck ? "full" : "cheap")
                 + ", memPoolMax=" + memPoolMax + ", shmDir=" + shmDir + ", memDebug=" + memDebug + ", memAdopt=" + memAdopt
                 + ", transport=" + transport.name().toLowerCase(Locale.ROOT) + ", hostId=" + hostId + ", shmRingSize=" + shmRingSize
@@ -409,6 +459,13 @@ public final class CommConfig {
         private Duration spinTime = Duration.ofNanos(100_000);
         private long eagerLimit = 64 * 1024;
         private long unexpectedLimit = 64L * 1024 * 1024;
+        private long unexpectedTotal = 1L << 30;
+        private int unexpectedCount = 1 << 20;
+        private int resendLogFrames = 1 << 22;
+        private long resendLogBytes = 1L << 30;
+        private int acceptPending = 256;
+        private int acceptPendingPerSource = 64;
+        private Duration handshakeTimeout = Duration.ofSeconds(10);
         private boolean storeHosted;
         private int storePort = UNSET;
         private Duration storeReconnect = Duration.ofSeconds(30);
@@ -489,6 +546,27 @@ public final class CommConfig {
 
         /** @param bytes unexpected-message bytes buffered per peer */
         public Builder unexpectedLimit(long bytes) { this.unexpectedLimit = bytes; return this; }
+
+        /** @param bytes unexpected-message bytes held from all peers together, at least unexpectedLimit (HCOMM_UNEXPECTED_TOTAL) */
+        public Builder unexpectedTotal(long bytes) { this.unexpectedTotal = bytes; return this; }
+
+        /** @param n unexpected messages and rendezvous requests held from all peers together, 1024 to 2^31-1 (HCOMM_UNEXPECTED_COUNT) */
+        public Builder unexpectedCount(int n) { this.unexpectedCount = n; return this; }
+
+        /** @param n frames a reliable link keeps until acknowledged, a power of two, at least unexpectedLimit / 64 (HCOMM_RESEND_LOG_FRAMES) */
+        public Builder resendLogFrames(int n) { this.resendLogFrames = n; return this; }
+
+        /** @param bytes their ring of headers and copied payloads, a power of two, 2 x unexpectedLimit to 1G (HCOMM_RESEND_LOG_BYTES) */
+        public Builder resendLogBytes(long bytes) { this.resendLogBytes = bytes; return this; }
+
+        /** @param n connections a listener holds in their handshake at once, 1 to 65536 (HCOMM_ACCEPT_PENDING) */
+        public Builder acceptPending(int n) { this.acceptPending = n; return this; }
+
+        /** @param n of those, from one source address, 1 to acceptPending (HCOMM_ACCEPT_PENDING_PER_SOURCE) */
+        public Builder acceptPendingPerSource(int n) { this.acceptPendingPerSource = n; return this; }
+
+        /** @param deadline each handshake step of an accepted connection, 100ms to 10min (HCOMM_HANDSHAKE_TIMEOUT) */
+        public Builder handshakeTimeout(Duration deadline) { this.handshakeTimeout = Objects.requireNonNull(deadline, "handshakeTimeout"); return this; }
 
         /** @param hosted true when an outside process (the launcher) serves the store */
         public Builder storeHosted(boolean hosted) { this.storeHosted = hosted; return this; }
@@ -581,33 +659,14 @@ public final class CommConfig {
             positive("timeout", timeout);
             positive("initTimeout", initTimeout);
             if (spinTime.isNegative()) throw new IllegalArgumentException("spinTime must be >= 0, was " + d(spinTime));
-            if (eagerLimit < 0 || eagerLimit > 64L * 1024 * 1024) {
-                throw new IllegalArgumentException("eagerLimit must be in [0, 64M], was " + eagerLimit);
-            }
-            if (unexpectedLimit < eagerLimit) {
-                throw new IllegalArgumentException("unexpectedLimit (" + unexpectedLimit + ") must be >= eagerLimit (" + eagerLimit + ")");
-            }
-            if (memPoolMax < MIN_POOL || memPoolMax > MAX_POOL) {
-                throw new IllegalArgumentException("memPoolMax must be in [4K, 1P], was " + memPoolMax);
-            }
-            if (shmDir.isBlank()) throw new IllegalArgumentException("shmDir must not be empty");
+            ConfigChecks.limits(eagerLimit, unexpectedLimit, unexpectedTotal, unexpectedCount);
+            ConfigChecks.resendLog(resendLogFrames, resendLogBytes, unexpectedLimit, retryMax);
+            ConfigChecks.accept(acceptPending, acceptPendingPerSource, handshakeTimeout);
+            ConfigChecks.memory(memPoolMax, shmDir, shmRingSize);
             ConfigChecks.hostId(hostId);
-            if (shmRingSize < MIN_RING || shmRingSize > MAX_RING || Long.bitCount(shmRingSize) != 1) {
-                throw new IllegalArgumentException("shmRingSize (HCOMM_SHM_RING_SIZE) must be a power of two in [64K, 1G], was " + shmRingSize);
-            }
             ConfigChecks.heartbeats(heartbeatTimeout, heartbeatInterval);
             if (stuckReport.isNegative()) throw new IllegalArgumentException("stuckReport (HCOMM_STUCK_REPORT) must be >= 0, was " + d(stuckReport));
-            if (warmUp.isNegative() || warmUp.compareTo(Duration.ofMinutes(10)) > 0) {
-                throw new IllegalArgumentException("warmUp (HCOMM_WARMUP) must be in [0, 10 min], was " + d(warmUp));
-            }
-            if (retryMax < 0 || retryMax > 1000) throw new IllegalArgumentException("retryMax (HCOMM_RETRY_MAX) must be in [0, 1000], was " + retryMax);
-            if (retryInterval.compareTo(Duration.ofMillis(1)) < 0 || retryInterval.compareTo(Duration.ofMinutes(1)) > 0) {
-                throw new IllegalArgumentException("retryInterval (HCOMM_RETRY_INTERVAL) must be in [1 ms, 1 min], was " + d(retryInterval));
-            }
-            if (storePort < UNSET || storePort > 65535) throw new IllegalArgumentException("storePort must be in [0, 65535], was " + storePort);
-            if (storeReconnect.isNegative() || storeReconnect.compareTo(Duration.ofMinutes(10)) > 0) {
-                throw new IllegalArgumentException("storeReconnect (HCOMM_STORE_RECONNECT) must be in [0, 10 min], was " + d(storeReconnect));
-            }
+            ConfigChecks.ranges(warmUp, retryMax, retryInterval, storePort, storeReconnect);
             ConfigChecks.storeScope(storeScope);
             if (tls == null && tlsParts.on) tls = tlsParts.build();
             if (tls != null) io.hcomm4j.security.TlsContext.of(tls); // fails here, naming the file, if a store is unusable
@@ -618,12 +677,6 @@ public final class CommConfig {
             }
             return new CommConfig(this);
         }
-
-        private static final long MIN_POOL = 4096;
-        private static final long MAX_POOL = 1L << 50;
-        private static final long MIN_RING = 64 * 1024;
-        private static final long MAX_RING = 1L << 30;
-
 
         private static void positive(String name, Duration d) {
             if (d.isNegative() || d.isZero()) throw new IllegalArgumentException(name + " must be > 0, was " + d(d));

@@ -100,6 +100,46 @@ class CommConfigTest {
         assertThatThrownBy(() -> CommConfig.builder().shmDir(" ").build()).hasMessage("shmDir must not be empty");
     }
 
+    /** Issue 18's limits: defaults, environment and system properties, and bad values named. */
+    @Test
+    void limitSettings() {
+        CommConfig d = CommConfig.builder().build();
+        assertThat(d.unexpectedTotal()).isEqualTo(1L << 30);
+        assertThat(d.unexpectedCount()).isEqualTo(1 << 20);
+        assertThat(d.acceptPending()).isEqualTo(256);
+        assertThat(d.acceptPendingPerSource()).isEqualTo(64);
+        assertThat(d.handshakeTimeout()).isEqualTo(Duration.ofSeconds(10));
+        Map<String, String> env = Map.of("HCOMM_UNEXPECTED_TOTAL", "2G", "HCOMM_UNEXPECTED_COUNT", "4096", "HCOMM_ACCEPT_PENDING", "32",
+                "HCOMM_ACCEPT_PENDING_PER_SOURCE", "4", "HCOMM_HANDSHAKE_TIMEOUT", "2s");
+        CommConfig c = CommConfig.builderFrom(env, Map.of("hcomm.accept.pending.per.source", "8")::get).build();
+        assertThat(c.unexpectedTotal()).isEqualTo(2L << 30);
+        assertThat(c.unexpectedCount()).isEqualTo(4096);
+        assertThat(c.acceptPending()).isEqualTo(32);
+        assertThat(c.acceptPendingPerSource()).isEqualTo(8);
+        assertThat(c.handshakeTimeout()).isEqualTo(Duration.ofSeconds(2));
+        assertThatThrownBy(() -> CommConfig.builder().unexpectedTotal(1 << 20).build()).hasMessageContaining("HCOMM_UNEXPECTED_TOTAL");
+        assertThatThrownBy(() -> CommConfig.builder().unexpectedCount(10).build()).hasMessageContaining("HCOMM_UNEXPECTED_COUNT");
+        assertThatThrownBy(() -> CommConfig.builder().acceptPending(0).build()).hasMessageContaining("HCOMM_ACCEPT_PENDING");
+        assertThatThrownBy(() -> CommConfig.builder().acceptPending(16).acceptPendingPerSource(17).build())
+                .hasMessageContaining("HCOMM_ACCEPT_PENDING_PER_SOURCE");
+        assertThatThrownBy(() -> CommConfig.builder().handshakeTimeout(Duration.ofMillis(5)).build()).hasMessageContaining("HCOMM_HANDSHAKE_TIMEOUT");
+        assertThatThrownBy(() -> CommConfig.builderFrom(Map.of("HCOMM_UNEXPECTED_COUNT", "many"), k -> null).build())
+                .hasMessageContaining("HCOMM_UNEXPECTED_COUNT").hasMessageContaining("not an integer");
+        assertThat(d.resendLogFrames()).isEqualTo(1 << 22);
+        assertThat(d.resendLogBytes()).isEqualTo(1L << 30);
+        CommConfig r = CommConfig.builderFrom(Map.of("HCOMM_RESEND_LOG_FRAMES", "65536", "HCOMM_RESEND_LOG_BYTES", "32M",
+                "HCOMM_UNEXPECTED_LIMIT", "4M"), k -> null).build();
+        assertThat(r.resendLogFrames()).isEqualTo(65536);
+        assertThat(r.resendLogBytes()).isEqualTo(32L << 20);
+        assertThatThrownBy(() -> CommConfig.builder().resendLogFrames(5000).build()).hasMessageContaining("HCOMM_RESEND_LOG_FRAMES");
+        assertThatThrownBy(() -> CommConfig.builder().resendLogBytes(2L << 30).build()).hasMessageContaining("HCOMM_RESEND_LOG_BYTES");
+        // smaller than what the default credit (64 MiB) lets a peer leave unacknowledged
+        assertThatThrownBy(() -> CommConfig.builder().resendLogBytes(64L << 20).build()).hasMessageContaining("twice HCOMM_UNEXPECTED_LIMIT");
+        assertThatThrownBy(() -> CommConfig.builder().resendLogFrames(1 << 16).build()).hasMessageContaining("HCOMM_UNEXPECTED_LIMIT / 64");
+        // without reconnects there is no log: a large credit is fine
+        assertThat(CommConfig.builder().retryMax(0).unexpectedLimit(1L << 30).unexpectedTotal(2L << 30).build().unexpectedLimit()).isEqualTo(1L << 30);
+    }
+
     @Test
     void joinIsOffUnlessTheLauncherSetsIt() {
         assertThat(CommConfig.builder().build().join()).isFalse();

@@ -110,7 +110,7 @@ public final class Bootstrap {
                     + origin + ") is not a loopback address");
             if (rank == 0 && !config.storeHosted() && !replacement) {
                 try {
-                    server = TcpStoreServer.start(storeAddress, auth);
+                    server = TcpStoreServer.start(storeAddress, auth, io.hcomm4j.security.AcceptGate.Limits.of(config));
                 } catch (HcommException e) {
                     throw new HcommException("rank 0 serves the store but cannot listen on " + StoreProtocol.hostPort(storeAddress) + " ("
                             + origin + "): " + (e.getCause() != null ? e.getCause() : e.getMessage()) + "; the address must belong to rank 0's host and the port "

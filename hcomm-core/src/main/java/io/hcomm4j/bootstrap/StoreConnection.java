@@ -89,14 +89,15 @@ record StoreConnection(SocketChannel channel, DataInputStream in, DataOutputStre
                 last = e;
                 connected = a.connected;
                 // The acceptor checks our proof first and just hangs up on a wrong secret, so a wrong secret looks
-                // like a dropped connection; a few of those in a row means it is not a start-up race.
+                // like a dropped connection; a few of those in a row means it is not a start-up race. A close before the
+                // server's first bytes (Auth.RefusedException: its accept gate has enough from our address) is not one.
                 boolean dropped = a.connected && (e instanceof EOFException || e instanceof SocketException);
                 if (dropped && ++handshakeDrops >= MAX_HANDSHAKE_DROPS) throw secretRejected(address, handshakeDrops, e);
             }
             long leftMs = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
             if (leftMs <= 0) {
                 // Something accepted the connection but never started the handshake: not our store.
-                String hint = connected && !(last instanceof EOFException || last instanceof SocketException)
+                String hint = connected && !(last instanceof EOFException || last instanceof SocketException || last instanceof Auth.RefusedException)
                         ? "; a server accepted the connection but did not speak the HComm4J handshake: is another "
                         + "service on that port (under torchrun MASTER_PORT is torch's own store: set HCOMM_STORE_PORT)?"
                         : "";

@@ -3,6 +3,7 @@ package io.hcomm4j.bootstrap;
 import static io.hcomm4j.bootstrap.StoreProtocol.*;
 
 import io.hcomm4j.HcommException;
+import io.hcomm4j.security.AcceptGate;
 import io.hcomm4j.security.Auth;
 import io.hcomm4j.security.Wire;
 import java.io.BufferedInputStream;
@@ -33,7 +34,10 @@ import org.slf4j.LoggerFactory;
  * closed and logged, and the server goes on.
  *
  * <p>Each connection is served by its own virtual thread, so a client that stalls (during the handshake or in a
- * long {@code get}) holds only its own thread and never delays other clients. Threads are named
+ * long {@code get}) holds only its own thread and never delays other clients. Before a connection has proven the
+ * secret it goes through the same {@link AcceptGate} as a rank's data listener: so many handshakes at once, so many
+ * from one address, each with its deadline ({@code HCOMM_ACCEPT_PENDING}, {@code HCOMM_ACCEPT_PENDING_PER_SOURCE},
+ * {@code HCOMM_HANDSHAKE_TIMEOUT}); accept errors back off and refusals are logged at most once per 10 s. Threads are named
  * {@code hcomm-store-acceptor-<port>} (a platform daemon thread) and {@code hcomm-store-conn-<port>-<n>}
  * (virtual).
  *
@@ -45,8 +49,6 @@ import org.slf4j.LoggerFactory;
  */
 public final class TcpStoreServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(TcpStoreServer.class);
-    /** Long enough for a loaded machine to answer, short enough that a silent stranger is dropped soon. */
-    static final Duration DEFAULT_HANDSHAKE_TIMEOUT = Duration.ofSeconds(10);
     private static final Duration CLOSE_JOIN = Duration.ofSeconds(5);
 
     private final ServerSocketChannel server;
@@ -54,14 +56,16 @@ public final class TcpStoreServer implements AutoCloseable {
     /** {@code host:port}, for log lines. */
     private final String name;
     private final Auth auth;
-    private final Duration handshakeTimeout;
+    /** What is let in before the secret is proven (acceptor and connection threads). */
+    private final AcceptGate gate;
     private final Thread acceptor;
     /** Connections whose thread may still run; pruned of ended ones by the acceptor. */
     private final Set<StoreSessions.Connection> connections = ConcurrentHashMap.newKeySet();
     /** Acceptor-only: set size at which ended connections are pruned next. */
     private int pruneAt = 64;
     private final AtomicLong connectionCount = new AtomicLong();
-    private final AtomicLong rejected = new AtomicLong();
+    /** Authenticated connections closed for a protocol violation. */
+    private final AtomicLong violations = new AtomicLong();
     private volatile boolean closed;
     /** Random, new at every start; a client that sees another one knows the store restarted and lost its data. */
     private final long incarnation = new java.security.SecureRandom().nextLong();
@@ -69,12 +73,12 @@ public final class TcpStoreServer implements AutoCloseable {
     private final StoreSessions sessions = new StoreSessions(incarnation);
     private final StoreData data = new StoreData();
 
-    private TcpStoreServer(ServerSocketChannel server, Auth auth, Duration handshakeTimeout) throws IOException {
+    private TcpStoreServer(ServerSocketChannel server, Auth auth, AcceptGate.Limits limits) throws IOException {
         this.server = server;
         this.address = (InetSocketAddress) server.getLocalAddress();
         this.name = hostPort(address);
         this.auth = auth;
-        this.handshakeTimeout = handshakeTimeout;
+        this.gate = new AcceptGate(limits, LOG, "store on " + name, "store connection");
         // A platform thread so the acceptor shows in ordinary thread dumps; daemon so a forgotten server cannot
         // keep the JVM alive.
         this.acceptor = Thread.ofPlatform().daemon().name("hcomm-store-acceptor-" + address.getPort())
@@ -82,13 +86,13 @@ public final class TcpStoreServer implements AutoCloseable {
     }
 
     /**
-     * Starts serving on {@code bind} (port 0 picks a free port).
+     * Starts serving on {@code bind} (port 0 picks a free port) with the default {@link AcceptGate.Limits}.
      *
      * @param secret the job secret (at least 16 bytes), or null for none: then {@code bind} must be a loopback address
      * @throws HcommException the address cannot be bound, or is not a loopback one and there is no secret
      */
     public static TcpStoreServer start(InetSocketAddress bind, String secret) {
-        return start(bind, secret, DEFAULT_HANDSHAKE_TIMEOUT);
+        return start(bind, secret, AcceptGate.Limits.DEFAULT);
     }
 
     /**
@@ -98,15 +102,22 @@ public final class TcpStoreServer implements AutoCloseable {
      * @throws HcommException the address cannot be bound, or is not allowed without a secret ({@link Auth#checkListen})
      */
     public static TcpStoreServer start(InetSocketAddress bind, Auth auth) {
-        return start(bind, auth, DEFAULT_HANDSHAKE_TIMEOUT);
+        return start(bind, auth, AcceptGate.Limits.DEFAULT);
     }
 
     /** As {@link #start(InetSocketAddress, String)} with a chosen handshake deadline (tests use a short one). */
     static TcpStoreServer start(InetSocketAddress bind, String secret, Duration handshakeTimeout) {
-        return start(bind, secret == null ? Auth.loopbackOnly() : Auth.of(secret), handshakeTimeout);
+        AcceptGate.Limits d = AcceptGate.Limits.DEFAULT;
+        return start(bind, secret, new AcceptGate.Limits(d.pending(), d.perSource(), handshakeTimeout));
     }
 
-    static TcpStoreServer start(InetSocketAddress bind, Auth auth, Duration handshakeTimeout) {
+    /** As {@link #start(InetSocketAddress, String)} with the given limits on connections before the secret is proven. */
+    public static TcpStoreServer start(InetSocketAddress bind, String secret, AcceptGate.Limits limits) {
+        return start(bind, secret == null ? Auth.loopbackOnly() : Auth.of(secret), limits);
+    }
+
+    /** As {@link #start(InetSocketAddress, Auth)} with the given limits on connections before the secret is proven. */
+    public static TcpStoreServer start(InetSocketAddress bind, Auth auth, AcceptGate.Limits limits) {
         java.util.Objects.requireNonNull(auth, "auth");
         auth.checkListen(bind.getAddress(), "the store");
         ServerSocketChannel ch = null;
@@ -115,7 +126,7 @@ public final class TcpStoreServer implements AutoCloseable {
             // Lets a restarted job rebind the port while old connections linger in TIME_WAIT.
             ch.setOption(StandardSocketOptions.SO_REUSEADDR, true);
             ch.bind(bind, 1024);
-            TcpStoreServer s = new TcpStoreServer(ch, auth, handshakeTimeout);
+            TcpStoreServer s = new TcpStoreServer(ch, auth, limits);
             s.acceptor.start();
             LOG.debug("store serving on {}", s.name);
             return s;
@@ -135,9 +146,14 @@ public final class TcpStoreServer implements AutoCloseable {
         return incarnation;
     }
 
-    /** Connections refused so far (failed handshake or broken protocol); an indicator of strangers or misconfiguration. */
+    /** Connections refused so far (handshake failed or not allowed, or a protocol violation): strangers or misconfiguration. */
     long rejectedConnections() {
-        return rejected.get();
+        return gate.refusals() + violations.get();
+    }
+
+    /** The gate connections pass before they proved the secret (pending handshakes, refusals): for tests. */
+    AcceptGate gate() {
+        return gate;
     }
 
     /** Threads of this server still alive (acceptor and connection threads); 0 after {@link #close()}. */
@@ -177,60 +193,64 @@ public final class TcpStoreServer implements AutoCloseable {
     }
 
     private void acceptLoop() {
-        long backoffMs = 1;
-        while (!closed) {
-            SocketChannel ch;
-            try {
-                ch = server.accept();
-                backoffMs = 1;
-            } catch (ClosedChannelException e) {
-                return;
-            } catch (IOException e) {
-                if (closed) return;
-                // Typically out of file descriptors: back off instead of spinning on the error.
-                LOG.warn("store on {}: accept failed: {}", name, e.toString());
+        try {
+            while (!closed) {
+                if (!gate.enter()) continue; // every place taken: look again (and whether we close)
+                SocketChannel ch;
                 try {
-                    Thread.sleep(backoffMs);
-                } catch (InterruptedException ie) {
+                    ch = server.accept();
+                    gate.accepted();
+                } catch (ClosedChannelException e) {
+                    gate.leave();
+                    return;
+                } catch (IOException e) {
+                    gate.leave();
+                    if (closed) return;
+                    gate.failed(e); // typically out of file descriptors: backs off instead of spinning
+                    continue;
+                }
+                AcceptGate.Pass pass = gate.admit(ch);
+                if (pass == null) {
+                    StoreProtocol.closeQuietly(ch); // its address has enough handshakes pending: it tries again later
+                    continue;
+                }
+                StoreSessions.Connection c = new StoreSessions.Connection(ch);
+                c.thread = Thread.ofVirtual()
+                        .name("hcomm-store-conn-" + address.getPort() + "-" + connectionCount.incrementAndGet())
+                        .unstarted(() -> serve(c, pass));
+                // Entries leave the set only once their thread has ended, so close() can join every thread that might
+                // still run; pruning when the set has doubled keeps that amortized O(1) per connection.
+                if (connections.size() >= pruneAt) {
+                    connections.removeIf(x -> !x.thread.isAlive());
+                    pruneAt = Math.max(64, 2 * connections.size());
+                }
+                sessions.prune();
+                connections.add(c);
+                if (closed) {
+                    connections.remove(c);
+                    pass.close();
+                    StoreProtocol.closeQuietly(ch);
                     return;
                 }
-                backoffMs = Math.min(backoffMs * 2, 100);
-                continue;
+                c.thread.start();
             }
-            StoreSessions.Connection c = new StoreSessions.Connection(ch);
-            c.thread = Thread.ofVirtual()
-                    .name("hcomm-store-conn-" + address.getPort() + "-" + connectionCount.incrementAndGet())
-                    .unstarted(() -> serve(c));
-            // Entries leave the set only once their thread has ended, so close() can join every thread that might
-            // still run; pruning when the set has doubled keeps that amortized O(1) per connection.
-            if (connections.size() >= pruneAt) {
-                connections.removeIf(x -> !x.thread.isAlive());
-                pruneAt = Math.max(64, 2 * connections.size());
-            }
-            sessions.prune();
-            connections.add(c);
-            if (closed) {
-                connections.remove(c);
-                StoreProtocol.closeQuietly(ch);
-                return;
-            }
-            c.thread.start();
+        } catch (InterruptedException e) {
+            // close() does not interrupt the acceptor; nothing else does
         }
     }
 
-    private void serve(StoreSessions.Connection c) {
+    private void serve(StoreSessions.Connection c, AcceptGate.Pass pass) {
         SocketChannel ch = c.channel;
         String peer = remote(ch);
         try {
             Wire w;
             try {
-                w = auth.accept(ch, Auth.STORE, handshakeTimeout);
+                w = auth.accept(ch, Auth.STORE, gate.limits().deadline());
             } catch (IOException e) {
-                if (!closed) {
-                    rejected.incrementAndGet();
-                    LOG.warn("store on {}: rejected connection from {}: {}", name, peer, e.getMessage());
-                }
+                if (!closed) gate.refused(peer, e.getMessage());
                 return;
+            } finally {
+                pass.close(); // proven or not, it no longer counts against the handshakes
             }
             // Auth leaves its handshake read timeout on the socket; an authenticated rank may idle for as long
             // as it likes between requests.
@@ -246,7 +266,7 @@ public final class TcpStoreServer implements AutoCloseable {
             }
         } catch (ProtocolException e) {
             if (!closed) {
-                rejected.incrementAndGet();
+                violations.incrementAndGet();
                 LOG.warn("store on {}: closing connection from {}: protocol violation: {}", name, peer, e.getMessage());
             }
         } catch (EOFException e) {

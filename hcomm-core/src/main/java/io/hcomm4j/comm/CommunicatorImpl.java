@@ -508,6 +508,8 @@ final class CommunicatorImpl implements Communicator {
         if (group != null) {
             session.unregister(this);
             session.unregisterCommunicator(this);
+            // its match tables go (issue 18): a job that makes and closes communicators keeps those it has open
+            transport.closeCommunicator(commId, () -> new io.hcomm4j.CommAbortedException("rank " + rank + ": " + this + " was closed"));
         }
     }
 
@@ -520,6 +522,11 @@ final class CommunicatorImpl implements Communicator {
 
     long id() {
         return commId;
+    }
+
+    /** The transport (tests look at its match tables). */
+    PeerTransport transport() {
+        return transport;
     }
 
     /** Collectives called on this communicator so far (the sequence number of the last one). */

@@ -41,7 +41,7 @@ final class SessionStart {
     private static TransportOptions transportOptions(CommConfig config) {
         return new TransportOptions(config.timeout(), config.initTimeout(), config.spinTime(), config.eagerLimit(),
                 config.unexpectedLimit(), config.heartbeatTimeout(), config.heartbeatInterval(), config.retryMax(),
-                config.retryInterval());
+                config.retryInterval(), io.hcomm4j.transport.TransportLimits.of(config));
     }
 
     private static MemoryPool openPool(CommConfig config, Path shmDir) {

@@ -116,7 +116,7 @@ public final class EngineImpl implements TransferEngine {
 
     private static TransportOptions options(CommConfig c) {
         return new TransportOptions(c.timeout(), c.initTimeout(), c.spinTime(), c.eagerLimit(), c.unexpectedLimit(),
-                c.heartbeatTimeout(), c.heartbeatInterval(), c.retryMax(), c.retryInterval());
+                c.heartbeatTimeout(), c.heartbeatInterval(), c.retryMax(), c.retryInterval(), io.hcomm4j.transport.TransportLimits.of(c));
     }
 
     /** Failures end the batches to the failed engine at once; the watchdog's tick ends batches past their deadline. */

@@ -210,6 +210,18 @@ public final class Auth {
     }
 
     /**
+     * The acceptor closed the connection before its first handshake bytes: it refuses connections for now (an
+     * {@link AcceptGate} over its cap for our address), not our secret. Worth trying again, with backoff.
+     */
+    public static final class RefusedException extends IOException {
+        private static final long serialVersionUID = 1L;
+
+        RefusedException(String message, Throwable cause) {
+            super(message, cause);
+        }
+    }
+
+    /**
      * Acceptor side, on a blocking channel. Reads at most a fixed number of bytes within {@code timeout}.
      *
      * @throws AuthException the peer failed the challenge
@@ -245,7 +257,14 @@ public final class Auth {
         long deadline = System.nanoTime() + timeout.toNanos();
         Wire w = open(ch, true, deadline);
         byte[] binding = binding(w);
-        ByteBuffer hello = readFully(w, 4 + 2 + NONCE, deadline);
+        ByteBuffer hello;
+        try {
+            hello = readFully(w, 4 + 2 + NONCE, deadline);
+        } catch (EOFException | java.net.SocketException e) {
+            // before the acceptor saw anything of ours: it refuses connections now, it did not judge our secret
+            throw new RefusedException("the server closed the connection before its handshake (busy: too many pending "
+                    + "connections from this address, HCOMM_ACCEPT_PENDING_PER_SOURCE?)", e);
+        }
         if (hello.getInt() != MAGIC) throw new AuthException("server does not speak the HComm4J handshake");
         byte version = hello.get();
         if (version != VERSION) throw new AuthException("server speaks handshake version " + version + ", this is " + VERSION);
@@ -278,6 +297,11 @@ public final class Auth {
         } catch (javax.net.ssl.SSLException e) {
             throw new AuthException("TLS handshake failed: " + e.getMessage()
                     + " (do all ranks use HCOMM_TLS with certificates their HCOMM_TLS_TRUSTSTORE trusts?)");
+        } catch (TlsChannel.ClosedBeforeReply | java.net.SocketException e) {
+            if (!client) throw e;
+            // as in the plain handshake: the acceptor closed before it saw anything of ours
+            throw new RefusedException("the server closed the connection before its TLS handshake (busy: too many pending "
+                    + "connections from this address, HCOMM_ACCEPT_PENDING_PER_SOURCE? or it runs without HCOMM_TLS)", e);
         }
     }
 

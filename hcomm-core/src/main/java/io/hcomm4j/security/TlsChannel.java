@@ -48,6 +48,18 @@ public final class TlsChannel {
     /** The reading side unwrapped a message the engine must answer (a key update) while no write was under way. */
     private volatile boolean answerWanted;
     private boolean inputClosed;
+    /** Whether a record ever came from the peer. */
+    private boolean heard;
+
+    /** The peer closed the connection before it sent a single byte of TLS (it refuses connections, or is not TLS). */
+    static final class ClosedBeforeReply extends EOFException {
+        private static final long serialVersionUID = 1L;
+
+        ClosedBeforeReply() {
+            super("the peer closed the connection before its first TLS record (does it run without HCOMM_TLS, "
+                    + "or refuse connections from this address now?)");
+        }
+    }
 
     private TlsChannel(SocketChannel ch, SSLEngine engine) {
         this.ch = ch;
@@ -203,6 +215,7 @@ public final class TlsChannel {
     /** The peer closed the socket between records: the end of the stream, unless the handshake is not done. */
     private void endOfInput() throws EOFException {
         inputClosed = true;
+        if (!heard) throw new ClosedBeforeReply();
         if (engine.getHandshakeStatus() != SSLEngineResult.HandshakeStatus.NOT_HANDSHAKING) {
             throw new EOFException("the peer closed the connection during the TLS handshake (does it run without HCOMM_TLS, "
                     + "or with a certificate this side does not trust?)");
@@ -229,6 +242,7 @@ public final class TlsChannel {
             throw new IOException("TLS connection timed out while waiting for a record", e);
         }
         if (first < 0) return false;
+        heard = true;
         readFully(s, recordBuf, first, 5 - first);
         int type = recordBuf[0] & 0xFF;
         int length = ((recordBuf[3] & 0xFF) << 8) | (recordBuf[4] & 0xFF);

@@ -3,6 +3,7 @@ package io.hcomm4j.transport;
 import io.hcomm4j.HcommException;
 import io.hcomm4j.PeerFailedException;
 import io.hcomm4j.memory.SharedFiles;
+import io.hcomm4j.security.AcceptGate;
 import io.hcomm4j.security.Auth;
 import io.hcomm4j.security.Wire;
 import java.io.IOException;
@@ -41,7 +42,7 @@ final class Connections {
     final List<ShmConduit> retired = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     Connections(PeerTransport t, int rank, PeerLink[] links, Auth auth, long jobToken, Duration connectTimeout,
-                long unexpectedLimit, ServerSocketChannel listener, long[] incarnations) {
+                long unexpectedLimit, ServerSocketChannel listener, long[] incarnations, AcceptGate.Limits acceptLimits) {
         this.unexpectedLimit = unexpectedLimit;
         this.t = t;
         this.rank = rank;
@@ -51,7 +52,8 @@ final class Connections {
         this.jobToken = jobToken;
         this.connectTimeout = connectTimeout;
         this.listener = listener;
-        this.gate = new AcceptGate(PeerTransport.LOG, rank);
+        this.acceptLimits = acceptLimits;
+        this.gate = newGate();
         this.incarnations = incarnations;
     }
 
@@ -322,6 +324,11 @@ final class Connections {
 
     /** The data listener's gate (pending handshakes, refusals): for tests. */
     final AcceptGate gate;
+    private final AcceptGate.Limits acceptLimits;
+
+    private AcceptGate newGate() {
+        return new AcceptGate(acceptLimits, PeerTransport.LOG, "rank " + rank, "data connection");
+    }
 
     void acceptLoop() {
         acceptLoop(listener, gate);
@@ -329,7 +336,7 @@ final class Connections {
 
     /** Accepts on {@code listener} (one of another interface: {@link Rails}) until close, through a gate of its own. */
     void acceptLoop(ServerSocketChannel listener) {
-        acceptLoop(listener, new AcceptGate(PeerTransport.LOG, rank));
+        acceptLoop(listener, newGate());
     }
 
     private void acceptLoop(ServerSocketChannel listener, AcceptGate gate) {
@@ -349,12 +356,14 @@ final class Connections {
                     gate.failed(e);
                     continue;
                 }
-                gate.handshakeStarts();
+                AcceptGate.Pass pass = gate.admit(ch);
+                if (pass == null) {
+                    closeQuietly(ch); // its address has enough handshakes pending: a rank tries again (Auth.RefusedException)
+                    continue;
+                }
                 Thread.ofVirtual().name("hcomm-hello-" + rank).start(() -> {
-                    try {
+                    try (pass) {
                         handshake(ch, gate);
-                    } finally {
-                        gate.handshakeEnded();
                     }
                 });
             }
@@ -367,8 +376,9 @@ final class Connections {
         String from = "?";
         try {
             from = String.valueOf(ch.getRemoteAddress());
-            Wire w = auth.accept(ch, Auth.DATA, Duration.ofSeconds(10));
-            w.readTimeout(10_000);
+            Duration deadline = gate.limits().deadline();
+            Wire w = auth.accept(ch, Auth.DATA, deadline);
+            w.readTimeout((int) deadline.toMillis());
             HelloDescriptor.Hello hello = HelloDescriptor.readHello(w.in());
             int src = hello.source();
             if (hello.magic() != HelloDescriptor.MAGIC || hello.limit() < 0 || hello.destination() != rank || hello.worldSize() != size

@@ -123,8 +123,11 @@ final class Failures {
         if (fresh) tellPeers(l.peer, kind);
     }
 
-    private static int kindOf(Exception cause) {
-        return cause instanceof PeerLink.ProtocolException ? Frame.FAIL_PROTOCOL
+    /** How a failure with {@code cause} is reported to the other ranks (a {@link Frame} FAIL_ constant). */
+    static int kindOf(Exception cause) {
+        return cause instanceof UnexpectedLimitException ? Frame.FAIL_LIMIT
+                : cause instanceof CorruptMappingException ? Frame.FAIL_CORRUPT
+                : cause instanceof PeerLink.ProtocolException ? Frame.FAIL_PROTOCOL
                 : cause instanceof PeerLink.ReportedFailure rf ? rf.kind : Frame.FAIL_LOST;
     }
 

@@ -60,9 +60,10 @@ final class Frame {
     static final byte HEARTBEAT = 10;
     /**
      * The sender knows that world rank {@code tag} failed; {@code flags} says how it learned it ({@link #FAIL_LOST},
-     * {@link #FAIL_SILENT}, {@link #FAIL_PROTOCOL}, {@link #FAIL_REPORTED}). Every rank that learns of a failure forwards
-     * it once to the peers it is connected to. {@code tag} equal to the receiver: the receiver itself was declared failed
-     * (it was silent too long). No payload.
+     * {@link #FAIL_SILENT}, {@link #FAIL_PROTOCOL}, {@link #FAIL_REPORTED}, {@link #FAIL_LIMIT}, {@link #FAIL_CORRUPT}).
+     * Every rank that learns of a failure forwards it once to the peers it is connected to. {@code tag} equal to the
+     * receiver: the receiver itself was declared failed (it was silent too long, broke the protocol, went beyond a
+     * limit). No payload.
      */
     static final byte FAILED = 11;
     /** The sender (world rank {@code tag}) aborted communicator {@code commId} ({@code comm.abort()}); no payload. */
@@ -119,12 +120,19 @@ final class Frame {
     static final int FAIL_PROTOCOL = 3;
     /** FAILED flags: the sender learned it from another rank. */
     static final int FAIL_REPORTED = 4;
+    /** FAILED flags: the failed rank sent more unexpected messages than the receiver holds from all peers. */
+    static final int FAIL_LIMIT = 5;
+    /** FAILED flags: the failed rank wrote what no correct peer writes into the pair's shared mapping. */
+    static final int FAIL_CORRUPT = 6;
 
     static String failReason(int flags) {
         return switch (flags) {
             case FAIL_LOST -> "its connection broke";
             case FAIL_SILENT -> "nothing came from it for HCOMM_HEARTBEAT_TIMEOUT";
             case FAIL_PROTOCOL -> "it broke the frame protocol";
+            case FAIL_LIMIT -> "it sent more unexpected messages than the receiver holds from all peers "
+                    + "(HCOMM_UNEXPECTED_TOTAL, HCOMM_UNEXPECTED_COUNT)";
+            case FAIL_CORRUPT -> "it corrupted the shared-memory mapping of a pair";
             default -> "another rank reported it";
         };
     }

@@ -60,6 +60,16 @@ final class FrameWriter {
     private long txSeqAtBeat;
     /** Frames the peer has not acknowledged yet (reliable links only). */
     private ResendLog log;
+
+    /** The resend log (null: the link is not reliable); for tests. */
+    ResendLog resendLog() {
+        lock.lock();
+        try {
+            return log;
+        } finally {
+            lock.unlock();
+        }
+    }
     /**
      * Eager flow control. A sender may have at most the receiver's unexpected limit of eager bytes (plus
      * {@link Frame#EAGER_OVERHEAD} each) that the receiver has not yet handed to a receive; past that it sends
@@ -108,7 +118,7 @@ final class FrameWriter {
             }
             peerLimit = peerUnexpectedLimit;
             sendCredit = peerUnexpectedLimit;
-            log = reliable ? new ResendLog() : null;
+            log = reliable ? link.newResendLog() : null;
         } finally {
             lock.unlock();
         }

@@ -27,6 +27,9 @@ interface LinkHost {
     /** Reconnect attempts for a lost connection (for the log). */
     int retryMax();
 
+    /** A resend log of this transport's bounds ({@code HCOMM_RESEND_LOG_FRAMES}, {@code HCOMM_RESEND_LOG_BYTES}). */
+    ResendLog newResendLog();
+
     /** Another rank declared this one failed. */
     boolean isDeclaredFailed();
 
@@ -36,12 +39,12 @@ interface LinkHost {
     // ---------------------------------------------------------------------------------- frames arriving
 
     /** An EAGER header arrived: the link must be told where its payload goes ({@link PeerLink#expectPayload}). */
-    void onEager(PeerLink l, long commId, int tag, long length, int flags);
+    void onEager(PeerLink l, long commId, int tag, long length, int flags) throws PeerLink.ProtocolException;
 
     /** An unexpected eager payload is complete in {@code data}. */
     void onUnexpectedComplete(PeerLink l, long commId, int tag, byte[] data, int flags);
 
-    void onRts(PeerLink l, long commId, int tag, long length, long msgId, int flags);
+    void onRts(PeerLink l, long commId, int tag, long length, long msgId, int flags) throws PeerLink.ProtocolException;
 
     /** The CTS for {@code s} came: its data goes now. */
     void sendData(PeerLink l, SendRequest s, long msgId);

@@ -6,9 +6,13 @@ import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
 
-/** Per communicator: receives posted in order, and unexpected messages in order of arrival. */
+/**
+ * Per communicator channel: receives posted in order, and unexpected messages in order of arrival. Unexpected messages
+ * enter and leave only through the methods here, which count them against the transport's bound ({@link MatchTables}).
+ */
 final class MatchTable {
     final ArrayList<RecvRequest> posted = new ArrayList<>();
+    /** Read-only outside this class: every change is counted ({@link MatchTables#held}, {@link MatchTables#released}). */
     final ArrayList<Unexpected> unexpected = new ArrayList<>();
     final ArrayList<ProbeRequest> probes = new ArrayList<>();
 
@@ -20,6 +24,11 @@ final class MatchTable {
      * rank is stuck in that op or the next few (they need this rank), so the last ones suffice.
      */
     static final int RETIRED = 64;
+    private final MatchTables owner;
+
+    MatchTable(MatchTables owner) {
+        this.owner = owner;
+    }
 
     /**
      * Whether {@code u} belongs to an op this rank finished: then it is reported to that op's watch (once) and must not
@@ -52,6 +61,7 @@ final class MatchTable {
     /** Queues an unexpected message; returns the waiting probes it satisfies (removed), or null. */
     List<ProbeRequest> addUnexpected(Unexpected u) {
         unexpected.add(u);
+        owner.held(u);
         if (!watches.isEmpty()) {
             Matching.Watch w = watches.get(u.tag());
             if (w != null && !w.finished() && w.flags() != u.flags()) {
@@ -92,8 +102,28 @@ final class MatchTable {
     Unexpected takeUnexpected(RecvRequest r) {
         for (int i = 0; i < unexpected.size(); i++) {
             Unexpected u = unexpected.get(i);
-            if (r.matches(u.src(), u.tag())) return unexpected.remove(i);
+            if (r.matches(u.src(), u.tag())) {
+                owner.released(u);
+                return unexpected.remove(i);
+            }
         }
         return null;
+    }
+
+    /** Removes the unexpected messages {@code which} selects. */
+    void removeUnexpectedIf(java.util.function.Predicate<Unexpected> which) {
+        unexpected.removeIf(u -> {
+            if (!which.test(u)) return false;
+            owner.released(u);
+            return true;
+        });
+    }
+
+    /** Removes every unexpected message; returns them, in order. */
+    List<Unexpected> drainUnexpected() {
+        List<Unexpected> all = new ArrayList<>(unexpected);
+        for (Unexpected u : all) owner.released(u);
+        unexpected.clear();
+        return all;
     }
 }

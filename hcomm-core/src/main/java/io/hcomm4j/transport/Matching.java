@@ -3,7 +3,6 @@ package io.hcomm4j.transport;
 import io.hcomm4j.CommAbortedException;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
@@ -26,24 +25,21 @@ final class Matching {
     private final PeerLink[] links;
     /** The match lock (shared with {@link Failures}, whose dead ranks it guards too). */
     private final ReentrantLock lock;
-    private final Map<Long, MatchTable> tables = new HashMap<>();
-    /** The table {@link #table} returned last, and its communicator (tables are never removed); guarded by {@link #lock}. */
-    private MatchTable lastTable;
-    private long lastCommId;
+    /** Every channel's table, the bound on what they hold together, gone communicators; guarded by {@link #lock}. */
+    final MatchTables tables;
     /** Ranks whose ops fail at once (failed, or closed their session); guarded by {@link #lock}. */
     private final boolean[] failed;
     /** How many peers have failed so far (written under the lock after {@link #failed}; read without it). */
     private volatile int failures;
-    /** Communicators (ids without the channel bits) that were aborted: messages for them are dropped on arrival. */
-    private final java.util.Set<Long> deadComms = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
-    Matching(PeerTransport t, int rank, long eagerLimit, PeerLink[] links, ReentrantLock lock) {
+    Matching(PeerTransport t, int rank, long eagerLimit, PeerLink[] links, ReentrantLock lock, TransportLimits limits) {
         this.t = t;
         this.rank = rank;
         this.eagerLimit = eagerLimit;
         this.links = links;
         this.lock = lock;
         this.failed = new boolean[links.length];
+        this.tables = new MatchTables(rank, limits.unexpectedTotal(), limits.unexpectedCount());
     }
 
     /** How many peers have failed (lost connection, or closed their session) so far; cheap, for polling loops. */
@@ -67,7 +63,7 @@ final class Matching {
      * credit belonged to the old connection), and ops on {@code p} no longer fail at once.
      */
     void revive(int p) {
-        for (MatchTable table : tables.values()) table.unexpected.removeIf(u -> u.src() == p);
+        for (MatchTable table : tables.all()) table.removeUnexpectedIf(u -> u.src() == p);
         failed[p] = false;
     }
 
@@ -80,7 +76,7 @@ final class Matching {
         try {
             failed[p] = true;
             failures++;
-            for (MatchTable table : tables.values()) {
+            for (MatchTable table : tables.all()) {
                 for (Iterator<RecvRequest> it = table.posted.iterator(); it.hasNext(); ) {
                     RecvRequest r = it.next();
                     if (r.src == p || r.src == ANY) {
@@ -88,7 +84,7 @@ final class Matching {
                         doomed.add(r);
                     }
                 }
-                table.unexpected.removeIf(u -> u.src() == p && u.data() == null && u.selfSend() == null);
+                table.removeUnexpectedIf(u -> u.src() == p && u.data() == null && u.selfSend() == null);
                 for (Iterator<ProbeRequest> it = table.probes.iterator(); it.hasNext(); ) {
                     ProbeRequest pr = it.next();
                     if (pr.src == p || pr.src == ANY) {
@@ -106,13 +102,12 @@ final class Matching {
     void clear(List<Request<?>> doomed) {
         lock.lock();
         try {
-            for (MatchTable table : tables.values()) {
+            for (MatchTable table : tables.all()) {
                 doomed.addAll(table.posted);
                 table.posted.clear();
                 doomed.addAll(table.probes);
                 table.probes.clear();
-                for (Unexpected u : table.unexpected) if (u.selfSend() != null) doomed.add(u.selfSend());
-                table.unexpected.clear();
+                for (Unexpected u : table.drainUnexpected()) if (u.selfSend() != null) doomed.add(u.selfSend());
             }
         } finally {
             lock.unlock();
@@ -296,7 +291,7 @@ final class Matching {
         if (s.dst == rank) {
             lock.lock();
             try {
-                table(s.commId).unexpected.removeIf(u -> u.selfSend() == s);
+                table(s.commId).removeUnexpectedIf(u -> u.selfSend() == s);
             } finally {
                 lock.unlock();
             }
@@ -350,7 +345,7 @@ final class Matching {
     void retire(long commId, int tag) {
         lock.lock();
         try {
-            MatchTable table = tables.get(commId);
+            MatchTable table = tables.find(commId);
             if (table != null) table.retire(tag);
         } finally {
             lock.unlock();
@@ -361,7 +356,7 @@ final class Matching {
     void unwatch(long commId, int tag) {
         lock.lock();
         try {
-            MatchTable table = tables.get(commId);
+            MatchTable table = tables.find(commId);
             if (table != null) table.watches.remove(tag);
         } finally {
             lock.unlock();
@@ -380,7 +375,7 @@ final class Matching {
     void withdraw(Request<?> r, Throwable cause) {
         lock.lock();
         try {
-            MatchTable table = tables.get(r.commId);
+            MatchTable table = tables.find(r.commId);
             if (table != null) {
                 table.posted.remove(r);
                 table.probes.remove(r);
@@ -397,8 +392,8 @@ final class Matching {
     }
 
     /** An EAGER header arrived on {@code l}: its payload goes to a matching posted receive, or to a new buffer. */
-    void onEager(PeerLink l, long commId, int tag, long length, int flags) {
-        if (!deadComms.isEmpty() && deadComms.contains(baseId(commId))) {
+    void onEager(PeerLink l, long commId, int tag, long length, int flags) throws UnexpectedLimitException {
+        if (tables.dropped(commId)) {
             // for an aborted communicator: read and drop, and give the credit back
             l.consumed(length + Frame.EAGER_OVERHEAD);
             l.expectPayload(null, length, null, null, commId, tag, flags);
@@ -407,7 +402,9 @@ final class Matching {
         RecvRequest r;
         lock.lock();
         try {
-            r = table(commId).takePosted(l.peer, tag);
+            MatchTable table = tables.find(commId); // none: no receive is posted (and a closed communicator's stays gone)
+            r = table == null ? null : table.takePosted(l.peer, tag);
+            if (r == null) tables.admit(l, commId, length); // before its payload is allocated
         } finally {
             lock.unlock();
         }
@@ -437,8 +434,12 @@ final class Matching {
         Runnable after = null;
         lock.lock();
         try {
-            MatchTable table = table(commId);
             Unexpected u = new Unexpected(commId, l.peer, tag, data.length, data, 0, null, flags);
+            if (tables.dropped(commId)) { // closed or aborted while its payload came
+                releaseUnexpected(u);
+                return;
+            }
+            MatchTable table = table(commId);
             RecvRequest r = table.takePosted(l.peer, tag);
             if (r != null) {
                 after = deliverUnexpected(r, u);
@@ -455,22 +456,25 @@ final class Matching {
     }
 
     /** An RTS arrived: match it now (and send CTS) or keep it as unexpected. */
-    void onRts(PeerLink l, long commId, int tag, long length, long msgId, int flags) {
-        if (!deadComms.isEmpty() && deadComms.contains(baseId(commId))) {
+    void onRts(PeerLink l, long commId, int tag, long length, long msgId, int flags) throws UnexpectedLimitException {
+        if (tables.dropped(commId)) {
             l.sendFrame(Frame.CTS, Frame.CTS_DISCARD, commId, tag, 0, msgId, null, null); // aborted: the sender completes
             return;
         }
         Runnable after;
         lock.lock();
         try {
-            MatchTable table = table(commId);
             Unexpected u = new Unexpected(commId, l.peer, tag, length, null, msgId, null, flags);
-            RecvRequest r = table.takePosted(l.peer, tag);
-            if (r != null) {
+            MatchTable table = tables.dropped(commId) ? null : table(commId); // closed meanwhile: refused below
+            RecvRequest r = table == null ? null : table.takePosted(l.peer, tag);
+            if (table == null) {
+                after = refuseRendezvous(u);
+            } else if (r != null) {
                 after = deliverUnexpected(r, u);
             } else if (table.late(u)) {
                 after = null; // no CTS: the sender's op waits until the report (on the notice channel) fails it
             } else {
+                tables.admit(l, commId, 0);
                 List<ProbeRequest> probed = table.addUnexpected(u);
                 after = probed == null ? null : () -> succeedProbes(probed, u.src(), u.tag(), u.size());
             }
@@ -481,7 +485,7 @@ final class Matching {
     }
 
     private static long baseId(long commId) {
-        return commId & ~(3L << 62);
+        return MatchTables.baseId(commId);
     }
 
     /**
@@ -490,14 +494,26 @@ final class Matching {
      * are dropped on arrival (eager ones read and dropped, rendezvous ones refused).
      */
     void failCommunicator(long commId, java.util.function.Supplier<? extends RuntimeException> error) {
+        endCommunicator(commId, error, false);
+    }
+
+    /**
+     * Communicator {@code commId} was closed here: as {@link #failCommunicator} for what is still pending, and its
+     * tables go ({@link MatchTables#closed}).
+     */
+    void closeCommunicator(long commId, java.util.function.Supplier<? extends RuntimeException> error) {
+        endCommunicator(commId, error, true);
+    }
+
+    private void endCommunicator(long commId, java.util.function.Supplier<? extends RuntimeException> error, boolean closed) {
         long base = baseId(commId);
-        deadComms.add(base);
+        if (!closed) tables.aborted(base);
         List<Request<?>> doomed = new ArrayList<>();
         List<Runnable> refusals = new ArrayList<>();
         lock.lock();
         try {
             for (long k = 0; k < 4; k++) {
-                MatchTable table = tables.get(base | (k << 62));
+                MatchTable table = tables.find(base | (k << 62));
                 if (table == null) continue;
                 doomed.addAll(table.posted);
                 table.posted.clear();
@@ -505,13 +521,13 @@ final class Matching {
                 table.probes.clear();
                 table.watches.clear();
                 table.retired.clear();
-                for (Unexpected u : table.unexpected) {
+                for (Unexpected u : table.drainUnexpected()) {
                     if (u.selfSend() != null) doomed.add(u.selfSend());
                     else if (u.data() != null) releaseUnexpected(u);
                     else refusals.add(refuseRendezvous(u));
                 }
-                table.unexpected.clear();
             }
+            if (closed) tables.closed(base);
         } finally {
             lock.unlock();
         }
@@ -544,7 +560,7 @@ final class Matching {
         List<Request<?>> all = new ArrayList<>();
         lock.lock();
         try {
-            for (Map.Entry<Long, MatchTable> e : tables.entrySet()) {
+            for (Map.Entry<Long, MatchTable> e : tables.entries()) {
                 if ((e.getKey() >>> 62) != 0) continue;
                 all.addAll(e.getValue().posted);
                 all.addAll(e.getValue().probes);
@@ -569,26 +585,13 @@ final class Matching {
             boolean first = watch && !r.reported;
             if (watch) r.reported = true;
             if (out == null) out = new ArrayList<>();
-            out.add(pendingOp(r, waited, first));
+            out.add(PendingOp.of(r, waited, first));
         }
         return out == null ? List.of() : out;
     }
 
-    /** {@code r} as the watchdog and the published status show it. */
-    static PendingOp pendingOp(Request<?> r, long waited, boolean first) {
-        return switch (r) {
-            case SendRequest sr -> new PendingOp(sr.commId, "send", sr.dst, sr.tag, sr.size, waited, first, sr.describe());
-            case RecvRequest rr -> new PendingOp(rr.commId, "recv", rr.src, rr.tag, rr.buf.byteSize(), waited, first, rr.describe());
-            case ProbeRequest pr -> new PendingOp(pr.commId, "probe", pr.src, pr.tag, 0, waited, first, pr.describe());
-        };
-    }
-
-    /** The table of {@code commId} (lock held); the last one is kept at hand: one communicator's ops usually follow each other. */
+    /** The table of {@code commId} (lock held). */
     private MatchTable table(long commId) {
-        if (lastTable != null && lastCommId == commId) return lastTable;
-        MatchTable t = tables.computeIfAbsent(commId, id -> new MatchTable());
-        lastCommId = commId;
-        lastTable = t;
-        return t;
+        return tables.get(commId);
     }
 }

@@ -41,7 +41,13 @@ final class PeerLink {
 
     private final LinkHost host;
     final int peer;
-    private final int rank;
+    /** This side's rank. */
+    final int rank;
+
+    /** A resend log of the transport's bounds (a reliable connection is being installed). */
+    ResendLog newResendLog() {
+        return host.newResendLog();
+    }
     private final Progress progress;
     /** Guards the write side ({@link FrameWriter}); taken after this link's monitor, never before. */
     final ReentrantLock txLock = new ReentrantLock();
@@ -224,6 +230,8 @@ final class PeerLink {
             if (readable) reader.read();
         } catch (ProtocolException e) {
             LOG.warn("rank {}: protocol error from rank {}: {}; closing the connection", rank, peer, e.getMessage());
+            // the peer reads this before the end of the stream (if it reads at all): it knows it was cut off, and why
+            if (state == State.CONNECTED) sendFrame(Frame.FAILED, Failures.kindOf(e), 0, peer, 0, 0, null, null);
             fail(e);
         } catch (IOException e) {
             lost(e);
@@ -306,6 +314,9 @@ final class PeerLink {
             return;
         }
         if (!mayReconnect(cause)) {
+            if (cause instanceof ProtocolException && state == State.CONNECTED && !host.closing()) {
+                LOG.warn("rank {}: protocol error from rank {}: {}; closing the connection", rank, peer, cause.getMessage());
+            }
             fail(cause);
             return;
         }
@@ -513,8 +524,8 @@ final class PeerLink {
         }
     }
 
-    /** A header or frame sequence that no well-behaved peer sends. */
-    static final class ProtocolException extends IOException {
+    /** A header or frame sequence that no well-behaved peer sends (or, {@link CorruptMappingException}, writes). */
+    static class ProtocolException extends IOException {
         private static final long serialVersionUID = 1L;
 
         ProtocolException(String message) {

@@ -102,6 +102,8 @@ public final class PeerTransport implements AutoCloseable {
     /** Reconnect attempts for a lost connection (0: none, links are not reliable) and the first attempt's window. */
     final int retryMax;
     final long retryIntervalNanos;
+    /** Bounds against floods and hostile peers. */
+    final TransportLimits limits;
     final Matching matching;
     final Rendezvous rendezvous;
     final Failures failures;
@@ -128,11 +130,12 @@ public final class PeerTransport implements AutoCloseable {
         this.listener = ServerSocketChannel.open();
         listener.setOption(StandardSocketOptions.SO_REUSEADDR, true);
         listener.bind(new InetSocketAddress(bind, 0), Math.max(64, size));
-        this.matching = new Matching(this, rank, o.eagerLimit(), links, matchLock);
+        this.limits = o.limits();
+        this.matching = new Matching(this, rank, o.eagerLimit(), links, matchLock, limits);
         this.rendezvous = new Rendezvous(this, rank, o.eagerLimit(), links);
         this.failures = new Failures(this, rank, links, matchLock);
         this.connections = new Connections(this, rank, links, auth, jobToken, o.connectTimeout(), o.unexpectedLimit(),
-                listener, incarnations);
+                listener, incarnations, o.limits().accept());
         this.reconnector = new Reconnector(this, rank);
         this.rma = new RmaFrames(this, rank, links);
         this.host = new TransportLinkHost(this, o.unexpectedLimit(), retryMax, matching, rendezvous, failures, connections,
@@ -567,6 +570,24 @@ public final class PeerTransport implements AutoCloseable {
     }
 
     /**
+     * Communicator {@code commId} was closed here: its pending ops fail with {@code error.get()} (as {@link #failCommunicator}),
+     * its match tables go, and messages that still come for it are dropped (see {@link MatchTables}).
+     */
+    public void closeCommunicator(long commId, java.util.function.Supplier<? extends RuntimeException> error) {
+        matching.closeCommunicator(commId, error);
+    }
+
+    /** Match tables held now, and the unexpected messages and bytes from peers in them: diagnostics and tests. */
+    public long[] matchState() {
+        matchLock.lock();
+        try {
+            return new long[] {matching.tables.size(), matching.tables.count(), matching.tables.bytes()};
+        } finally {
+            matchLock.unlock();
+        }
+    }
+
+    /**
      * Aborts communicator {@code commId} here: every pending op on any of its channels (user, collective, notice,
      * check) fails with {@code error.get()} (a receive that is taking data has it discarded), and later messages for it
      * are dropped on arrival (eager ones read and dropped, rendezvous ones refused).
@@ -641,7 +662,7 @@ public final class PeerTransport implements AutoCloseable {
     /** {@code r} (a user op) gave up after {@code waitedNanos}: see {@link #pendingOpsNow}. */
     void noteTimedOut(Request<?> r, long waitedNanos) {
         if (!(r instanceof SendRequest || r instanceof RecvRequest || r instanceof ProbeRequest)) return;
-        PendingOp op = Matching.pendingOp(r, waitedNanos, false);
+        PendingOp op = PendingOp.of(r, waitedNanos, false);
         if ((op.commId() >>> 62) != 0) return;
         synchronized (timedOut) {
             if (timedOut.size() == TIMED_OUT_KEPT) timedOut.removeFirst();

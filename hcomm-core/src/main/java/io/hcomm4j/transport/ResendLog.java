@@ -66,16 +66,31 @@ final class ResendLog {
 
     /** A log of at most {@code maxRecords} frames and a ring of at most {@code maxBytes} (powers of two). */
     ResendLog(int maxRecords, long maxBytes) {
-        if (Integer.bitCount(maxRecords) != 1 || maxRecords < INITIAL_RECORDS || Long.bitCount(maxBytes) != 1
-                || maxBytes < INITIAL_BYTES || maxBytes > 1L << 30) {
-            throw new IllegalArgumentException("resend log limits " + maxRecords + " frames, " + maxBytes + " bytes");
-        }
+        checkBounds(maxRecords, maxBytes);
         this.maxRecords = maxRecords;
         this.maxBytes = maxBytes;
     }
 
+    /** Bounds a log can have: powers of two, at least its first size, at most 1 GiB of ring. */
+    static void checkBounds(int maxRecords, long maxBytes) {
+        if (Integer.bitCount(maxRecords) != 1 || maxRecords < INITIAL_RECORDS || Long.bitCount(maxBytes) != 1
+                || maxBytes < INITIAL_BYTES || maxBytes > 1L << 30) {
+            throw new IllegalArgumentException("resend log limits " + maxRecords + " frames, " + maxBytes + " bytes");
+        }
+    }
+
     private static ByteBuffer newBuffer(int bytes) {
         return ByteBuffer.allocateDirect(bytes).order(ByteOrder.LITTLE_ENDIAN);
+    }
+
+    /** The most frames it keeps ({@code HCOMM_RESEND_LOG_FRAMES}). */
+    int maxRecords() {
+        return maxRecords;
+    }
+
+    /** The most bytes its ring grows to ({@code HCOMM_RESEND_LOG_BYTES}). */
+    long maxBytes() {
+        return maxBytes;
     }
 
     /** Seq of the oldest frame kept (== {@link #nextSeq()} when none is). */

@@ -74,7 +74,7 @@ final class ShmConduit implements Conduit {
     private final long[] fileUsed = new long[PEER_FILES];
     private long fileClock;
 
-    private ShmConduit(PeerLink link, Progress progress, SocketChannel socket, Arena arena, MemorySegment file,
+    private ShmConduit(PeerLink link, Progress progress, SocketChannel socket, Arena arena, MemorySegment file, int capacity,
                        boolean connecting, Path dir, String peerPrefix) throws IOException {
         this.link = link;
         this.progress = progress;
@@ -82,10 +82,16 @@ final class ShmConduit implements Conduit {
         this.arena = arena;
         this.dir = dir;
         this.peerPrefix = peerPrefix;
-        int capacity = file.get(ValueLayout.JAVA_INT_UNALIGNED, 20);
+        // the capacity checked (or written) when the file was mapped: the peer may have changed the header since
         long ringBytes = ShmRing.regionBytes(capacity);
-        ShmRing first = new ShmRing(file.asSlice(FILE_HEADER, ringBytes), capacity);
-        ShmRing second = new ShmRing(file.asSlice(FILE_HEADER + ringBytes, ringBytes), capacity);
+        ShmRing first;
+        ShmRing second;
+        try {
+            first = new ShmRing(file.asSlice(FILE_HEADER, ringBytes), capacity);
+            second = new ShmRing(file.asSlice(FILE_HEADER + ringBytes, ringBytes), capacity);
+        } catch (ShmRing.CorruptIndexException e) {
+            throw new CorruptMappingException(link.rank, link.peer, e.getMessage());
+        }
         this.tx = connecting ? first : second;
         this.rx = connecting ? second : first;
         long slotBytes = ShmSlots.regionBytes();
@@ -103,8 +109,8 @@ final class ShmConduit implements Conduit {
         return FILE_HEADER + 2 * ShmRing.regionBytes(capacity) + 2 * ShmSlots.regionBytes();
     }
 
-    /** A mapped pair file (before the conduit exists). */
-    record Mapping(String name, Arena arena, MemorySegment segment) {
+    /** A mapped pair file (before the conduit exists), and its rings' capacity as created or checked. */
+    record Mapping(String name, Arena arena, MemorySegment segment, int capacity) {
         void unmap() {
             try {
                 arena.close();
@@ -126,7 +132,7 @@ final class ShmConduit implements Conduit {
             seg.set(ValueLayout.JAVA_INT_UNALIGNED, 20, capacity);
             seg.set(ValueLayout.JAVA_LONG_UNALIGNED, 24, jobToken);
             seg.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, MAGIC);
-            return new Mapping(name, arena, seg);
+            return new Mapping(name, arena, seg, capacity);
         } catch (IOException | RuntimeException e) {
             arena.close();
             throw e;
@@ -152,7 +158,7 @@ final class ShmConduit implements Conduit {
             if (capacity < 4096 || Integer.bitCount(capacity) != 1 || seg.byteSize() != fileBytes(capacity)) {
                 throw new IOException("ring file " + name + " has " + seg.byteSize() + " bytes for rings of " + capacity);
             }
-            return new Mapping(name, arena, seg);
+            return new Mapping(name, arena, seg, capacity);
         } catch (IOException | RuntimeException e) {
             arena.close();
             throw e;
@@ -175,14 +181,26 @@ final class ShmConduit implements Conduit {
     static ShmConduit of(PeerLink link, Progress progress, io.hcomm4j.security.Wire wire, Mapping m, boolean connecting,
                          Path dir, String peerPrefix) throws IOException {
         wire.endBlockingPhase();
-        return new ShmConduit(link, progress, wire.channel(), m.arena(), m.segment(), connecting, dir, peerPrefix);
+        return new ShmConduit(link, progress, wire.channel(), m.arena(), m.segment(), m.capacity(), connecting, dir, peerPrefix);
     }
 
     // ------------------------------------------------------------------------------------------- Conduit
 
     @Override
-    public int read(ByteBuffer dst) {
+    public int read(ByteBuffer dst) throws CorruptMappingException {
         if (!dst.hasRemaining()) return 0;
+        try {
+            return readRing(dst);
+        } catch (ShmRing.CorruptIndexException e) {
+            throw corrupted("ring " + link.peer + " -> " + link.rank + ": " + e.getMessage());
+        }
+    }
+
+    private CorruptMappingException corrupted(String what) {
+        return new CorruptMappingException(link.rank, link.peer, what);
+    }
+
+    private int readRing(ByteBuffer dst) throws ShmRing.CorruptIndexException {
         int n = rx.read(dst);
         if (n > 0) {
             // a writer that sleeps waiting for room is woken at the next poll (ready, arm): the fence that looks for
@@ -199,17 +217,34 @@ final class ShmConduit implements Conduit {
     }
 
     @Override
-    public int write(ByteBuffer src) {
-        int n = tx.write(src);
+    public int write(ByteBuffer src) throws CorruptMappingException {
+        int n;
+        try {
+            n = tx.write(src);
+        } catch (ShmRing.CorruptIndexException e) {
+            throw txCorrupted(e);
+        }
+        if (txSlots.corrupt() != null) throw txCorrupted(null);
         if (n > 0 && tx.readerToWake()) ring(bellFromWriter);
         return n;
     }
 
     @Override
-    public long write(ByteBuffer[] srcs, int offset, int length) {
-        long n = tx.write(srcs, offset, length);
+    public long write(ByteBuffer[] srcs, int offset, int length) throws CorruptMappingException {
+        long n;
+        try {
+            n = tx.write(srcs, offset, length);
+        } catch (ShmRing.CorruptIndexException e) {
+            throw txCorrupted(e);
+        }
+        if (txSlots.corrupt() != null) throw txCorrupted(null);
         if (n > 0 && tx.readerToWake()) ring(bellFromWriter);
         return n;
+    }
+
+    private CorruptMappingException txCorrupted(ShmRing.CorruptIndexException e) {
+        String where = link.rank + " -> " + link.peer;
+        return corrupted(e != null ? "ring " + where + ": " + e.getMessage() : "slots " + where + ": " + txSlots.corrupt());
     }
 
     /**
@@ -224,6 +259,11 @@ final class ShmConduit implements Conduit {
     /** Whether a slot is free for {@link #writeSlot} (under the link's tx lock). */
     boolean slotFree() {
         return txSlots.hasRoom();
+    }
+
+    /** The ring this side writes to: for tests that play a hostile peer. */
+    ShmRing txRing() {
+        return tx;
     }
 
     /** The slots the peer writes to (read by the link's reader, holding the progress token). */

@@ -24,6 +24,13 @@ import java.nio.ByteBuffer;
  * either the sleeper sees the new index when it re-checks after setting its flag, or the other side sees the flag.
  * Only the producer's thread calls the producer methods and only the consumer's the consumer methods (each under its
  * own lock: the link's tx lock, the progress token).
+ *
+ * <p><b>The other side's index is not trusted.</b> It lives in a mapping the peer process can write anything into, so
+ * each load of it is checked before it decides a copy: the producer's view of {@code head} never goes backwards nor
+ * beyond its own {@code tail}, the consumer's view of {@code tail} never goes backwards nor more than {@code capacity}
+ * ahead of its {@code head}. A violation marks the ring corrupt: the readiness checks say "ready" so the link's own
+ * thread comes to {@link #read} or {@link #write}, which throw {@link CorruptIndexException}; the copies themselves
+ * only ever see checked values (never an index beyond the data area, never a negative length).
  */
 final class ShmRing {
     /** Bytes of the control block before the data. */
@@ -46,9 +53,25 @@ final class ShmRing {
     // consumer side
     private long head;
     private long tailSeen;
+    /** Why the peer's index cannot be believed (set once, by the side that loaded it), or null. */
+    private String corrupt;
 
-    /** A ring over {@code region}: the control block, then {@code capacity} bytes of data. */
-    ShmRing(MemorySegment region, int capacity) {
+    /** The peer wrote an index no correct peer writes: the link over this ring must fail. */
+    static final class CorruptIndexException extends java.io.IOException {
+        private static final long serialVersionUID = 1L;
+
+        CorruptIndexException(String message) {
+            super(message);
+        }
+    }
+
+    /**
+     * A ring over {@code region}: the control block, then {@code capacity} bytes of data.
+     *
+     * @throws CorruptIndexException if the indices found there are not those of a ring ({@code tail - head} outside
+     *                               {@code [0, capacity]})
+     */
+    ShmRing(MemorySegment region, int capacity) throws CorruptIndexException {
         if (Integer.bitCount(capacity) != 1 || region.byteSize() < CONTROL + capacity) {
             throw new IllegalArgumentException("ring of " + capacity + " bytes in a region of " + region.byteSize());
         }
@@ -60,6 +83,43 @@ final class ShmRing {
         this.headSeen = (long) LONG.getAcquire(ctrl, HEAD);
         this.head = headSeen;
         this.tailSeen = tail;
+        if (tail - head < 0 || tail - head > capacity) {
+            throw new CorruptIndexException("ring indices tail " + tail + ", head " + head + " (capacity " + capacity + ")");
+        }
+    }
+
+    /** Why this ring's peer-written index cannot be believed, or null. */
+    String corrupt() {
+        return corrupt;
+    }
+
+    private void checkIntact() throws CorruptIndexException {
+        if (corrupt != null) throw new CorruptIndexException(corrupt);
+    }
+
+    /** The consumer's {@code head} as the peer published it, checked against what this side wrote ({@link #tail}). */
+    private long loadHead() {
+        long h = (long) LONG.getAcquire(ctrl, HEAD);
+        if (h < headSeen || h > tail) {
+            if (corrupt == null) {
+                corrupt = "the reader's index (head) went from " + headSeen + " to " + h + " with " + tail + " bytes written";
+            }
+            return headSeen;
+        }
+        return h;
+    }
+
+    /** The producer's {@code tail} as the peer published it, checked against what this side read ({@link #head}). */
+    private long loadTail() {
+        long t = (long) LONG.getAcquire(ctrl, TAIL);
+        if (t < tailSeen || t - head > capacity) {
+            if (corrupt == null) {
+                corrupt = "the writer's index (tail) went from " + tailSeen + " to " + t + " with " + head
+                        + " bytes read from a ring of " + capacity;
+            }
+            return tailSeen;
+        }
+        return t;
     }
 
     /** Bytes a region for a ring of {@code capacity} takes. */
@@ -71,28 +131,38 @@ final class ShmRing {
         return capacity;
     }
 
+    /** The control block (the indices and flags), as the other process sees it: for tests that play a hostile peer. */
+    MemorySegment control() {
+        return ctrl;
+    }
+
+    /** Offsets of the indices in {@link #control}. */
+    static final long TAIL_OFFSET = TAIL;
+    static final long HEAD_OFFSET = HEAD;
+
     // ------------------------------------------------------------------------------------------ producer
 
     /** Room for at least {@code min} bytes (reads the consumer's index only when the cached one says there is not). */
     private long room(long min) {
         long free = capacity - (tail - headSeen);
         if (free < min) {
-            headSeen = (long) LONG.getAcquire(ctrl, HEAD);
+            headSeen = loadHead();
             free = capacity - (tail - headSeen);
         }
         return free;
     }
 
-    /** True if at least {@code min} bytes (at most the capacity) fit now. */
+    /** True if at least {@code min} bytes (at most the capacity) fit now, or if the ring is corrupt (a write then throws). */
     boolean hasRoom(long min) {
-        return room(min) >= Math.min(min, capacity);
+        return room(min) >= Math.min(min, capacity) || corrupt != null;
     }
 
     /** Copies what fits of {@code srcs[offset..offset+length)} in and publishes it; returns the bytes taken. */
-    long write(ByteBuffer[] srcs, int offset, int length) {
+    long write(ByteBuffer[] srcs, int offset, int length) throws CorruptIndexException {
         long want = 0;
         for (int i = offset; i < offset + length; i++) want += srcs[i].remaining();
         long free = room(want);
+        checkIntact();
         long t = tail;
         long taken = 0;
         for (int i = offset; i < offset + length && free > 0; i++) {
@@ -106,8 +176,9 @@ final class ShmRing {
     }
 
     /** Copies what fits of {@code src} in and publishes it; returns the bytes taken. */
-    int write(ByteBuffer src) {
+    int write(ByteBuffer src) throws CorruptIndexException {
         long free = room(src.remaining());
+        checkIntact();
         int n = put(src, tail, free);
         if (n > 0) publish(tail + n);
         return n;
@@ -152,18 +223,20 @@ final class ShmRing {
 
     // ------------------------------------------------------------------------------------------ consumer
 
-    /** True if there are bytes to read. */
+    /** True if there are bytes to read, or if the ring is corrupt (a read then throws). */
     boolean readable() {
         if (tailSeen != head) return true;
-        tailSeen = (long) LONG.getAcquire(ctrl, TAIL);
-        return tailSeen != head;
+        tailSeen = loadTail();
+        return tailSeen != head || corrupt != null;
     }
 
     /** Copies up to {@code dst.remaining()} bytes out and frees their room; returns how many (0: empty). */
-    int read(ByteBuffer dst) {
+    int read(ByteBuffer dst) throws CorruptIndexException {
+        checkIntact();
         long avail = tailSeen - head;
         if (avail < dst.remaining()) { // the producer may have written more since we last looked
-            tailSeen = (long) LONG.getAcquire(ctrl, TAIL);
+            tailSeen = loadTail();
+            checkIntact();
             avail = tailSeen - head;
             if (avail == 0) return 0;
         }

@@ -50,6 +50,8 @@ final class ShmSlots {
     // producer side
     private long written;
     private long freedSeen;
+    /** Why the consumer's count cannot be believed (it went backwards or beyond what was written), or null. */
+    private String corrupt;
     // consumer side
     private long read;
     /** The stamp of the slot last released: a newer one in the next slot is a new message. */
@@ -77,11 +79,26 @@ final class ShmSlots {
 
     // ------------------------------------------------------------------------------------------ producer
 
-    /** True if a slot is free (reads the consumer's count only when the cached one says none is). */
+    /**
+     * True if a slot is free (reads the consumer's count only when the cached one says none is). A count the peer could
+     * not have published (backwards, or beyond the slots written) is not believed: no slot is free from then on, and
+     * {@link #corrupt} says why.
+     */
     boolean hasRoom() {
         if (written - freedSeen < SLOTS) return true;
-        freedSeen = (long) LONG.getAcquire(region, FREED);
+        if (corrupt != null) return false;
+        long f = (long) LONG.getAcquire(region, FREED);
+        if (f < freedSeen || f > written) {
+            corrupt = "the count of slots freed went from " + freedSeen + " to " + f + " with " + written + " written";
+            return false;
+        }
+        freedSeen = f;
         return written - freedSeen < SLOTS;
+    }
+
+    /** Why the consumer's count of freed slots cannot be believed, or null. */
+    String corrupt() {
+        return corrupt;
     }
 
     /**

@@ -60,6 +60,11 @@ final class TransportLinkHost implements LinkHost {
     }
 
     @Override
+    public ResendLog newResendLog() {
+        return new ResendLog(t.limits.resendLogFrames(), t.limits.resendLogBytes());
+    }
+
+    @Override
     public Progress progress() {
         return progress;
     }
@@ -90,7 +95,7 @@ final class TransportLinkHost implements LinkHost {
     }
 
     @Override
-    public void onEager(PeerLink l, long commId, int tag, long length, int flags) {
+    public void onEager(PeerLink l, long commId, int tag, long length, int flags) throws PeerLink.ProtocolException {
         matching.onEager(l, commId, tag, length, flags);
     }
 
@@ -100,7 +105,7 @@ final class TransportLinkHost implements LinkHost {
     }
 
     @Override
-    public void onRts(PeerLink l, long commId, int tag, long length, long msgId, int flags) {
+    public void onRts(PeerLink l, long commId, int tag, long length, long msgId, int flags) throws PeerLink.ProtocolException {
         matching.onRts(l, commId, tag, length, msgId, flags);
     }
 

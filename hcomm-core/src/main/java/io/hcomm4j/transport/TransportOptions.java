@@ -10,10 +10,18 @@ import java.time.Duration;
  * @param heartbeatInterval heartbeat period of an idle connection
  * @param retryMax          attempts to re-establish a lost connection before its peer is declared failed; 0: none
  * @param retryInterval     window of the first attempt; each next one twice the last, at most 8 times this
+ * @param limits            bounds against floods and hostile peers
  */
 public record TransportOptions(Duration timeout, Duration connectTimeout, Duration spinTime, long eagerLimit,
                       long unexpectedLimit, Duration heartbeatTimeout, Duration heartbeatInterval, int retryMax,
-                      Duration retryInterval) {
+                      Duration retryInterval, TransportLimits limits) {
+    /** With the default {@link TransportLimits}. */
+    public TransportOptions(Duration timeout, Duration connectTimeout, Duration spinTime, long eagerLimit, long unexpectedLimit,
+                   Duration heartbeatTimeout, Duration heartbeatInterval, int retryMax, Duration retryInterval) {
+        this(timeout, connectTimeout, spinTime, eagerLimit, unexpectedLimit, heartbeatTimeout, heartbeatInterval, retryMax,
+                retryInterval, TransportLimits.DEFAULT);
+    }
+
     /** Without heartbeats and reconnects. */
     public TransportOptions(Duration timeout, Duration connectTimeout, Duration spinTime, long eagerLimit, long unexpectedLimit) {
         this(timeout, connectTimeout, spinTime, eagerLimit, unexpectedLimit, Duration.ZERO, Duration.ZERO);
@@ -29,6 +37,12 @@ public record TransportOptions(Duration timeout, Duration connectTimeout, Durati
     /** The same with {@code retryMax} reconnect attempts, the first one's window {@code retryInterval}. */
     public TransportOptions withRetry(int retryMax, Duration retryInterval) {
         return new TransportOptions(timeout, connectTimeout, spinTime, eagerLimit, unexpectedLimit, heartbeatTimeout,
-                heartbeatInterval, retryMax, retryInterval);
+                heartbeatInterval, retryMax, retryInterval, limits);
+    }
+
+    /** The same with other {@code limits}. */
+    public TransportOptions withLimits(TransportLimits limits) {
+        return new TransportOptions(timeout, connectTimeout, spinTime, eagerLimit, unexpectedLimit, heartbeatTimeout,
+                heartbeatInterval, retryMax, retryInterval, limits);
     }
 }

@@ -153,7 +153,7 @@ class TcpStoreSecurityTest {
         }
         // (a) and (b) each made up to 3 attempts before giving up; (c) and (d) one each
         assertThat(server.rejectedConnections()).isGreaterThanOrEqualTo(4);
-        assertThat(log).contains("rejected connection from");
+        assertThat(log).contains("refused a store connection from");
     }
 
     @Test

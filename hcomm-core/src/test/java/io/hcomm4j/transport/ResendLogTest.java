@@ -72,4 +72,35 @@ class ResendLogTest {
         assertThatThrownBy(() -> new ResendLog(1024, 3L << 20)).isInstanceOf(IllegalArgumentException.class);
         assertThatThrownBy(() -> new ResendLog(1024, 1L << 31)).isInstanceOf(IllegalArgumentException.class);
     }
+
+    /** HCOMM_RESEND_LOG_FRAMES and HCOMM_RESEND_LOG_BYTES reach the log of every reliable link, and messages go on. */
+    @Test
+    void theSettingsBoundEveryReliableLinksLog() throws Exception {
+        var opts = new TransportOptions(java.time.Duration.ofSeconds(20), java.time.Duration.ofSeconds(10), java.time.Duration.ofNanos(50_000),
+                64 * 1024, 1 << 20, java.time.Duration.ofSeconds(10), java.time.Duration.ofMillis(2500))
+                .withRetry(5, java.time.Duration.ofMillis(100)) // credit 1 MiB: a log of 2 MiB and 16 Ki frames holds what it leaves unacked
+                .withLimits(new TransportLimits(1L << 30, 1 << 20, io.hcomm4j.security.AcceptGate.Limits.DEFAULT, 1 << 14, 2 << 20));
+        PeerTransport[] ts = TransportSmokeTest.job(2, null, opts);
+        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared()) {
+            for (int m = 0; m < 300; m++) { // more frames than one ack interval, more bytes than the first ring
+                MemorySegment out = arena.allocate(4000);
+                out.fill((byte) m);
+                MemorySegment in = arena.allocate(4000);
+                var r = ts[1].recv(0, 0, m, in);
+                ts[0].send(0, 1, m, out).await(java.time.Duration.ofSeconds(20));
+                r.await(java.time.Duration.ofSeconds(20));
+                assertThat(in.mismatch(out)).isEqualTo(-1);
+            }
+            for (PeerTransport t : ts) {
+                ResendLog log = t.links()[1 - t.rank].writer.resendLog();
+                assertThat(log).as("rank %d's log", t.rank).isNotNull();
+                assertThat(log.maxRecords()).isEqualTo(1 << 14);
+                assertThat(log.maxBytes()).isEqualTo(2 << 20);
+            }
+        } finally {
+            for (PeerTransport t : ts) t.close();
+        }
+        assertThatThrownBy(() -> new TransportLimits(1L << 30, 1 << 20, io.hcomm4j.security.AcceptGate.Limits.DEFAULT, 3000, 1 << 20))
+                .isInstanceOf(IllegalArgumentException.class);
+    }
 }

@@ -1,9 +1,11 @@
 package io.hcomm4j.transport;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
@@ -69,7 +71,7 @@ class ShmRingTest {
     }
 
     @Test
-    void fullAndEmptyAndTheSleepingFlags() {
+    void fullAndEmptyAndTheSleepingFlags() throws Exception {
         int capacity = 4096;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment region = arena.allocate(ShmRing.regionBytes(capacity), 4096);
@@ -103,6 +105,53 @@ class ShmRingTest {
             ByteBuffer rest = ByteBuffer.allocate(capacity);
             assertThat(consumer.read(rest)).isEqualTo(capacity - 1000);
             assertThat(consumer.readable()).isFalse();
+        }
+    }
+
+    /**
+     * Indices a hostile peer writes: the consumer's tail beyond the ring or backwards, the producer's head beyond what was
+     * written or backwards. Each is found at the next load, the readiness check says "ready" (so the link's thread comes
+     * and fails), and the copy throws {@link ShmRing.CorruptIndexException} instead of an index error or a bad copy.
+     */
+    @Test
+    void indicesThePeerCouldNotHaveWrittenAreRefused() throws Exception {
+        int capacity = 4096;
+        // {which index, its garbage value relative to the honest one}: 1000 bytes written, 600 read
+        long[][] cases = {{ShmRing.TAIL_OFFSET, capacity + 1}, {ShmRing.TAIL_OFFSET, -1}, {ShmRing.TAIL_OFFSET, Long.MAX_VALUE / 2},
+                {ShmRing.HEAD_OFFSET, 401}, {ShmRing.HEAD_OFFSET, -1}, {ShmRing.HEAD_OFFSET, Long.MIN_VALUE / 2}};
+        for (long[] c : cases) {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment region = arena.allocate(ShmRing.regionBytes(capacity), 4096);
+                ShmRing producer = new ShmRing(region, capacity);
+                ShmRing consumer = new ShmRing(region, capacity);
+                assertThat(producer.write(ByteBuffer.allocate(1000))).isEqualTo(1000);
+                assertThat(consumer.read(ByteBuffer.allocate(600))).isEqualTo(600);
+                assertThat(producer.hasRoom(capacity)).isFalse(); // the producer has seen head 600
+                long honest = region.get(ValueLayout.JAVA_LONG, c[0]);
+                region.set(ValueLayout.JAVA_LONG, c[0], honest + c[1]);
+                String what = (c[0] == ShmRing.TAIL_OFFSET ? "tail " : "head ") + c[1];
+                if (c[0] == ShmRing.TAIL_OFFSET) {
+                    // the consumer has 400 bytes cached: it looks again when it wants more
+                    assertThat(consumer.read(ByteBuffer.allocate(400))).as(what).isEqualTo(400);
+                    assertThat(consumer.readable()).as(what).isTrue();
+                    assertThatThrownBy(() -> consumer.read(ByteBuffer.allocate(100))).as(what)
+                            .isInstanceOf(ShmRing.CorruptIndexException.class).hasMessageContaining("tail");
+                    assertThat(consumer.corrupt()).as(what).isNotNull();
+                } else {
+                    // the producer looks at head again only when its cached room is short
+                    assertThat(producer.hasRoom(capacity)).as(what).isTrue();
+                    assertThatThrownBy(() -> producer.write(ByteBuffer.allocate(capacity))).as(what)
+                            .isInstanceOf(ShmRing.CorruptIndexException.class).hasMessageContaining("head");
+                    assertThatThrownBy(() -> producer.write(new ByteBuffer[] {ByteBuffer.allocate(1)}, 0, 1)).as(what)
+                            .isInstanceOf(ShmRing.CorruptIndexException.class);
+                }
+            }
+        }
+        // a mapping whose indices are not a ring's from the start
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment region = arena.allocate(ShmRing.regionBytes(capacity), 4096);
+            region.set(ValueLayout.JAVA_LONG, ShmRing.TAIL_OFFSET, capacity + 1);
+            assertThatThrownBy(() -> new ShmRing(region, capacity)).isInstanceOf(ShmRing.CorruptIndexException.class);
         }
     }
 }

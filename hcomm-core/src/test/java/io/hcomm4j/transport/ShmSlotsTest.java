@@ -111,4 +111,27 @@ class ShmSlotsTest {
                     .isInstanceOf(IllegalArgumentException.class).hasMessageContaining(String.valueOf(ShmSlots.regionBytes()));
         }
     }
+
+    /**
+     * A count of freed slots the consumer could not have published (beyond what was written, or backwards) is not
+     * believed: no slot is free from then on (messages take the ring, whose write then fails the link), and it says why.
+     */
+    @Test
+    void aFreedCountThePeerCouldNotHaveWrittenIsRefused() {
+        for (long garbage : new long[] {ShmSlots.SLOTS + 1, -1, Long.MIN_VALUE}) {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment region = arena.allocate(ShmSlots.regionBytes(), 4096);
+                ShmSlots producer = new ShmSlots(region);
+                MemorySegment payload = arena.allocate(8);
+                for (int i = 0; i < ShmSlots.SLOTS; i++) {
+                    assertThat(producer.hasRoom()).isTrue();
+                    producer.put(i + 1, 7, 1, 0, payload);
+                }
+                region.set(ValueLayout.JAVA_LONG, 0, garbage); // 'freed', at the start of the control line
+                assertThat(producer.hasRoom()).as("freed %d", garbage).isFalse();
+                assertThat(producer.corrupt()).as("freed %d", garbage).contains("count of slots freed");
+                assertThat(producer.hasRoom()).isFalse();
+            }
+        }
+    }
 }

@@ -19,9 +19,13 @@ class TransportSmokeTest {
 
     /** {@code shmDir} non-null: every pair talks through shared-memory rings in it. */
     static PeerTransport[] job(int n, java.nio.file.Path shmDir) throws Exception {
+        return job(n, shmDir, new TransportOptions(Duration.ofSeconds(20), Duration.ofSeconds(10), Duration.ofNanos(50_000), 64 * 1024, 64 << 20));
+    }
+
+    /** As {@link #job(int, java.nio.file.Path)} with the given options. */
+    static PeerTransport[] job(int n, java.nio.file.Path shmDir, TransportOptions opts) throws Exception {
         PeerTransport[] ts = new PeerTransport[n];
         InetSocketAddress[] book = new InetSocketAddress[n];
-        var opts = new TransportOptions(Duration.ofSeconds(20), Duration.ofSeconds(10), Duration.ofNanos(50_000), 64 * 1024, 64 << 20);
         for (int i = 0; i < n; i++) {
             ts[i] = PeerTransport.open(i, n, InetAddress.getLoopbackAddress(), Auth.of("transport-test-secret"), 42, opts);
             book[i] = ts[i].listenAddress();

@@ -1,0 +1,14 @@
+package io.hcomm4j.comm;
+
+import io.hcomm4j.Communicator;
+
+/** Test access to the transport under a communicator. */
+public final class TransportProbe {
+    private TransportProbe() {
+    }
+
+    /** The transport's match tables now, and the unexpected messages and bytes from peers held in them. */
+    public static long[] matchState(Communicator c) {
+        return ((CommunicatorImpl) c).transport().matchState();
+    }
+}
