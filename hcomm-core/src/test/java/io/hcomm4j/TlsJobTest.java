@@ -61,6 +61,25 @@ class TlsJobTest {
         Ranks.assertTransports(out, "tls");
     }
 
+    /**
+     * TLS 1.3 renews a connection's keys (a KeyUpdate message) after so many bytes: 2^37 for AES-GCM by default, which no
+     * test reaches. Here every 64 KiB (the JDK's security property jdk.tls.keyLimits, in the ranks' JVMs), so both
+     * directions of every link renew their keys thousands of times while the collectives run, every element checked.
+     */
+    @Test
+    void keyUpdatesInTheMiddleOfTheTrafficLoseNothing() throws Exception {
+        Path props = Files.writeString(dir.resolve("key-limits.security"),
+                "jdk.tls.keyLimits=AES/GCM/NoPadding KeyUpdate 2^16, ChaCha20-Poly1305 KeyUpdate 2^16\n");
+        Map<String, String> env = tlsEnv();
+        env.put("HCOMM_TRANSPORT", "tcp");
+        env.put("JDK_JAVA_OPTIONS", "-Djava.security.properties=" + props); // -Djavax.net.debug=ssl:handshake shows them: 1,760 KeyUpdate lines in rank 0
+        List<Ranks.Outcome> out = Ranks.run(2, CollectiveWorker.class, env, Duration.ofMinutes(3), "1813");
+        for (Ranks.Outcome o : out) {
+            assertThat(o.output()).contains("rank " + o.rank() + " PASS reductions", "rank " + o.rank() + " PASS data movement");
+        }
+        Ranks.assertTransports(out, "tls");
+    }
+
     @Test
     void theStoreServesTlsClientsAndRefusesPlainOnes() {
         Auth tls = Auth.of(SECRET, keys);
