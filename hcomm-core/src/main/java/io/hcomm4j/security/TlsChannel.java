@@ -27,6 +27,8 @@ import javax.net.ssl.SSLSession;
 public final class TlsChannel {
     /** Largest TLS record on the wire: 5 header bytes, 2^14 plaintext bytes and 2048 of expansion (TLS 1.2's bound). */
     static final int MAX_RECORD = 5 + (1 << 14) + 2048;
+    /** Most plaintext in one TLS record. */
+    private static final int MAX_PLAINTEXT = 1 << 14;
     /** Records each way a buffer holds: one system call moves up to this many. */
     private static final int RECORDS = 8;
     /** The label of the keying material the job-secret handshake binds itself to (RFC 8446, section 7.5). */
@@ -43,6 +45,8 @@ public final class TlsChannel {
     private final ByteBuffer appIn;
     /** Write mode: {@code [0, position)} is ciphertext not written yet. */
     private final ByteBuffer netOut;
+    /** Write mode: plaintext taken from the caller's (native) buffers, not encrypted into {@link #netOut} yet. */
+    private final ByteBuffer appOut;
     /** Blocking phase: a record on its way from the socket stream. */
     private byte[] recordBuf;
     /** The reading side unwrapped a message the engine must answer (a key update) while no write was under way. */
@@ -67,9 +71,13 @@ public final class TlsChannel {
         SSLSession s = engine.getSession();
         this.packetSize = Math.max(s.getPacketBufferSize(), MAX_RECORD);
         this.appSize = Math.max(s.getApplicationBufferSize(), 1 << 14);
-        this.netIn = ByteBuffer.allocateDirect(packetSize * RECORDS).flip();
-        this.appIn = ByteBuffer.allocateDirect(appSize).flip();
-        this.netOut = ByteBuffer.allocateDirect(packetSize * RECORDS);
+        // heap buffers: the JDK's AES-GCM and ChaCha20 run on arrays, several times faster than from direct buffers
+        // (16 KiB records, one thread: AES-256-GCM 5.1 GB/s heap to heap, 1.6-2.0 with a direct side); the copies
+        // into and out of them cost far less than that difference
+        this.netIn = ByteBuffer.allocate(packetSize * RECORDS).flip();
+        this.appIn = ByteBuffer.allocate(appSize).flip();
+        this.netOut = ByteBuffer.allocate(packetSize * RECORDS);
+        this.appOut = ByteBuffer.allocate(4 * MAX_PLAINTEXT); // several records at once: few short ones
     }
 
     /**
@@ -316,39 +324,30 @@ public final class TlsChannel {
     }
 
     /**
-     * Unwraps what {@code netIn} holds: straight into {@code dst} while it has room for a whole record, else one record
-     * into {@code appIn}. Returns the bytes put into {@code dst} (0: nothing yet, a partial record or a record without
-     * application data; -1: the peer closed the TLS connection).
+     * Unwraps the next record {@code netIn} holds into {@code appIn} and copies what fits into {@code dst}. Returns the
+     * bytes put into {@code dst} (0: nothing yet, a partial record or a record without application data; -1: the peer
+     * closed the TLS connection).
      */
     private int unwrapInto(ByteBuffer dst) throws IOException {
-        int total = 0;
         while (netIn.hasRemaining()) {
-            boolean direct = dst.remaining() >= appSize;
+            appIn.clear();
             SSLEngineResult r;
-            if (direct) {
-                r = engine.unwrap(netIn, dst);
-            } else {
-                if (total > 0) return total;
-                appIn.clear();
-                try {
-                    r = engine.unwrap(netIn, appIn);
-                } finally {
-                    appIn.flip();
-                }
+            try {
+                r = engine.unwrap(netIn, appIn);
+            } finally {
+                appIn.flip();
             }
             switch (r.getStatus()) {
                 case OK -> afterUnwrap(r);
                 case BUFFER_UNDERFLOW -> {
-                    return total;
+                    return 0;
                 }
                 case BUFFER_OVERFLOW -> throw new IOException("TLS record larger than the plaintext buffer (" + appSize + " bytes)");
                 case CLOSED -> {
-                    return total > 0 ? total : -1;
+                    return -1;
                 }
             }
-            if (direct) {
-                total += r.bytesProduced();
-            } else if (appIn.hasRemaining()) {
+            if (appIn.hasRemaining()) {
                 int n = Math.min(dst.remaining(), appIn.remaining());
                 int lim = appIn.limit();
                 appIn.limit(appIn.position() + n);
@@ -356,9 +355,9 @@ public final class TlsChannel {
                 appIn.limit(lim);
                 return n;
             }
-            if (r.bytesConsumed() == 0 && r.bytesProduced() == 0) return total;
+            if (r.bytesConsumed() == 0) return 0;
         }
-        return total;
+        return 0;
     }
 
     private void afterUnwrap(SSLEngineResult r) {
@@ -371,18 +370,20 @@ public final class TlsChannel {
     }
 
     /**
-     * Encrypts what fits of {@code srcs[offset..offset+length)} and writes what the socket takes; returns the plaintext
-     * bytes encrypted (their ciphertext may still be {@link #pending()}). Under the link's send lock.
+     * Takes what fits of {@code srcs[offset..offset+length)}, encrypts it and writes what the socket takes; returns the
+     * plaintext bytes taken (some may still wait, as plaintext or ciphertext: {@link #pending()}). Under the link's send
+     * lock.
      */
     public long write(ByteBuffer[] srcs, int offset, int length) throws IOException {
         if (!flush()) return 0;
         long taken = 0;
-        while (netOut.remaining() >= packetSize) {
-            SSLEngineResult r = engine.wrap(srcs, offset, length, netOut);
-            if (r.getStatus() == SSLEngineResult.Status.CLOSED) throw new EOFException("TLS connection closed");
-            if (r.getHandshakeStatus() == SSLEngineResult.HandshakeStatus.NEED_TASK) runTasks();
-            if (r.bytesConsumed() == 0) break;
-            taken += r.bytesConsumed();
+        int i = offset;
+        int end = offset + length;
+        while (true) {
+            while (i < end && !srcs[i].hasRemaining()) i++;
+            if (i == end) break;
+            for (int k = i; k < end && appOut.hasRemaining(); k++) taken += putSome(srcs[k], appOut);
+            if (!seal()) break;
         }
         flush();
         return taken;
@@ -392,35 +393,71 @@ public final class TlsChannel {
     public int write(ByteBuffer src) throws IOException {
         if (!flush()) return 0;
         int taken = 0;
-        while (netOut.remaining() >= packetSize) {
-            SSLEngineResult r = engine.wrap(src, netOut);
-            if (r.getStatus() == SSLEngineResult.Status.CLOSED) throw new EOFException("TLS connection closed");
-            if (r.getHandshakeStatus() == SSLEngineResult.HandshakeStatus.NEED_TASK) runTasks();
-            if (r.bytesConsumed() == 0) break;
-            taken += r.bytesConsumed();
+        while (src.hasRemaining()) {
+            taken += putSome(src, appOut);
+            if (!seal()) break;
         }
         flush();
         return taken;
     }
 
-    /** Writes pending ciphertext (and an answer the engine owes the peer); true once nothing is pending. Send lock held. */
+    /** Copies what fits of {@code from} into {@code to}; returns how much. */
+    private static int putSome(ByteBuffer from, ByteBuffer to) {
+        int n = Math.min(from.remaining(), to.remaining());
+        if (n == 0) return 0;
+        int lim = from.limit();
+        from.limit(from.position() + n);
+        to.put(from);
+        from.limit(lim);
+        return n;
+    }
+
+    /**
+     * Encrypts the plaintext {@code appOut} holds into {@code netOut} while a whole record fits there; true if all of it
+     * went (false: {@code netOut} is full, the rest waits in {@code appOut}).
+     */
+    private boolean seal() throws IOException {
+        appOut.flip();
+        try {
+            while (appOut.hasRemaining() && netOut.remaining() >= packetSize) {
+                SSLEngineResult r = engine.wrap(appOut, netOut);
+                if (r.getStatus() == SSLEngineResult.Status.CLOSED) throw new EOFException("TLS connection closed");
+                if (r.getHandshakeStatus() == SSLEngineResult.HandshakeStatus.NEED_TASK) runTasks();
+                if (r.getStatus() != SSLEngineResult.Status.OK) break;
+                // (a message the engine owed, a key update, goes first and takes no plaintext: the loop wraps again)
+            }
+            return !appOut.hasRemaining();
+        } finally {
+            appOut.compact();
+        }
+    }
+
+    /**
+     * Encrypts what plaintext waits and writes what ciphertext waits (and an answer the engine owes the peer); true once
+     * nothing is pending. Send lock held.
+     */
     public boolean flush() throws IOException {
         if (answerWanted) {
             answerWanted = false;
             if (engine.getHandshakeStatus() == SSLEngineResult.HandshakeStatus.NEED_WRAP) engine.wrap(EMPTY, netOut);
         }
-        if (netOut.position() == 0) return true;
-        netOut.flip();
-        try {
-            ch.write(netOut);
-        } finally {
-            netOut.compact();
+        while (true) {
+            seal();
+            if (netOut.position() == 0) return appOut.position() == 0;
+            netOut.flip();
+            int n;
+            try {
+                n = ch.write(netOut);
+            } finally {
+                netOut.compact();
+            }
+            if (netOut.position() > 0 || n == 0) return false; // the socket is full: OP_WRITE brings us back
+            if (appOut.position() == 0) return true;
         }
-        return netOut.position() == 0;
     }
 
     /** Ciphertext waits for the socket (or an answer for the engine): writing must go on. */
     public boolean pending() {
-        return netOut.position() > 0 || answerWanted;
+        return netOut.position() > 0 || appOut.position() > 0 || answerWanted;
     }
 }
