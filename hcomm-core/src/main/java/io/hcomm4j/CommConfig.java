@@ -669,7 +669,11 @@ public final class CommConfig {
             ConfigChecks.ranges(warmUp, retryMax, retryInterval, storePort, storeReconnect);
             ConfigChecks.storeScope(storeScope);
             if (tls == null && tlsParts.on) tls = tlsParts.build();
-            if (tls != null) io.hcomm4j.security.TlsContext.of(tls); // fails here, naming the file, if a store is unusable
+            if (tls != null) {
+                // fails here, naming the setting and the file, if a store is unusable
+                tls.loadKeyStore();
+                tls.loadTrustStore();
+            }
             try {
                 Providers.session().checkAlgorithms(algo);
             } catch (IllegalArgumentException e) {

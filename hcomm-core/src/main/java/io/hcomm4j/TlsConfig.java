@@ -1,6 +1,11 @@
 package io.hcomm4j;
 
 import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.NoSuchFileException;
+import java.security.GeneralSecurityException;
+import java.security.KeyStore;
+import java.security.UnrecoverableKeyException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -93,6 +98,51 @@ public final class TlsConfig {
     /** A copy of the trust store's password. */
     public char[] trustStorePassword() {
         return (trustStorePassword == null ? keyStorePassword : trustStorePassword).clone();
+    }
+
+    /**
+     * Loads the key store: a PKCS#12 file that holds a private key.
+     *
+     * @throws IllegalArgumentException the file is missing, unreadable, not PKCS#12, has another password or holds no
+     *                                  key (the message names the setting and the file)
+     */
+    public KeyStore loadKeyStore() {
+        KeyStore ks = read(keyStore, keyStorePassword, "HCOMM_TLS_KEYSTORE");
+        try {
+            for (var aliases = ks.aliases(); aliases.hasMoreElements(); ) {
+                if (ks.isKeyEntry(aliases.nextElement())) return ks;
+            }
+        } catch (GeneralSecurityException e) {
+            throw new IllegalArgumentException("HCOMM_TLS_KEYSTORE " + keyStore + ": " + e.getMessage(), e);
+        }
+        throw new IllegalArgumentException("HCOMM_TLS_KEYSTORE " + keyStore + " holds no private key (a PKCS#12 file made by"
+                + " e.g. keytool -genkeypair -storetype PKCS12)");
+    }
+
+    /**
+     * Loads the trust store (the key store itself unless another was given: the certificate of a key entry is trusted).
+     *
+     * @throws IllegalArgumentException as {@link #loadKeyStore()}, naming HCOMM_TLS_TRUSTSTORE
+     */
+    public KeyStore loadTrustStore() {
+        return trustStore == null ? loadKeyStore() : read(trustStore, trustStorePassword(), "HCOMM_TLS_TRUSTSTORE");
+    }
+
+    private static KeyStore read(Path file, char[] password, String setting) {
+        try (InputStream in = Files.newInputStream(file)) {
+            KeyStore ks = KeyStore.getInstance("PKCS12");
+            ks.load(in, password);
+            return ks;
+        } catch (NoSuchFileException e) {
+            throw new IllegalArgumentException(setting + ": no file " + file, e);
+        } catch (IOException e) {
+            // PKCS12 reports a wrong password as an IOException whose cause is UnrecoverableKeyException
+            String why = e.getCause() instanceof UnrecoverableKeyException ? "wrong password (" + setting + "_PASSWORD)"
+                    : "not a readable PKCS#12 store: " + e.getMessage();
+            throw new IllegalArgumentException(setting + " " + file + ": " + why, e);
+        } catch (GeneralSecurityException e) {
+            throw new IllegalArgumentException(setting + " " + file + ": " + e.getMessage(), e);
+        }
     }
 
     @Override

@@ -22,7 +22,7 @@ import org.junit.jupiter.api.Test;
  * at its cap connects once places free up (it was refused, not judged a wrong secret), and nothing stays pending.
  */
 class StoreAcceptFloodTest {
-    private static final String SECRET = "store-flood";
+    private static final String SECRET = "store-flood-test-secret-0123";
     /** A long handshake deadline: the idle flood holds its places until the test closes it, however slow the machine. */
     private static final AcceptGate.Limits LIMITS = new AcceptGate.Limits(24, 8, Duration.ofSeconds(120));
 
