@@ -309,9 +309,13 @@ final class CollectiveFrame {
                 // a send or receive failed because a peer did (the transport saw it first): the op fails as a whole
                 throw health.opFailure(links.seq(), links.op(), e, false);
             } catch (io.hcomm4j.transport.SenderGaveUpException e) {
-                // a peer's op failed before this one, most often as it saw a member fail first: that failure is this
-                // op's too, once it shows here (within the heartbeat timeout), else the peer's giving up is
-                PeerFailedException failed = health.failureWithin(session.config().heartbeatTimeout(), e);
+                // a peer's op failed before this one: as it saw a member fail (that failure is this op's too, once it
+                // shows here), or as it found a mismatch (its notice aborts these links soon after the sender withdrew),
+                // each within the heartbeat timeout; else the peer's giving up is this op's failure
+                PeerFailedException failed = health.failureWithin(session.config().heartbeatTimeout(), e,
+                        () -> links.aborted() != null);
+                RuntimeException told = links.aborted();
+                if (told != null) throw told;
                 if (failed != null) throw health.opFailure(links.seq(), links.op(), failed, true);
                 throw e;
             } catch (ReduceFunctionException e) {

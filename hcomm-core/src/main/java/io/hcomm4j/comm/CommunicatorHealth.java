@@ -163,9 +163,9 @@ final class CommunicatorHealth {
 
     /**
      * Waits up to {@code limit} for a member to be known failed here; a PeerFailedException naming those members
-     * (communicator ranks, {@code cause} its cause), or null if none shows.
+     * (communicator ranks, {@code cause} its cause), or null if none shows first or {@code stop} turns true.
      */
-    PeerFailedException failureWithin(java.time.Duration limit, RuntimeException cause) {
+    PeerFailedException failureWithin(java.time.Duration limit, RuntimeException cause, java.util.function.BooleanSupplier stop) {
         long deadline = System.nanoTime() + limit.toNanos();
         while (true) {
             BitSet failed = knownFailed();
@@ -173,7 +173,7 @@ final class CommunicatorHealth {
                 return new PeerFailedException("rank " + rank + ": " + cause.getMessage() + ", as " + (failed.cardinality() == 1
                         ? "rank " + failed.nextSetBit(0) + " failed" : "ranks " + failed + " failed"), failed.stream().boxed().toList(), cause);
             }
-            if (System.nanoTime() - deadline >= 0 || abortedWhy != null) return null;
+            if (System.nanoTime() - deadline >= 0 || abortedWhy != null || stop.getAsBoolean()) return null;
             try {
                 Thread.sleep(5);
             } catch (InterruptedException e) {
