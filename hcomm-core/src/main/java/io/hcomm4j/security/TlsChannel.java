@@ -298,14 +298,7 @@ public final class TlsChannel {
      */
     public int read(ByteBuffer dst) throws IOException {
         while (true) {
-            if (appIn.hasRemaining()) {
-                int n = Math.min(dst.remaining(), appIn.remaining());
-                int lim = appIn.limit();
-                appIn.limit(appIn.position() + n);
-                dst.put(appIn);
-                appIn.limit(lim);
-                return n;
-            }
+            if (appIn.hasRemaining()) return putSome(appIn, dst);
             if (netIn.hasRemaining()) {
                 int produced = unwrapInto(dst);
                 if (produced > 0) return produced;
@@ -347,14 +340,7 @@ public final class TlsChannel {
                     return -1;
                 }
             }
-            if (appIn.hasRemaining()) {
-                int n = Math.min(dst.remaining(), appIn.remaining());
-                int lim = appIn.limit();
-                appIn.limit(appIn.position() + n);
-                dst.put(appIn);
-                appIn.limit(lim);
-                return n;
-            }
+            if (appIn.hasRemaining()) return putSome(appIn, dst);
             if (r.bytesConsumed() == 0) return 0;
         }
         return 0;
