@@ -205,7 +205,8 @@ class FloodJobTest {
         }
         Set<Integer> ports = new HashSet<>();
         for (String table : new String[] {"/proc/net/tcp", "/proc/net/tcp6"}) {
-            for (String line : Files.readAllLines(Path.of(table)).subList(1, Files.readAllLines(Path.of(table)).size())) {
+            List<String> lines = Files.readAllLines(Path.of(table)); // once: other tests' sockets come and go meanwhile
+            for (String line : lines.subList(1, lines.size())) {
                 String[] f = line.trim().split("\\s+");
                 if (f[3].equals("0A") && inodes.contains(f[9])) ports.add(Integer.parseInt(f[1].substring(f[1].indexOf(':') + 1), 16));
             }
