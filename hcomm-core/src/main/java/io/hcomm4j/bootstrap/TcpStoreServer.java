@@ -15,7 +15,6 @@ import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.net.StandardSocketOptions;
-import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
@@ -194,26 +193,10 @@ public final class TcpStoreServer implements AutoCloseable {
 
     private void acceptLoop() {
         try {
-            while (!closed) {
-                if (!gate.enter()) continue; // every place taken: look again (and whether we close)
-                SocketChannel ch;
-                try {
-                    ch = server.accept();
-                    gate.accepted();
-                } catch (ClosedChannelException e) {
-                    gate.leave();
-                    return;
-                } catch (IOException e) {
-                    gate.leave();
-                    if (closed) return;
-                    gate.failed(e); // typically out of file descriptors: backs off instead of spinning
-                    continue;
-                }
-                AcceptGate.Pass pass = gate.admit(ch);
-                if (pass == null) {
-                    StoreProtocol.closeQuietly(ch); // its address has enough handshakes pending: it tries again later
-                    continue;
-                }
+            AcceptGate.Admitted a;
+            while ((a = gate.next(server, () -> closed)) != null) {
+                SocketChannel ch = a.channel();
+                AcceptGate.Pass pass = a.pass();
                 StoreSessions.Connection c = new StoreSessions.Connection(ch);
                 c.thread = Thread.ofVirtual()
                         .name("hcomm-store-conn-" + address.getPort() + "-" + connectionCount.incrementAndGet())

@@ -3,6 +3,8 @@ package io.hcomm4j.security;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.nio.channels.ClosedChannelException;
+import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.time.Duration;
 import java.util.HashMap;
@@ -11,6 +13,7 @@ import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BooleanSupplier;
 import org.slf4j.Logger;
 
 /**
@@ -27,8 +30,8 @@ import org.slf4j.Logger;
  * Accept errors (out of descriptors: EMFILE, ENFILE) back off from 1 ms to 100 ms instead of spinning; refusals and
  * accept errors are each logged at most once per {@link #LOG_EVERY_NANOS}, saying how many were not.
  *
- * <p>Use: {@link #enter} before each accept (then {@link #leave} if the accept failed), {@link #admit} with the accepted
- * channel, and {@link Pass#close} when its handshake ended, whatever its outcome.
+ * <p>Use: {@link #next} takes each connection from the listener through the gate; {@link Pass#close} when its handshake
+ * ended, whatever its outcome.
  */
 public final class AcceptGate {
     /** Refusals and accept errors are each logged at most once per this (10 s). */
@@ -92,22 +95,49 @@ public final class AcceptGate {
         return limits;
     }
 
-    /** Waits up to 100 ms for a place for the next connection; true if it has one (then {@link #admit} or {@link #leave}). */
-    public boolean enter() throws InterruptedException {
-        return places.tryAcquire(100, TimeUnit.MILLISECONDS);
-    }
-
-    /** The place taken by {@link #enter} is not used (the accept failed, or the listener closed). */
-    public void leave() {
-        places.release();
+    /** A connection let in, with the pass its handshake holds. */
+    public record Admitted(SocketChannel channel, Pass pass) {
     }
 
     /**
-     * The connection {@code ch} was accepted in the place {@link #enter} took: its pass for the handshake, or null if its
-     * source address has {@link Limits#perSource} handshakes pending already (then the place is free again and the
-     * refusal counted and logged; the caller closes {@code ch}).
+     * Takes the next connection from {@code listener} through the gate: waits for a place (looking every 100 ms whether
+     * {@code closing}), accepts, backs off on accept errors, and closes at once a connection whose address has its
+     * handshakes pending already (an HComm4J client tries again: {@link Auth.RefusedException}). Null once the listener
+     * is closed or {@code closing} is true.
      */
-    public Pass admit(SocketChannel ch) {
+    public Admitted next(ServerSocketChannel listener, BooleanSupplier closing) throws InterruptedException {
+        while (!closing.getAsBoolean()) {
+            if (!places.tryAcquire(100, TimeUnit.MILLISECONDS)) continue; // every place taken: look again
+            SocketChannel ch;
+            try {
+                ch = listener.accept();
+                backoffMs = 1;
+            } catch (ClosedChannelException e) {
+                places.release();
+                return null;
+            } catch (IOException e) {
+                places.release();
+                if (closing.getAsBoolean()) return null;
+                failed(e); // typically out of file descriptors: backs off instead of spinning
+                continue;
+            }
+            Pass pass = admit(ch);
+            if (pass != null) return new Admitted(ch, pass);
+            try {
+                ch.close();
+            } catch (IOException ignored) {
+                // refused anyway
+            }
+        }
+        return null;
+    }
+
+    /**
+     * The connection {@code ch} was accepted in a place of the gate: its pass for the handshake, or null if its source
+     * address has {@link Limits#perSource} handshakes pending already (then the place is free again and the refusal
+     * counted and logged; the caller closes {@code ch}).
+     */
+    private Pass admit(SocketChannel ch) {
         Object source = sourceOf(ch);
         synchronized (bySource) {
             int n = bySource.getOrDefault(source, 0);
@@ -169,13 +199,8 @@ public final class AcceptGate {
         }
     }
 
-    /** An accept worked: the next error starts the backoff anew. */
-    public void accepted() {
-        backoffMs = 1;
-    }
-
-    /** An accept failed: logged (limited) and waited for, 1 ms doubling to 100 ms. */
-    public void failed(IOException e) throws InterruptedException {
+    /** An accept failed: logged (limited) and waited for, 1 ms doubling to 100 ms (anew after an accept that worked). */
+    private void failed(IOException e) throws InterruptedException {
         long skipped = failures.logNow();
         if (skipped >= 0) {
             log.warn("{}: accept failed: {}{}", who, e.toString(), skipped > 0 ? " (" + skipped + " more since the last report)" : "");

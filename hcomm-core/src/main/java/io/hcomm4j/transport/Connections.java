@@ -9,7 +9,6 @@ import io.hcomm4j.security.Wire;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.StandardSocketOptions;
-import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
@@ -341,29 +340,12 @@ final class Connections {
 
     private void acceptLoop(ServerSocketChannel listener, AcceptGate gate) {
         try {
-            while (!t.linksClosing()) {
-                if (!gate.enter()) continue; // every place taken: look again (and whether we close)
-                SocketChannel ch;
-                try {
-                    ch = listener.accept();
-                    gate.accepted();
-                } catch (ClosedChannelException e) {
-                    gate.leave();
-                    return;
-                } catch (IOException e) {
-                    gate.leave();
-                    if (t.linksClosing()) return;
-                    gate.failed(e);
-                    continue;
-                }
-                AcceptGate.Pass pass = gate.admit(ch);
-                if (pass == null) {
-                    closeQuietly(ch); // its address has enough handshakes pending: a rank tries again (Auth.RefusedException)
-                    continue;
-                }
+            AcceptGate.Admitted a;
+            while ((a = gate.next(listener, t::linksClosing)) != null) {
+                AcceptGate.Admitted admitted = a;
                 Thread.ofVirtual().name("hcomm-hello-" + rank).start(() -> {
-                    try (pass) {
-                        handshake(ch, gate);
+                    try (AcceptGate.Pass pass = admitted.pass()) {
+                        handshake(admitted.channel(), gate);
                     }
                 });
             }
