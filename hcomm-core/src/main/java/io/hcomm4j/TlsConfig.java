@@ -80,6 +80,21 @@ public final class TlsConfig {
         return b.tlsParts().on ? java.util.Optional.of(b.tlsParts().build()) : java.util.Optional.empty();
     }
 
+    /**
+     * Whether {@code HCOMM_TLS} in {@code env} turns TLS on, read as every setting is (1/0, true/false, yes/no, on/off).
+     *
+     * @throws IllegalArgumentException another value (the message names the variable)
+     */
+    public static boolean requested(java.util.Map<String, String> env) {
+        String v = env.get(ConfigSetting.TLS.env());
+        if (v == null || v.isBlank()) return false;
+        try {
+            return ConfigSetting.parseBool(v.trim());
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("invalid value '" + v + "' for " + ConfigSetting.TLS.env() + ": " + e.getMessage(), e);
+        }
+    }
+
     /** The key store. */
     public Path keyStore() {
         return keyStore;

@@ -9,7 +9,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.stream.Stream;
@@ -47,8 +46,7 @@ final class JobTls implements AutoCloseable {
      * @throws IOException              the keys could not be made
      */
     static JobTls choose(boolean flag, Map<String, String> env, int nnodes, Path jobDir) throws IOException {
-        String on = env.getOrDefault("HCOMM_TLS", "").trim().toLowerCase(Locale.ROOT);
-        if (!flag && !(on.equals("1") || on.equals("true") || on.equals("yes") || on.equals("on"))) {
+        if (!flag && !TlsConfig.requested(env)) {
             return new JobTls(null, Map.of(), null, "off");
         }
         Map<String, String> vars = new LinkedHashMap<>();

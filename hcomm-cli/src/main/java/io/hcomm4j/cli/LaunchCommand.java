@@ -246,8 +246,7 @@ final class LaunchCommand implements Callable<Integer> {
         if (job.hostsStore()) {
             // the port is known once the store listens (0 picks a free one)
             launcher.storeHost((bind, s) -> {
-                io.hcomm4j.bootstrap.TcpStoreServer server = io.hcomm4j.bootstrap.TcpStoreServer.start(bind, Auth.of(s, jobTls.config()));
-                LocalLauncher.HostedStore hosted = new LocalLauncher.HostedStore(server.address(), server);
+                LocalLauncher.HostedStore hosted = LocalLauncher.tcpStore(jobTls.config()).start(bind, s);
                 jobFile[0] = announce(hosted.address(), ranks, key, secretFrom);
                 return hosted;
             });

@@ -129,10 +129,15 @@ final class LocalLauncher {
     }
 
     /** Hosts the store with the core's {@link TcpStoreServer}. */
-    static final StoreHost TCP_STORE = (bind, secret) -> {
-        TcpStoreServer server = TcpStoreServer.start(bind, secret);
-        return new HostedStore(server.address(), server);
-    };
+    static final StoreHost TCP_STORE = tcpStore(null);
+
+    /** Hosts the store with the core's {@link TcpStoreServer}, every connection under {@code tls} (null: plain TCP). */
+    static StoreHost tcpStore(io.hcomm4j.TlsConfig tls) {
+        return (bind, secret) -> {
+            TcpStoreServer server = TcpStoreServer.start(bind, io.hcomm4j.security.Auth.of(secret, tls));
+            return new HostedStore(server.address(), server);
+        };
+    }
 
     private final String name;
     private final PrintStream out;
@@ -248,15 +253,12 @@ final class LocalLauncher {
         return this;
     }
 
-    /** The launcher's own store connections (node rendezvous) run under {@code tls} (null: plain TCP). */
+    /**
+     * The launcher's own store connections (node rendezvous) run under {@code tls} (null: plain TCP); the store it hosts
+     * does so with {@link #storeHost} {@link #tcpStore tcpStore(tls)}.
+     */
     LocalLauncher tls(io.hcomm4j.TlsConfig tls) {
         this.tls = tls;
-        if (tls != null && storeHost == TCP_STORE) {
-            storeHost = (bind, secret) -> {
-                TcpStoreServer server = TcpStoreServer.start(bind, io.hcomm4j.security.Auth.of(secret, tls));
-                return new HostedStore(server.address(), server);
-            };
-        }
         return this;
     }
 

@@ -255,7 +255,7 @@ final class PerfCommand implements Callable<Integer> {
         try (jobTls) {
             Map<String, String> rankEnv = new java.util.HashMap<>(jobTls.rankVariables());
             if (coll != null && algo != null) rankEnv.put(ALGO_ENV, coll.cliName() + "=" + algo);
-            launcher.environment(rankEnv).tls(jobTls.config());
+            launcher.environment(rankEnv).tls(jobTls.config()).storeHost(LocalLauncher.tcpStore(jobTls.config()));
             if (!cold) return launcher.runJava(ranks, HcommCli.class.getName(), rankArgs());
             return ColdBench.launch(launcher, ranks, plan, rankArgs(), format == PerfReport.Format.CSV, parent.out,
                     op, typeName(dtype) + " " + opName(redop) + ", " + mem.name().toLowerCase(Locale.ROOT) + " memory", warmUpSetting());

@@ -77,12 +77,6 @@ public final class Auth {
     public Auth withTls(TlsContext tls) {
         return new Auth(key, mode, tls);
     }
-
-    /** The TLS context connections run under, or {@code null}. */
-    public TlsContext tls() {
-        return tls;
-    }
-
     /**
      * The handshake with the job secret.
      *

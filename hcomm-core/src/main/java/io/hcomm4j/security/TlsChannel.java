@@ -129,15 +129,6 @@ public final class TlsChannel {
         return ((ExtendedSSLSession) engine.getSession()).exportKeyingMaterialData(EXPORTER_LABEL, null, 32);
     }
 
-    /** Who the peer's certificate names (logs). */
-    public String peer() {
-        try {
-            return engine.getSession().getPeerPrincipal().getName();
-        } catch (javax.net.ssl.SSLPeerUnverifiedException e) {
-            return "(unverified)";
-        }
-    }
-
     // ---- blocking phase
 
     /** Plaintext from the peer, blocking (reads wait as long as the socket's SO_TIMEOUT allows). */
@@ -196,13 +187,7 @@ public final class TlsChannel {
             endOfInput();
             return;
         }
-        appIn.compact();
-        SSLEngineResult r;
-        try {
-            r = engine.unwrap(netIn, appIn);
-        } finally {
-            appIn.flip();
-        }
+        SSLEngineResult r = unwrapOne();
         switch (r.getStatus()) {
             case OK -> {
                 if (r.getHandshakeStatus() == SSLEngineResult.HandshakeStatus.NEED_TASK) runTasks();
@@ -227,6 +212,16 @@ public final class TlsChannel {
         if (engine.getHandshakeStatus() != SSLEngineResult.HandshakeStatus.NOT_HANDSHAKING) {
             throw new EOFException("the peer closed the connection during the TLS handshake (does it run without HCOMM_TLS, "
                     + "or with a certificate this side does not trust?)");
+        }
+    }
+
+    /** Unwraps from {@code netIn} after what {@code appIn} still holds (read mode before and after). */
+    private SSLEngineResult unwrapOne() throws SSLException {
+        appIn.compact();
+        try {
+            return engine.unwrap(netIn, appIn);
+        } finally {
+            appIn.flip();
         }
     }
 
@@ -323,13 +318,7 @@ public final class TlsChannel {
      */
     private int unwrapInto(ByteBuffer dst) throws IOException {
         while (netIn.hasRemaining()) {
-            appIn.clear();
-            SSLEngineResult r;
-            try {
-                r = engine.unwrap(netIn, appIn);
-            } finally {
-                appIn.flip();
-            }
+            SSLEngineResult r = unwrapOne();
             switch (r.getStatus()) {
                 case OK -> afterUnwrap(r);
                 case BUFFER_UNDERFLOW -> {

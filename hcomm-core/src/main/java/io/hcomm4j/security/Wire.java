@@ -67,9 +67,4 @@ public final class Wire {
     public void endBlockingPhase() {
         if (tls != null) tls.endBlockingPhase();
     }
-
-    /** Whether the bytes are encrypted. */
-    public boolean encrypted() {
-        return tls != null;
-    }
 }

@@ -163,9 +163,4 @@ final class SocketConduit implements Conduit {
     public String kind() {
         return tls == null ? "tcp" : "tls";
     }
-
-    /** Whether the bytes go through TLS. */
-    boolean encrypted() {
-        return tls != null;
-    }
 }
