@@ -66,6 +66,7 @@ public final class CommConfig {
     private final Duration heartbeatTimeout;
     private final Duration heartbeatInterval;
     private final Duration stuckReport;
+    private final MonitorConfig monitor;
     private final Duration warmUp;
     private final boolean zeroCopy;
     private final int retryMax;
@@ -129,6 +130,7 @@ public final class CommConfig {
         // not Duration.dividedBy: its BigDecimal class initialisation costs each JVM 15 ms at init
         this.heartbeatInterval = b.heartbeatInterval != null ? b.heartbeatInterval : Duration.ofNanos(b.heartbeatTimeout.toNanos() / 4);
         this.stuckReport = b.stuckReport;
+        this.monitor = b.monitor;
         this.warmUp = b.warmUp;
         this.zeroCopy = b.zeroCopy;
         this.retryMax = b.retryMax;
@@ -389,6 +391,9 @@ public final class CommConfig {
      */
     public Duration stuckReport() { return stuckReport; }
 
+    /** The flight recorder: ops kept per communicator and where dumps go (HCOMM_TRACE_BUFFER, HCOMM_TRACE_DIR). */
+    public MonitorConfig monitor() { return monitor; }
+
     /**
      * {@code HCOMM_WARMUP}: at init, the world communicator runs {@link Communicator#warmUp} for at most this long, so
      * that the job's first collectives run compiled code (a fresh JVM runs them 100-1000x slower than steady state for
@@ -434,7 +439,7 @@ public final class CommConfig {
                 + ", storeHosted=" + storeHosted + ", storePort=" + storePort + ", storeReconnect=" + d(storeReconnect) + ", storeScope=" + storeScope + ", algo=" + algo + ", tuningFile=" + tuningFile + ", feedback=" + feedback + ", join=" + join + ", channels=" + channels + (tcpCongestion.isEmpty() ? "" : ", tcpCongestion=" + tcpCongestion) + ", tuneAtInit=" + tuneAtInit + ", check=" + (fullCheck ? "full" : "cheap")
                 + ", memPoolMax=" + memPoolMax + ", shmDir=" + shmDir + ", memDebug=" + memDebug + ", memAdopt=" + memAdopt
                 + ", transport=" + transport.name().toLowerCase(Locale.ROOT) + ", hostId=" + hostId + ", shmRingSize=" + shmRingSize
-                + ", heartbeatTimeout=" + d(heartbeatTimeout) + ", heartbeatInterval=" + d(heartbeatInterval) + ", stuckReport=" + d(stuckReport) + ", warmUp=" + d(warmUp) + ", zeroCopy=" + zeroCopy
+                + ", heartbeatTimeout=" + d(heartbeatTimeout) + ", heartbeatInterval=" + d(heartbeatInterval) + ", stuckReport=" + d(stuckReport) + ", " + monitor + ", warmUp=" + d(warmUp) + ", zeroCopy=" + zeroCopy
                 + ", retryMax=" + retryMax + ", retryInterval=" + d(retryInterval) + "}";
     }
 
@@ -489,6 +494,7 @@ public final class CommConfig {
         /** null: a quarter of the timeout. */
         private Duration heartbeatInterval;
         private Duration stuckReport = Duration.ofSeconds(60);
+        private MonitorConfig monitor = MonitorConfig.DEFAULT;
         private Duration warmUp = Duration.ZERO;
         private boolean zeroCopy = true;
         private int retryMax = 5;
@@ -642,6 +648,12 @@ public final class CommConfig {
 
         /** @param interval window of the first reconnect attempt, each next one twice the last, at most 8 times this; 1ms to 1min (HCOMM_RETRY_INTERVAL) */
         public Builder retryInterval(Duration interval) { this.retryInterval = Objects.requireNonNull(interval, "retryInterval"); return this; }
+
+        /** @param monitor the flight recorder's settings (HCOMM_TRACE_BUFFER, HCOMM_TRACE_DIR) */
+        public Builder monitor(MonitorConfig monitor) { this.monitor = Objects.requireNonNull(monitor, "monitor"); return this; }
+
+        /** The monitor settings so far (the environment sets them one by one). */
+        MonitorConfig monitor() { return monitor; }
 
         /** Validates and builds; throws {@link IllegalArgumentException} naming the bad setting. */
         public CommConfig build() {

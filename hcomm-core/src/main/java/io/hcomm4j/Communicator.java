@@ -542,6 +542,17 @@ public non-sealed interface Communicator extends PointToPointOps, ArrayCollectiv
     java.util.List<OpStats> metrics();
 
     /**
+     * Writes this rank's flight record to {@code file} as JSON: the last {@code HCOMM_TRACE_BUFFER} ops (default 2048) of
+     * every open communicator of its session, each with its sequence number, op, sizes, algorithm, state and times
+     * (schema in docs/observability.md). Call it on every rank into one folder, with the file name
+     * {@code hcomm-trace-rank<world rank>.json}, and {@code hcomm trace FOLDER} names the first op where the ranks part
+     * ways. Ranks also write it by themselves to {@code HCOMM_TRACE_DIR} on a timeout or an abort.
+     *
+     * @throws java.io.UncheckedIOException naming the file if it cannot be written
+     */
+    void dumpTrace(java.nio.file.Path file);
+
+    /**
      * Calls {@code listener} with the new health on every change of {@link #health()}. Listeners run one at a time, in
      * the order of the changes, on the session's event thread ({@code hcomm-events-<rank>}), never while the library
      * holds a lock: a listener may call this communicator, even block in an op (which delays later notifications). An

@@ -74,6 +74,8 @@ enum ConfigSetting {
     HEARTBEAT_TIMEOUT { void apply(CommConfig.Builder b, String v) { b.heartbeatTimeout(duration(v)); } },
     HEARTBEAT_INTERVAL { void apply(CommConfig.Builder b, String v) { b.heartbeatInterval(duration(v)); } },
     STUCK_REPORT { void apply(CommConfig.Builder b, String v) { b.stuckReport(duration(v)); } },
+    TRACE_BUFFER { void apply(CommConfig.Builder b, String v) { b.monitor(b.monitor().withTraceBuffer(parseInt(v))); } },
+    TRACE_DIR { void apply(CommConfig.Builder b, String v) { b.monitor(b.monitor().withTraceDir(java.nio.file.Path.of(v))); } },
     WARMUP { void apply(CommConfig.Builder b, String v) { b.warmUp(duration(v)); } },
     ZERO_COPY { void apply(CommConfig.Builder b, String v) { b.zeroCopy(parseBool(v)); } },
     RETRY_MAX { void apply(CommConfig.Builder b, String v) { b.retryMax(parseInt(v)); } },

@@ -3,6 +3,7 @@ package io.hcomm4j.algo;
 import io.hcomm4j.algo.Tuner.Algo;
 import io.hcomm4j.algo.Tuner.LinkCost;
 import io.hcomm4j.algo.Tuner.Op;
+import io.hcomm4j.monitor.Json;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;

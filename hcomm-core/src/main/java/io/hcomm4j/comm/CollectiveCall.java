@@ -60,6 +60,10 @@ final class CollectiveCall implements Runnable {
     long tunedBytes = -1;
     /** Run from a stream of {@link io.hcomm4j.Stream.Priority#HIGH} priority: its payloads' chunks go first. */
     boolean high;
+    /** Its flight-record ticket ({@link io.hcomm4j.monitor.OpTrace}), -1: not recorded. */
+    long ticket = -1;
+    /** How its data moved, for the flight record: {@code zero_copy} or {@code transport}; null until it ran. */
+    String path;
 
     CollectiveCall(CollectiveFrame frame) {
         this.frame = frame;
@@ -167,5 +171,7 @@ final class CollectiveCall implements Runnable {
         kernel = null;
         counts = sendOff = sendLen = recvOff = recvLen = null;
         future = null;
+        ticket = -1;
+        path = null;
     }
 }

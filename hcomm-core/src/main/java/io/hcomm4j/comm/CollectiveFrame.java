@@ -5,6 +5,7 @@ import io.hcomm4j.CommFuture;
 import io.hcomm4j.PeerFailedException;
 import io.hcomm4j.ReduceFunctionException;
 import io.hcomm4j.algo.AllGather;
+import io.hcomm4j.monitor.OpTrace;
 import io.hcomm4j.transport.PeerTransport;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.ExecutorService;
@@ -66,10 +67,15 @@ final class CollectiveFrame {
     private final AtomicLong called = new AtomicLong();
     /** Counters per op: the collectives by ordinal, then send and recv ({@link #SEND_METRIC}, {@link #RECV_METRIC}). */
     final OpMetrics metrics = new OpMetrics(METRIC_NAMES);
+    /** The flight record: the last HCOMM_TRACE_BUFFER ops of this communicator, point to point too. */
+    final OpTrace trace;
     private final AtomicReference<CollectiveCall> spare = new AtomicReference<>();
     private ExecutorService collectiveThread;
 
     static final java.util.List<String> METRIC_NAMES;
+    /** The flight record's path column. */
+    private static final String ZERO_COPY = "zero_copy";
+    private static final String TRANSPORT = "transport";
     static final int SEND_METRIC = CollectiveOp.values().length;
     static final int RECV_METRIC = SEND_METRIC + 1;
 
@@ -96,6 +102,7 @@ final class CollectiveFrame {
         this.zc = zc;
         this.health = health;
         this.algorithms = algorithms;
+        this.trace = new OpTrace(commId, rank, size, session.config().monitor().traceBuffer());
     }
 
     /** The transport algorithms of this communicator (tests look at their feedback). */
@@ -123,6 +130,7 @@ final class CollectiveFrame {
         if (!mode.async) {
             try {
                 number(c);
+                record(c, null, OpTrace.State.STARTED);
                 execute(c);
             } finally {
                 c.clear();
@@ -131,6 +139,7 @@ final class CollectiveFrame {
             return null;
         }
         number(c);
+        record(c, mode.stream, OpTrace.State.SCHEDULED);
         try {
             if (mode.stream != null) return mode.stream.enqueueCollective(c);
             c.future = new WorkerFuture<>(session.config().timeout().toNanos(), rank, c.op.label() + " #" + c.seq);
@@ -169,6 +178,14 @@ final class CollectiveFrame {
     /** The highest sequence number that has started to run here (the ops run one at a time, in order). */
     private volatile long startedUpTo;
 
+    /** Opens {@code c}'s flight record: called, queued on {@code stream} (null: none). */
+    private void record(CollectiveCall c, StreamImpl stream, OpTrace.State state) {
+        int root = c.fpKnown && c.fpRoot >= 0 ? c.fpRoot : -1;
+        c.ticket = trace.open(OpTrace.Kind.COLLECTIVE, c.op.label(), c.seq, root, -1, c.fpType == null ? null : c.fpType.name(),
+                c.fpKnown ? CollectiveOp.redopName(c.fpRedop) : null, c.fpKnown ? c.fpCount : -1, c.bytes, c.fingerprint,
+                stream == null ? 0 : stream.id, state);
+    }
+
     /** Fails at once if the communicator is closed, aborted or has failed members; else takes the op's number. */
     private void number(CollectiveCall c) {
         comm.checkOpen();
@@ -187,8 +204,10 @@ final class CollectiveFrame {
     void refuse(CollectiveOp op, String what) {
         if (size == 1 || comm.isClosed() || health.brokenFor(op.label(), "") != null) return;
         long seq = called.incrementAndGet();
-        byte[] text = (op.label() + " (collective #" + seq + ") fails on every rank: rank " + rank + " refused its own arguments: "
-                + what).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        String refusal = op.label() + " (collective #" + seq + ") fails on every rank: rank " + rank + " refused its own arguments: " + what;
+        trace.ended(trace.open(OpTrace.Kind.COLLECTIVE, op.label(), seq, -1, -1, null, null, -1, -1, op.refusedFingerprint(), 0,
+                OpTrace.State.STARTED), null, null, new IllegalArgumentException(refusal));
+        byte[] text = refusal.getBytes(java.nio.charset.StandardCharsets.UTF_8);
         MemorySegment notice = MemorySegment.ofArray(java.util.Arrays.copyOf(text, Math.min(text.length, TransportLinks.NOTICE_BYTES)));
         int tag = (int) (seq & 0x7fffffff);
         for (int p = 0; p < size; p++) {
@@ -204,6 +223,8 @@ final class CollectiveFrame {
     }
 
     void giveUpTurn(CollectiveCall c) {
+        trace.ended(c.ticket, null, null, new io.hcomm4j.CommAbortedException("rank " + rank + ": " + c.op.label() + " #" + c.seq
+                + " did not run: its stream or the collective thread refused it"));
         if (zc != null) zc.skip(c.seq);
     }
 
@@ -212,6 +233,20 @@ final class CollectiveFrame {
      * shared-memory attempt, and the transport if some rank cannot; without an engine, the transport at once.
      */
     void execute(CollectiveCall c) {
+        trace.started(c.ticket);
+        Throwable failure = null;
+        try {
+            run(c);
+        } catch (RuntimeException | Error e) {
+            failure = e;
+            throw e;
+        } finally {
+            trace.ended(c.ticket, c.algo, c.path, failure);
+            if (failure instanceof io.hcomm4j.CommTimeoutException) session.traces().timedOut(failure);
+        }
+    }
+
+    private void run(CollectiveCall c) {
         if (c.seq > startedUpTo) startedUpTo = c.seq;
         ZeroCopyEngine z = zc;
         if (z == null) {
@@ -230,7 +265,8 @@ final class CollectiveFrame {
             if (zeroCopy(z, c)) {
                 metrics.record(c.op.ordinal(), c.bytes, System.nanoTime() - t0, false);
                 c.algo = null;
-                commitEvent(ev, c, null, "zero_copy");
+                c.path = ZERO_COPY;
+                commitEvent(ev, c, null, ZERO_COPY);
             } else {
                 runTransport(c, true);
             }
@@ -283,6 +319,7 @@ final class CollectiveFrame {
         long t0 = System.nanoTime();
         Throwable failure = null;
         c.algo = null;
+        c.path = TRANSPORT;
         try {
             runLinks(c, checked);
         } catch (RuntimeException | Error e) {

@@ -76,6 +76,15 @@ enum CollectiveOp {
         return ((ordinal() + 1) << CODE_SHIFT) | (int) (h & HASH_MASK);
     }
 
+    /** The name of a reduction code for the flight record: the built-in op's, {@code function}, or null for none. */
+    static String redopName(int code) {
+        if (code == 0) return null;
+        ReduceOp[] ops = REDUCE_OPS;
+        return code > 0 && code <= ops.length ? ops[code - 1].name() : "function";
+    }
+
+    private static final ReduceOp[] REDUCE_OPS = ReduceOp.values();
+
     /** Set in every user function's reduction code: none equals a built-in op's (ordinal + 1). */
     private static final int USER_FUNCTION = 1 << 30;
 

@@ -74,7 +74,7 @@ final class CommunicatorImpl implements Communicator {
         this.frame = new CollectiveFrame(this, session, transport, commId, rank, size, group, zc, health,
                 new TransportCollectives(session.tuner(), topology, rank, size, session.config().feedback()));
         this.membership = new Membership(this, health, session, transport, topology);
-        this.p2p = new PointToPoint(this, transport, commId, rank, size, worldToComm, check, health, frame.metrics);
+        this.p2p = new PointToPoint(this, transport, commId, rank, size, worldToComm, check, health, frame.metrics, frame.trace);
         this.blocks = new BlockCollectives(frame, check, rank, size);
         this.scans = new ScanCollectives(frame, check);
         this.monitoredBarrier = new MonitoredBarrier(transport, commId, rank, size, group);
@@ -529,6 +529,21 @@ final class CommunicatorImpl implements Communicator {
         return transport;
     }
 
+    /** The flight record of this communicator's ops. */
+    io.hcomm4j.monitor.OpTrace trace() {
+        return frame.trace;
+    }
+
+    @Override
+    public void dumpTrace(java.nio.file.Path file) {
+        java.util.Objects.requireNonNull(file, "file");
+        try {
+            session.traces().write(file, "dumpTrace");
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException("rank " + rank + ": dumpTrace: cannot write " + file + ": " + e.getMessage(), e);
+        }
+    }
+
     /** Collectives called on this communicator so far (the sequence number of the last one). */
     long collectivesCalled() {
         return frame.called();
@@ -588,11 +603,14 @@ final class CommunicatorImpl implements Communicator {
         if (session.isClosed()) return;
         if (!health.markAborted("rank " + rank + " aborted the communicator (comm.abort())", zc)) return;
         transport.sendAbort(commId, worldRanks());
+        session.traces().aborted("rank " + rank + " aborted " + this);
     }
 
     /** World rank {@code from} aborted this communicator. */
     void onAbortNotice(int from) {
-        health.markAborted("rank " + commRank(from) + " aborted the communicator (comm.abort())", zc);
+        if (health.markAborted("rank " + commRank(from) + " aborted the communicator (comm.abort())", zc)) {
+            session.traces().aborted("rank " + commRank(from) + " aborted " + this);
+        }
     }
 
     /** Another rank declared this one failed: nothing on this communicator can work any more. */

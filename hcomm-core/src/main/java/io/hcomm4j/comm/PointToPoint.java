@@ -5,6 +5,7 @@ import static io.hcomm4j.Communicator.ANY_TAG;
 
 import io.hcomm4j.CommFuture;
 import io.hcomm4j.Status;
+import io.hcomm4j.monitor.OpTrace;
 import io.hcomm4j.transport.PeerTransport;
 import java.lang.foreign.MemorySegment;
 import java.util.Objects;
@@ -25,9 +26,10 @@ final class PointToPoint {
     private final ArgumentChecks check;
     private final CommunicatorHealth health;
     private final OpMetrics metrics;
+    private final OpTrace trace;
 
     PointToPoint(CommunicatorImpl comm, PeerTransport transport, long commId, int rank, int size, int[] worldToComm,
-                 ArgumentChecks check, CommunicatorHealth health, OpMetrics metrics) {
+                 ArgumentChecks check, CommunicatorHealth health, OpMetrics metrics, OpTrace trace) {
         this.comm = comm;
         this.transport = transport;
         this.commId = commId;
@@ -37,6 +39,7 @@ final class PointToPoint {
         this.check = check;
         this.health = health;
         this.metrics = metrics;
+        this.trace = trace;
     }
 
     CommFuture<Void> send(MemorySegment buf, int peer, int tag) {
@@ -53,7 +56,9 @@ final class PointToPoint {
         }
         if (tag < 0) throw new IllegalArgumentException("rank " + rank + ": send: tag " + tag + " must be >= 0");
         check.shared(buf, "send");
-        CommFuture<Void> f = transport.send(commId, comm.world(peer), tag, buf, 0, worldToComm, high);
+        long ticket = trace.open(OpTrace.Kind.P2P, "send", -1, peer, tag, null, null, -1, buf.byteSize(), 0, 0, OpTrace.State.STARTED);
+        io.hcomm4j.transport.SendRequest f = transport.send(commId, comm.world(peer), tag, buf, 0, worldToComm, high);
+        f.recordIn(trace, ticket);
         metrics.count(CollectiveFrame.SEND_METRIC, buf.byteSize()); // after: an eager message is on its way before the counting
         return f;
     }
@@ -66,7 +71,11 @@ final class PointToPoint {
         if (buf.isReadOnly()) throw new IllegalArgumentException("rank " + rank + ": recv: buf is read-only");
         check.shared(buf, "recv");
         metrics.count(CollectiveFrame.RECV_METRIC, buf.byteSize());
-        return transport.recv(commId, anySource(peer), anyTag(tag), buf, worldToComm);
+        long ticket = trace.open(OpTrace.Kind.P2P, "recv", -1, peer == ANY_SOURCE ? -1 : peer, tag == ANY_TAG ? -1 : tag, null, null, -1,
+                buf.byteSize(), 0, 0, OpTrace.State.STARTED);
+        io.hcomm4j.transport.RecvRequest r = transport.recv(commId, anySource(peer), anyTag(tag), buf, worldToComm);
+        r.recordIn(trace, ticket);
+        return r;
     }
 
     CommFuture<Status> probe(int peer, int tag) {

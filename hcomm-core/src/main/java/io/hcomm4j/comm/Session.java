@@ -53,6 +53,7 @@ public final class Session implements SessionProvider.SessionHandle {
     /** Why another rank declared this one failed, or null. */
     private volatile String declaredFailed;
     private final OpMonitor monitor;
+    private final TraceDumps traces;
     /** Explains a point-to-point wait that timed out (what the awaited ranks do, a likely deadlock). */
     private final WaitDiagnosis waits;
     private final Object eventsLock = new Object();
@@ -86,6 +87,7 @@ public final class Session implements SessionProvider.SessionHandle {
         this.tuner = SessionTuning.tuner(config, table, joined.rank(), hostIds);
         this.monitor = new OpMonitor(this, transport, joined.store(), namespace, joined.rank(), joined.worldSize(),
                 config.stuckReport().toNanos());
+        this.traces = new TraceDumps(this, joined.store(), namespace, joined.rank(), joined.worldSize(), config.monitor());
         this.waits = new WaitDiagnosis(transport, joined.store(), namespace, joined.rank(), config.eagerLimit());
         if (worldGroup == null) {
             this.world = new CommunicatorImpl(this, transport, 0L, joined.rank(), joined.worldSize(), hostIds);
@@ -156,8 +158,22 @@ public final class Session implements SessionProvider.SessionHandle {
         @Override
         public void tick(long nowNanos) {
             Session s = session;
-            if (s != null && !s.closed) s.monitor.tick(nowNanos);
+            if (s != null && !s.closed) {
+                s.monitor.tick(nowNanos);
+                s.traces.tick(nowNanos);
+            }
         }
+
+        @Override
+        public void timedOut(Throwable timeout) {
+            Session s = session;
+            if (s != null && !s.closed) s.traces.timedOut(timeout);
+        }
+    }
+
+    /** When this rank writes its flight record. */
+    TraceDumps traces() {
+        return traces;
     }
 
     /** See {@link PeerTransport#explainWait}: ": rank 1 waits in ...: a likely deadlock: ...", or "". */

@@ -25,6 +25,8 @@ final class StreamImpl implements Stream {
     private final Session session;
     private final Priority priority;
     private final Thread worker;
+    /** Its number in this JVM (1, 2 …): the flight record's stream column. */
+    final int id;
     private final ArrayDeque<Task<?>> queue = new ArrayDeque<>();
     private long enqueued;
     private long completed;
@@ -55,7 +57,8 @@ final class StreamImpl implements Stream {
         this.comm = comm;
         this.priority = priority;
         this.session = session;
-        this.worker = Thread.ofPlatform().daemon().name("hcomm-stream-" + comm.rank() + "-" + IDS.incrementAndGet())
+        this.id = IDS.incrementAndGet();
+        this.worker = Thread.ofPlatform().daemon().name("hcomm-stream-" + comm.rank() + "-" + id)
                 .start(this::run);
     }
 

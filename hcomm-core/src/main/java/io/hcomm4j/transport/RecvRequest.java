@@ -78,6 +78,11 @@ public final class RecvRequest extends Request<Status> {
     }
 
     @Override
+    int tracePeer() {
+        return finished() && !isCompletedExceptionally() ? matchedSrc : src == PeerTransport.ANY ? -1 : src;
+    }
+
+    @Override
     String describe() {
         return "recv from " + (src == PeerTransport.ANY ? "any rank" : "rank " + src)
                 + " (tag " + (tag == PeerTransport.ANY ? "any" : String.valueOf(tag)) + ", buffer " + buf.byteSize() + " bytes)";

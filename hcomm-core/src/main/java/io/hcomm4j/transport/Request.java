@@ -19,10 +19,12 @@ public abstract sealed class Request<T> extends CommFuture<T> implements Progres
     long msgId;
     private volatile boolean finished;
     private static final java.lang.invoke.VarHandle FINISHED;
+    private static final java.lang.invoke.VarHandle TRACE;
 
     static {
         try {
             FINISHED = java.lang.invoke.MethodHandles.lookup().findVarHandle(Request.class, "finished", boolean.class);
+            TRACE = java.lang.invoke.MethodHandles.lookup().findVarHandle(Request.class, "trace", io.hcomm4j.monitor.OpTrace.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -51,15 +53,50 @@ public abstract sealed class Request<T> extends CommFuture<T> implements Progres
     }
 
     final void succeed(T value) {
-        if (markFinished()) complete(value);
+        if (markFinished()) {
+            complete(value);
+            traceEnded();
+        }
     }
 
     final void fail(Throwable error) {
+        failure = error;
         if (markFinished()) {
             completeExceptionally(inCommRanks(error));
+            traceEnded();
             // failed from outside the poller (an abort, the watchdog): a waiter blocked in select must look now
             transport.progress.wakeup();
         }
+    }
+
+    /** The flight record this op ends in (null: none, or it ended there already) and its ticket there. */
+    private volatile io.hcomm4j.monitor.OpTrace trace;
+    private long ticket;
+    /** What it failed with (set before it is marked finished). */
+    private volatile Throwable failure;
+
+    /**
+     * Ends the op's flight record in {@code t} (ticket {@code ticket}) when the op ends, or now if it has: whichever of
+     * this call and the op's end comes second ends it, exactly once (both sides write, then read the other's volatile).
+     */
+    public final void recordIn(io.hcomm4j.monitor.OpTrace t, long ticket) {
+        if (ticket < 0) return;
+        this.ticket = ticket;
+        TRACE.setVolatile(this, t);
+        if (finished) traceEnded();
+    }
+
+    private void traceEnded() {
+        io.hcomm4j.monitor.OpTrace t = (io.hcomm4j.monitor.OpTrace) TRACE.getAndSet(this, (io.hcomm4j.monitor.OpTrace) null);
+        if (t == null) return;
+        int peer = tracePeer();
+        if (this instanceof RecvRequest r && failure == null) t.peer(ticket, r.sourceMap == null ? r.matchedSrc : r.sourceMap[r.matchedSrc], r.matchedSize);
+        t.ended(ticket, null, peer < 0 ? null : transport.transportTo(peer), failure);
+    }
+
+    /** The world rank whose link the op used, for the flight record's path: -1 if unknown. */
+    int tracePeer() {
+        return -1;
     }
 
     private boolean markFinished() {

@@ -47,6 +47,11 @@ public final class SendRequest extends Request<Void> {
     }
 
     @Override
+    int tracePeer() {
+        return dst;
+    }
+
+    @Override
     String describe() {
         if (rma) return "RMA frame to rank " + dst + " (window " + commId + ", op " + tag + ", " + size + " bytes)";
         return "send to rank " + dst + " (tag " + tag + ", " + size + " bytes)";

@@ -35,6 +35,9 @@ public interface TransportEvents {
         return "";
     }
 
+    /** A point-to-point op of this rank timed out ({@code timeout}: the exception its caller gets). */
+    default void timedOut(Throwable timeout) { }
+
     /** The watchdog's period (every few hundred ms at most), on the watchdog thread. */
     default void tick(long nowNanos) { }
 }

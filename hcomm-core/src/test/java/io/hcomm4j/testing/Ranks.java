@@ -28,13 +28,29 @@ public final class Ranks {
     public record Outcome(int rank, int exitCode, String output) {
     }
 
-    /** A free TCP port on loopback (for the store). */
+    /** Ports this JVM handed out already (each test job gets its own). */
+    private static final java.util.Set<Integer> HANDED_OUT = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+    /**
+     * A free TCP port on loopback (for the store), below Linux's ephemeral range (32768-60999): a port the kernel picked
+     * (bind to 0) is free now, but every outgoing connection of every process draws its local port from that same
+     * range, and one did take a test's store port between this call and the store's bind (BindException, seen with
+     * several test JVMs beside each other). Below it only another test's explicit choice can collide, which the bind
+     * check here makes rare.
+     */
     public static int freePort() {
-        try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-            return s.getLocalPort();
-        } catch (IOException e) {
-            throw new IllegalStateException(e);
+        java.util.concurrent.ThreadLocalRandom rnd = java.util.concurrent.ThreadLocalRandom.current();
+        for (int attempt = 0; attempt < 200; attempt++) {
+            int port = rnd.nextInt(20000, 32768);
+            if (!HANDED_OUT.add(port)) continue;
+            try (ServerSocket s = new ServerSocket()) {
+                s.bind(new java.net.InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), port), 1);
+                return port;
+            } catch (IOException e) {
+                // taken: try another
+            }
         }
+        throw new IllegalStateException("no free port in [20000, 32768) on loopback after 200 attempts");
     }
 
     /**

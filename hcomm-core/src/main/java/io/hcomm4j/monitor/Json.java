@@ -1,4 +1,4 @@
-package io.hcomm4j.algo;
+package io.hcomm4j.monitor;
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -6,11 +6,11 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The little JSON the tuning table needs, so the core keeps its one dependency: {@link #parse} reads objects (as
+ * The little JSON the tuning table and the flight-recorder dumps need, so the core keeps its one dependency: {@link #parse} reads objects (as
  * insertion-ordered maps), arrays (lists), strings, numbers (doubles), booleans and null, strictly (RFC 8259, no
  * comments, nothing after the value); {@link #write} writes the same kinds back, objects one member a line.
  */
-final class Json {
+public final class Json {
     private final String s;
     private int i;
 
@@ -19,7 +19,7 @@ final class Json {
     }
 
     /** @throws IllegalArgumentException naming the offset and what was expected */
-    static Object parse(String text) {
+    public static Object parse(String text) {
         Json p = new Json(text);
         p.space();
         Object v = p.value();
@@ -163,7 +163,7 @@ final class Json {
     }
 
     /** {@code v} as JSON text: maps (string keys), lists, strings, numbers, booleans, null. */
-    static String write(Object v) {
+    public static String write(Object v) {
         StringBuilder b = new StringBuilder();
         write(b, v, "");
         return b.append('\n').toString();
