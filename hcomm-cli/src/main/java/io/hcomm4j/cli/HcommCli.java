@@ -26,7 +26,7 @@ import picocli.CommandLine.Spec;
  */
 @Command(name = "hcomm", mixinStandardHelpOptions = true, versionProvider = HcommCli.Version.class,
         subcommands = {LaunchCommand.class, DemoCommand.class, PerfCommand.class, TuneCommand.class, StatusCommand.class, StoreCommand.class,
-                SecretCommand.class},
+                SecretCommand.class, TraceCommand.class},
         description = "HComm4J: communication between JVM processes (point-to-point and collectives), "
                 + "and the tools to launch, measure and inspect its jobs.",
         footer = {"", "Run 'hcomm COMMAND --help' for the options of a command."})

@@ -1,5 +1,8 @@
 package io.hcomm4j.cli;
 
+import java.nio.file.Files;
+import java.nio.file.Path;
+
 import io.hcomm4j.security.Auth;
 import java.time.Duration;
 import java.util.List;
@@ -215,7 +218,7 @@ final class LaunchCommand implements Callable<Integer> {
                 .cpuBind(cpuBind)
                 .maxRestarts(maxRestarts)
                 .tls(jobTls.config())
-                .environment(jobTls.rankVariables());
+                .environment(rankVariables(jobTls.rankVariables()));
         if (jobTls.config() != null) parent.err.println("hcomm launch: TLS 1.3 on every TCP connection (" + jobTls.describe() + ")");
         String addr = masterAddr != null ? masterAddr : "127.0.0.1";
         LocalLauncher.Job job;
@@ -257,7 +260,29 @@ final class LaunchCommand implements Callable<Integer> {
             return launcher.run(job, command);
         } finally {
             if (jobFile[0] != null) jobFile[0].close();
+            Path traces = traceFolder();
+            if (traces != null && Files.isDirectory(traces)) {
+                parent.err.println("hcomm launch: the ranks wrote flight records to " + traces + "; read them with hcomm trace " + traces);
+            }
         }
+    }
+
+    /** The folder of the job's trace dumps beside the job files: {@value #TRACE_FOLDER_PREFIX}{@code <launcher pid>}. */
+    static final String TRACE_FOLDER_PREFIX = "trace-";
+
+    /** Where this job's ranks write their flight records, unless the shell sets HCOMM_TRACE_DIR (then null). */
+    private Path traceFolder() {
+        String given = parent.env.get("HCOMM_TRACE_DIR");
+        if (given != null && !given.isBlank()) return null;
+        return JobFile.directory(parent.env).resolve(TRACE_FOLDER_PREFIX + ProcessHandle.current().pid());
+    }
+
+    /** The ranks' extra variables: {@code tlsVariables} and HCOMM_TRACE_DIR (the job's trace folder, unless the shell sets one). */
+    private java.util.Map<String, String> rankVariables(java.util.Map<String, String> tlsVariables) {
+        java.util.Map<String, String> vars = new java.util.LinkedHashMap<>(tlsVariables);
+        Path traces = traceFolder();
+        if (traces != null) vars.put("HCOMM_TRACE_DIR", traces.toString());
+        return vars;
     }
 
     /**

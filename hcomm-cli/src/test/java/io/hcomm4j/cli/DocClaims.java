@@ -20,7 +20,7 @@ import java.util.regex.Pattern;
  */
 final class DocClaims {
     /** The commands whose options are checked. */
-    static final List<String> COMMANDS = List.of("launch", "perf", "status", "store", "tune", "demo");
+    static final List<String> COMMANDS = List.of("launch", "perf", "status", "store", "tune", "demo", "trace");
 
     private static final Pattern COMMAND = Pattern.compile("(?<![\\w/.-])(?:\\./)?hcomm (" + String.join("|", COMMANDS) + ")(?=\\s|$|`)");
     private static final Pattern OPTION_SPAN = Pattern.compile("`(-{1,2}[a-zA-Z][\\w-]*)(?:[ =]([^`]*))?`");

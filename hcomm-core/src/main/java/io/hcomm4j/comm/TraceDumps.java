@@ -4,7 +4,6 @@ import io.hcomm4j.bootstrap.Store;
 import io.hcomm4j.monitor.OpTrace;
 import io.hcomm4j.monitor.TraceDump;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -17,8 +16,7 @@ import org.slf4j.LoggerFactory;
  * an abort, to {@code HCOMM_TRACE_DIR}, and then it asks every rank to do the same; and when asked, by a rank or by
  * {@code hcomm status --dump}, through the store.
  *
- * <p>The request is one store key, {@code <namespace>trace/dump}: "{@code <generation>\n<folder>\n<reason>}" (an empty
- * folder: each rank's own HCOMM_TRACE_DIR). Every rank looks at it every {@value #POLL_MILLIS} ms from the watchdog's
+ * <p>The request is one store key ({@link TraceDump.Request}: a generation, a folder, a reason). Every rank looks at it every {@value #POLL_MILLIS} ms from the watchdog's
  * tick, one read at a time on a virtual thread (so a slow store never delays heartbeats), and writes its dump once per
  * new generation. A rank's own timeouts and aborts dump at most once per {@value #POLL_MILLIS} ms, however many ops
  * fail at once.
@@ -29,7 +27,7 @@ final class TraceDumps {
 
     private final Session session;
     private final Store store;
-    private final String key;
+    private final String namespace;
     private final int rank;
     private final int worldSize;
     private final Path dir;
@@ -45,21 +43,11 @@ final class TraceDumps {
     TraceDumps(Session session, Store store, String namespace, int rank, int worldSize, io.hcomm4j.MonitorConfig config) {
         this.session = session;
         this.store = store;
-        this.key = requestKey(namespace);
+        this.namespace = namespace;
         this.rank = rank;
         this.worldSize = worldSize;
         this.dir = config.traceDir();
         this.enabled = config.traceBuffer() > 0;
-    }
-
-    /** The store key of dump requests in a session's namespace (what {@code hcomm status --dump} sets). */
-    static String requestKey(String namespace) {
-        return namespace + "trace/dump";
-    }
-
-    /** The request value for generation {@code generation}: dumps into {@code folder} (empty: HCOMM_TRACE_DIR). */
-    static byte[] request(long generation, String folder, String reason) {
-        return (generation + "\n" + folder + "\n" + reason).getBytes(StandardCharsets.UTF_8);
     }
 
     /** This rank's flight record now: every open communicator of its session. */
@@ -112,9 +100,8 @@ final class TraceDumps {
         Thread.ofVirtual().name("hcomm-trace-dump-" + rank).start(() -> {
             writeQuietly(dir, reason);
             try {
-                long generation = store.add(key + "-generation", 1);
+                long generation = TraceDump.Request.make(store, namespace, "", "rank " + rank + " " + reason).generation();
                 answered = Math.max(answered, generation);
-                store.set(key, request(generation, "", "rank " + rank + " " + reason));
             } catch (RuntimeException e) {
                 LOG.debug("rank {}: could not ask the other ranks for their flight records: {}", rank, e.toString());
             }
@@ -128,15 +115,10 @@ final class TraceDumps {
         if (!polling.compareAndSet(false, true)) return;
         Thread.ofVirtual().name("hcomm-trace-poll-" + rank).start(() -> {
             try {
-                byte[] v = store.tryGet(key);
-                if (v == null) return;
-                String[] parts = new String(v, StandardCharsets.UTF_8).split("\n", 3);
-                long generation = Long.parseLong(parts[0].trim());
-                if (generation <= answered) return;
-                answered = generation;
-                String folder = parts.length > 1 ? parts[1].trim() : "";
-                String reason = parts.length > 2 ? parts[2] : "requested";
-                writeQuietly(folder.isEmpty() ? dir : Path.of(folder), "requested: " + reason);
+                TraceDump.Request r = TraceDump.Request.read(store, namespace);
+                if (r == null || r.generation() <= answered) return;
+                answered = r.generation();
+                writeQuietly(r.folder().isEmpty() ? dir : Path.of(r.folder()), "requested: " + r.reason());
             } catch (RuntimeException e) {
                 LOG.debug("rank {}: could not look for a flight-record request: {}", rank, e.toString());
             } finally {

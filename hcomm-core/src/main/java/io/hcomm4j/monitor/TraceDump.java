@@ -55,6 +55,42 @@ public record TraceDump(int rank, int worldSize, long pid, String host, long dum
         comms = List.copyOf(comms);
     }
 
+    /**
+     * A request that every rank of a session write its flight record (what a timeout, an abort and {@code hcomm status
+     * --dump} make): a generation (each request a new one) and where (empty: each rank's HCOMM_TRACE_DIR).
+     *
+     * @param generation the request's number in the session (1, 2 …)
+     * @param folder     where the ranks write, or empty
+     * @param reason     who asked and why
+     */
+    public record Request(long generation, String folder, String reason) {
+        /** The store key of requests in a session's namespace ({@code hcomm/<generation>/}). */
+        public static String key(String namespace) {
+            return namespace + "trace/dump";
+        }
+
+        /** Makes a request in the store: a new generation, then the request itself (ranks look every 2 s). */
+        public static Request make(io.hcomm4j.bootstrap.Store store, String namespace, String folder, String reason) {
+            long generation = store.add(key(namespace) + "-generation", 1);
+            Request r = new Request(generation, folder, reason.replace('\n', ' '));
+            store.set(key(namespace), (generation + "\n" + r.folder + "\n" + r.reason).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            return r;
+        }
+
+        /** The request in the store now, or null. @throws IllegalArgumentException if its value is not one */
+        public static Request read(io.hcomm4j.bootstrap.Store store, String namespace) {
+            byte[] v = store.tryGet(key(namespace));
+            if (v == null) return null;
+            String[] parts = new String(v, java.nio.charset.StandardCharsets.UTF_8).split("\n", 3);
+            try {
+                return new Request(Long.parseLong(parts[0].trim()), parts.length > 1 ? parts[1].trim() : "",
+                        parts.length > 2 ? parts[2] : "requested");
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException("not a flight-record request: " + parts[0]);
+            }
+        }
+    }
+
     /** The file name of {@code rank}'s dump in a dump folder. */
     public static String fileName(int rank) {
         return "hcomm-trace-rank" + rank + ".json";

@@ -127,6 +127,7 @@ public final class Ranks {
             env.put("MASTER_PORT", String.valueOf(port));
             env.put("HCOMM_SECRET", "test-job-secret-0001");
             env.put("HCOMM_TIMEOUT", "60s");
+            env.put("HCOMM_TRACE_DIR", dir.toString()); // flight records beside the ranks' logs
             env.putAll(extraEnv);
             Path log = dir.resolve("rank" + rank + (logs.size() == rank ? "" : "-" + logs.size()) + ".log");
             pb.redirectErrorStream(true).redirectOutput(log.toFile()).redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")));
@@ -164,6 +165,7 @@ public final class Ranks {
             env.put("MASTER_PORT", String.valueOf(port));
             env.put("HCOMM_SECRET", "test-job-secret-0001");
             env.put("HCOMM_TIMEOUT", "60s");
+            env.put("HCOMM_TRACE_DIR", dir.toString()); // flight records beside the ranks' logs
             env.putAll(extraEnv);
             if (dir == null) dir = Files.createTempDirectory("hcomm-ranks");
             Path log = dir.resolve("joiner" + processes.size() + ".log");
@@ -300,7 +302,9 @@ public final class Ranks {
     /** Config for rank {@code rank} of an in-JVM job of {@code n} ranks whose store rank 0 hosts on {@code port}. */
     public static CommConfig.Builder threadConfig(int rank, int n, int port) {
         return CommConfig.builder().initMethod("tcp://127.0.0.1:" + port).rank(rank).worldSize(n).secret("thread-job-secret-01")
-                .timeout(Duration.ofSeconds(60)).initTimeout(Duration.ofSeconds(60));
+                .timeout(Duration.ofSeconds(60)).initTimeout(Duration.ofSeconds(60))
+                // flight records of a test that times out stay with the build, not in the machine's temp folder
+                .monitor(io.hcomm4j.MonitorConfig.DEFAULT.withTraceDir(Path.of("target", "hcomm-trace", "job-" + port)));
     }
 
     /** Runs {@code body} on {@code n} ranks that are threads of this JVM, each in its own session; rethrows the first failure. */
