@@ -144,6 +144,11 @@ final class CollectiveCall implements Runnable {
         return generic;
     }
 
+    /** Its communicator's id. */
+    long commId() {
+        return frame.commId();
+    }
+
     /** Runs the op where the caller is (a stream's worker, or a blocking caller via the frame). */
     void execute() {
         frame.execute(this);

@@ -105,6 +105,10 @@ final class CollectiveFrame {
         this.trace = new OpTrace(commId, rank, size, session.config().monitor().traceBuffer());
     }
 
+    long commId() {
+        return commId;
+    }
+
     /** The transport algorithms of this communicator (tests look at their feedback). */
     TransportCollectives algorithms() {
         return algorithms;

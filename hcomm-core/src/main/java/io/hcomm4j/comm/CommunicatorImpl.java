@@ -429,12 +429,37 @@ final class CommunicatorImpl implements Communicator {
 
     @Override
     public Communicator shrink() {
-        return membership.shrink();
+        return membershipChange("shrink", () -> membership.shrink());
     }
 
     @Override
     public Communicator grow(int joiners) {
-        return membership.grow(joiners);
+        return membershipChange("grow", () -> membership.grow(joiners));
+    }
+
+    /** Runs shrink or grow as a JFR event when a recording wants one. */
+    private Communicator membershipChange(String op, java.util.function.Supplier<Communicator> change) {
+        MembershipEvent e = new MembershipEvent();
+        if (!e.isEnabled()) return change.get();
+        e.begin();
+        e.op = op;
+        e.communicator = commId;
+        e.sizeBefore = size;
+        try {
+            Communicator made = change.get();
+            e.outcome = "ok";
+            if (made instanceof CommunicatorImpl m) {
+                e.newCommunicator = m.id();
+                e.sizeAfter = m.size();
+                e.rank = m.rank();
+            }
+            return made;
+        } catch (RuntimeException | Error x) {
+            e.outcome = x.getClass().getSimpleName();
+            throw x;
+        } finally {
+            e.commit();
+        }
     }
 
     @Override

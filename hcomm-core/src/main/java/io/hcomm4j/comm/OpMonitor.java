@@ -114,6 +114,7 @@ final class OpMonitor {
                         peers.length == 0 ? "waits for no rank (it computes, or waits for its own caller)"
                                 : "still waits for " + ranks(c, peers),
                         seconds(stuckNanos));
+                StuckOpEvent.commit(l.op(), c.id(), rank, l.seq(), waited, ranks(c, peers));
                 for (int p : peers) transport.requestStatus(p);
             }
             ZeroCopyEngine.Wait zw = c.zeroCopyWait();
@@ -127,6 +128,7 @@ final class OpMonitor {
                             Long.toHexString(c.id()), zw.bytes() < 0 ? "size unknown" : zw.bytes() + " bytes", seconds(now - zw.sinceNanos()),
                             zw.worldPeers().length == 0 ? "waits for no rank" : "still waits for " + ranks(c, zw.worldPeers()) + " (shared memory)",
                             seconds(stuckNanos));
+                    StuckOpEvent.commit(zw.op(), c.id(), rank, zw.seq(), now - zw.sinceNanos(), ranks(c, zw.worldPeers()));
                     for (int p : zw.worldPeers()) transport.requestStatus(p);
                 }
             }
@@ -138,6 +140,7 @@ final class OpMonitor {
             fresh = true;
             LOG.warn("rank {}: {} on communicator {} has waited {} (HCOMM_STUCK_REPORT {})", rank, op.description(),
                     Long.toHexString(op.commId()), seconds(op.waited()), seconds(stuckNanos));
+            StuckOpEvent.commit(op.kind(), op.commId(), rank, op.tag(), op.waited(), op.peer() >= 0 ? "rank " + op.peer() : "any rank");
             if (op.peer() >= 0) {
                 transport.requestStatus(op.peer());
                 freshWait = true;

@@ -66,7 +66,27 @@ final class TransportCollectives {
         if (feedback != null) algo = feedback.choose(op, bytes, algo);
         c.algo = algo;
         c.tunedBytes = bytes;
+        noteChoice(c, op, bytes, algo);
         return algo;
+    }
+
+    /** The last algorithm chosen per op and power-of-two size class: a JFR event when one changes. */
+    private final Tuner.Algo[][] chosen = new Tuner.Algo[Tuner.Op.values().length][65];
+
+    private void noteChoice(CollectiveCall c, Tuner.Op op, long bytes, Tuner.Algo algo) {
+        int cls = 64 - Long.numberOfLeadingZeros(Math.max(0, bytes));
+        Tuner.Algo before = chosen[op.ordinal()][cls];
+        if (before == algo) return;
+        chosen[op.ordinal()][cls] = algo; // several threads may race here: at worst one event twice
+        TunerChoiceEvent e = new TunerChoiceEvent();
+        if (!e.isEnabled()) return;
+        e.op = Tuner.name(op);
+        e.communicator = c.commId();
+        e.rank = rank;
+        e.bytes = bytes;
+        e.algorithm = Tuner.name(algo);
+        e.previous = before == null ? "" : Tuner.name(before);
+        e.commit();
     }
 
     void run(CollectiveCall c, CollectiveLinks l) {

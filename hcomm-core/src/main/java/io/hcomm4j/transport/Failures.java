@@ -253,6 +253,7 @@ final class Failures {
     private void tellAbove(int p, String why, int kind) {
         // a broken connection or a protocol error was logged by the link already
         if (kind == Frame.FAIL_SILENT || kind == Frame.FAIL_REPORTED) PeerTransport.LOG.warn("rank {}: rank {} failed: {}", rank, p, why);
+        PeerFailureEvent.commit(rank, p, why);
         try {
             events.peerFailed(p, why);
         } catch (RuntimeException e) {

@@ -300,6 +300,7 @@ final class PeerLink {
         progress.wakeup();
         progress.selector.wakeup();
         notifyAll();
+        ConnectionEvent.commit(rank, peer, channel.kind(), false, 1, 1, 0);
         // a connection that completes while the session closes was missed by close's BYE round: its end is orderly too
         if (host.closing()) sendFrame(Frame.BYE, 0, 0, 0, 0, 0, null, null);
     }

@@ -132,7 +132,10 @@ final class Reconnector {
                 return;
             }
             if (outcome == Attempt.INSTALLED) {
-                long ms = (System.nanoTime() - incident) / 1_000_000;
+                long took = System.nanoTime() - incident;
+                long ms = took / 1_000_000;
+                Conduit now = l.ch;
+                ConnectionEvent.commit(rank, l.peer, now == null ? "none" : now.kind(), true, attempt, l.epoch, took);
                 PeerTransport.LOG.info("rank {}: re-established the connection to rank {} after {} ms ({} attempt{}, connection {}); "
                         + "{} frames ({} bytes) sent again", rank, l.peer, ms, attempt, attempt == 1 ? "" : "s", l.epoch,
                         l.lastResent, l.lastResentBytes);

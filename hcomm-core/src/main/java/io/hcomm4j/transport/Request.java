@@ -80,7 +80,12 @@ public abstract sealed class Request<T> extends CommFuture<T> implements Progres
      * this call and the op's end comes second ends it, exactly once (both sides write, then read the other's volatile).
      */
     public final void recordIn(io.hcomm4j.monitor.OpTrace t, long ticket) {
-        if (ticket < 0) return;
+        if (P2pEvent.wanted()) {
+            P2pEvent e = new P2pEvent();
+            e.begin();
+            event = e;
+        }
+        if (ticket < 0 && event == null) return;
         this.ticket = ticket;
         TRACE.setVolatile(this, t);
         if (finished) traceEnded();
@@ -90,9 +95,29 @@ public abstract sealed class Request<T> extends CommFuture<T> implements Progres
         io.hcomm4j.monitor.OpTrace t = (io.hcomm4j.monitor.OpTrace) TRACE.getAndSet(this, (io.hcomm4j.monitor.OpTrace) null);
         if (t == null) return;
         int peer = tracePeer();
+        String path = peer < 0 ? null : transport.transportTo(peer);
         if (this instanceof RecvRequest r && failure == null) t.peer(ticket, r.sourceMap == null ? r.matchedSrc : r.sourceMap[r.matchedSrc], r.matchedSize);
-        t.ended(ticket, null, peer < 0 ? null : transport.transportTo(peer), failure);
+        t.ended(ticket, null, path, failure);
+        P2pEvent e = event;
+        if (e != null) {
+            event = null;
+            e.end();
+            if (e.shouldCommit()) {
+                e.op = this instanceof SendRequest ? "send" : "recv";
+                e.communicator = commId;
+                e.rank = transport.rank;
+                e.peer = peer;
+                e.tag = tag;
+                e.bytes = this instanceof RecvRequest r && failure == null ? r.matchedSize : buf.byteSize();
+                e.transport = path;
+                e.outcome = failure == null ? "ok" : failure.getClass().getSimpleName();
+                e.commit();
+            }
+        }
     }
+
+    /** The JFR event of a recorded op while a recording wants them, else null. */
+    private P2pEvent event;
 
     /** The world rank whose link the op used, for the flight record's path: -1 if unknown. */
     int tracePeer() {
