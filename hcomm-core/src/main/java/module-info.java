@@ -7,7 +7,7 @@ module io.hcomm4j.core {
     requires org.slf4j;
     // CollectiveEvent: a JFR event per collective (jdk.jfr is in every full JDK image)
     requires jdk.jfr;
-    // WarmUp: stops once the JIT has gone quiet (CompilationMXBean)
+    // WarmUp: stops once the JIT has gone quiet (CompilationMXBean); CommunicatorBean: a JMX bean per communicator
     requires java.management;
     // the vector kernels; absent at run time unless --add-modules names it, and ReduceKernel then falls back to scalar
     requires static jdk.incubator.vector;

@@ -34,6 +34,27 @@ public record OpStats(String op, long calls, long failures, long bytes, long tot
         return calls == 0 ? 0 : totalNanos / 1e3 / calls;
     }
 
+    /**
+     * The time under which a fraction {@code q} of the timed ops ran, in microseconds, from the histogram: the upper
+     * bound of the bucket where that fraction is reached (so within a factor of two above the truth), never above the
+     * slowest op; 0 if none was timed.
+     *
+     * @throws IllegalArgumentException if q is not in (0, 1]
+     */
+    public double percentileMicros(double q) {
+        if (!(q > 0 && q <= 1)) throw new IllegalArgumentException("q must be in (0, 1], was " + q);
+        long timed = 0;
+        for (long c : latencyHistogram) timed += c;
+        if (timed == 0) return 0;
+        long want = (long) Math.ceil(q * timed);
+        long seen = 0;
+        for (int i = 0; i < latencyHistogram.length; i++) {
+            seen += latencyHistogram[i];
+            if (seen >= want) return Math.min(1L << (i + 1), maxNanos / 1e3);
+        }
+        return maxNanos / 1e3;
+    }
+
     @Override
     public boolean equals(Object o) {
         return o instanceof OpStats s && op.equals(s.op) && calls == s.calls && failures == s.failures && bytes == s.bytes

@@ -80,6 +80,15 @@ final class CommunicatorImpl implements Communicator {
         this.monitoredBarrier = new MonitoredBarrier(transport, commId, rank, size, group);
         this.reductions = new ReductionCollectives(frame, check, rank, size);
         check.refuseThrough(frame);
+        this.bean = CommunicatorBean.register(this, world(rank));
+    }
+
+    /** Its JMX bean, or null (JMX refused it). */
+    private final CommunicatorBean bean;
+
+    /** Its JMX bean's name, or null. */
+    javax.management.ObjectName beanName() {
+        return bean == null ? null : bean.name();
     }
 
     /** The transport algorithms (and their feedback) of this communicator. */
@@ -525,6 +534,7 @@ final class CommunicatorImpl implements Communicator {
         closed = true;
         frame.shutdown();
         if (zc != null) zc.close();
+        if (bean != null) bean.unregister();
     }
 
     @Override

@@ -193,7 +193,7 @@ public record TraceAnalysis(List<Finding> findings, String summary) {
     }
 
     /** "allReduce (count 1024 FLOAT32 SUM, 4.0 KiB)", "send to rank 1 (tag 7, 64 B)". */
-    static String describe(TraceEntry t) {
+    public static String describe(TraceEntry t) {
         StringBuilder sb = new StringBuilder(t.op());
         switch (t.kind()) {
             case COLLECTIVE -> {
