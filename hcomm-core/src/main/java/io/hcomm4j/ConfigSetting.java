@@ -76,6 +76,18 @@ enum ConfigSetting {
     STUCK_REPORT { void apply(CommConfig.Builder b, String v) { b.stuckReport(duration(v)); } },
     TRACE_BUFFER { void apply(CommConfig.Builder b, String v) { b.monitor(b.monitor().withTraceBuffer(parseInt(v))); } },
     TRACE_DIR { void apply(CommConfig.Builder b, String v) { b.monitor(b.monitor().withTraceDir(java.nio.file.Path.of(v))); } },
+    DEBUG {
+        void apply(CommConfig.Builder b, String v) {
+            MonitorConfig.Debug level;
+            try {
+                level = MonitorConfig.Debug.valueOf(v.trim().toUpperCase(Locale.ROOT));
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("not one of WARN, VERSION, INFO");
+            }
+            b.monitor(b.monitor().withDebug(level));
+        }
+    },
+    DEBUG_FILE { void apply(CommConfig.Builder b, String v) { b.monitor(b.monitor().withDebugFile(v)); } },
     WARMUP { void apply(CommConfig.Builder b, String v) { b.warmUp(duration(v)); } },
     ZERO_COPY { void apply(CommConfig.Builder b, String v) { b.zeroCopy(parseBool(v)); } },
     RETRY_MAX { void apply(CommConfig.Builder b, String v) { b.retryMax(parseInt(v)); } },

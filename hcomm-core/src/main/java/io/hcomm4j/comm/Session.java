@@ -199,6 +199,7 @@ public final class Session implements SessionProvider.SessionHandle {
     /** Starts routing failures and abort notices to {@code c}; applies those already known. */
     void registerCommunicator(CommunicatorImpl c) {
         comms.put(c.id(), c);
+        if (world != null) DebugReport.communicator(this, c);
         for (int w : transport.failedRanks()) c.onMemberFailed(w, String.valueOf(transport.failureReason(w)));
         String d = declaredFailed;
         if (d != null) c.onDeclaredFailed(d);

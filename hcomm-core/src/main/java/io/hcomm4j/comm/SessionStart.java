@@ -57,6 +57,7 @@ final class SessionStart {
             s.close();
             throw e;
         }
+        DebugReport.atInit(s);
         return s;
     }
 
@@ -255,6 +256,7 @@ final class SessionStart {
             Session s = new Session(config, as, ns, t, pool, events, book, sameHost, hostIds, host, plan.id(), plan.members(),
                     zeroCopyRanks, SessionTuning.load(config, slot));
             LOG.debug("rank {}/{}: joined in {} ms as incarnation {}", slot, size, (System.nanoTime() - start) / 1_000_000, plan.incarnations()[me]);
+            DebugReport.atInit(s);
             return s;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
