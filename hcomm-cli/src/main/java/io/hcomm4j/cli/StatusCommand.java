@@ -47,6 +47,9 @@ import picocli.CommandLine.Spec;
             "  hcomm status --job 12345                       # one of several (the launcher's pid)",
             "  HCOMM_SECRET=... hcomm status --init-method tcp://10.0.0.1:29500",
             "  MASTER_ADDR=10.0.0.1 MASTER_PORT=29500 HCOMM_SECRET=... hcomm status",
+            "  hcomm status --watch                           # a fresh table every 2 s",
+            "  hcomm status --json",
+            "  hcomm status --dump /shared/dumps && hcomm trace /shared/dumps",
         })
 final class StatusCommand implements Callable<Integer> {
     @ParentCommand
@@ -74,8 +77,24 @@ final class StatusCommand implements Callable<Integer> {
     Long generation;
 
     @Option(names = "--timeout", paramLabel = "D", defaultValue = "10s", converter = HcommCli.DurationConverter.class,
-            description = "How long to try reaching the store (default: ${DEFAULT-VALUE}).")
+            description = "How long to try reaching the store, and with --dump DIR to wait for the records (default: ${DEFAULT-VALUE}).")
     Duration timeout;
+
+    @Option(names = "--json", description = "Print the status as JSON (every rank's state and the findings) instead of the table.")
+    boolean json;
+
+    @Option(names = "--watch", paramLabel = "D", arity = "0..1", fallbackValue = "2s", converter = HcommCli.DurationConverter.class,
+            description = "Ask every rank to publish its state, print the table, and again every D (default when given: 2s)"
+                    + " until interrupted, or --count times.")
+    Duration watch;
+
+    @Option(names = "--count", paramLabel = "N", description = "With --watch: stop after N tables.")
+    Integer count;
+
+    @Option(names = "--dump", paramLabel = "DIR", arity = "0..1", fallbackValue = "",
+            description = "Ask every rank to write its flight record (into DIR, else into its own HCOMM_TRACE_DIR), wait for"
+                    + " them when DIR is given, and say how to read them (hcomm trace).")
+    String dump;
 
     @Override
     public Integer call() {
@@ -94,16 +113,85 @@ final class StatusCommand implements Callable<Integer> {
                 throw new ParameterException(spec.commandLine(), e.getMessage());
             }
         }
+        if (count != null && (watch == null || count < 1)) {
+            throw new ParameterException(spec.commandLine(), watch == null ? "--count goes with --watch" : "--count must be >= 1, was " + count);
+        }
+        if (watch != null && (watch.isNegative() || watch.isZero())) {
+            throw new ParameterException(spec.commandLine(), "--watch must be a positive duration, was " + watch);
+        }
+        if (watch != null && dump != null) throw new ParameterException(spec.commandLine(), "--watch and --dump: give one of them");
         try (Store store = local ? openLocalJob() : open(method, key)) {
             if (store == null) return 2; // several jobs, listed: the user picks one
-            JobStatus status = JobStatus.read(store, generation == null ? OptionalLong.empty() : OptionalLong.of(generation));
-            parent.out.print(status.render(System.currentTimeMillis()));
-            parent.out.flush();
+            OptionalLong gen = generation == null ? OptionalLong.empty() : OptionalLong.of(generation);
+            if (dump != null) return dump(store, JobStatus.read(store, gen));
+            if (watch == null) {
+                print(JobStatus.read(store, gen));
+                return 0;
+            }
+            for (int shown = 0; count == null || shown < count; shown++) {
+                JobStatus.requestRefresh(store, JobStatus.read(store, gen).namespace());
+                sleep(watch);
+                JobStatus status = JobStatus.read(store, gen);
+                if (!json) {
+                    parent.out.printf("--- %s%n", java.time.LocalTime.now().truncatedTo(java.time.temporal.ChronoUnit.SECONDS));
+                }
+                print(status);
+            }
             return 0;
         } catch (HcommException e) {
             parent.err.println("hcomm status: " + e.getMessage());
             return 1;
         }
+    }
+
+    private void print(JobStatus status) {
+        parent.out.print(json ? status.toJson() : status.render(System.currentTimeMillis()));
+        parent.out.flush();
+    }
+
+    private static void sleep(Duration d) {
+        try {
+            Thread.sleep(d);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new HcommException("interrupted");
+        }
+    }
+
+    /** --dump: the request; with a folder, the wait for every rank's record. */
+    private int dump(Store store, JobStatus status) {
+        String folder = dump.isBlank() ? "" : java.nio.file.Path.of(dump).toAbsolutePath().toString();
+        long asked = System.currentTimeMillis();
+        io.hcomm4j.monitor.TraceDump.Request r = io.hcomm4j.monitor.TraceDump.Request.make(store, status.namespace(), folder,
+                "hcomm status --dump");
+        int n = status.worldSize();
+        parent.err.println("hcomm status: asked the " + n + " ranks of session " + status.namespace() + " to write their flight records"
+                + (folder.isEmpty() ? " to their HCOMM_TRACE_DIR" : " to " + folder) + " (request " + r.generation() + ")");
+        if (folder.isEmpty()) {
+            parent.out.println("each rank writes hcomm-trace-rank<R>.json within about 2 s into its HCOMM_TRACE_DIR; read them with hcomm trace DIR");
+            parent.out.flush();
+            return 0;
+        }
+        long deadline = System.nanoTime() + timeout.toNanos();
+        int got;
+        while ((got = written(java.nio.file.Path.of(folder), n, asked)) < n && System.nanoTime() < deadline) sleep(Duration.ofMillis(200));
+        parent.out.println(got + " of " + n + " ranks wrote their flight records to " + folder + "; read them with hcomm trace " + folder);
+        parent.out.flush();
+        return got == n ? 0 : 1;
+    }
+
+    /** How many of the n ranks' records in {@code dir} were written since {@code sinceMillis}. */
+    private static int written(java.nio.file.Path dir, int n, long sinceMillis) {
+        int got = 0;
+        for (int rank = 0; rank < n; rank++) {
+            java.nio.file.Path f = dir.resolve(io.hcomm4j.monitor.TraceDump.fileName(rank));
+            try {
+                if (java.nio.file.Files.getLastModifiedTime(f).toMillis() >= sinceMillis - 1000) got++;
+            } catch (java.io.IOException absent) {
+                // not yet
+            }
+        }
+        return got;
     }
 
     /**

@@ -171,6 +171,11 @@ public final class Session implements SessionProvider.SessionHandle {
         }
     }
 
+    /** Publishes this rank's state at the next watchdog tick (someone watches: {@code hcomm status --watch}). */
+    void requestStatusPublish() {
+        monitor.requestPublish();
+    }
+
     /** When this rank writes its flight record. */
     TraceDumps traces() {
         return traces;

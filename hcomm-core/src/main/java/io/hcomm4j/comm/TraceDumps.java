@@ -36,6 +36,8 @@ final class TraceDumps {
     private long nextPoll;
     /** The generation of the last request this rank answered (or made). */
     private volatile long answered;
+    /** The last status refresh request this rank answered ({@code hcomm status --watch}). */
+    private long refreshed;
     private volatile long lastOwnDumpNanos = Long.MIN_VALUE / 2;
     private final long pid = ProcessHandle.current().pid();
     private volatile String host;
@@ -108,13 +110,25 @@ final class TraceDumps {
         });
     }
 
-    /** The watchdog's tick: every {@value #POLL_MILLIS} ms, look for a new dump request. */
+    /**
+     * The watchdog's tick: every {@value #POLL_MILLIS} ms, look for a new dump request, and for a request to publish this
+     * rank's state ({@code hcomm status --watch}), which the {@link OpMonitor} then does.
+     */
     void tick(long now) {
-        if (!enabled || now - nextPoll < 0) return;
+        if (now - nextPoll < 0) return;
         nextPoll = now + POLL_MILLIS * 1_000_000L;
         if (!polling.compareAndSet(false, true)) return;
         Thread.ofVirtual().name("hcomm-trace-poll-" + rank).start(() -> {
             try {
+                byte[] refresh = store.tryGet(io.hcomm4j.monitor.JobStatus.refreshKey(namespace));
+                if (refresh != null) {
+                    long n = Long.parseLong(new String(refresh, java.nio.charset.StandardCharsets.UTF_8).trim());
+                    if (n > refreshed) {
+                        refreshed = n;
+                        session.requestStatusPublish();
+                    }
+                }
+                if (!enabled) return;
                 TraceDump.Request r = TraceDump.Request.read(store, namespace);
                 if (r == null || r.generation() <= answered) return;
                 answered = r.generation();

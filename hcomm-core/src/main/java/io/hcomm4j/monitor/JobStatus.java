@@ -198,4 +198,67 @@ public record JobStatus(String namespace, int worldSize, List<RankStatus> ranks)
     private static String ranksText(java.util.Collection<Integer> rs) {
         return (rs.size() == 1 ? "rank " : "ranks ") + Arrays.toString(rs.toArray()).replaceAll("[\\[\\]]", "");
     }
+
+    /** The store key where {@code hcomm status --watch} asks every rank of a session to publish its state now. */
+    public static String refreshKey(String namespace) {
+        return namespace + "status/refresh";
+    }
+
+    /**
+     * Asks every rank of the session to publish its state (each looks every 2 s, from its watchdog; a rank publishes
+     * only while HCOMM_STUCK_REPORT is on); returns the request's number.
+     */
+    public static long requestRefresh(Store store, String namespace) {
+        return store.add(refreshKey(namespace), 1);
+    }
+
+    /** The status as JSON: the session, every rank's state (null where none was published) and the findings. */
+    public String toJson() {
+        Map<String, Object> root = new java.util.LinkedHashMap<>();
+        root.put("session", namespace);
+        root.put("world_size", worldSize);
+        List<Object> rs = new ArrayList<>();
+        for (RankStatus st : ranks) {
+            if (st == null) {
+                rs.add(null);
+                continue;
+            }
+            Map<String, Object> m = new java.util.LinkedHashMap<>();
+            m.put("rank", st.rank());
+            m.put("pid", st.pid());
+            m.put("host", st.host());
+            m.put("published_ms", st.timeMillis());
+            m.put("health", st.health());
+            m.put("failed_ranks", st.failedRanks());
+            m.put("reason", st.reason());
+            List<Object> cs = new ArrayList<>();
+            for (RankStatus.Comm c : st.comms()) {
+                Map<String, Object> cm = new java.util.LinkedHashMap<>();
+                cm.put("id", Long.toHexString(c.id()));
+                cm.put("size", c.size());
+                cm.put("rank", c.rank());
+                cm.put("collectives", c.collectives());
+                cs.add(cm);
+            }
+            m.put("communicators", cs);
+            List<Object> os = new ArrayList<>();
+            for (RankStatus.Op o : st.ops()) {
+                Map<String, Object> om = new java.util.LinkedHashMap<>();
+                om.put("communicator", Long.toHexString(o.commId()));
+                om.put("op", o.kind());
+                om.put("collective", o.collective());
+                om.put(o.collective() ? "seq" : "tag", o.seq());
+                om.put("bytes", o.bytes());
+                om.put("waited_ms", o.waitedMillis());
+                om.put("waiting_for", o.waitingFor());
+                om.put("stuck", o.stuck());
+                os.add(om);
+            }
+            m.put("ops", os);
+            rs.add(m);
+        }
+        root.put("ranks", rs);
+        root.put("findings", findings());
+        return Json.write(root);
+    }
 }
