@@ -125,6 +125,41 @@ class FlightRecorderTest {
         assertThat(a.summary()).contains("agree");
     }
 
+    /** One-sided ops go into the same record: direct in shared memory on one host, or as frames over TCP. */
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.EnumSource(value = CommConfig.Transport.class, names = {"AUTO", "TCP"})
+    void oneSidedOpsAreRecordedWithTheirTargetAndPath(CommConfig.Transport transport) throws Exception {
+        Ranks.runThreads(2, Duration.ofMinutes(2), b -> b.transport(transport), h -> {
+            Communicator c = h.world();
+            int me = c.rank();
+            try (Arena arena = Arena.ofShared(); Window w = c.allocateWindow(4096)) {
+                if (me == 0) {
+                    w.lock(1, LockType.SHARED);
+                    MemorySegment block = arena.allocate(1024);
+                    w.put(block, 1, 0);
+                    w.get(block, 1, 1024);
+                    w.accumulate(arena.allocate(64), 1, 2048, DataType.INT64, ReduceOp.SUM);
+                    assertThat(w.fetchAndOp(5, 1, 0, DataType.INT64, ReduceOp.SUM)).isZero();
+                    w.unlock(1);
+                }
+                c.barrier();
+                c.dumpTrace(file(dir, me));
+            }
+        });
+        List<TraceEntry> rma = read(dir, 2).get(0).comms().get(0).entries().stream().filter(e -> e.kind() == OpTrace.Kind.ONE_SIDED).toList();
+        assertThat(rma).extracting(TraceEntry::op).containsExactly("put", "get", "accumulate", "fetchAndOp");
+        assertThat(rma).extracting(TraceEntry::bytes).containsExactly(1024L, 1024L, 64L, 8L);
+        assertThat(rma).allSatisfy(e -> {
+            assertThat(e.peer()).isEqualTo(1);
+            assertThat(e.state()).isEqualTo(OpTrace.State.COMPLETED);
+            assertThat(e.path()).isEqualTo(transport == CommConfig.Transport.TCP ? "tcp" : "shm_direct");
+        });
+        assertThat(rma.get(2).type()).isEqualTo("INT64");
+        assertThat(rma.get(2).reduction()).isEqualTo("SUM");
+        assertThat(rma.get(2).count()).isEqualTo(8);
+        assertThat(read(dir, 2).get(1).comms().get(0).entries()).noneMatch(e -> e.kind() == OpTrace.Kind.ONE_SIDED);
+    }
+
     @Test
     void aMismatchedCollectiveIsNamedWithTheRankThatDiffers() throws Exception {
         int n = 3;

@@ -62,6 +62,11 @@ final class WindowMembers implements WindowGroup {
     }
 
     @Override
+    public io.hcomm4j.monitor.OpTrace trace() {
+        return comm.trace();
+    }
+
+    @Override
     public void barrier() {
         comm.barrier();
     }

@@ -23,6 +23,50 @@ class RmaFuture<T> extends CommFuture<T> implements SharedWait {
         this.target = target;
     }
 
+    /** The flight record this op ends in (null: none, or ended there already) and its ticket. */
+    private volatile io.hcomm4j.monitor.OpTrace trace;
+    private long ticket;
+
+    /** Ends the op's flight record when the future completes, or now if it has (once, whichever comes second). */
+    void recordIn(io.hcomm4j.monitor.OpTrace t, long ticket) {
+        if (ticket < 0) return;
+        this.ticket = ticket;
+        trace = t;
+        if (isDone()) traceEnded();
+    }
+
+    private void traceEnded() {
+        io.hcomm4j.monitor.OpTrace t;
+        synchronized (this) {
+            t = trace;
+            trace = null;
+        }
+        if (t == null) return;
+        Throwable failure = null;
+        if (isCompletedExceptionally()) {
+            try {
+                join();
+            } catch (java.util.concurrent.CompletionException | java.util.concurrent.CancellationException e) {
+                failure = e.getCause() != null ? e.getCause() : e;
+            }
+        }
+        t.ended(ticket, null, target < 0 ? null : transport.transportTo(target), failure);
+    }
+
+    @Override
+    public boolean complete(T value) {
+        boolean done = super.complete(value);
+        if (trace != null) traceEnded();
+        return done;
+    }
+
+    @Override
+    public boolean completeExceptionally(Throwable ex) {
+        boolean done = super.completeExceptionally(ex);
+        if (trace != null) traceEnded();
+        return done;
+    }
+
     @Override
     protected boolean awaitUntil(long deadlineNanos) {
         return isDone() || transport.awaitPolling(this, deadlineNanos);

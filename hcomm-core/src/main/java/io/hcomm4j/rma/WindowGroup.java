@@ -39,6 +39,9 @@ public interface WindowGroup {
     /** Where the session's shared-memory files are, or null if shared memory is off. */
     Path shmDir();
 
+    /** The communicator's flight record (one-sided ops are recorded there too). */
+    io.hcomm4j.monitor.OpTrace trace();
+
     /** HCOMM_TIMEOUT in nanoseconds. */
     long timeoutNanos();
 

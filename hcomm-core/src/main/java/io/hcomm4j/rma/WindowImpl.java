@@ -8,6 +8,7 @@ import io.hcomm4j.LockType;
 import io.hcomm4j.ReduceOp;
 import io.hcomm4j.Window;
 import io.hcomm4j.memory.Buffer;
+import io.hcomm4j.monitor.OpTrace;
 import io.hcomm4j.memory.MemoryPool;
 import io.hcomm4j.transport.PeerTransport;
 import io.hcomm4j.transport.SharedWait;
@@ -33,6 +34,8 @@ final class WindowImpl implements Window {
     final MemorySegment localView;
     final MemorySegment ctrl;
     private final WindowGroup group;
+    /** The communicator's flight record. */
+    private final OpTrace trace;
     private final PeerTransport transport;
     private final int rank;
     private final int size;
@@ -57,6 +60,7 @@ final class WindowImpl implements Window {
                        MemorySegment[] data, MemorySegment[] ctrls) {
         this.service = service;
         this.group = group;
+        this.trace = group.trace();
         this.id = id;
         this.memory = memory;
         this.local = memory.data();
@@ -168,43 +172,56 @@ final class WindowImpl implements Window {
     public CommFuture<Void> putAsync(MemorySegment origin, int target, long targetOffset) {
         check.data("put", origin, target, targetOffset);
         MemorySegment t = data[target];
-        if (t == null) return remote.put(target, origin, targetOffset, -1);
+        long ticket = record("put", target, origin.byteSize(), null, null);
+        if (t == null) return traced(ticket, remote.put(target, origin, targetOffset, -1));
         MemorySegment.copy(origin, 0, t, targetOffset, origin.byteSize());
-        return RmaFuture.completedVoid();
+        return direct(ticket, RmaFuture.completedVoid());
     }
 
     @Override
     public void put(MemorySegment origin, int target, long targetOffset) {
         check.data("put", origin, target, targetOffset);
         MemorySegment t = data[target];
-        if (t == null) remote.put(target, origin, targetOffset, -1).await();
-        else MemorySegment.copy(origin, 0, t, targetOffset, origin.byteSize());
+        long ticket = record("put", target, origin.byteSize(), null, null);
+        if (t == null) {
+            traced(ticket, remote.put(target, origin, targetOffset, -1)).await();
+        } else {
+            MemorySegment.copy(origin, 0, t, targetOffset, origin.byteSize());
+            direct(ticket, null);
+        }
     }
 
     @Override
     public CommFuture<Void> getAsync(MemorySegment result, int target, long targetOffset) {
         check.result("get", result, target, targetOffset);
         MemorySegment t = data[target];
-        if (t == null) return remote.get(target, result, targetOffset);
+        long ticket = record("get", target, result.byteSize(), null, null);
+        if (t == null) return traced(ticket, remote.get(target, result, targetOffset));
         MemorySegment.copy(t, targetOffset, result, 0, result.byteSize());
-        return RmaFuture.completedVoid();
+        return direct(ticket, RmaFuture.completedVoid());
     }
 
     @Override
     public void get(MemorySegment result, int target, long targetOffset) {
         check.result("get", result, target, targetOffset);
         MemorySegment t = data[target];
-        if (t == null) remote.get(target, result, targetOffset).await();
-        else MemorySegment.copy(t, targetOffset, result, 0, result.byteSize());
+        long ticket = record("get", target, result.byteSize(), null, null);
+        if (t == null) {
+            traced(ticket, remote.get(target, result, targetOffset)).await();
+        } else {
+            MemorySegment.copy(t, targetOffset, result, 0, result.byteSize());
+            direct(ticket, null);
+        }
     }
 
     @Override
     public CommFuture<Void> accumulateAsync(MemorySegment origin, int target, long targetOffset, DataType type, ReduceOp op) {
         check.accumulate("accumulate", origin, target, targetOffset, type, op);
         MemorySegment t = data[target];
-        if (t == null) return remote.accumulate(target, origin, targetOffset, type, op);
+        long ticket = record("accumulate", target, origin.byteSize(), type, op);
+        if (t == null) return traced(ticket, remote.accumulate(target, origin, targetOffset, type, op));
         ElementAtomics.accumulate(t, targetOffset, origin, 0, origin.byteSize() / type.byteSize(), type, op, null, 0);
-        return RmaFuture.completedVoid();
+        return direct(ticket, RmaFuture.completedVoid());
     }
 
     @Override
@@ -213,42 +230,73 @@ final class WindowImpl implements Window {
         check.accumulate("getAccumulate", origin, target, targetOffset, type, op);
         check.resultLike("getAccumulate", result, origin.byteSize());
         MemorySegment t = data[target];
-        if (t == null) return remote.getAccumulate(target, origin, result, targetOffset, type, op);
+        long ticket = record("getAccumulate", target, origin.byteSize(), type, op);
+        if (t == null) return traced(ticket, remote.getAccumulate(target, origin, result, targetOffset, type, op));
         ElementAtomics.accumulate(t, targetOffset, origin, 0, origin.byteSize() / type.byteSize(), type, op, result, 0);
-        return RmaFuture.completedVoid();
+        return direct(ticket, RmaFuture.completedVoid());
     }
 
     @Override
     public CommFuture<Long> fetchAndOpAsync(long operand, int target, long targetOffset, DataType type, ReduceOp op) {
         check.atomic("fetchAndOp", target, targetOffset, type, op);
         MemorySegment t = data[target];
-        if (t == null) return remote.fetchAndOp(target, operand, targetOffset, type, op);
-        return RmaFuture.completed(signed(type, ElementAtomics.apply(t, targetOffset, type, op, operand)));
+        long ticket = record("fetchAndOp", target, type.byteSize(), type, op);
+        if (t == null) return traced(ticket, remote.fetchAndOp(target, operand, targetOffset, type, op));
+        return direct(ticket, RmaFuture.completed(signed(type, ElementAtomics.apply(t, targetOffset, type, op, operand))));
     }
 
     @Override
     public long fetchAndOp(long operand, int target, long targetOffset, DataType type, ReduceOp op) {
         check.atomic("fetchAndOp", target, targetOffset, type, op);
         MemorySegment t = data[target];
-        if (t == null) return remote.fetchAndOp(target, operand, targetOffset, type, op).await();
-        return signed(type, ElementAtomics.apply(t, targetOffset, type, op, operand));
+        long ticket = record("fetchAndOp", target, type.byteSize(), type, op);
+        if (t == null) return traced(ticket, remote.fetchAndOp(target, operand, targetOffset, type, op)).await();
+        long old = signed(type, ElementAtomics.apply(t, targetOffset, type, op, operand));
+        direct(ticket, null);
+        return old;
     }
 
     @Override
     public CommFuture<Long> compareAndSwapAsync(long expected, long desired, int target, long targetOffset, DataType type) {
         check.atomic("compareAndSwap", target, targetOffset, type, ReduceOp.REPLACE);
         MemorySegment t = data[target];
-        if (t == null) return remote.compareAndSwap(target, expected, desired, targetOffset, type);
-        return RmaFuture.completed(signed(type, ElementAtomics.compareAndSwap(t, targetOffset, type, expected, desired)));
+        long ticket = record("compareAndSwap", target, type.byteSize(), type, null);
+        if (t == null) return traced(ticket, remote.compareAndSwap(target, expected, desired, targetOffset, type));
+        return direct(ticket, RmaFuture.completed(signed(type, ElementAtomics.compareAndSwap(t, targetOffset, type, expected, desired))));
     }
 
     @Override
     public long compareAndSwap(long expected, long desired, int target, long targetOffset, DataType type) {
         check.atomic("compareAndSwap", target, targetOffset, type, ReduceOp.REPLACE);
         MemorySegment t = data[target];
-        if (t == null) return remote.compareAndSwap(target, expected, desired, targetOffset, type).await();
-        return signed(type, ElementAtomics.compareAndSwap(t, targetOffset, type, expected, desired));
+        long ticket = record("compareAndSwap", target, type.byteSize(), type, null);
+        if (t == null) return traced(ticket, remote.compareAndSwap(target, expected, desired, targetOffset, type)).await();
+        long old = signed(type, ElementAtomics.compareAndSwap(t, targetOffset, type, expected, desired));
+        direct(ticket, null);
+        return old;
     }
+
+    /** Opens a one-sided op's record in the communicator's flight record. */
+    private long record(String op, int target, long bytes, DataType type, ReduceOp redop) {
+        return trace.open(OpTrace.Kind.ONE_SIDED, op, -1, target, -1, type == null ? null : type.name(), redop == null ? null : redop.name(),
+                type == null ? -1 : bytes / type.byteSize(), bytes, 0, 0, OpTrace.State.STARTED);
+    }
+
+    /** A remote op's future: its record ends when it completes. */
+    private <F extends CommFuture<?>> F traced(long ticket, F f) {
+        if (f instanceof io.hcomm4j.transport.Request<?> r) r.recordIn(trace, ticket);
+        else if (f instanceof RmaFuture<?> r) r.recordIn(trace, ticket);
+        else trace.ended(ticket, null, null, null);
+        return f;
+    }
+
+    /** A direct op (shared memory, done by this thread): its record ends now. */
+    private <F> F direct(long ticket, F result) {
+        trace.ended(ticket, null, DIRECT, null);
+        return result;
+    }
+
+    private static final String DIRECT = "shm_direct";
 
     private static long signed(DataType type, long bits) {
         return type == DataType.INT32 ? (long) (int) bits : bits;
@@ -259,10 +307,11 @@ final class WindowImpl implements Window {
         check.data("putSignal", origin, target, targetOffset);
         check.signal("putSignal", signalIndex);
         MemorySegment t = data[target];
-        if (t == null) return remote.put(target, origin, targetOffset, signalIndex);
+        long ticket = record("putSignal", target, origin.byteSize(), null, null);
+        if (t == null) return traced(ticket, remote.put(target, origin, targetOffset, signalIndex));
         MemorySegment.copy(origin, 0, t, targetOffset, origin.byteSize());
         if (ControlBlock.signal(ctrls[target], rank, signalIndex) && target != rank) transport.wake(world[target]);
-        return RmaFuture.completedVoid();
+        return direct(ticket, RmaFuture.completedVoid());
     }
 
     @Override

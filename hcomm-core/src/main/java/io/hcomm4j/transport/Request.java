@@ -80,7 +80,7 @@ public abstract sealed class Request<T> extends CommFuture<T> implements Progres
      * this call and the op's end comes second ends it, exactly once (both sides write, then read the other's volatile).
      */
     public final void recordIn(io.hcomm4j.monitor.OpTrace t, long ticket) {
-        if (P2pEvent.wanted()) {
+        if (!rmaFrame() && P2pEvent.wanted()) {
             P2pEvent e = new P2pEvent();
             e.begin();
             event = e;
@@ -118,6 +118,11 @@ public abstract sealed class Request<T> extends CommFuture<T> implements Progres
 
     /** The JFR event of a recorded op while a recording wants them, else null. */
     private P2pEvent event;
+
+    /** A one-sided op's frame (its record is the window op's; no point-to-point event). */
+    boolean rmaFrame() {
+        return false;
+    }
 
     /** The world rank whose link the op used, for the flight record's path: -1 if unknown. */
     int tracePeer() {

@@ -47,6 +47,11 @@ public final class SendRequest extends Request<Void> {
     }
 
     @Override
+    boolean rmaFrame() {
+        return rma;
+    }
+
+    @Override
     int tracePeer() {
         return dst;
     }
