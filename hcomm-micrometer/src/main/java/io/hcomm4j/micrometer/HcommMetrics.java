@@ -153,10 +153,10 @@ public final class HcommMetrics implements MeterBinder {
                     .description("Time of the op's calls, from start to return on this rank").register(registry));
             meters.add(Gauge.builder("hcomm.op.max", source, read(op, s -> s.maxNanos() / 1e9)).tags(t).baseUnit("seconds")
                     .description("The slowest call of the op since the communicator was created").register(registry));
-            meters.add(Gauge.builder("hcomm.op.p50", source, read(op, s -> s.percentileMicros(0.5) / 1e6)).tags(t)
+            meters.add(Gauge.builder("hcomm.op.p50", source, read(op, s -> percentileSeconds(s, 0.5))).tags(t)
                     .baseUnit("seconds").description("Median time of the op (power-of-two histogram bucket bound)")
                     .register(registry));
-            meters.add(Gauge.builder("hcomm.op.p99", source, read(op, s -> s.percentileMicros(0.99) / 1e6)).tags(t)
+            meters.add(Gauge.builder("hcomm.op.p99", source, read(op, s -> percentileSeconds(s, 0.99))).tags(t)
                     .baseUnit("seconds").description("99th percentile time of the op (power-of-two histogram bucket bound)")
                     .register(registry));
         }
@@ -169,6 +169,15 @@ public final class HcommMetrics implements MeterBinder {
             meters = bound.remove(registry);
         }
         if (meters != null) meters.forEach(registry::remove);
+    }
+
+    /**
+     * {@link OpStats#percentileMicros(double)} in seconds, capped at the max in seconds as {@code hcomm.op.max} reports
+     * it: the percentile is capped at the max in microseconds, and converting both again could put it one rounding
+     * step above (0.16319429000000002 s over 0.16319429 s, seen).
+     */
+    private static double percentileSeconds(OpStats s, double q) {
+        return Math.min(s.percentileMicros(q) / 1e6, s.maxNanos() / 1e9);
     }
 
     private static ToDoubleFunction<Source> read(String op, ToDoubleFunction<OpStats> f) {
