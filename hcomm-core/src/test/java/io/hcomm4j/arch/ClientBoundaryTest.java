@@ -33,6 +33,8 @@ class ClientBoundaryTest {
             "hcomm-ddp", Set.of(),
             // Spark's barrier stages as communicators: the API only (the driver's store is the API's StoreServer)
             "hcomm-spark", Set.of(),
+            // Micrometer meters read from Communicator.metrics() and health(): the API only
+            "hcomm-micrometer", Set.of(),
             // the examples show what an application writes: the API only, and the data-parallel layer (module
             // hcomm-ddp, a library of its own and not a package of hcomm-core)
             "hcomm-examples", Set.of("ddp"));
