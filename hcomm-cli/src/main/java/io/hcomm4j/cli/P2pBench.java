@@ -52,6 +52,11 @@ final class P2pBench {
      * @param tailsUs    p50, p99 and max of the same time per message over the timed iterations ({@link PerfReport#tailsUs})
      */
     record Result(long bytes, int iterations, double timeUs, long wrong, double[] tailsUs) {
+        /** A result without per-iteration figures. */
+        Result(long bytes, int iterations, double timeUs, long wrong) {
+            this(bytes, iterations, timeUs, wrong, null);
+        }
+
         /** Bytes per second of one message, in GB/s (1e9 B/s). */
         double algbwGBs() {
             return timeUs > 0 ? bytes / (timeUs * 1e3) : 0;
