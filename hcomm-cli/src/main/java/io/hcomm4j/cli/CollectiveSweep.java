@@ -93,7 +93,9 @@ final class CollectiveSweep {
                 double algbw = r.algbwGBs();
                 PerfReport.Row row = new PerfReport.Row(coll.cliName(), algoLabel, n, shape.bytes(), shape.count(),
                         PerfCommand.typeName(t.type()), coll.reduces ? PerfCommand.opName(t.op()) : "none",
-                        coll.rooted ? t.root() : -1, r.timeUs(), algbw, algbw * coll.busFactor(n), r.wrong());
+                        coll.rooted ? t.root() : -1, r.timeUs(), algbw, algbw * coll.busFactor(n), r.wrong())
+                        .withTails(r.tailNanos() == null ? null : new double[] {
+                            r.tailNanos()[0] / 1e3, r.tailNanos()[1] / 1e3, r.tailNanos()[2] / 1e3});
                 report.row(row);
                 rows.add(row);
             }

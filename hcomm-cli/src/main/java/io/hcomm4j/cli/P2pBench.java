@@ -49,8 +49,14 @@ final class P2pBench {
      * @param iterations timed iterations (round trips, windows or ring steps)
      * @param timeUs     time per message in microseconds (median; see the class comment)
      * @param wrong      wrong bytes found by the check, or -1 when not checked
+     * @param tailsUs    p50, p99 and max of the same time per message over the timed iterations ({@link PerfReport#tailsUs})
      */
-    record Result(long bytes, int iterations, double timeUs, long wrong) {
+    record Result(long bytes, int iterations, double timeUs, long wrong, double[] tailsUs) {
+        /** A result without per-iteration figures. */
+        Result(long bytes, int iterations, double timeUs, long wrong) {
+            this(bytes, iterations, timeUs, wrong, null);
+        }
+
         /** Bytes per second of one message, in GB/s (1e9 B/s). */
         double algbwGBs() {
             return timeUs > 0 ? bytes / (timeUs * 1e3) : 0;
@@ -78,7 +84,7 @@ final class P2pBench {
                 }
             }
             long wrong = check ? checkRound(comm, arena, send, recv, true) : -1;
-            return new Result(bytes, iters, median(roundTrips) / 2e3, wrong);
+            return new Result(bytes, iters, median(roundTrips) / 2e3, wrong, PerfReport.tailsUs(roundTrips, 2));
         }
     }
 
@@ -107,7 +113,7 @@ final class P2pBench {
                 if (i >= 0) windows[i] = dt;
             }
             long wrong = check ? checkRound(comm, arena, send, recv, false) : -1;
-            return new Result(bytes, reps, median(windows) / window / 1e3, wrong);
+            return new Result(bytes, reps, median(windows) / window / 1e3, wrong, PerfReport.tailsUs(windows, window));
         }
     }
 
@@ -140,7 +146,7 @@ final class P2pBench {
                 fill(expected, prev);
                 wrong = countWrong(recv, expected, r.await().bytes());
             }
-            return new Result(bytes, iters, median(steps) / 1e3, wrong);
+            return new Result(bytes, iters, median(steps) / 1e3, wrong, PerfReport.tailsUs(steps, 1));
         }
     }
 

@@ -69,10 +69,10 @@ final class PerfCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
 
-    @Parameters(index = "0", paramLabel = "OP", description = "The op: p2p, allreduce, broadcast, reduce, allgather,"
+    @Parameters(index = "0", arity = "0..1", paramLabel = "OP", description = "The op: p2p, allreduce, broadcast, reduce, allgather,"
             + " reducescatter, gather, scatter, alltoall, sendrecv, or a V form: allgatherv, gatherv, scatterv, alltoallv"
             + " (equal counts, displacements at the blocks, as OSU's), or one-sided: put, get, accumulate, fetch_and_op, counter,"
-            + " transfer (TransferEngine batches).")
+            + " transfer (TransferEngine batches). Without OP, --plot with --compare draws the saved runs alone.")
     String op;
 
     @Option(names = "-n", paramLabel = "N", defaultValue = "2",
@@ -185,9 +185,14 @@ final class PerfCommand implements Callable<Integer> {
     boolean cold;
 
     @Option(names = "--format", paramLabel = "FORMAT", defaultValue = "table",
-            description = "table or csv (default: ${DEFAULT-VALUE}). A table comes out on stdout with its '#' comment"
-                    + " lines (warm-up, progress, transport) in order, as nccl-tests prints it; with csv stdout is the CSV"
-                    + " alone and the comment lines go to stderr. CSV columns: " + PerfReport.CSV_HEADER)
+            description = "table, csv or json (default: ${DEFAULT-VALUE}). A table comes out on stdout with its '#' comment"
+                    + " lines (warm-up, progress, transport) in order, as nccl-tests prints it; with csv or json stdout is"
+                    + " the CSV or the JSON document alone and the comment lines go to stderr. CSV columns: "
+                    + PerfReport.CSV_HEADER + ". The table adds p50, p99 and max (us) per call after algo (collectives,"
+                    + " p2p, put, get, accumulate, fetch_and_op, transfer; counter: N/A, its calls are not timed one by"
+                    + " one). json: {settings, notes, rows}: the run's settings (op, ranks, transport, memory, in-place,"
+                    + " timing, algo, iters, warm-up, JDK, version, date) and every row with the CSV's fields and"
+                    + " p50_us, p99_us, max_us. Not with --cold.")
     PerfReport.Format format;
 
     @Option(names = "--check", description = "Verify the data of one more iteration after the timed ones;"
@@ -198,8 +203,31 @@ final class PerfCommand implements Callable<Integer> {
             description = "Also draw busbw (GB/s) against size (log2) per op and algo into this PNG (rank 0 writes it).")
     Path plot;
 
+    @Option(names = "--compare", paramLabel = "FILE", split = ",",
+            description = "With --plot: saved runs (--format csv or json output) whose lines the plot overlays, each named"
+                    + " after its file (a.csv: 'a: allreduce auto'). Without OP only they are drawn. Every file is read"
+                    + " before anything runs; one that is not a saved run is a usage error naming it.")
+    List<Path> compare;
+
+    /** The saved runs of {@code --compare}, read before the run. */
+    private List<PerfRuns.Run> compared = List.of();
+
     @Override
     public Integer call() {
+        if (compare != null) {
+            if (plot == null) throw new ParameterException(spec.commandLine(), "--compare needs --plot FILE.png to draw into");
+            try {
+                compared = compare.stream().map(PerfRuns::read).toList();
+            } catch (IllegalArgumentException e) {
+                throw new ParameterException(spec.commandLine(), "--compare: " + e.getMessage());
+            }
+            if (op == null) return plotSaved();
+        }
+        if (op == null) throw new ParameterException(spec.commandLine(), "Missing required parameter: 'OP' (one of "
+                + String.join(", ", OPS) + ")");
+        if (format == PerfReport.Format.JSON && cold) {
+            throw new ParameterException(spec.commandLine(), "--format json does not apply to --cold (table or csv)");
+        }
         Coll coll = collective().orElse(null);
         RmaBench.Op rmaOp = RmaBench.Op.of(op).orElse(null);
         List<P2pTest> p2p = null;
@@ -349,6 +377,9 @@ final class PerfCommand implements Callable<Integer> {
             args.addAll(List.of("--dtype", typeName(dtype), "--op", opName(redop), "--root", Integer.toString(root)));
         }
         if (plot != null) args.addAll(List.of("--plot", plot.toAbsolutePath().toString()));
+        if (compare != null) {
+            args.addAll(List.of("--compare", String.join(",", compare.stream().map(p -> p.toAbsolutePath().toString()).toList())));
+        }
         return args;
     }
 
@@ -378,10 +409,11 @@ final class PerfCommand implements Callable<Integer> {
             if (via != null) notes().println("# transport to rank 1: " + via + " (HCOMM_TRANSPORT)");
             printLinks(links);
             if (choices != null) notes().println(choices);
+            report.finish(PerfJson.settings(this, coll, comm.size(), via));
             if (plot != null) {
                 try {
                     PerfPlot.write(plot, rma != null || xfer != null ? "hcomm perf " + op + ", " + comm.size() + " ranks, " + rows.getFirst().algo()
-                            : plotTitle(coll, comm.size()), rows);
+                            : plotTitle(coll, comm.size()), rows, compared);
                 } catch (IOException | RuntimeException e) {
                     parent.err.println("hcomm perf: cannot write the plot " + plot + ": " + e);
                     return 1;
@@ -394,6 +426,19 @@ final class PerfCommand implements Callable<Integer> {
             }
             return 0;
         }
+    }
+
+    /** {@code --plot FILE.png --compare A,B} without OP: the saved runs alone. */
+    private int plotSaved() {
+        try {
+            PerfPlot.write(plot, "hcomm perf: " + String.join(" vs ", compared.stream().map(PerfRuns.Run::label).toList()),
+                    List.of(), compared);
+        } catch (IOException | RuntimeException e) {
+            parent.err.println("hcomm perf: cannot write the plot " + plot + ": " + e);
+            return 1;
+        }
+        parent.err.println("hcomm perf: wrote " + plot + " (" + compared.size() + " saved runs)");
+        return 0;
     }
 
     private String plotTitle(Coll coll, int n) {
@@ -491,7 +536,7 @@ final class PerfCommand implements Callable<Integer> {
                     : P2pBench.stream(comm, t.bytes(), t.window(), t.iters(), t.warmup(), check);
             if (rank == 0) {
                 PerfReport.Row row = new PerfReport.Row("p2p", t.algo().name().toLowerCase(Locale.ROOT), size, r.bytes(),
-                        r.bytes(), "int8", "none", -1, r.timeUs(), r.algbwGBs(), r.algbwGBs(), r.wrong());
+                        r.bytes(), "int8", "none", -1, r.timeUs(), r.algbwGBs(), r.algbwGBs(), r.wrong()).withTails(r.tailsUs());
                 report.row(row);
                 rows.add(row);
             }

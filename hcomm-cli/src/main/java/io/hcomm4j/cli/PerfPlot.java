@@ -23,7 +23,7 @@ import org.jfree.data.xy.XYSeriesCollection;
 
 /**
  * {@code hcomm perf --plot FILE.png}: bus bandwidth (GB/s) against size (log2 axis), one line per (op, algo),
- * drawn with JFreeChart without a display (headless AWT).
+ * drawn with JFreeChart without a display (headless AWT); {@code --compare} overlays saved runs ({@link PerfRuns}).
  */
 final class PerfPlot {
     static final int WIDTH = 960;
@@ -34,12 +34,18 @@ final class PerfPlot {
 
     /** Writes the chart of {@code rows} to {@code file} as a PNG. */
     static void write(Path file, String title, List<PerfReport.Row> rows) throws IOException {
+        write(file, title, rows, List.of());
+    }
+
+    /**
+     * Writes the chart of {@code rows} and of the saved runs {@code others} to {@code file} as a PNG: a line per
+     * (op, algo) of each; with saved runs, each line's name starts with its run's label ("this run" for {@code rows}).
+     */
+    static void write(Path file, String title, List<PerfReport.Row> rows, List<PerfRuns.Run> others) throws IOException {
         System.setProperty("java.awt.headless", "true");
         Map<String, XYSeries> series = new LinkedHashMap<>();
-        for (PerfReport.Row r : rows) {
-            String key = r.op() + " " + r.algo();
-            series.computeIfAbsent(key, k -> new XYSeries(k, true, true)).addOrUpdate(r.bytes(), r.busbwGBs());
-        }
+        add(series, others.isEmpty() ? "" : "this run: ", rows);
+        for (PerfRuns.Run run : others) add(series, run.label() + ": ", run.rows());
         XYSeriesCollection data = new XYSeriesCollection();
         series.values().forEach(data::addSeries);
 
@@ -64,6 +70,13 @@ final class PerfPlot {
         Path parent = file.toAbsolutePath().getParent();
         if (parent != null) java.nio.file.Files.createDirectories(parent);
         ChartUtils.saveChartAsPNG(file.toFile(), chart, WIDTH, HEIGHT);
+    }
+
+    private static void add(Map<String, XYSeries> series, String prefix, List<PerfReport.Row> rows) {
+        for (PerfReport.Row r : rows) {
+            String key = prefix + r.op() + " " + r.algo();
+            series.computeIfAbsent(key, k -> new XYSeries(k, true, true)).addOrUpdate(r.bytes(), r.busbwGBs());
+        }
     }
 
     /** Tick labels of the size axis: 512, 4K, 64M, 1G (powers of 1024), as nccl-tests sizes are given. */

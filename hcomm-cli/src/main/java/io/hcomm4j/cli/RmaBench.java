@@ -65,8 +65,16 @@ final class RmaBench {
     record Test(Op op, long bytes, int iters, int warmup) {
     }
 
-    /** What a size took: its row's numbers. */
-    record Result(double timeUs, int calls, long wrong) {
+    /**
+     * What a size took: its row's numbers.
+     *
+     * @param tailsUs p50, p99 and max of the calls' times ({@link PerfReport#tailsUs}); null for the counter, whose
+     *                calls are not timed one by one (and on ranks other than the origin)
+     */
+    record Result(double timeUs, int calls, long wrong, double[] tailsUs) {
+        Result(double timeUs, int calls, long wrong) {
+            this(timeUs, calls, wrong, null);
+        }
     }
 
     static final long[] PUT_GET_SIZES = {8, 4L << 10, 4L << 20, 64L << 20};
@@ -183,7 +191,7 @@ final class RmaBench {
                 double algbw = r.timeUs() > 0 ? t.bytes() / (r.timeUs() * 1e3) : 0;
                 PerfReport.Row row = new PerfReport.Row(op.cliName(), algo, n, t.bytes(), count(op, t.bytes(), t.iters(), n),
                         op == Op.PUT || op == Op.GET ? "uint8" : op == Op.ACCUMULATE ? "float32" : "int64",
-                        op == Op.PUT || op == Op.GET ? "none" : "sum", target, r.timeUs(), algbw, algbw, r.wrong());
+                        op == Op.PUT || op == Op.GET ? "none" : "sum", target, r.timeUs(), algbw, algbw, r.wrong()).withTails(r.tailsUs());
                 report.row(row);
                 rows.add(row);
             }
@@ -238,7 +246,8 @@ final class RmaBench {
         if (rank == ORIGIN) calls = timeOrigin(w, op, local, offset, t.iters(), t.warmup(), times, fetched);
         comm.barrier();
         double timeUs = rank == ORIGIN ? P2pBench.median(Arrays.copyOf(times, calls)) / 1e3 : 0;
-        if (!check) return new Result(timeUs, calls, -1);
+        double[] tails = rank == ORIGIN ? PerfReport.tailsUs(Arrays.copyOf(times, calls), 1) : null;
+        if (!check) return new Result(timeUs, calls, -1, tails);
         long wrong = switch (op) {
             case PUT -> {
                 if (rank == TARGET) w.segment().asSlice(0, bytes).fill((byte) 0);
@@ -272,7 +281,7 @@ final class RmaBench {
                 yield bad + (end.await() == all ? 0 : 1);
             }
         };
-        return new Result(timeUs, calls, wrong);
+        return new Result(timeUs, calls, wrong, tails);
     }
 
     /**

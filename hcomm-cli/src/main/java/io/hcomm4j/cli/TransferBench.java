@@ -74,8 +74,8 @@ final class TransferBench {
         }
     }
 
-    /** What a row took. */
-    record Result(double timeUs, int calls, long wrong) {
+    /** What a row took; {@code tailsUs}: p50, p99 and max of its batches' times ({@link PerfReport#tailsUs}), initiator only. */
+    record Result(double timeUs, int calls, long wrong, double[] tailsUs) {
     }
 
     private TransferBench() {
@@ -164,7 +164,7 @@ final class TransferBench {
                 if (rank != 0) continue;
                 double algbw = r.timeUs() > 0 ? t.bytes() / (r.timeUs() * 1e3) : 0;
                 PerfReport.Row row = new PerfReport.Row(t.kind().opName(), algo, n, t.bytes(), t.batch(), "uint8", "none", TARGET,
-                        r.timeUs(), algbw, algbw, wrong);
+                        r.timeUs(), algbw, algbw, wrong).withTails(r.tailsUs());
                 report.row(row);
                 rows.add(row);
             }
@@ -212,7 +212,7 @@ final class TransferBench {
         }
         comm.barrier();
         double timeUs = rank == INITIATOR ? P2pBench.median(Arrays.copyOf(times, calls)) / 1e3 : 0;
-        return new Result(timeUs, calls, -1);
+        return new Result(timeUs, calls, -1, rank == INITIATOR ? PerfReport.tailsUs(Arrays.copyOf(times, calls), 1) : null);
     }
 
     /**

@@ -116,7 +116,7 @@ class PerfCollectivesCliTest {
             List<String[]> rows = c.outLines().stream().filter(l -> !l.startsWith("#") && !l.isBlank())
                     .map(l -> l.trim().split("\\s+")).toList();
             assertThat(rows).as(c.toString()).hasSize(2).allSatisfy(r -> {
-                assertThat(r).hasSize(10);
+                assertThat(r).hasSize(13);
                 assertThat(r[8]).as("#wrong").isEqualTo("0");
                 assertThat(r[9]).as("algo").isEqualTo("auto");
             });
@@ -166,7 +166,7 @@ class PerfCollectivesCliTest {
         List<String[]> rows = io.outLines().stream().filter(l -> !l.startsWith("#") && !l.isBlank())
                 .map(l -> l.trim().split("\\s+")).toList();
         assertThat(rows).as(io.toString()).singleElement().satisfies(c -> {
-            assertThat(c).hasSize(10);
+            assertThat(c).hasSize(13);
             assertThat(c[0] + " " + c[1] + " " + c[2] + " " + c[3] + " " + c[4]).isEqualTo("4096 2048 bfloat16 none 1");
             assertThat(c[8]).as("#wrong").isEqualTo("N/A");
             assertThat(c[9]).as("algo").isEqualTo("auto");

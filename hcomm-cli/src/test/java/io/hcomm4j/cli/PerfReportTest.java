@@ -9,7 +9,8 @@ class PerfReportTest {
     private static final PerfReport.Row LATENCY =
             new PerfReport.Row("p2p", "pingpong", 2, 8, 8, "int8", "none", -1, 12.3456, 0.000648, 0.000648, -1);
     private static final PerfReport.Row BANDWIDTH =
-            new PerfReport.Row("p2p", "stream", 2, 4 << 20, 4 << 20, "int8", "none", -1, 2000.5, 2.0966, 2.0966, 0);
+            new PerfReport.Row("p2p", "stream", 2, 4 << 20, 4 << 20, "int8", "none", -1, 2000.5, 2.0966, 2.0966, 0)
+                    .withTails(new double[] {1990.25, 2500.0, 3100.5});
 
     @Test
     void csvHasTheHeaderOfThePeerBaselines() {
@@ -35,10 +36,11 @@ class PerfReportTest {
 
         assertThat(io.outLines().get(0)).isEqualTo("# hcomm perf p2p");
         assertThat(io.outLines().get(2)).containsSubsequence("size", "count", "type", "redop", "root", "time (us)",
-                "algbw (GB/s)", "busbw (GB/s)", "#wrong", "algo");
+                "algbw (GB/s)", "busbw (GB/s)", "#wrong", "algo", "p50 (us)", "p99 (us)", "max (us)");
         assertThat(io.outLines().get(3).trim().split("\\s+"))
-                .containsExactly("8", "8", "int8", "none", "-1", "12.35", "0.001", "0.001", "N/A", "pingpong");
+                .containsExactly("8", "8", "int8", "none", "-1", "12.35", "0.001", "0.001", "N/A", "pingpong", "N/A", "N/A", "N/A");
         assertThat(io.outLines().get(4).trim().split("\\s+"))
-                .containsExactly("4194304", "4194304", "int8", "none", "-1", "2000.50", "2.097", "2.097", "0", "stream");
+                .containsExactly("4194304", "4194304", "int8", "none", "-1", "2000.50", "2.097", "2.097", "0", "stream",
+                        "1990.25", "2500.00", "3100.50");
     }
 }

@@ -16,7 +16,7 @@ import org.junit.jupiter.api.Timeout;
  */
 @Timeout(120)
 class PerfTableOutputTest {
-    private static final Pattern ROW = Pattern.compile(" *(\\d+) +\\d+ +float32 +sum +-1 +[0-9.]+ +[0-9.]+ +[0-9.]+ +0  auto");
+    private static final Pattern ROW = Pattern.compile(" *(\\d+) +\\d+ +float32 +sum +-1 +[0-9.]+ +[0-9.]+ +[0-9.]+ +0  auto +[0-9.]+ +[0-9.]+ +[0-9.]+");
 
     @Test
     void commentLinesAndRowsComeOutInOrderWithoutPrefix() {
