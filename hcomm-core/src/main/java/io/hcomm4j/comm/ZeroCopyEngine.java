@@ -486,7 +486,9 @@ final class ZeroCopyEngine implements AutoCloseable {
             fps[p] = ctrl.get(ValueLayout.JAVA_INT, descAt[p] + ControlLayout.FINGERPRINT_OFFSET);
         }
         for (int p = 0; p < n; p++) {
-            String why = CollectiveOp.refusedOp(fps[p]) == null ? null : refusal(seq, p);
+            // not this rank's own refusal: it never sends itself the notice (its caller has its own exception), and
+            // waiting for it cost every refusing rank REFUSAL_WAIT_MILLIS
+            String why = p == rank || CollectiveOp.refusedOp(fps[p]) == null ? null : refusal(seq, p);
             if (why != null) return new CollectiveMismatchException("rank " + rank + ": " + why);
         }
         CollectiveCall c = current;
