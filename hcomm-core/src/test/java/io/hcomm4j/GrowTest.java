@@ -9,6 +9,7 @@ import io.hcomm4j.testing.Ranks;
 import io.hcomm4j.testing.ShrinkWorker;
 import java.nio.file.Files;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
@@ -37,10 +38,20 @@ class GrowTest {
         return Map.of("HCOMM_HEARTBEAT_TIMEOUT", "5s", "HCOMM_TIMEOUT", "120s", "HCOMM_SHM_DIR", shm.path().toString());
     }
 
+    @org.junit.jupiter.api.io.TempDir
+    java.nio.file.Path recordings;
+
+    /**
+     * Also the JFR events of the failure and the membership changes (issue 19): every rank JVM records to a file; the
+     * survivors' recordings hold a {@code io.hcomm4j.PeerFailure} naming rank 3 and a {@code Membership} event for the
+     * shrink (4 ranks to 3) and the grow (3 to 4), with their fields.
+     */
     @Test
     void trainingLoopLosesOneOfFourShrinksToThreeAndGrowsBackToFour() throws Exception {
         int n = 4;
-        try (Ranks.Job job = Ranks.start(n, ShrinkWorker.class, env(), "traingrow")) {
+        Map<String, String> env = new java.util.HashMap<>(env());
+        env.put("JDK_JAVA_OPTIONS", "-XX:StartFlightRecording:filename=" + recordings + "/rank-%p.jfr,dumponexit=true");
+        try (Ranks.Job job = Ranks.start(n, ShrinkWorker.class, env, "traingrow")) {
             awaitAll(job, n, "RUNNING");
             long killed = System.currentTimeMillis();
             job.processes.get(n - 1).destroyForcibly();
@@ -63,8 +74,34 @@ class GrowTest {
             assertThat(out).contains("ids=[0, 1, 2, 3]", "CHECKED all", "FINAL", "DONE");
             System.out.printf("GrowTest training: the joiner joined %d ms after it was started (join call %s ms)%n",
                     Long.parseLong(m.group(3)) - t0, m.group(4));
+            assertMembershipEvents(job, n);
         }
         shm.assertEmpty();
+    }
+
+    /** The survivors' (ranks 0-2) recordings: their pids name the files. */
+    private void assertMembershipEvents(Ranks.Job job, int n) throws Exception {
+        for (int i = 0; i < n - 1; i++) {
+            int r = i;
+            java.nio.file.Path f = recordings.resolve("rank-" + job.processes.get(r).pid() + ".jfr");
+            List<jdk.jfr.consumer.RecordedEvent> events = jdk.jfr.consumer.RecordingFile.readAllEvents(f);
+            var failures = events.stream().filter(e -> e.getEventType().getName().equals("io.hcomm4j.PeerFailure")).toList();
+            assertThat(failures).as("rank %d's PeerFailure events", r).isNotEmpty()
+                    .allSatisfy(e -> assertThat(e.getInt("rank")).isEqualTo(r));
+            assertThat(failures).extracting(e -> e.getInt("peer")).containsOnly(n - 1);
+            assertThat(failures.getFirst().getString("reason")).isNotBlank();
+            var changes = events.stream().filter(e -> e.getEventType().getName().equals("io.hcomm4j.Membership"))
+                    .sorted(java.util.Comparator.comparing(jdk.jfr.consumer.RecordedEvent::getStartTime)).toList();
+            assertThat(changes).as("rank %d's Membership events", r).extracting(e -> e.getString("op")).containsExactly("shrink", "grow");
+            var shrink = changes.get(0);
+            assertThat(List.of(shrink.getInt("sizeBefore"), shrink.getInt("sizeAfter"), shrink.getInt("rank"))).containsExactly(n, n - 1, r);
+            assertThat(shrink.getLong("communicator")).isZero();
+            assertThat(shrink.getString("outcome")).isEqualTo("ok");
+            var grow = changes.get(1);
+            assertThat(List.of(grow.getInt("sizeBefore"), grow.getInt("sizeAfter"), grow.getInt("rank"))).containsExactly(n - 1, n, r);
+            assertThat(grow.getLong("communicator")).isEqualTo(shrink.getLong("newCommunicator"));
+            assertThat(grow.getString("outcome")).isEqualTo("ok");
+        }
     }
 
     @Test
