@@ -17,6 +17,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Random;
 import java.util.Set;
+import java.util.stream.LongStream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -31,8 +32,8 @@ import org.junit.jupiter.params.provider.ValueSource;
  * ({@link #theDiagonalReachesEveryCountAndPairAtEveryRankCount}): what the algorithms do depends on the rank count, the
  * block boundaries and the in-place choice, while the type and op only pick the kernel. With inexact floating-point
  * inputs where the reduction order changes the bits (every float type and SUM, AVG, PROD at 1009 elements and at 1 or 7),
- * the same bits on every rank and in every run. Bruck: every count, in place and not, every block byte checked on every
- * rank and the send buffer unchanged, the element type (block bytes) rotating over four.
+ * the same bits on every rank and in every run. Bruck: every count and 30,000, in place and not, every block byte checked
+ * on every rank and the send buffer unchanged, the element type (block bytes) rotating over four.
  */
 class HalvingDoublingBruckTest {
     private static final ReduceOp[] COLLECTIVE_OPS =
@@ -195,8 +196,10 @@ class HalvingDoublingBruckTest {
         // the type only sets the block's bytes: every count in place and not, the type rotating so that at every
         // rank count each type comes both in place and not
         DataType[] types = {DataType.UINT8, DataType.BFLOAT16, DataType.INT32, DataType.FLOAT64};
-        for (int ci = 0; ci < COUNTS.length; ci++) {
-            long count = COUNTS[ci];
+        // and blocks as large as DataMovementCollectivesTest's random all-to-alls take
+        long[] counts = LongStream.concat(Arrays.stream(COUNTS), LongStream.of(30_000)).toArray();
+        for (int ci = 0; ci < counts.length; ci++) {
+            long count = counts[ci];
             for (boolean inPlace : new boolean[] {false, true}) {
                 DataType t = types[(ci + (inPlace ? 2 : 0) + n) % types.length];
                 k++;
