@@ -1,16 +1,13 @@
 package io.hcomm4j;
 
+import io.hcomm4j.testing.Memo;
 import io.hcomm4j.testing.Ranks;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Random;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.FutureTask;
 import java.util.stream.Stream;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
@@ -177,51 +174,20 @@ public class ReductionCollectivesTest {
 
     /** From this many elements on, {@link #check} takes its reference from {@link #reference}. */
     static final long SHARED_MIN = 4096;
-    /** At most this many reference elements are kept (8 bytes each). */
-    private static final long KEPT_MAX = 4_200_000;
-    /** The references computed last, oldest first, by their arguments; guarded by itself. */
-    private static final Map<List<Object>, FutureTask<long[]>> REFERENCES = new LinkedHashMap<>();
+    /** The references {@link #check} took from {@link #reference}, up to 4.2 million elements (8 bytes each). */
+    private static final Memo<List<Object>, long[]> REFERENCES = new Memo<>(4_200_000);
 
     /**
      * {@link #expected} of elements {@code from..from+count}: a pure function of its arguments, so it is computed once
      * and kept for the other callers with the same arguments (the other ranks of an all-reduce, threads of this JVM, ask
-     * for it at about the same time) until newer ones push it out; a caller that finds it gone computes it again.
+     * for it at about the same time) until newer ones push it out.
      */
     static long[] reference(DataType t, ReduceOp op, int n, int k, long from, long count) {
-        List<Object> key = List.of(t, op, n, k, from, count);
-        FutureTask<long[]> task;
-        boolean mine = false;
-        synchronized (REFERENCES) {
-            task = REFERENCES.get(key);
-            if (task == null) {
-                task = new FutureTask<>(() -> {
-                    long[] want = new long[Math.toIntExact(count)];
-                    for (int i = 0; i < want.length; i++) want[i] = expected(t, op, n, k, from + i);
-                    return want;
-                });
-                REFERENCES.put(key, task);
-                mine = true;
-                long kept = 0;
-                for (List<Object> x : REFERENCES.keySet()) kept += (Long) x.get(5);
-                for (var it = REFERENCES.keySet().iterator(); kept > KEPT_MAX && it.hasNext(); ) {
-                    List<Object> oldest = it.next();
-                    if (oldest.equals(key)) continue;
-                    kept -= (Long) oldest.get(5);
-                    it.remove();
-                }
-            }
-        }
-        if (mine) task.run();
-        try {
-            return task.get();
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException(e);
-        } catch (ExecutionException e) {
-            if (e.getCause() instanceof Error err) throw err;
-            if (e.getCause() instanceof RuntimeException re) throw re;
-            throw new IllegalStateException(e.getCause());
-        }
+        return REFERENCES.get(List.of(t, op, n, k, from, count), count, () -> {
+            long[] want = new long[Math.toIntExact(count)];
+            for (int i = 0; i < want.length; i++) want[i] = expected(t, op, n, k, from + i);
+            return want;
+        });
     }
 
     /** Every rank count with the cost model's choices, and a few with each algorithm forced (HCOMM_ALGO). */
