@@ -1,10 +1,12 @@
 package io.hcomm4j;
 
+import io.hcomm4j.testing.Memo;
 import io.hcomm4j.testing.Ranks;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
+import java.util.List;
 import java.util.Random;
 import java.util.stream.Stream;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -16,7 +18,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * Seeded random sequences of all-reduce, reduce, reduce-scatter(V) on 1..8 ranks (threads of this JVM over
  * real sockets), every DataType with every ReduceOp it takes, counts 0, 1, primes and sizes not divisible by the rank
  * count, every root. Every element on every rank is compared bit for bit with a reference computed in long
- * or double precision from all ranks' inputs. Inputs are chosen so that every partial result is exact in the
+ * or double precision from all ranks' inputs (once for all the ranks of a job that check the same elements). Inputs are chosen so that every partial result is exact in the
  * type (small integers; powers of two for PROD; any bits for the bitwise ops, which are exact anyway), so the reference
  * does not depend on the reduction order; AVG divides the exact sum once as documented. BOOL inputs are 0 or assorted
  * non-zero bytes, and results must be 0 or 1.
@@ -153,15 +155,39 @@ public class ReductionCollectivesTest {
         };
     }
 
+    /**
+     * Throws unless elements {@code at..at+count} of {@code s} have the bits of reference elements {@code from..from+count}
+     * of op k on n ranks. Past {@link #SHARED_MIN} elements the reference comes from {@link #reference}: the ranks of a job
+     * that are threads of one JVM and check the same elements (an all-reduce) compute it once between them.
+     */
     static void check(MemorySegment s, long at, DataType t, ReduceOp op, int n, int k, long from, long count, String what) {
+        long[] reference = count >= SHARED_MIN ? reference(t, op, n, k, from, count) : null;
         for (long i = 0; i < count; i++) {
             long got = bits(s, t, at + i);
-            long want = expected(t, op, n, k, from + i);
+            long want = reference != null ? reference[(int) i] : expected(t, op, n, k, from + i);
             if (got != want) {
                 throw new AssertionError(what + ": element " + (from + i) + " has bits 0x" + Long.toHexString(got) + ", expected 0x"
                         + Long.toHexString(want));
             }
         }
+    }
+
+    /** From this many elements on, {@link #check} takes its reference from {@link #reference}. */
+    static final long SHARED_MIN = 4096;
+    /** The references {@link #check} took from {@link #reference}, up to 4.2 million elements (8 bytes each). */
+    private static final Memo<List<Object>, long[]> REFERENCES = new Memo<>(4_200_000);
+
+    /**
+     * {@link #expected} of elements {@code from..from+count}: a pure function of its arguments, so it is computed once
+     * and kept for the other callers with the same arguments (the other ranks of an all-reduce, threads of this JVM, ask
+     * for it at about the same time) until newer ones push it out.
+     */
+    static long[] reference(DataType t, ReduceOp op, int n, int k, long from, long count) {
+        return REFERENCES.get(List.of(t, op, n, k, from, count), count, () -> {
+            long[] want = new long[Math.toIntExact(count)];
+            for (int i = 0; i < want.length; i++) want[i] = expected(t, op, n, k, from + i);
+            return want;
+        });
     }
 
     /** Every rank count with the cost model's choices, and a few with each algorithm forced (HCOMM_ALGO). */
@@ -188,7 +214,9 @@ public class ReductionCollectivesTest {
      * The pipelined ring with many chunks per block and blocks whose chunk counts differ (one block one element
      * longer than a whole number of chunks, so the left neighbour's message sequence changes length between
      * steps), in place and out of place, all-reduce and reduce-scatter, with the reduction's AVG division on the
-     * last step: every element on every rank.
+     * last step: every element on every rank. Each of the three counts with SUM and with AVG, one of the two in place
+     * and the other not (which one alternates), so every count and every op comes both in place and not; FLOAT32 and
+     * INT32 alternate with the count.
      */
     @ParameterizedTest(name = "{0} ranks")
     @ValueSource(ints = {2, 3, 5})
@@ -200,28 +228,29 @@ public class ReductionCollectivesTest {
             int me = c.rank();
             int k = 0;
             try (Arena arena = Arena.ofShared()) {
-                for (long count : counts) {
-                    for (ReduceOp op : new ReduceOp[] {ReduceOp.SUM, ReduceOp.AVG}) {
-                        for (boolean inPlace : new boolean[] {true, false}) {
-                            DataType t = k % 2 == 0 ? DataType.FLOAT32 : DataType.INT32;
-                            MemorySegment send = arena.allocate(count * 4);
-                            for (long i = 0; i < count; i++) put(send, t, i, input(t, op, me, k, i));
-                            MemorySegment recv = inPlace ? send : arena.allocate(count * 4);
-                            c.allReduce(send, recv, count, t, op);
-                            check(recv, 0, t, op, n, k, 0, count, "allReduce count " + count + " " + op + " inPlace " + inPlace);
-                            k++;
-                            long[] rc = new long[n];
-                            long total = 0;
-                            for (int r = 0; r < n; r++) total += rc[r] = r % 2 == 0 ? count / n + (r == 0 ? 1 : 0) : (r == 1 ? 0 : chunk + 3);
-                            MemorySegment rsSend = arena.allocate(Math.max(1, total * 4));
-                            for (long i = 0; i < total; i++) put(rsSend, t, i, input(t, op, me, k, i));
-                            MemorySegment rsRecv = arena.allocate(Math.max(1, rc[me] * 4));
-                            c.reduceScatterV(rsSend, rsRecv, rc, t, op);
-                            long from = 0;
-                            for (int r = 0; r < me; r++) from += rc[r];
-                            check(rsRecv, 0, t, op, n, k, from, rc[me], "reduceScatterV total " + total + " " + op);
-                            k++;
-                        }
+                for (int ci = 0; ci < counts.length; ci++) {
+                    long count = counts[ci];
+                    DataType t = ci % 2 == 0 ? DataType.FLOAT32 : DataType.INT32;
+                    for (int oi = 0; oi < 2; oi++) {
+                        ReduceOp op = oi == 0 ? ReduceOp.SUM : ReduceOp.AVG;
+                        boolean inPlace = (ci + oi) % 2 == 0;
+                        MemorySegment send = arena.allocate(count * 4);
+                        for (long i = 0; i < count; i++) put(send, t, i, input(t, op, me, k, i));
+                        MemorySegment recv = inPlace ? send : arena.allocate(count * 4);
+                        c.allReduce(send, recv, count, t, op);
+                        check(recv, 0, t, op, n, k, 0, count, "allReduce count " + count + " " + t + " " + op + " inPlace " + inPlace);
+                        k++;
+                        long[] rc = new long[n];
+                        long total = 0;
+                        for (int r = 0; r < n; r++) total += rc[r] = r % 2 == 0 ? count / n + (r == 0 ? 1 : 0) : (r == 1 ? 0 : chunk + 3);
+                        MemorySegment rsSend = arena.allocate(Math.max(1, total * 4));
+                        for (long i = 0; i < total; i++) put(rsSend, t, i, input(t, op, me, k, i));
+                        MemorySegment rsRecv = arena.allocate(Math.max(1, rc[me] * 4));
+                        c.reduceScatterV(rsSend, rsRecv, rc, t, op);
+                        long from = 0;
+                        for (int r = 0; r < me; r++) from += rc[r];
+                        check(rsRecv, 0, t, op, n, k, from, rc[me], "reduceScatterV total " + total + " " + t + " " + op);
+                        k++;
                     }
                 }
             }

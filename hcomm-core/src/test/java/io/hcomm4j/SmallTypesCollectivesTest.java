@@ -16,13 +16,13 @@ import java.util.stream.Stream;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
-import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * INT16, BOOL and the bitwise ops on real ranks (threads of this JVM, each with its own session: sockets and shared
  * memory, or TCP only), 1, 2, 3, 5 and 8 ranks: allReduce, reduce and reduceScatter of every new (type, op) pair, at
  * odd counts on both sides of the one-step, sliced and pipelined shared-memory paths and of the transport's algorithm
- * switches, in heap, native and registered memory, blocking and async, in place and not. Inputs are seeded random bits
+ * switches (each pair at one count per job, rotating over the jobs so that every pair meets every count and every job
+ * every count), in heap, native and registered memory, blocking and async, in place and not. Inputs are seeded random bits
  * (BOOL: zero or any non-zero byte); every element on every rank is compared with a reference folded sequentially over
  * the ranks' inputs here, which is exact whatever order the library combines in (integer arithmetic wraps, bitwise ops
  * and logical ones are associative and commutative). Then: an op a type does not define is refused on every rank
@@ -46,10 +46,13 @@ class SmallTypesCollectivesTest {
         return pairs;
     }
 
+    /** Rank count, transport, and the job's place in the count rotation of {@link #sequence} (0..7). */
     static Stream<Arguments> jobs() {
         // every size over shared memory, three over TCP (the suite's time is budgeted)
-        return Stream.concat(Stream.of(1, 2, 3, 5, 8).map(n -> Arguments.of(n, CommConfig.Transport.AUTO)),
-                Stream.of(2, 3, 5).map(n -> Arguments.of(n, CommConfig.Transport.TCP)));
+        return Stream.of(Arguments.of(1, CommConfig.Transport.AUTO, 0), Arguments.of(2, CommConfig.Transport.AUTO, 1),
+                Arguments.of(3, CommConfig.Transport.AUTO, 2), Arguments.of(5, CommConfig.Transport.AUTO, 3),
+                Arguments.of(8, CommConfig.Transport.AUTO, 4), Arguments.of(2, CommConfig.Transport.TCP, 5),
+                Arguments.of(3, CommConfig.Transport.TCP, 6), Arguments.of(5, CommConfig.Transport.TCP, 7));
     }
 
     // ------------------------------------------------------------------------------------ inputs and the reference
@@ -187,68 +190,79 @@ class SmallTypesCollectivesTest {
 
     // ------------------------------------------------------------------------------------ the tests
 
+    /**
+     * Every new pair exact on every rank; on 3 ranks the same job then runs the refusals of undefined pairs and the
+     * bitwise window ops (one set of sessions).
+     */
     @ParameterizedTest(name = "{0} ranks, {1}")
     @MethodSource("jobs")
-    void everyNewTypeAndOpIsExactOnEveryRank(int n, CommConfig.Transport transport) throws Exception {
+    void everyNewTypeAndOpIsExactOnEveryRank(int n, CommConfig.Transport transport, int rotation) throws Exception {
         long seed = SEED + 31L * n + transport.ordinal();
         Ranks.runThreads(n, Duration.ofMinutes(6), b -> b.transport(transport), h -> {
             Communicator c = h.world();
             long zc0 = ZeroCopyProbe.zeroCopyOps(c);
-            sequence(c, seed);
+            sequence(c, seed, rotation);
             long zc = ZeroCopyProbe.zeroCopyOps(c);
             if (transport == CommConfig.Transport.TCP || n == 1) assertThat(zc).as("no shared-memory engine").isEqualTo(-1);
             else assertThat(zc - zc0).as("collectives that ran in shared memory").isPositive();
+            if (n == 3) {
+                undefinedPairsAreRefusedNamingRankOpAndType(c);
+                windowsAccumulateWithTheBitwiseOps(c, SEED ^ transport.name().hashCode());
+            }
         });
     }
 
-    /** Every new pair in allReduce, reduce and reduceScatter, twice each at seeded random counts; every element checked. */
-    static void sequence(Communicator c, long seed) {
+    /**
+     * Every new pair in allReduce, reduce and reduceScatter at one count of {@link #COUNTS}: pair p takes count
+     * {@code (p + rotation) % COUNTS.length}, so every job has every count and, over the jobs' rotations 0..7, every pair
+     * meets every count; seeded random blocking or async, in place or not, and root; every element checked.
+     */
+    static void sequence(Communicator c, long seed, int rotation) {
         int n = c.size();
         int me = c.rank();
         Random rnd = new Random(seed); // the same draws on every rank
         Random local = new Random(seed * 31 + me); // this rank's own choice of memory
         int k = 0;
         try (Arena arena = Arena.ofShared()) {
-            for (Object[] pair : newPairs()) {
-                DataType t = (DataType) pair[0];
-                ReduceOp op = (ReduceOp) pair[1];
+            List<Object[]> pairs = newPairs();
+            for (int p = 0; p < pairs.size(); p++) {
+                DataType t = (DataType) pairs.get(p)[0];
+                ReduceOp op = (ReduceOp) pairs.get(p)[1];
                 int es = t.byteSize();
-                for (int round = 0; round < 2; round++) {
-                    long count = COUNTS[rnd.nextInt(COUNTS.length)];
-                    boolean async = rnd.nextBoolean();
-                    boolean inPlace = rnd.nextBoolean();
-                    int root = rnd.nextInt(n);
-                    String what = "rank " + me + " of " + n + ": " + t + " " + op + " count " + count + (async ? " async" : "")
-                            + (inPlace ? " in place" : "");
-                    try (Buffers bufs = new Buffers(c, arena, local)) {
-                        // allReduce
-                        k++;
-                        MemorySegment send = bufs.get(count * es);
-                        for (long i = 0; i < count; i++) set(send, t, i, input(t, seed, k, me, i));
-                        MemorySegment recv = inPlace ? send : bufs.get(count * es);
-                        if (async) c.allReduceAsync(send, recv, count, t, op).await();
-                        else c.allReduce(send, recv, count, t, op);
-                        check(recv, t, op, seed, k, n, 0, count, "allReduce " + what);
+                long count = COUNTS[(p + rotation) % COUNTS.length];
+                boolean async = rnd.nextBoolean();
+                boolean inPlace = rnd.nextBoolean();
+                int root = rnd.nextInt(n);
+                String what = "rank " + me + " of " + n + ": " + t + " " + op + " count " + count + (async ? " async" : "")
+                        + (inPlace ? " in place" : "");
+                try (Buffers bufs = new Buffers(c, arena, local)) {
+                    // allReduce
+                    k++;
+                    MemorySegment send = bufs.get(count * es);
+                    for (long i = 0; i < count; i++) set(send, t, i, input(t, seed, k, me, i));
+                    MemorySegment recv = inPlace ? send : bufs.get(count * es);
+                    if (async) c.allReduceAsync(send, recv, count, t, op).await();
+                    else c.allReduce(send, recv, count, t, op);
+                    check(recv, t, op, seed, k, n, 0, count, "allReduce " + what);
 
-                        // reduce to a seeded root
-                        k++;
-                        send = bufs.get(count * es);
-                        for (long i = 0; i < count; i++) set(send, t, i, input(t, seed, k, me, i));
-                        recv = inPlace && me == root ? send : bufs.get(count * es);
-                        if (async) c.reduceAsync(send, recv, count, t, op, root).await();
-                        else c.reduce(send, recv, count, t, op, root);
-                        if (me == root) check(recv, t, op, seed, k, n, 0, count, "reduce to " + root + " " + what);
+                    // reduce to a seeded root
+                    k++;
+                    send = bufs.get(count * es);
+                    for (long i = 0; i < count; i++) set(send, t, i, input(t, seed, k, me, i));
+                    recv = inPlace && me == root ? send : bufs.get(count * es);
+                    if (async) c.reduceAsync(send, recv, count, t, op, root).await();
+                    else c.reduce(send, recv, count, t, op, root);
+                    if (me == root) check(recv, t, op, seed, k, n, 0, count, "reduce to " + root + " " + what);
 
-                        // reduceScatter: block r of every rank's send goes, reduced, to rank r
-                        k++;
-                        long per = count / 2 + 1;
-                        send = bufs.get(per * n * es);
-                        for (long i = 0; i < per * n; i++) set(send, t, i, input(t, seed, k, me, i));
-                        recv = bufs.get(per * es);
-                        if (async) c.reduceScatterAsync(send, recv, per, t, op).await();
-                        else c.reduceScatter(send, recv, per, t, op);
-                        check(recv, t, op, seed, k, n, me * per, per, "reduceScatter " + what);
-                    }
+                    // reduceScatter: block r of every rank's send goes, reduced, to rank r
+                    k++;
+                    long per = count / 2 + 1;
+                    send = bufs.get(per * n * es);
+                    for (long i = 0; i < per * n; i++) set(send, t, i, input(t, seed, k, me, i));
+                    recv = bufs.get(per * es);
+                    if (async) c.reduceScatterAsync(send, recv, per, t, op).await();
+                    else c.reduceScatter(send, recv, per, t, op);
+                    check(recv, t, op, seed, k, n, me * per, per, "reduceScatter " + what);
                 }
             }
         }
@@ -258,34 +272,29 @@ class SmallTypesCollectivesTest {
      * A bitwise op on a floating type, or AVG on BOOL, is refused on every rank before anything moves, naming the rank,
      * the op and the type; the communicator goes on.
      */
-    @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {"AUTO", "TCP"})
-    void undefinedPairsAreRefusedNamingRankOpAndType(String transport) throws Exception {
-        int n = 3;
-        Ranks.runThreads(n, Duration.ofMinutes(2), b -> b.transport(CommConfig.Transport.valueOf(transport)), h -> {
-            Communicator c = h.world();
-            int me = c.rank();
-            MemorySegment buf = MemorySegment.ofArray(new float[64]);
-            for (DataType t : DataType.values()) {
-                for (ReduceOp op : COLLECTIVE_OPS) {
-                    if (op.accepts(t)) continue;
-                    String[] words = {"rank " + me, op.name(), t.name()};
-                    assertThatThrownBy(() -> c.allReduce(buf, buf, 8, t, op)).isInstanceOf(IllegalArgumentException.class)
-                            .hasMessageContainingAll(words).hasMessageContaining("allReduce");
-                    assertThatThrownBy(() -> c.reduce(buf, buf, 8, t, op, 0)).isInstanceOf(IllegalArgumentException.class)
-                            .hasMessageContainingAll(words);
-                    assertThatThrownBy(() -> c.reduceScatterAsync(buf, buf, 2, t, op)).isInstanceOf(IllegalArgumentException.class)
-                            .hasMessageContainingAll(words);
-                }
+    static void undefinedPairsAreRefusedNamingRankOpAndType(Communicator c) {
+        int n = c.size();
+        int me = c.rank();
+        MemorySegment buf = MemorySegment.ofArray(new float[64]);
+        for (DataType t : DataType.values()) {
+            for (ReduceOp op : COLLECTIVE_OPS) {
+                if (op.accepts(t)) continue;
+                String[] words = {"rank " + me, op.name(), t.name()};
+                assertThatThrownBy(() -> c.allReduce(buf, buf, 8, t, op)).isInstanceOf(IllegalArgumentException.class)
+                        .hasMessageContainingAll(words).hasMessageContaining("allReduce");
+                assertThatThrownBy(() -> c.reduce(buf, buf, 8, t, op, 0)).isInstanceOf(IllegalArgumentException.class)
+                        .hasMessageContainingAll(words);
+                assertThatThrownBy(() -> c.reduceScatterAsync(buf, buf, 2, t, op)).isInstanceOf(IllegalArgumentException.class)
+                        .hasMessageContainingAll(words);
             }
-            assertThatThrownBy(() -> c.allReduce(buf, buf, 8, DataType.BOOL, ReduceOp.AVG))
-                    .hasMessageContaining("use SUM for a logical or");
-            assertThatThrownBy(() -> c.allReduce(buf, buf, 8, DataType.FLOAT32, ReduceOp.BXOR))
-                    .hasMessageContaining("bitwise ops take the integer types");
-            short[] v = {(short) (1 << me), (short) -1};
-            c.allReduce(MemorySegment.ofArray(v), MemorySegment.ofArray(v), 2, DataType.INT16, ReduceOp.BOR);
-            assertThat(v).containsExactly((short) ((1 << n) - 1), (short) -1);
-        });
+        }
+        assertThatThrownBy(() -> c.allReduce(buf, buf, 8, DataType.BOOL, ReduceOp.AVG))
+                .hasMessageContaining("use SUM for a logical or");
+        assertThatThrownBy(() -> c.allReduce(buf, buf, 8, DataType.FLOAT32, ReduceOp.BXOR))
+                .hasMessageContaining("bitwise ops take the integer types");
+        short[] v = {(short) (1 << me), (short) -1};
+        c.allReduce(MemorySegment.ofArray(v), MemorySegment.ofArray(v), 2, DataType.INT16, ReduceOp.BOR);
+        assertThat(v).containsExactly((short) ((1 << n) - 1), (short) -1);
     }
 
     /**
@@ -293,85 +302,79 @@ class SmallTypesCollectivesTest {
      * into rank 0's block, fetchAndOp with them on INT32 and INT64, through mapped memory (AUTO) and through the target's
      * progress engine (TCP); a bitwise op on a floating type is refused naming the rank, the op and the type.
      */
-    @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {"AUTO", "TCP"})
-    void windowsAccumulateWithTheBitwiseOps(String transport) throws Exception {
-        int n = 3;
+    static void windowsAccumulateWithTheBitwiseOps(Communicator c, long seed) {
+        int n = c.size();
         int count = 67;
         DataType[] types = {DataType.INT16, DataType.BOOL, DataType.INT32, DataType.INT64};
         ReduceOp[] ops = {ReduceOp.BAND, ReduceOp.BOR, ReduceOp.BXOR};
-        long seed = SEED ^ transport.hashCode();
-        Ranks.runThreads(n, Duration.ofMinutes(2), b -> b.transport(CommConfig.Transport.valueOf(transport)), h -> {
-            Communicator c = h.world();
-            int me = c.rank();
-            long region = 8L * count;
-            try (Window w = c.allocateWindow(region * types.length * ops.length + 64)) {
-                w.fence();
-                // rank 0's block starts as rank 0's inputs; ranks 1.. accumulate theirs, rank 1 with getAccumulate
-                int k = 0;
-                for (DataType t : types) {
-                    for (ReduceOp op : ops) {
-                        long at = region * k;
-                        MemorySegment mine = MemorySegment.ofArray(new long[count]).asSlice(0, (long) count * t.byteSize());
-                        for (int i = 0; i < count; i++) set(mine, t, i, input(t, seed, k, me, i));
-                        if (me == 0) MemorySegment.copy(mine, 0, w.segment(), at, mine.byteSize());
-                        k++;
-                    }
+        int me = c.rank();
+        long region = 8L * count;
+        try (Window w = c.allocateWindow(region * types.length * ops.length + 64)) {
+            w.fence();
+            // rank 0's block starts as rank 0's inputs; ranks 1.. accumulate theirs, rank 1 with getAccumulate
+            int k = 0;
+            for (DataType t : types) {
+                for (ReduceOp op : ops) {
+                    long at = region * k;
+                    MemorySegment mine = MemorySegment.ofArray(new long[count]).asSlice(0, (long) count * t.byteSize());
+                    for (int i = 0; i < count; i++) set(mine, t, i, input(t, seed, k, me, i));
+                    if (me == 0) MemorySegment.copy(mine, 0, w.segment(), at, mine.byteSize());
+                    k++;
                 }
-                w.fence();
+            }
+            w.fence();
+            k = 0;
+            for (DataType t : types) {
+                for (ReduceOp op : ops) {
+                    long at = region * k;
+                    MemorySegment mine = MemorySegment.ofArray(new long[count]).asSlice(0, (long) count * t.byteSize());
+                    for (int i = 0; i < count; i++) set(mine, t, i, input(t, seed, k, me, i));
+                    if (me == 1) w.getAccumulate(mine, MemorySegment.ofArray(new long[count]).asSlice(0, mine.byteSize()), 0, at, t, op);
+                    else if (me > 1) w.accumulate(mine, 0, at, t, op);
+                    k++;
+                }
+            }
+            w.fence();
+            if (me == 0) {
                 k = 0;
                 for (DataType t : types) {
                     for (ReduceOp op : ops) {
-                        long at = region * k;
-                        MemorySegment mine = MemorySegment.ofArray(new long[count]).asSlice(0, (long) count * t.byteSize());
-                        for (int i = 0; i < count; i++) set(mine, t, i, input(t, seed, k, me, i));
-                        if (me == 1) w.getAccumulate(mine, MemorySegment.ofArray(new long[count]).asSlice(0, mine.byteSize()), 0, at, t, op);
-                        else if (me > 1) w.accumulate(mine, 0, at, t, op);
+                        MemorySegment got = w.segment().asSlice(region * k, (long) count * t.byteSize());
+                        // the accumulates of ranks 1.. land in any order: the reference folds in rank order, exact anyway;
+                        // BOOL: rank 0's own bytes stay as written until an accumulate rewrites them as 0 or 1
+                        for (int i = 0; i < count; i++) {
+                            long acc = input(t, seed, k, 0, i);
+                            for (int r = 1; r < n; r++) acc = combine(t, op, acc, input(t, seed, k, r, i));
+                            assertThat(get(got, t, i)).as("%s %s element %d", t, op, i).isEqualTo(acc);
+                        }
                         k++;
                     }
                 }
-                w.fence();
-                if (me == 0) {
-                    k = 0;
-                    for (DataType t : types) {
-                        for (ReduceOp op : ops) {
-                            MemorySegment got = w.segment().asSlice(region * k, (long) count * t.byteSize());
-                            // the accumulates of ranks 1.. land in any order: the reference folds in rank order, exact anyway;
-                            // BOOL: rank 0's own bytes stay as written until an accumulate rewrites them as 0 or 1
-                            for (int i = 0; i < count; i++) {
-                                long acc = input(t, seed, k, 0, i);
-                                for (int r = 1; r < n; r++) acc = combine(t, op, acc, input(t, seed, k, r, i));
-                                assertThat(get(got, t, i)).as("%s %s element %d", t, op, i).isEqualTo(acc);
-                            }
-                            k++;
-                        }
-                    }
-                }
-                w.fence();
-                // fetch-and-op: every rank applies its bit to rank 0's counters; the results are the values before
-                long cell = region * types.length * ops.length;
-                if (me == 0) {
-                    w.segment().set(ValueLayout.JAVA_INT, cell, -1);
-                    w.segment().set(ValueLayout.JAVA_LONG, cell + 8, 0);
-                    w.segment().set(ValueLayout.JAVA_LONG, cell + 16, 0x0F0F);
-                }
-                w.fence();
-                w.fetchAndOp(~(1L << me), 0, cell, DataType.INT32, ReduceOp.BAND);
-                long before = w.fetchAndOp(1L << (40 + me), 0, cell + 8, DataType.INT64, ReduceOp.BOR);
-                assertThat(before & ~(7L << 40)).isZero();
-                w.fetchAndOp(0xFFL << (8 * me), 0, cell + 16, DataType.INT64, ReduceOp.BXOR);
-                w.fence();
-                if (me == 0) {
-                    assertThat(w.segment().get(ValueLayout.JAVA_INT, cell)).isEqualTo(~0b111);
-                    assertThat(w.segment().get(ValueLayout.JAVA_LONG, cell + 8)).isEqualTo(7L << 40);
-                    assertThat(w.segment().get(ValueLayout.JAVA_LONG, cell + 16)).isEqualTo(0x0F0FL ^ 0xFFFFFFL);
-                }
-                MemorySegment floats = MemorySegment.ofArray(new float[4]);
-                assertThatThrownBy(() -> w.accumulate(floats, 0, 0, DataType.FLOAT32, ReduceOp.BOR))
-                        .isInstanceOf(IllegalArgumentException.class).hasMessageContainingAll("rank " + me, "BOR", "FLOAT32");
-                assertThatThrownBy(() -> w.fetchAndOp(1, 0, 0, DataType.INT32, ReduceOp.AVG)).isInstanceOf(IllegalArgumentException.class);
-                w.fence();
             }
-        });
+            w.fence();
+            // fetch-and-op: every rank applies its bit to rank 0's counters; the results are the values before
+            long cell = region * types.length * ops.length;
+            if (me == 0) {
+                w.segment().set(ValueLayout.JAVA_INT, cell, -1);
+                w.segment().set(ValueLayout.JAVA_LONG, cell + 8, 0);
+                w.segment().set(ValueLayout.JAVA_LONG, cell + 16, 0x0F0F);
+            }
+            w.fence();
+            w.fetchAndOp(~(1L << me), 0, cell, DataType.INT32, ReduceOp.BAND);
+            long before = w.fetchAndOp(1L << (40 + me), 0, cell + 8, DataType.INT64, ReduceOp.BOR);
+            assertThat(before & ~(7L << 40)).isZero();
+            w.fetchAndOp(0xFFL << (8 * me), 0, cell + 16, DataType.INT64, ReduceOp.BXOR);
+            w.fence();
+            if (me == 0) {
+                assertThat(w.segment().get(ValueLayout.JAVA_INT, cell)).isEqualTo(~0b111);
+                assertThat(w.segment().get(ValueLayout.JAVA_LONG, cell + 8)).isEqualTo(7L << 40);
+                assertThat(w.segment().get(ValueLayout.JAVA_LONG, cell + 16)).isEqualTo(0x0F0FL ^ 0xFFFFFFL);
+            }
+            MemorySegment floats = MemorySegment.ofArray(new float[4]);
+            assertThatThrownBy(() -> w.accumulate(floats, 0, 0, DataType.FLOAT32, ReduceOp.BOR))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageContainingAll("rank " + me, "BOR", "FLOAT32");
+            assertThatThrownBy(() -> w.fetchAndOp(1, 0, 0, DataType.INT32, ReduceOp.AVG)).isInstanceOf(IllegalArgumentException.class);
+            w.fence();
+        }
     }
 }

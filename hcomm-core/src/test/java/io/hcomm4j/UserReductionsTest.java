@@ -146,6 +146,7 @@ class UserReductionsTest {
         }
     }
 
+    /** Rank count, transport, HCOMM_ALGO, and the job's place in the count rotation of {@link #sequence} (0..9). */
     static Stream<Arguments> jobs() {
         // every size over shared memory, two over TCP (the forced algorithms below add three more TCP jobs)
         Stream<Arguments> plain = Stream.concat(Stream.of(1, 2, 3, 5, 8).map(n -> Arguments.of(n, CommConfig.Transport.AUTO, "")),
@@ -154,25 +155,30 @@ class UserReductionsTest {
                 Arguments.of(3, CommConfig.Transport.TCP, "allreduce=ring;reducescatter=ring"),
                 Arguments.of(5, CommConfig.Transport.TCP, "allreduce=halving_doubling;reducescatter=halving_doubling"),
                 Arguments.of(5, CommConfig.Transport.TCP, "allreduce=recursive_doubling"));
-        return Stream.concat(plain, forced);
+        int[] rotation = {0};
+        return Stream.concat(plain, forced).map(a -> Arguments.of(a.get()[0], a.get()[1], a.get()[2], rotation[0]++));
     }
 
     @ParameterizedTest(name = "{0} ranks, {1}, HCOMM_ALGO=''{2}''")
     @MethodSource("jobs")
-    void everyElementOnEveryRankIsRight(int n, CommConfig.Transport transport, String algo) throws Exception {
+    void everyElementOnEveryRankIsRight(int n, CommConfig.Transport transport, String algo, int rotation) throws Exception {
         long seed = SEED + 131L * n + transport.ordinal() + algo.hashCode();
         Ranks.runThreads(n, Duration.ofMinutes(6), b -> b.transport(transport).algo(algo), h -> {
             Communicator c = h.world();
             long zc0 = ZeroCopyProbe.zeroCopyOps(c);
-            sequence(c, seed);
+            sequence(c, seed, rotation);
             long zc = ZeroCopyProbe.zeroCopyOps(c);
             if (transport == CommConfig.Transport.TCP || n == 1) assertThat(zc).as("no shared-memory engine").isEqualTo(-1);
             else assertThat(zc - zc0).as("user reductions that ran in shared memory").isPositive();
         });
     }
 
-    /** Every function in allReduce, reduce and reduceScatter, three times each at seeded random counts. */
-    static void sequence(Communicator c, long seed) {
+    /**
+     * Every function in allReduce, reduce and reduceScatter, twice each: function f's round r at count
+     * {@code COUNTS[(2 * rotation + r + f) % COUNTS.length]}, so over the jobs' rotations 0..9 every function meets every
+     * count (and every job five of them); seeded random blocking or async, in place or not, root and memory.
+     */
+    static void sequence(Communicator c, long seed, int rotation) {
         int n = c.size();
         int me = c.rank();
         Random rnd = new Random(seed);
@@ -182,8 +188,8 @@ class UserReductionsTest {
             for (Fn fn : Fn.values()) {
                 DataType t = fn.type;
                 int es = t.byteSize();
-                for (int round = 0; round < 3; round++) {
-                    long count = COUNTS[rnd.nextInt(COUNTS.length)];
+                for (int round = 0; round < 2; round++) {
+                    long count = COUNTS[(2 * rotation + round + fn.ordinal()) % COUNTS.length];
                     boolean async = rnd.nextBoolean();
                     boolean inPlace = rnd.nextBoolean();
                     int root = rnd.nextInt(n);
