@@ -27,8 +27,8 @@ import org.junit.jupiter.params.provider.ValueSource;
  * ({@code auto}: one host) and TCP ({@code HCOMM_TRANSPORT=tcp}): seeded random batches checked byte for byte with
  * notifications once each and in order; an engine that joins late and one that leaves while the others go on; a target
  * killed (SIGKILL) during batches, whose batches end FAILED within the detection time of docs/reliability.md while the
- * batches to another engine go on; a stopped target (SIGSTOP), whose batches end TIMEOUT and which serves again after
- * SIGCONT. For the last two the origin engine is this JVM's.
+ * batches to another engine go on; then that other engine stopped (SIGSTOP), whose batches end TIMEOUT and which serves
+ * again after SIGCONT. For the last two the origin engine is this JVM's.
  */
 class TransferEngineProcessTest {
     /** A killed process is noticed "at once" (docs/reliability.md: tens of ms); a loaded 2-core machine gets some slack. */
@@ -89,18 +89,28 @@ class TransferEngineProcessTest {
         return e;
     }
 
+    /**
+     * 20 seeded batches per engine (40 before: the same kinds of op, twice as often); together the three engines' batches
+     * draw every kind of op (asserted), each engine some of them.
+     */
     @ParameterizedTest
     @ValueSource(strings = {"auto", "tcp"})
     void seededRandomBatchesBetweenThreeEnginesAreCheckedByteForByte(String transport) throws Exception {
         int n = 3;
         List<Process> ps = new ArrayList<>();
-        for (int i = 0; i < n; i++) ps.add(start("r" + i, transport, "random", String.valueOf(i), String.valueOf(n), "40"));
+        for (int i = 0; i < n; i++) ps.add(start("r" + i, transport, "random", String.valueOf(i), String.valueOf(n), "20"));
         for (int i = 0; i < n; i++) awaitExit("r" + i, ps.get(i), Duration.ofMinutes(5));
         String kind = transport.equals("tcp") ? "tcp" : "shm";
+        java.util.Set<String> kinds = new java.util.TreeSet<>();
         for (int i = 0; i < n; i++) {
             assertThat(log("r" + i)).contains("PASS random r" + i).contains("CLOSED");
             for (int j = 0; j < n; j++) if (j != i) assertThat(log("r" + i)).contains("transport to r" + j + ": " + kind);
+            java.util.regex.Matcher m = java.util.regex.Pattern.compile("KINDS \\[(.*)]").matcher(log("r" + i));
+            assertThat(m.find()).as(log("r" + i)).isTrue();
+            kinds.addAll(List.of(m.group(1).split(", ")));
         }
+        assertThat(kinds).containsExactlyInAnyOrder("read", "write", "heap", "pool", "plain", "in-pool", "in-plain", "out-pool",
+                "out-plain", "0 B", "16 MiB", "sync", "async");
     }
 
     @ParameterizedTest
@@ -108,9 +118,13 @@ class TransferEngineProcessTest {
     void anEngineJoinsLateAndOneLeavesWhileTheOthersGoOn(String transport) throws Exception {
         Process steady = start("steady", transport, "steady");
         Process leaver = start("leaver", transport, "leaver");
+        // the late engine's JVM starts now, its engine at our word after the others' tenth batch: they no longer go on
+        // for a JVM's start (steady did 175-199 batches, late 58-60)
+        Process late = start("late", transport, "late", "on-stdin");
         awaitLine("steady", "BATCHES 10");
         awaitLine("leaver", "BATCHES 10");
-        Process late = start("late", transport, "late");
+        late.getOutputStream().write('\n');
+        late.getOutputStream().flush();
         awaitExit("leaver", leaver, Duration.ofMinutes(3));
         awaitExit("steady", steady, Duration.ofMinutes(3));
         awaitExit("late", late, Duration.ofMinutes(3));
@@ -123,16 +137,28 @@ class TransferEngineProcessTest {
     private record Outcome(long issued, long ended, TransferStatus status, String error) {
     }
 
+    /**
+     * One origin (this JVM's engine) and two targets: the victim is killed during batches, whose batches end FAILED
+     * within the detection time while the batches to the bystander go on; then the bystander is stopped, and its
+     * batches end TIMEOUT, until it is continued and serves again. (Two tests before, each with targets of its own:
+     * the stopped target of the second is the first one's bystander, one JVM and one origin engine fewer.)
+     */
     @ParameterizedTest
     @ValueSource(strings = {"auto", "tcp"})
-    void aKilledTargetFailsItsBatchesWithinTheDetectionTimeAndTheOthersGoOn(String transport) throws Exception {
+    void aKilledTargetFailsItsBatchesInTheDetectionTimeAStoppedOneTimesOutAndServesOnceContinued(String transport) throws Exception {
         Process victim = start("victim", transport, "serve", "1", "1");
-        start("bystander", transport, "serve", "2", "1");
+        Process bystander = start("bystander", transport, "serve", "2", "1");
         awaitLine("victim", "READY");
         awaitLine("bystander", "READY");
         TransferEngine o = engine("origin", transport);
         RemoteEngine rv = o.connect("victim", T);
         RemoteEngine rb = o.connect("bystander", T);
+        aKilledTargetFailsItsBatchesWithinTheDetectionTimeAndTheOthersGoOn(transport, o, victim, rv, rb);
+        aStoppedTargetTimesOutAndServesAgainOnceContinued(transport, o, bystander, rb, 2);
+    }
+
+    private void aKilledTargetFailsItsBatchesWithinTheDetectionTimeAndTheOthersGoOn(String transport, TransferEngine o, Process victim,
+                                                                                  RemoteEngine rv, RemoteEngine rb) throws Exception {
         long big = 16L << 20;
         MemorySegment w = o.memory().allocate(big).segment();
         Engines.fill(w, 0, big, 77, 0);
@@ -194,16 +220,12 @@ class TransferEngineProcessTest {
         assertThat(o.transfer(rb, List.of(TransferOp.read(rb4, 0, "out-plain", 0, 1000))).status()).isEqualTo(TransferStatus.COMPLETED);
     }
 
-    @ParameterizedTest
-    @ValueSource(strings = {"auto", "tcp"})
-    void aStoppedTargetTimesOutAndServesAgainOnceContinued(String transport) throws Exception {
-        Process victim = start("sleeper", transport, "serve", "1", "1");
-        awaitLine("sleeper", "READY");
-        TransferEngine o = engine("origin", transport);
-        RemoteEngine rv = o.connect("sleeper", T);
+    /** {@code sleeper} (the target {@code rv} of engine index {@code index}) is stopped, times out, is continued and serves. */
+    private void aStoppedTargetTimesOutAndServesAgainOnceContinued(String transport, TransferEngine o, Process sleeper, RemoteEngine rv,
+                                                                   int index) throws Exception {
         MemorySegment r = arena.allocate(16L << 20, 4096);
         assertThat(o.transfer(rv, List.of(TransferOp.read(r, 0, "out-plain", 0, 4 << 20))).status()).isEqualTo(TransferStatus.COMPLETED);
-        signal("STOP", victim);
+        signal("STOP", sleeper);
         try {
             long t0 = System.nanoTime();
             TransferBatch b = o.transfer(rv, List.of(TransferOp.read(r, 0, "out-plain", 0, 4 << 20)), Duration.ofMillis(800));
@@ -225,16 +247,16 @@ class TransferEngineProcessTest {
                 // a segment in its pool is mapped here: copied in place, no message, so its stopped process does not matter
                 TransferBatch d = o.transfer(rv, List.of(TransferOp.read(r, 0, "out-pool", 17, 4 << 20)), Duration.ofSeconds(5));
                 assertThat(d.status()).isEqualTo(TransferStatus.COMPLETED);
-                assertThat(Engines.mismatch(r, 0, 4 << 20, TransferWorker.outSeed(1, 0), 17)).isEqualTo(-1);
+                assertThat(Engines.mismatch(r, 0, 4 << 20, TransferWorker.outSeed(index, 0), 17)).isEqualTo(-1);
             }
         } finally {
-            signal("CONT", victim);
+            signal("CONT", sleeper);
         }
         Engines.fill(r, 0, 1 << 20, 55, 0);
         TransferBatch again = o.transfer(rv, List.of(TransferOp.write(r, 0, "in-plain", 123, 1 << 20),
                 TransferOp.read(r, 2 << 20, "out-plain", 9, 1 << 20)), T);
         assertThat(again.status()).as("%s", again.error()).isEqualTo(TransferStatus.COMPLETED);
-        assertThat(Engines.mismatch(r, 2 << 20, 1 << 20, TransferWorker.outSeed(1, 1), 9)).isEqualTo(-1);
+        assertThat(Engines.mismatch(r, 2 << 20, 1 << 20, TransferWorker.outSeed(index, 1), 9)).isEqualTo(-1);
         TransferBatch back = o.transfer(rv, List.of(TransferOp.read(r, 4 << 20, "in-plain", 123, 1 << 20)), T);
         assertThat(back.status()).isEqualTo(TransferStatus.COMPLETED);
         assertThat(Engines.mismatch(r, 4 << 20, 1 << 20, 55, 0)).isEqualTo(-1);

@@ -32,9 +32,12 @@ import java.util.zip.CRC32;
  *   <li>{@code random <index> <count> <batches>}: engines {@code r0..r<count-1>} do seeded random batches of READs and
  *       WRITEs of 0 B to 16 MiB to each other, sync and async, with a numbered notification after each; at the end each
  *       reads back its regions and compares them with its model byte for byte, and tells each target the CRC of its
- *       region, which the target checks against its own memory; the notifications must have come once each, in order.</li>
+ *       region, which the target checks against its own memory; the notifications must have come once each, in order.
+ *       It prints the kinds of op its batches drew ({@code KINDS [...]}: read, write, heap, pool, plain, in-pool,
+ *       in-plain, out-pool, out-plain, 0 B, 16 MiB, sync, async).</li>
  *   <li>{@code steady}, {@code leaver}, {@code late}: engines {@code steady} (index 0) and {@code leaver} (1) transfer
- *       to each other; {@code late} (2) starts later, says hello, and the others take it in; 15 batches after its hello,
+ *       to each other; {@code late} (2) starts later ({@code late on-stdin}: its JVM starts its engine when a line comes
+ *       on its standard input), says hello, and the others take it in; 15 batches after its hello,
  *       {@code leaver} says it leaves and closes; the batches to it then end FAILED (never earlier: the notification
  *       that it leaves comes first), and {@code steady} and {@code late} go on with 25 verified batches each.</li>
  * </ul>
@@ -54,6 +57,10 @@ public final class TransferWorker {
     private static final List<io.hcomm4j.RegisteredBuffer> BUFFERS = new ArrayList<>();
 
     public static void main(String[] args) throws Exception {
+        if (args.length > 1 && args[1].equals("on-stdin")) {
+            int c;
+            while ((c = System.in.read()) != '\n') if (c < 0) System.exit(2); // the test went away
+        }
         try (TransferEngine e = TransferEngine.start(TransferConfig.fromEnvironment())) {
             switch (args[0]) {
                 case "serve" -> serve(e, Integer.parseInt(args[1]), Integer.parseInt(args[2]));
@@ -155,6 +162,7 @@ public final class TransferWorker {
             for (int p : peers.keySet()) model.put(p, new MemorySegment[] {arena.allocate(REGION, 8), arena.allocate(REGION, 8)});
             MemorySegment[] stage = {pooled(e, 40L << 20), arena.allocate(40L << 20, 4096)};
             Map<Integer, Integer> sent = new HashMap<>();
+            java.util.Set<String> kinds = new java.util.TreeSet<>();
             Pending pending = null;
             long moved = 0;
             int async = 0;
@@ -166,9 +174,10 @@ public final class TransferWorker {
                     moved += pending.finish();
                     pending = null;
                 }
-                Pending next = plan(rnd, me, t, b, stage[b & 1], model.get(t));
+                Pending next = plan(rnd, me, t, b, stage[b & 1], model.get(t), kinds);
                 next.stage = b & 1;
                 boolean isAsync = rnd.nextBoolean();
+                kinds.add(isAsync ? "async" : "sync");
                 if (isAsync) {
                     if (pending != null) moved += pending.finish();
                     next.batch = e.transferAsync(peers.get(t), next.ops);
@@ -222,6 +231,7 @@ public final class TransferWorker {
             for (RemoteEngine p : peers.values()) e.notify(p, "bye", new byte[0]);
             inbox.await("bye", x -> x.named("bye", null).size() == count - 1);
             for (RemoteEngine p : peers.values()) System.out.println("transport to " + p.name() + ": " + e.transportTo(p));
+            System.out.println("KINDS " + kinds);
             System.out.printf("PASS random %s: %d batches (%d async), %d bytes%n", e.name(), batches, async, moved);
             System.out.flush();
         }
@@ -358,7 +368,8 @@ public final class TransferWorker {
         return rnd.nextLong(MAX_OP + 1);
     }
 
-    static Pending plan(Random rnd, int me, int t, int b, MemorySegment stage, MemorySegment[] model) {
+    /** Plans batch {@code b}: ops drawn from {@code rnd}, their kinds added to {@code kinds}. */
+    static Pending plan(Random rnd, int me, int t, int b, MemorySegment stage, MemorySegment[] model, java.util.Set<String> kinds) {
         Pending p = new Pending(t);
         int n = 1 + rnd.nextInt(6);
         long used = 0;
@@ -384,6 +395,11 @@ public final class TransferWorker {
                 p.ops.add(TransferOp.read(local, localOff, "out-" + KINDS[k], off, len));
             }
             if (!heap) used += (len + 7) & ~7L;
+            kinds.add(write ? "write" : "read");
+            kinds.add(heap ? "heap" : (b & 1) == 0 ? "pool" : "plain");
+            kinds.add((write ? "in-" : "out-") + KINDS[k]);
+            if (len == 0) kinds.add("0 B");
+            if (len == MAX_OP) kinds.add("16 MiB");
         }
         return p;
     }
