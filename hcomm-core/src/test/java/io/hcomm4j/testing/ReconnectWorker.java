@@ -31,9 +31,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  * </ul>
  * Scenarios: {@code p2p} (2 ranks: a 64 MiB message cut off after 24 MiB by the receiver, once per way of breaking the
  * connection; then 2000 tagged messages received with ANY_TAG while rank 0 breaks the connection every 5 ms),
- * {@code allreduce <iterations>} (16 MiB float all-reduces; every third iteration each rank breaks its connection to
- * the previous rank 3 MiB into it), {@code loop <stop file> <floats>} (all-reduces until rank 0 sees the stop file:
- * the network-namespace tests take links down meanwhile).
+ * {@code allreduce <iterations>} (16 MiB float all-reduces; every second iteration, 1, 3, 5, ..., each rank breaks its
+ * connection to the previous rank 3 MiB into it, in each way in turn), {@code loop <stop file> <floats>} (all-reduces
+ * until rank 0 sees the stop file: the network-namespace tests take links down meanwhile).
  */
 public final class ReconnectWorker {
     private static final String[] HOWS = {"reset", "close", "shutdown"};
@@ -187,8 +187,8 @@ public final class ReconnectWorker {
             MemorySegment data = arena.allocate((long) count * 4);
             for (int it = 0; it < iterations; it++) {
                 fillFloats(data, count, rank, it);
-                if (it % 3 == 1) {
-                    FaultHooks.dropAfter(h, prev, 3L << 20, HOWS[(it / 3) % HOWS.length]);
+                if (it % 2 == 1) {
+                    FaultHooks.dropAfter(h, prev, 3L << 20, HOWS[(it / 2) % HOWS.length]);
                     drops++;
                 }
                 comm.allReduce(data, data, count, DataType.FLOAT32, ReduceOp.SUM);
