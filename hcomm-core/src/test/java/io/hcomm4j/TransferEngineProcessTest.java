@@ -25,10 +25,10 @@ import org.junit.jupiter.params.provider.ValueSource;
 /**
  * Transfer engines in separate JVMs ({@link TransferWorker}), on a store this test serves, over shared memory
  * ({@code auto}: one host) and TCP ({@code HCOMM_TRANSPORT=tcp}): seeded random batches checked byte for byte with
- * notifications once each and in order; an engine that joins late and one that leaves while the others go on; a target
- * killed (SIGKILL) during batches, whose batches end FAILED within the detection time of docs/reliability.md while the
- * batches to another engine go on; then that other engine stopped (SIGSTOP), whose batches end TIMEOUT and which serves
- * again after SIGCONT. For the last two the origin engine is this JVM's.
+ * notifications once each and in order, then, in the same JVMs, an engine that joins late and one that leaves while the
+ * others go on; a target killed (SIGKILL) during batches, whose batches end FAILED within the detection time of
+ * docs/reliability.md while the batches to another engine go on; then that other engine stopped (SIGSTOP), whose
+ * batches end TIMEOUT and which serves again after SIGCONT. For the last two the origin engine is this JVM's.
  */
 class TransferEngineProcessTest {
     /** A killed process is noticed "at once" (docs/reliability.md: tens of ms); a loaded 2-core machine gets some slack. */
@@ -69,7 +69,11 @@ class TransferEngineProcessTest {
     }
 
     private void awaitLine(String name, String word) throws Exception {
-        long deadline = System.nanoTime() + T.toNanos();
+        awaitLine(name, word, T);
+    }
+
+    private void awaitLine(String name, String word, Duration timeout) throws Exception {
+        long deadline = System.nanoTime() + timeout.toNanos();
         while (!log(name).contains(word)) {
             if (System.nanoTime() > deadline) throw new AssertionError(name + " never said " + word + ":\n" + log(name));
             Thread.sleep(20);
@@ -90,15 +94,29 @@ class TransferEngineProcessTest {
     }
 
     /**
-     * 20 seeded batches per engine (40 before: the same kinds of op, twice as often); together the three engines' batches
-     * draw every kind of op (asserted), each engine some of them.
+     * Three JVMs, each running two engines one after the other: first {@code r0..r2}, 20 seeded random batches each
+     * (40 before: the same kinds of op, twice as often; together the three engines' batches draw every kind of op,
+     * asserted), then {@code steady}, {@code leaver} and {@code late}: steady and leaver transfer to each other, late's
+     * engine starts at our word after their tenth batch and joins them, and leaver leaves while the others go on. (Two
+     * tests with three JVMs each before.)
      */
     @ParameterizedTest
     @ValueSource(strings = {"auto", "tcp"})
-    void seededRandomBatchesBetweenThreeEnginesAreCheckedByteForByte(String transport) throws Exception {
+    void seededRandomBatchesThenAnEngineJoinsLateAndOneLeavesWhileTheOthersGoOn(String transport) throws Exception {
         int n = 3;
+        String[] then = {"steady", "leaver", "late"};
         List<Process> ps = new ArrayList<>();
-        for (int i = 0; i < n; i++) ps.add(start("r" + i, transport, "random", String.valueOf(i), String.valueOf(n), "20"));
+        for (int i = 0; i < n; i++) {
+            List<String> args = new ArrayList<>(List.of("random", String.valueOf(i), String.valueOf(n), "20", "then", then[i]));
+            if (i == 2) args.add("on-stdin");
+            ps.add(start("r" + i, transport, args.toArray(String[]::new)));
+        }
+        // the late engine starts at our word after the others' tenth batch: they do not go on for a JVM's start or a
+        // random scenario's end
+        awaitLine("r0", "BATCHES 10", Duration.ofMinutes(4));
+        awaitLine("r1", "BATCHES 10", Duration.ofMinutes(4));
+        ps.get(2).getOutputStream().write('\n');
+        ps.get(2).getOutputStream().flush();
         for (int i = 0; i < n; i++) awaitExit("r" + i, ps.get(i), Duration.ofMinutes(5));
         String kind = transport.equals("tcp") ? "tcp" : "shm";
         java.util.Set<String> kinds = new java.util.TreeSet<>();
@@ -111,26 +129,9 @@ class TransferEngineProcessTest {
         }
         assertThat(kinds).containsExactlyInAnyOrder("read", "write", "heap", "pool", "plain", "in-pool", "in-plain", "out-pool",
                 "out-plain", "0 B", "16 MiB", "sync", "async");
-    }
-
-    @ParameterizedTest
-    @ValueSource(strings = {"auto", "tcp"})
-    void anEngineJoinsLateAndOneLeavesWhileTheOthersGoOn(String transport) throws Exception {
-        Process steady = start("steady", transport, "steady");
-        Process leaver = start("leaver", transport, "leaver");
-        // the late engine's JVM starts now, its engine at our word after the others' tenth batch: they no longer go on
-        // for a JVM's start (steady did 175-199 batches, late 58-60)
-        Process late = start("late", transport, "late", "on-stdin");
-        awaitLine("steady", "BATCHES 10");
-        awaitLine("leaver", "BATCHES 10");
-        late.getOutputStream().write('\n');
-        late.getOutputStream().flush();
-        awaitExit("leaver", leaver, Duration.ofMinutes(3));
-        awaitExit("steady", steady, Duration.ofMinutes(3));
-        awaitExit("late", late, Duration.ofMinutes(3));
-        assertThat(log("leaver")).contains("LEFT");
-        assertThat(log("steady")).contains("leaver gone").contains("PASS churn steady");
-        assertThat(log("late")).contains("leaver gone").contains("PASS churn late");
+        assertThat(log("r1")).contains("LEFT");
+        assertThat(log("r0")).contains("leaver gone").contains("PASS churn steady");
+        assertThat(log("r2")).contains("leaver gone").contains("PASS churn late");
     }
 
     /** What one batch to the victim did, as the origin saw it. */

@@ -42,7 +42,9 @@ import java.util.zip.CRC32;
  *       that it leaves comes first), and {@code steady} and {@code late} go on with 25 verified batches each.</li>
  * </ul>
  *
- * A failed check throws: the JVM exits non-zero with the reason on stderr.
+ * Modes may follow each other in one JVM, joined by {@code then} (e.g. {@code random 0 3 20 then steady}): each runs
+ * with an engine of its own, started when it begins and closed when it ends, the churn roles' engines named after the
+ * role. A failed check throws: the JVM exits non-zero with the reason on stderr.
  */
 public final class TransferWorker {
     /** One writer's region of an {@code in-} segment, and the size of an {@code out-} segment. */
@@ -51,17 +53,32 @@ public final class TransferWorker {
     static final String[] KINDS = {"pool", "plain"};
     static final Duration T = Duration.ofSeconds(120);
 
-    /** Memory registered with the engine: closed after the engine (memory must outlive its registration). */
-    private static final Arena ARENA = Arena.ofShared();
+    /** Memory registered with the mode's engine: closed after the engine (memory must outlive its registration). */
+    private static Arena arena;
     /** Pool buffers, closed before the engine (which says so if one is left open). */
     private static final List<io.hcomm4j.RegisteredBuffer> BUFFERS = new ArrayList<>();
 
     public static void main(String[] args) throws Exception {
+        int from = 0;
+        for (int i = 0; i <= args.length; i++) {
+            if (i < args.length && !args[i].equals("then")) continue;
+            mode(java.util.Arrays.copyOfRange(args, from, i));
+            from = i + 1;
+        }
+        System.out.println("CLOSED");
+        System.out.flush();
+    }
+
+    /** One mode, with an engine of its own. */
+    static void mode(String[] args) throws Exception {
         if (args.length > 1 && args[1].equals("on-stdin")) {
             int c;
             while ((c = System.in.read()) != '\n') if (c < 0) System.exit(2); // the test went away
         }
-        try (TransferEngine e = TransferEngine.start(TransferConfig.fromEnvironment())) {
+        TransferConfig.Builder config = TransferConfig.builderFromEnvironment();
+        if (java.util.Arrays.asList(CHURN).contains(args[0])) config.name(args[0]);
+        arena = Arena.ofShared();
+        try (TransferEngine e = TransferEngine.start(config.build())) {
             switch (args[0]) {
                 case "serve" -> serve(e, Integer.parseInt(args[1]), Integer.parseInt(args[2]));
                 case "random" -> random(e, Integer.parseInt(args[1]), Integer.parseInt(args[2]), Integer.parseInt(args[3]));
@@ -69,10 +86,9 @@ public final class TransferWorker {
                 default -> throw new IllegalArgumentException("unknown mode " + args[0]);
             }
             for (io.hcomm4j.RegisteredBuffer b : BUFFERS) b.close();
+            BUFFERS.clear();
         }
-        ARENA.close();
-        System.out.println("CLOSED");
-        System.out.flush();
+        arena.close();
     }
 
     static MemorySegment pooled(TransferEngine e, long bytes) {
@@ -104,7 +120,7 @@ public final class TransferWorker {
 
     static void serve(TransferEngine e, int index, int writers) throws Exception {
         {
-            segments(e, index, writers, ARENA);
+            segments(e, index, writers, arena);
             System.out.println("READY " + e.name() + " " + e.id());
             System.out.flush();
             while (System.in.read() >= 0) {
@@ -150,7 +166,6 @@ public final class TransferWorker {
 
     static void random(TransferEngine e, int me, int count, int batches) throws Exception {
         {
-            Arena arena = ARENA;
             MemorySegment[] in = segments(e, me, count - 1, arena);
             Map<Integer, RemoteEngine> peers = new HashMap<>();
             for (int i = 0; i < count; i++) if (i != me) peers.put(i, e.connect("r" + i, T));
@@ -242,7 +257,7 @@ public final class TransferWorker {
     static void churn(TransferEngine e, String role) throws Exception {
         int me = java.util.Arrays.asList(CHURN).indexOf(role);
         {
-            segments(e, me, 2, ARENA);
+            segments(e, me, 2, arena);
             Inbox inbox = new Inbox(e);
             Map<Integer, RemoteEngine> live = new java.util.TreeMap<>();
             // a hello says the sender's segments are registered: only then does anybody transfer to it
