@@ -25,10 +25,10 @@ import org.junit.jupiter.params.provider.ValueSource;
 /**
  * Transfer engines in separate JVMs ({@link TransferWorker}), on a store this test serves, over shared memory
  * ({@code auto}: one host) and TCP ({@code HCOMM_TRANSPORT=tcp}): seeded random batches checked byte for byte with
- * notifications once each and in order; an engine that joins late and one that leaves while the others go on; a target
- * killed (SIGKILL) during batches, whose batches end FAILED within the detection time of docs/reliability.md while the
- * batches to another engine go on; a stopped target (SIGSTOP), whose batches end TIMEOUT and which serves again after
- * SIGCONT. For the last two the origin engine is this JVM's.
+ * notifications once each and in order, then, in the same JVMs, an engine that joins late and one that leaves while the
+ * others go on; a target killed (SIGKILL) during batches, whose batches end FAILED within the detection time of
+ * docs/reliability.md while the batches to another engine go on; then that other engine stopped (SIGSTOP), whose
+ * batches end TIMEOUT and which serves again after SIGCONT. For the last two the origin engine is this JVM's.
  */
 class TransferEngineProcessTest {
     /** A killed process is noticed "at once" (docs/reliability.md: tens of ms); a loaded 2-core machine gets some slack. */
@@ -69,7 +69,11 @@ class TransferEngineProcessTest {
     }
 
     private void awaitLine(String name, String word) throws Exception {
-        long deadline = System.nanoTime() + T.toNanos();
+        awaitLine(name, word, T);
+    }
+
+    private void awaitLine(String name, String word, Duration timeout) throws Exception {
+        long deadline = System.nanoTime() + timeout.toNanos();
         while (!log(name).contains(word)) {
             if (System.nanoTime() > deadline) throw new AssertionError(name + " never said " + word + ":\n" + log(name));
             Thread.sleep(20);
@@ -89,50 +93,73 @@ class TransferEngineProcessTest {
         return e;
     }
 
+    /**
+     * Three JVMs, each running two engines one after the other: first {@code r0..r2}, 20 seeded random batches each
+     * (40 before: the same kinds of op, twice as often; together the three engines' batches draw every kind of op,
+     * asserted), then {@code steady}, {@code leaver} and {@code late}: steady and leaver transfer to each other, late's
+     * engine starts at our word after their tenth batch and joins them, and leaver leaves while the others go on. (Two
+     * tests with three JVMs each before.)
+     */
     @ParameterizedTest
     @ValueSource(strings = {"auto", "tcp"})
-    void seededRandomBatchesBetweenThreeEnginesAreCheckedByteForByte(String transport) throws Exception {
+    void seededRandomBatchesThenAnEngineJoinsLateAndOneLeavesWhileTheOthersGoOn(String transport) throws Exception {
         int n = 3;
+        String[] then = {"steady", "leaver", "late"};
         List<Process> ps = new ArrayList<>();
-        for (int i = 0; i < n; i++) ps.add(start("r" + i, transport, "random", String.valueOf(i), String.valueOf(n), "40"));
+        for (int i = 0; i < n; i++) {
+            List<String> args = new ArrayList<>(List.of("random", String.valueOf(i), String.valueOf(n), "20", "then", then[i]));
+            if (i == 2) args.add("on-stdin");
+            ps.add(start("r" + i, transport, args.toArray(String[]::new)));
+        }
+        // the late engine starts at our word after the others' tenth batch: they do not go on for a JVM's start or a
+        // random scenario's end
+        awaitLine("r0", "BATCHES 10", Duration.ofMinutes(4));
+        awaitLine("r1", "BATCHES 10", Duration.ofMinutes(4));
+        ps.get(2).getOutputStream().write('\n');
+        ps.get(2).getOutputStream().flush();
         for (int i = 0; i < n; i++) awaitExit("r" + i, ps.get(i), Duration.ofMinutes(5));
         String kind = transport.equals("tcp") ? "tcp" : "shm";
+        java.util.Set<String> kinds = new java.util.TreeSet<>();
         for (int i = 0; i < n; i++) {
             assertThat(log("r" + i)).contains("PASS random r" + i).contains("CLOSED");
             for (int j = 0; j < n; j++) if (j != i) assertThat(log("r" + i)).contains("transport to r" + j + ": " + kind);
+            java.util.regex.Matcher m = java.util.regex.Pattern.compile("KINDS \\[(.*)]").matcher(log("r" + i));
+            assertThat(m.find()).as(log("r" + i)).isTrue();
+            kinds.addAll(List.of(m.group(1).split(", ")));
         }
-    }
-
-    @ParameterizedTest
-    @ValueSource(strings = {"auto", "tcp"})
-    void anEngineJoinsLateAndOneLeavesWhileTheOthersGoOn(String transport) throws Exception {
-        Process steady = start("steady", transport, "steady");
-        Process leaver = start("leaver", transport, "leaver");
-        awaitLine("steady", "BATCHES 10");
-        awaitLine("leaver", "BATCHES 10");
-        Process late = start("late", transport, "late");
-        awaitExit("leaver", leaver, Duration.ofMinutes(3));
-        awaitExit("steady", steady, Duration.ofMinutes(3));
-        awaitExit("late", late, Duration.ofMinutes(3));
-        assertThat(log("leaver")).contains("LEFT");
-        assertThat(log("steady")).contains("leaver gone").contains("PASS churn steady");
-        assertThat(log("late")).contains("leaver gone").contains("PASS churn late");
+        assertThat(kinds).containsExactlyInAnyOrder("read", "write", "heap", "pool", "plain", "in-pool", "in-plain", "out-pool",
+                "out-plain", "0 B", "16 MiB", "sync", "async");
+        assertThat(log("r1")).contains("LEFT");
+        assertThat(log("r0")).contains("leaver gone").contains("PASS churn steady");
+        assertThat(log("r2")).contains("leaver gone").contains("PASS churn late");
     }
 
     /** What one batch to the victim did, as the origin saw it. */
     private record Outcome(long issued, long ended, TransferStatus status, String error) {
     }
 
+    /**
+     * One origin (this JVM's engine) and two targets: the victim is killed during batches, whose batches end FAILED
+     * within the detection time while the batches to the bystander go on; then the bystander is stopped, and its
+     * batches end TIMEOUT, until it is continued and serves again. (Two tests before, each with targets of its own:
+     * the stopped target of the second is the first one's bystander, one JVM and one origin engine fewer.)
+     */
     @ParameterizedTest
     @ValueSource(strings = {"auto", "tcp"})
-    void aKilledTargetFailsItsBatchesWithinTheDetectionTimeAndTheOthersGoOn(String transport) throws Exception {
+    void aKilledTargetFailsItsBatchesInTheDetectionTimeAStoppedOneTimesOutAndServesOnceContinued(String transport) throws Exception {
         Process victim = start("victim", transport, "serve", "1", "1");
-        start("bystander", transport, "serve", "2", "1");
+        Process bystander = start("bystander", transport, "serve", "2", "1");
         awaitLine("victim", "READY");
         awaitLine("bystander", "READY");
         TransferEngine o = engine("origin", transport);
         RemoteEngine rv = o.connect("victim", T);
         RemoteEngine rb = o.connect("bystander", T);
+        aKilledTargetFailsItsBatchesWithinTheDetectionTimeAndTheOthersGoOn(transport, o, victim, rv, rb);
+        aStoppedTargetTimesOutAndServesAgainOnceContinued(transport, o, bystander, rb, 2);
+    }
+
+    private void aKilledTargetFailsItsBatchesWithinTheDetectionTimeAndTheOthersGoOn(String transport, TransferEngine o, Process victim,
+                                                                                  RemoteEngine rv, RemoteEngine rb) throws Exception {
         long big = 16L << 20;
         MemorySegment w = o.memory().allocate(big).segment();
         Engines.fill(w, 0, big, 77, 0);
@@ -194,16 +221,12 @@ class TransferEngineProcessTest {
         assertThat(o.transfer(rb, List.of(TransferOp.read(rb4, 0, "out-plain", 0, 1000))).status()).isEqualTo(TransferStatus.COMPLETED);
     }
 
-    @ParameterizedTest
-    @ValueSource(strings = {"auto", "tcp"})
-    void aStoppedTargetTimesOutAndServesAgainOnceContinued(String transport) throws Exception {
-        Process victim = start("sleeper", transport, "serve", "1", "1");
-        awaitLine("sleeper", "READY");
-        TransferEngine o = engine("origin", transport);
-        RemoteEngine rv = o.connect("sleeper", T);
+    /** {@code sleeper} (the target {@code rv} of engine index {@code index}) is stopped, times out, is continued and serves. */
+    private void aStoppedTargetTimesOutAndServesAgainOnceContinued(String transport, TransferEngine o, Process sleeper, RemoteEngine rv,
+                                                                   int index) throws Exception {
         MemorySegment r = arena.allocate(16L << 20, 4096);
         assertThat(o.transfer(rv, List.of(TransferOp.read(r, 0, "out-plain", 0, 4 << 20))).status()).isEqualTo(TransferStatus.COMPLETED);
-        signal("STOP", victim);
+        signal("STOP", sleeper);
         try {
             long t0 = System.nanoTime();
             TransferBatch b = o.transfer(rv, List.of(TransferOp.read(r, 0, "out-plain", 0, 4 << 20)), Duration.ofMillis(800));
@@ -225,16 +248,16 @@ class TransferEngineProcessTest {
                 // a segment in its pool is mapped here: copied in place, no message, so its stopped process does not matter
                 TransferBatch d = o.transfer(rv, List.of(TransferOp.read(r, 0, "out-pool", 17, 4 << 20)), Duration.ofSeconds(5));
                 assertThat(d.status()).isEqualTo(TransferStatus.COMPLETED);
-                assertThat(Engines.mismatch(r, 0, 4 << 20, TransferWorker.outSeed(1, 0), 17)).isEqualTo(-1);
+                assertThat(Engines.mismatch(r, 0, 4 << 20, TransferWorker.outSeed(index, 0), 17)).isEqualTo(-1);
             }
         } finally {
-            signal("CONT", victim);
+            signal("CONT", sleeper);
         }
         Engines.fill(r, 0, 1 << 20, 55, 0);
         TransferBatch again = o.transfer(rv, List.of(TransferOp.write(r, 0, "in-plain", 123, 1 << 20),
                 TransferOp.read(r, 2 << 20, "out-plain", 9, 1 << 20)), T);
         assertThat(again.status()).as("%s", again.error()).isEqualTo(TransferStatus.COMPLETED);
-        assertThat(Engines.mismatch(r, 2 << 20, 1 << 20, TransferWorker.outSeed(1, 1), 9)).isEqualTo(-1);
+        assertThat(Engines.mismatch(r, 2 << 20, 1 << 20, TransferWorker.outSeed(index, 1), 9)).isEqualTo(-1);
         TransferBatch back = o.transfer(rv, List.of(TransferOp.read(r, 4 << 20, "in-plain", 123, 1 << 20)), T);
         assertThat(back.status()).isEqualTo(TransferStatus.COMPLETED);
         assertThat(Engines.mismatch(r, 4 << 20, 1 << 20, 55, 0)).isEqualTo(-1);

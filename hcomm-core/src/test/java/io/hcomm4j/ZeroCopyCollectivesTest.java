@@ -79,10 +79,11 @@ public class ZeroCopyCollectivesTest {
      * primes, not divisible by the rank count; in place and not; blocking, async and on a stream), then random
      * reduce-scatter(V), all-gather(V) and broadcasts from every root, mostly with every rank's buffers registered and
      * sometimes with one rank's native or heap memory instead (staged through a registered buffer: still in shared
-     * memory).
-     * Returns {zero-copy ops, fallback ops} expected, and checks them against the engine's counters.
+     * memory). With {@code gridStride} s > 1 the all-reduces are a diagonal of the type x op grid instead, the pairs
+     * whose type ordinal plus op index is the rank count modulo s: still every type and every op (checked here).
+     * Checks the zero-copy and fallback ops expected against the engine's counters.
      */
-    public static void sequence(Communicator c, long seed, int randomOps) {
+    public static void sequence(Communicator c, long seed, int randomOps, int gridStride) {
         int n = c.size();
         int me = c.rank();
         Random rnd = new Random(seed);
@@ -92,9 +93,15 @@ public class ZeroCopyCollectivesTest {
         long fb0 = ZeroCopyProbe.fallbackOps(c);
         try (Arena arena = Arena.ofShared(); Stream stream = c.newStream()) {
             int k = 0;
+            java.util.Set<DataType> typesRun = java.util.EnumSet.noneOf(DataType.class);
+            java.util.Set<ReduceOp> opsRun = java.util.EnumSet.noneOf(ReduceOp.class);
             for (DataType t : DataType.values()) {
-                for (ReduceOp op : COLLECTIVE_OPS) {
+                for (int o = 0; o < COLLECTIVE_OPS.length; o++) {
+                    ReduceOp op = COLLECTIVE_OPS[o];
                     if (!op.accepts(t)) continue; // BAND on floats, AVG on BOOL: refused (SmallTypesCollectivesTest)
+                    if ((t.ordinal() + o) % gridStride != n % gridStride) continue;
+                    typesRun.add(t);
+                    opsRun.add(op);
                     long count = COUNTS[rnd.nextInt(COUNTS.length)];
                     boolean inPlace = rnd.nextBoolean();
                     int how = rnd.nextInt(3);
@@ -103,6 +110,8 @@ public class ZeroCopyCollectivesTest {
                     allReduce(c, stream, arena, t, op, count, inPlace, how, ch.of(me), k++);
                 }
             }
+            assertThat(typesRun).as("types of the all-reduces").hasSize(DataType.values().length);
+            assertThat(opsRun).as("ops of the all-reduces").hasSize(COLLECTIVE_OPS.length);
             for (int i = 0; i < randomOps; i++, k++) {
                 DataType t = DataType.values()[rnd.nextInt(DataType.values().length)];
                 ReduceOp op = ReductionCollectivesTest.randomOp(rnd, t);
@@ -455,13 +464,18 @@ public class ZeroCopyCollectivesTest {
 
     // ---------------------------------------------------------------------------------------------- tests
 
+    /** The whole type x op grid at 2, 3 and 4 ranks. */
     @ParameterizedTest(name = "{0} ranks (threads)")
     @ValueSource(ints = {2, 3, 4})
     void threadRanks(int n) throws Exception {
-        Ranks.runThreads(n, Duration.ofMinutes(4), h -> sequence(h.world(), SEED + n, 40));
+        Ranks.runThreads(n, Duration.ofMinutes(4), h -> sequence(h.world(), SEED + n, 40, 1));
     }
 
-    /** Processes map each other's memory for real; 2 and 3 of them (4 ranks are the threads' above: CI time). */
+    /**
+     * Processes map each other's memory for real; 2 and 3 of them (4 ranks are the threads' above: CI time), each with
+     * a diagonal of the type x op grid (every type and every op; the threads above run the whole grid at each rank
+     * count): the grid's kernels are the same in threads and processes, what processes add is the mapping.
+     */
     @ParameterizedTest(name = "{0} ranks (processes)")
     @ValueSource(ints = {2, 3})
     void processRanks(int n) throws Exception {
@@ -484,14 +498,7 @@ public class ZeroCopyCollectivesTest {
                     try (Arena arena = Arena.ofConfined(); RegisteredBuffer send = c.memory().allocate(count * es);
                          RegisteredBuffer recv = c.memory().allocate(count * es)) {
                         MemorySegment[] in = new MemorySegment[n];
-                        for (int r = 0; r < n; r++) {
-                            in[r] = arena.allocate(count * es);
-                            Random rnd = new Random(r * 1000 + t.ordinal() * 10 + op.ordinal());
-                            for (long i = 0; i < count; i++) {
-                                double x = op == ReduceOp.PROD ? 0.5 + rnd.nextDouble() : rnd.nextGaussian() * 1e3;
-                                ReductionCollectivesTest.put(in[r], t, i, x);
-                            }
-                        }
+                        for (int r = 0; r < n; r++) in[r] = inexactInput(arena, t, op, r, count);
                         MemorySegment.copy(in[me], 0, send.segment(), 0, count * es);
                         c.allReduce(send.segment(), recv.segment(), count, t, op);
                         // the reference: the kernels over the ranks' inputs in rank order, AVG divided once
@@ -507,6 +514,17 @@ public class ZeroCopyCollectivesTest {
             }
             assertThat(ZeroCopyProbe.zeroCopyOps(c)).isEqualTo(12);
         });
+    }
+
+    /** Rank {@code r}'s input of bitIdenticalAcrossRanksWithInexactFloats (seeded: every rank computes every rank's). */
+    private static MemorySegment inexactInput(Arena arena, DataType t, ReduceOp op, int r, long count) {
+        MemorySegment in = arena.allocate(count * t.byteSize());
+        Random rnd = new Random(r * 1000 + t.ordinal() * 10 + op.ordinal());
+        for (long i = 0; i < count; i++) {
+            double x = op == ReduceOp.PROD ? 0.5 + rnd.nextDouble() : rnd.nextGaussian() * 1e3;
+            ReductionCollectivesTest.put(in, t, i, x);
+        }
+        return in;
     }
 
     /**
@@ -628,7 +646,9 @@ public class ZeroCopyCollectivesTest {
                 Runnable round = () -> {
                     for (Runnable op : ops) op.run();
                 };
-                for (int i = 0; i < 3000; i++) round.run();
+                // a short warm-up: C2 has compiled the ops after about 1000 rounds (alone: the first window then is clean, where
+                // 300 took three more windows); the windows below wait for steady state however long it takes
+                for (int i = 0; i < 1000; i++) round.run();
                 long tid = Thread.currentThread().threadId();
                 String oldName = Thread.currentThread().getName();
                 Thread.currentThread().setName("zc-faults-" + c.rank()); // the native name too: found in /proc/self/task
@@ -636,14 +656,14 @@ public class ZeroCopyCollectivesTest {
                 // Steady state is what is asserted: on a loaded machine C2 may still be compiling (or recompiling, after
                 // a deopt caused by an earlier test's types) a reduction kernel, and an interpreted or C1-compiled
                 // Vector API kernel allocates its vectors; with two test JVMs side by side and other JVMs beside them,
-                // the compile queue can be long. So measure windows of 500 rounds until one is clean on every rank or a
-                // minute has passed (the ranks agree after each window, outside it); an op that allocates allocates in
+                // the compile queue can be long. So measure windows of 500 rounds until one is clean on every rank or two
+                // minutes have passed (the ranks agree after each window, outside it); an op that allocates allocates in
                 // every window.
                 int rounds = 500;
                 long bytes = 0, faults = 0, ops0 = 0;
                 int[] verdict = new int[2]; // {this window allocated or faulted, out of time}
                 MemorySegment flag = MemorySegment.ofArray(verdict);
-                long deadline = System.nanoTime() + Duration.ofMinutes(1).toNanos();
+                long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
                 for (int window = 0; ; window++) {
                     long zc0 = ZeroCopyProbe.zeroCopyOps(c);
                     long faults0 = minorFaults(task);
@@ -789,15 +809,11 @@ public class ZeroCopyCollectivesTest {
                     boolean inPlace = mode == 1 || mode == 2 && me == 1;
                     MemorySegment send = in.segment();
                     MemorySegment recv = inPlace ? send : out.segment();
-                    for (long i = 0; i < count; i++) send.setAtIndex(ValueLayout.JAVA_FLOAT, i, (i % 4093) * (me + 1) + mode);
+                    fillSaw(send, count, 4093, me + 1, mode);
                     if (!inPlace) recv.fill((byte) 0x7f);
                     long zc0 = ZeroCopyProbe.zeroCopyOps(c);
                     c.allReduce(send, recv, count, DataType.FLOAT32, ReduceOp.SUM);
-                    for (long i = 0; i < count; i++) {
-                        float want = (i % 4093) * 6f + 3 * mode;
-                        float got = recv.getAtIndex(ValueLayout.JAVA_FLOAT, i);
-                        if (got != want) throw new AssertionError("mode " + mode + " rank " + me + " element " + i + ": " + got + ", want " + want);
-                    }
+                    checkSaw(recv, count, 4093, 6, 3 * mode, "mode " + mode + " rank " + me);
                     assertThat(ZeroCopyProbe.zeroCopyOps(c) - zc0).as("mode %d ran in shared memory", mode).isEqualTo(1);
                 }
             }
@@ -868,18 +884,16 @@ public class ZeroCopyCollectivesTest {
                     MemorySegment send = arena.allocate(count * 4 + skew + 64, 8).asSlice(skew, count * 4);
                     MemorySegment recv = arena.allocate(count * 4 + 64, 8).asSlice(12, count * 4);
                     float[] heap = new float[(int) count];
-                    for (int iter = 0; iter < 4; iter++) {
+                    // iter 0: both buffers new (through the rings); iter 1: both adopted by their second op at the latest
+                    // (send already at iter 0's in place op); iter 2: both found adopted (a fourth would repeat the third)
+                    for (int iter = 0; iter < 3; iter++) {
                         // out of place on every rank's own memory
-                        for (long i = 0; i < count; i++) send.setAtIndex(ValueLayout.JAVA_FLOAT, i, (i % 4093) * (me + 1) + iter);
+                        fillSaw(send, count, 4093, me + 1, iter);
                         recv.fill((byte) 0x7f);
                         long p0 = ZeroCopyProbe.pipelinedOps(c);
                         long z0 = ZeroCopyProbe.zeroCopyOps(c);
                         c.allReduce(send, recv, count, DataType.FLOAT32, ReduceOp.SUM);
-                        for (long i = 0; i < count; i++) {
-                            float want = (i % 4093) * 6f + 3 * iter;
-                            float got = recv.getAtIndex(ValueLayout.JAVA_FLOAT, i);
-                            if (got != want) throw new AssertionError("round " + round + " iter " + iter + " rank " + me + " element " + i + ": " + got + ", want " + want);
-                        }
+                        checkSaw(recv, count, 4093, 6, 3 * iter, "round " + round + " iter " + iter + " rank " + me);
                         assertThat(ZeroCopyProbe.zeroCopyOps(c) - z0).as("iter %d in shared memory", iter).isEqualTo(1);
                         assertThat(ZeroCopyProbe.pipelinedOps(c) - p0).as("round %d iter %d: chunk by chunk only at first use", round, iter)
                                 .isEqualTo(iter == 0 ? 1 : 0);
@@ -887,13 +901,9 @@ public class ZeroCopyCollectivesTest {
                                 .isEqualTo(iter == 0 ? 0 : 2);
                         // in place, rank 2 on a heap array (through its ring): the others' adopted send buffers too
                         MemorySegment mine = me == 2 ? MemorySegment.ofArray(heap) : send;
-                        for (long i = 0; i < count; i++) mine.setAtIndex(ValueLayout.JAVA_FLOAT, i, (i % 4091) * (me + 2) - iter);
+                        fillSaw(mine, count, 4091, me + 2, -iter);
                         c.allReduce(mine, mine, count, DataType.FLOAT32, ReduceOp.SUM);
-                        for (long i = 0; i < count; i++) {
-                            float want = (i % 4091) * 9f - 3 * iter;
-                            float got = mine.getAtIndex(ValueLayout.JAVA_FLOAT, i);
-                            if (got != want) throw new AssertionError("in place, round " + round + " iter " + iter + " rank " + me + " element " + i + ": " + got + ", want " + want);
-                        }
+                        checkSaw(mine, count, 4091, 9, -3 * iter, "in place, round " + round + " iter " + iter + " rank " + me);
                     }
                 }
             }
@@ -931,55 +941,89 @@ public class ZeroCopyCollectivesTest {
                 MemorySegment big = arena.allocate(n * count * 4 + 8, 8).asSlice(8, n * count * 4);
                 MemorySegment out = arena.allocate(n * count * 4, 8);
                 for (int iter = 0; iter < 3; iter++) {
-                    String at = " iter " + iter + " rank " + me + " element ";
+                    String at = " iter " + iter + " rank " + me;
                     // allGather: block of rank r holds r * 1_000_000 + i + iter
-                    for (long i = 0; i < count; i++) small.setAtIndex(ValueLayout.JAVA_INT, i, (int) (me * 1_000_000 + i + iter));
+                    fillRamp(small, 0, count, me * 1_000_000L + iter, 1);
                     c.allGather(small, out, count, DataType.INT32);
-                    for (long j = 0; j < n * count; j++) {
-                        int want = (int) ((j / count) * 1_000_000 + j % count + iter);
-                        if (out.getAtIndex(ValueLayout.JAVA_INT, j) != want) throw new AssertionError("allGather" + at + j);
-                    }
+                    for (int r = 0; r < n; r++) checkRamp(out, r * count, count, r * 1_000_000L + iter, 1, "allGather" + at);
                     // allGather in place: rank r's block of big already holds its values
-                    for (long i = 0; i < count; i++) big.setAtIndex(ValueLayout.JAVA_INT, me * count + i, (int) (me * 7 + i - iter));
+                    fillRamp(big, me * count, count, me * 7L - iter, 1);
                     c.allGather(big.asSlice(me * count * 4, count * 4), big, count, DataType.INT32);
-                    for (long j = 0; j < n * count; j++) {
-                        int want = (int) ((j / count) * 7 + j % count - iter);
-                        if (big.getAtIndex(ValueLayout.JAVA_INT, j) != want) throw new AssertionError("allGather in place" + at + j);
-                    }
+                    for (int r = 0; r < n; r++) checkRamp(big, r * count, count, r * 7L - iter, 1, "allGather in place" + at);
                     // reduceScatter: element j of rank r's send is r + j + iter; block me sums over ranks
-                    for (long j = 0; j < n * count; j++) big.setAtIndex(ValueLayout.JAVA_INT, j, (int) (me + j + iter));
+                    fillRamp(big, 0, n * count, me + iter, 1);
                     c.reduceScatter(big, small, count, DataType.INT32, ReduceOp.SUM);
-                    for (long i = 0; i < count; i++) {
-                        int want = (int) (3 + 3 * (me * count + i + iter)); // 0 + 1 + 2
-                        if (small.getAtIndex(ValueLayout.JAVA_INT, i) != want) throw new AssertionError("reduceScatter" + at + i);
-                    }
+                    checkRamp(small, 0, count, 3 + 3 * (me * count + iter), 3, "reduceScatter" + at); // 0 + 1 + 2, then 3 x (j + iter)
                     // broadcast from rank 1
-                    for (long j = 0; j < n * count; j++) big.setAtIndex(ValueLayout.JAVA_INT, j, me == 1 ? (int) (j * 3 + iter) : -1);
+                    if (me == 1) fillRamp(big, 0, n * count, iter, 3);
+                    else big.fill((byte) -1);
                     c.broadcast(big, n * count, DataType.INT32, 1);
-                    for (long j = 0; j < n * count; j++) {
-                        if (big.getAtIndex(ValueLayout.JAVA_INT, j) != (int) (j * 3 + iter)) throw new AssertionError("broadcast" + at + j);
-                    }
+                    checkRamp(big, 0, n * count, iter, 3, "broadcast" + at);
                     // allToAll: rank r's block q holds r * 100 + q * 10_000_000 + i
-                    for (long j = 0; j < n * count; j++) big.setAtIndex(ValueLayout.JAVA_INT, j, (int) (me * 100 + (j / count) * 10_000_000 + j % count + iter));
+                    for (int q = 0; q < n; q++) fillRamp(big, q * count, count, me * 100L + q * 10_000_000L + iter, 1);
                     c.allToAll(big, out, count, DataType.INT32);
-                    for (long j = 0; j < n * count; j++) {
-                        int want = (int) ((j / count) * 100 + me * 10_000_000L + j % count + iter);
-                        if (out.getAtIndex(ValueLayout.JAVA_INT, j) != want) throw new AssertionError("allToAll" + at + j);
-                    }
+                    for (int r = 0; r < n; r++) checkRamp(out, r * count, count, r * 100L + me * 10_000_000L + iter, 1, "allToAll" + at);
                     // scatter from rank 2, gather to rank 0
-                    for (long j = 0; j < n * count; j++) big.setAtIndex(ValueLayout.JAVA_INT, j, me == 2 ? (int) (j ^ iter) : -1);
+                    if (me == 2) fillXor(big, 0, n * count, iter);
+                    else big.fill((byte) -1);
                     c.scatter(big, small, count, DataType.INT32, 2);
-                    for (long i = 0; i < count; i++) {
-                        if (small.getAtIndex(ValueLayout.JAVA_INT, i) != (int) ((me * count + i) ^ iter)) throw new AssertionError("scatter" + at + i);
-                    }
+                    checkXor(small, 0, count, me * count, iter, "scatter" + at);
                     c.gather(small, out, count, DataType.INT32, 0);
-                    for (long j = 0; me == 0 && j < n * count; j++) {
-                        if (out.getAtIndex(ValueLayout.JAVA_INT, j) != (int) (j ^ iter)) throw new AssertionError("gather" + at + j);
-                    }
+                    if (me == 0) checkXor(out, 0, n * count, 0, iter, "gather" + at);
                 }
                 assertThat(c.memory().stats().adoptedBuffers()).as("rank %d: send buffers adopted", me).isPositive();
             }
         });
+    }
+
+    // The large tests' element loops are methods of their own (not loops in the ranks' lambdas): C2 compiles each once
+    // for every call, where an on-stack replacement of a lambda with many loops was deoptimized at every loop's exit
+    // and compiled again (callersBuffersAreAdoptedAtTheirSecondAllReduce: a dozen times), and none divides per element.
+
+    /** Float32 element {@code i < count} of {@code seg} = {@code (i % mod) * mul + add} (whole numbers, exact in a float). */
+    static void fillSaw(MemorySegment seg, long count, int mod, long mul, long add) {
+        long m = 0;
+        for (long i = 0; i < count; i++) {
+            seg.setAtIndex(ValueLayout.JAVA_FLOAT, i, m * mul + add);
+            if (++m == mod) m = 0;
+        }
+    }
+
+    /** Every float32 element {@code i < count} of {@code seg} is {@code (i % mod) * mul + add}, or it throws naming it. */
+    static void checkSaw(MemorySegment seg, long count, int mod, long mul, long add, String what) {
+        long m = 0;
+        for (long i = 0; i < count; i++) {
+            float want = m * mul + add;
+            float got = seg.getAtIndex(ValueLayout.JAVA_FLOAT, i);
+            if (got != want) throw new AssertionError(what + " element " + i + ": " + got + ", want " + want);
+            if (++m == mod) m = 0;
+        }
+    }
+
+    /** Int32 element {@code from + i} of {@code seg} = {@code base + i * step} for {@code i < count}. */
+    static void fillRamp(MemorySegment seg, long from, long count, long base, long step) {
+        for (long i = 0; i < count; i++) seg.setAtIndex(ValueLayout.JAVA_INT, from + i, (int) (base + i * step));
+    }
+
+    /** Every int32 element {@code from + i} ({@code i < count}) of {@code seg} is {@code base + i * step}, or it throws naming it. */
+    static void checkRamp(MemorySegment seg, long from, long count, long base, long step, String what) {
+        for (long i = 0; i < count; i++) {
+            if (seg.getAtIndex(ValueLayout.JAVA_INT, from + i) != (int) (base + i * step)) {
+                throw new AssertionError(what + " element " + (from + i));
+            }
+        }
+    }
+
+    /** Int32 element {@code from + i} of {@code seg} = {@code (from + i) ^ x} for {@code i < count}. */
+    static void fillXor(MemorySegment seg, long from, long count, int x) {
+        for (long i = 0; i < count; i++) seg.setAtIndex(ValueLayout.JAVA_INT, from + i, (int) ((from + i) ^ x));
+    }
+
+    /** Every int32 element {@code i < count} of {@code seg} at {@code from + i} is {@code (start + i) ^ x}, or it throws naming it. */
+    static void checkXor(MemorySegment seg, long from, long count, long start, int x, String what) {
+        for (long i = 0; i < count; i++) {
+            if (seg.getAtIndex(ValueLayout.JAVA_INT, from + i) != (int) ((start + i) ^ x)) throw new AssertionError(what + " element " + (from + i));
+        }
     }
 
     /**

@@ -17,10 +17,12 @@ import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
 /**
- * A rank of the fault-injection jobs ({@code FaultInjectionTest}); the scenario is the first argument. Lines it prints
+ * A rank of the fault-injection jobs ({@code FaultInjectionTest}); the arguments are its scenarios, run in turn (the
+ * next only if one ended well: {@code busy allreduce}). Lines it prints
  * for the test to read (times are epoch milliseconds, so the test can subtract the moment it injected the fault):
  * <ul>
  *   <li>{@code READY}: initialized, the connection to the next rank made (the failure-notice ring);</li>
+ *   <li>{@code SCENARIO <name>}: a scenario begins;</li>
  *   <li>{@code RUNNING}: in the middle of its loop of all-reduces (scenario {@code allreduce});</li>
  *   <li>{@code CAUGHT <Exception> at=<ms> ranks=<failed ranks> msg=<message>}: the op that failed;</li>
  *   <li>{@code HEALTH <state> <failed ranks> at=<ms> thread=<name>}: a health listener call;</li>
@@ -37,7 +39,6 @@ public final class FaultWorker {
     }
 
     public static void main(String[] args) throws Exception {
-        String scenario = args[0];
         warmUpJdk();
         java.util.Set<String> fdsAtStart = fdTargets();
         long fdsBefore = fdsAtStart.size();
@@ -49,13 +50,17 @@ public final class FaultWorker {
             awaitNeighbour(hcomm);
             System.out.println("READY");
             System.out.flush();
-            code = switch (scenario) {
-                case "allreduce" -> allReduceUntilFailure(hcomm);
-                case "isolated" -> isolated(hcomm);
-                case "busy" -> busy(hcomm);
-                default -> throw new IllegalArgumentException(scenario);
-            };
-            System.out.flush();
+            for (String scenario : args) {
+                System.out.println("SCENARIO " + scenario);
+                code = switch (scenario) {
+                    case "allreduce" -> allReduceUntilFailure(hcomm);
+                    case "isolated" -> isolated(hcomm);
+                    case "busy" -> busy(hcomm);
+                    default -> throw new IllegalArgumentException(scenario);
+                };
+                System.out.flush();
+                if (code != 0) break;
+            }
         }
         long deadline = System.nanoTime() + 5_000_000_000L;
         while (hcommThreads() > 0 && System.nanoTime() < deadline) Thread.sleep(10);

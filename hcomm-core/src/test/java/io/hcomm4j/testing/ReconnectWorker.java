@@ -20,20 +20,22 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * A rank of the recovery jobs ({@code ReconnectTest}, {@code NetnsReconnectTest}); the scenario is the first argument.
+ * A rank of the recovery jobs ({@code ReconnectTest}, {@code NetnsReconnectTest}); the arguments are its scenarios.
  * Every element and byte received is checked (a mismatch throws, so the rank exits non-zero). Lines it prints:
  * <ul>
  *   <li>{@code RUNNING}: in the middle of its loop;</li>
  *   <li>{@code ITER <i> at=<epoch ms>}: progress of the {@code loop} scenario (every 10 iterations);</li>
  *   <li>{@code OK <scenario> ...}: the scenario completed with the right results;</li>
- *   <li>{@code COUNTERS reconnects=R resent=F resentBytes=B duplicates=D}: this rank's recovery counters;</li>
+ *   <li>{@code COUNTERS reconnects=R resent=F resentBytes=B duplicates=D}: this rank's recovery counters since init,
+ *       after each scenario;</li>
  *   <li>{@code CLOSED threads=<hcomm threads alive> fds=<open fds after close minus before init>}.</li>
  * </ul>
- * Scenarios: {@code p2p} (2 ranks: a 64 MiB message cut off after 24 MiB by the receiver, once per way of breaking the
- * connection; then 2000 tagged messages received with ANY_TAG while rank 0 breaks the connection every 5 ms),
- * {@code allreduce <iterations>} (16 MiB float all-reduces; every third iteration each rank breaks its connection to
- * the previous rank 3 MiB into it), {@code loop <stop file> <floats>} (all-reduces until rank 0 sees the stop file:
- * the network-namespace tests take links down meanwhile).
+ * Scenarios, one after the other in the order given ({@code p2p allreduce 7}): {@code p2p} (2 ranks: a 64 MiB message
+ * cut off after 24 MiB by the receiver, once per way of breaking the connection; then 2000 tagged messages received with
+ * ANY_TAG while rank 0 breaks the connection every 5 ms),
+ * {@code allreduce <iterations>} (16 MiB float all-reduces; every second iteration, 1, 3, 5, ..., each rank breaks its
+ * connection to the previous rank 3 MiB into it, in each way in turn), {@code loop <stop file> <floats>} (all-reduces
+ * until rank 0 sees the stop file: the network-namespace tests take links down meanwhile).
  */
 public final class ReconnectWorker {
     private static final String[] HOWS = {"reset", "close", "shutdown"};
@@ -42,23 +44,38 @@ public final class ReconnectWorker {
     }
 
     public static void main(String[] args) throws Exception {
-        String scenario = args[0];
         FaultWorker.warmUpJdk();
         java.util.Set<String> fdsAtStart = FaultWorker.fdTargets();
         long fdsBefore = fdsAtStart.size();
         try (Hcomm hcomm = Hcomm.init()) {
             System.out.println("READY");
             System.out.flush();
-            boolean failed = switch (scenario) {
-                case "p2p" -> p2p(hcomm);
-                case "allreduce" -> allReduce(hcomm, Integer.parseInt(args[1]));
-                case "loop" -> loop(hcomm, Path.of(args[1]), Integer.parseInt(args[2]), args.length > 3 && args[3].equals("expect-failure"));
-                default -> throw new IllegalArgumentException(scenario);
-            };
-            FaultHooks.disarm(hcomm);
-            if (!failed) hcomm.world().barrier();
-            System.out.println("COUNTERS " + FaultHooks.counters(hcomm));
-            System.out.flush();
+            // scenarios one after the other, e.g. "p2p allreduce 7", each followed by a COUNTERS line (counted since init)
+            for (int i = 0; i < args.length; ) {
+                String scenario = args[i];
+                boolean failed = switch (scenario) {
+                    case "p2p" -> {
+                        i += 1;
+                        yield p2p(hcomm);
+                    }
+                    case "allreduce" -> {
+                        i += 2;
+                        yield allReduce(hcomm, Integer.parseInt(args[i - 1]));
+                    }
+                    case "loop" -> {
+                        boolean expectFailure = args.length > i + 3 && args[i + 3].equals("expect-failure");
+                        int at = i;
+                        i = args.length;
+                        yield loop(hcomm, Path.of(args[at + 1]), Integer.parseInt(args[at + 2]), expectFailure);
+                    }
+                    default -> throw new IllegalArgumentException(scenario);
+                };
+                FaultHooks.disarm(hcomm);
+                if (!failed) hcomm.world().barrier();
+                System.out.println("COUNTERS " + FaultHooks.counters(hcomm));
+                System.out.flush();
+                if (failed) break;
+            }
         }
         long deadline = System.nanoTime() + 5_000_000_000L;
         while (FaultWorker.hcommThreads() > 0 && System.nanoTime() < deadline) Thread.sleep(10);
@@ -187,8 +204,8 @@ public final class ReconnectWorker {
             MemorySegment data = arena.allocate((long) count * 4);
             for (int it = 0; it < iterations; it++) {
                 fillFloats(data, count, rank, it);
-                if (it % 3 == 1) {
-                    FaultHooks.dropAfter(h, prev, 3L << 20, HOWS[(it / 3) % HOWS.length]);
+                if (it % 2 == 1) {
+                    FaultHooks.dropAfter(h, prev, 3L << 20, HOWS[(it / 2) % HOWS.length]);
                     drops++;
                 }
                 comm.allReduce(data, data, count, DataType.FLOAT32, ReduceOp.SUM);

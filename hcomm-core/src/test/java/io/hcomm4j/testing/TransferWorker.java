@@ -32,14 +32,19 @@ import java.util.zip.CRC32;
  *   <li>{@code random <index> <count> <batches>}: engines {@code r0..r<count-1>} do seeded random batches of READs and
  *       WRITEs of 0 B to 16 MiB to each other, sync and async, with a numbered notification after each; at the end each
  *       reads back its regions and compares them with its model byte for byte, and tells each target the CRC of its
- *       region, which the target checks against its own memory; the notifications must have come once each, in order.</li>
+ *       region, which the target checks against its own memory; the notifications must have come once each, in order.
+ *       It prints the kinds of op its batches drew ({@code KINDS [...]}: read, write, heap, pool, plain, in-pool,
+ *       in-plain, out-pool, out-plain, 0 B, 16 MiB, sync, async).</li>
  *   <li>{@code steady}, {@code leaver}, {@code late}: engines {@code steady} (index 0) and {@code leaver} (1) transfer
- *       to each other; {@code late} (2) starts later, says hello, and the others take it in; 15 batches after its hello,
+ *       to each other; {@code late} (2) starts later ({@code late on-stdin}: its JVM starts its engine when a line comes
+ *       on its standard input), says hello, and the others take it in; 15 batches after its hello,
  *       {@code leaver} says it leaves and closes; the batches to it then end FAILED (never earlier: the notification
  *       that it leaves comes first), and {@code steady} and {@code late} go on with 25 verified batches each.</li>
  * </ul>
  *
- * A failed check throws: the JVM exits non-zero with the reason on stderr.
+ * Modes may follow each other in one JVM, joined by {@code then} (e.g. {@code random 0 3 20 then steady}): each runs
+ * with an engine of its own, started when it begins and closed when it ends, the churn roles' engines named after the
+ * role. A failed check throws: the JVM exits non-zero with the reason on stderr.
  */
 public final class TransferWorker {
     /** One writer's region of an {@code in-} segment, and the size of an {@code out-} segment. */
@@ -48,13 +53,32 @@ public final class TransferWorker {
     static final String[] KINDS = {"pool", "plain"};
     static final Duration T = Duration.ofSeconds(120);
 
-    /** Memory registered with the engine: closed after the engine (memory must outlive its registration). */
-    private static final Arena ARENA = Arena.ofShared();
+    /** Memory registered with the mode's engine: closed after the engine (memory must outlive its registration). */
+    private static Arena arena;
     /** Pool buffers, closed before the engine (which says so if one is left open). */
     private static final List<io.hcomm4j.RegisteredBuffer> BUFFERS = new ArrayList<>();
 
     public static void main(String[] args) throws Exception {
-        try (TransferEngine e = TransferEngine.start(TransferConfig.fromEnvironment())) {
+        int from = 0;
+        for (int i = 0; i <= args.length; i++) {
+            if (i < args.length && !args[i].equals("then")) continue;
+            mode(java.util.Arrays.copyOfRange(args, from, i));
+            from = i + 1;
+        }
+        System.out.println("CLOSED");
+        System.out.flush();
+    }
+
+    /** One mode, with an engine of its own. */
+    static void mode(String[] args) throws Exception {
+        if (args.length > 1 && args[1].equals("on-stdin")) {
+            int c;
+            while ((c = System.in.read()) != '\n') if (c < 0) System.exit(2); // the test went away
+        }
+        TransferConfig.Builder config = TransferConfig.builderFromEnvironment();
+        if (java.util.Arrays.asList(CHURN).contains(args[0])) config.name(args[0]);
+        arena = Arena.ofShared();
+        try (TransferEngine e = TransferEngine.start(config.build())) {
             switch (args[0]) {
                 case "serve" -> serve(e, Integer.parseInt(args[1]), Integer.parseInt(args[2]));
                 case "random" -> random(e, Integer.parseInt(args[1]), Integer.parseInt(args[2]), Integer.parseInt(args[3]));
@@ -62,10 +86,9 @@ public final class TransferWorker {
                 default -> throw new IllegalArgumentException("unknown mode " + args[0]);
             }
             for (io.hcomm4j.RegisteredBuffer b : BUFFERS) b.close();
+            BUFFERS.clear();
         }
-        ARENA.close();
-        System.out.println("CLOSED");
-        System.out.flush();
+        arena.close();
     }
 
     static MemorySegment pooled(TransferEngine e, long bytes) {
@@ -97,7 +120,7 @@ public final class TransferWorker {
 
     static void serve(TransferEngine e, int index, int writers) throws Exception {
         {
-            segments(e, index, writers, ARENA);
+            segments(e, index, writers, arena);
             System.out.println("READY " + e.name() + " " + e.id());
             System.out.flush();
             while (System.in.read() >= 0) {
@@ -143,7 +166,6 @@ public final class TransferWorker {
 
     static void random(TransferEngine e, int me, int count, int batches) throws Exception {
         {
-            Arena arena = ARENA;
             MemorySegment[] in = segments(e, me, count - 1, arena);
             Map<Integer, RemoteEngine> peers = new HashMap<>();
             for (int i = 0; i < count; i++) if (i != me) peers.put(i, e.connect("r" + i, T));
@@ -155,6 +177,7 @@ public final class TransferWorker {
             for (int p : peers.keySet()) model.put(p, new MemorySegment[] {arena.allocate(REGION, 8), arena.allocate(REGION, 8)});
             MemorySegment[] stage = {pooled(e, 40L << 20), arena.allocate(40L << 20, 4096)};
             Map<Integer, Integer> sent = new HashMap<>();
+            java.util.Set<String> kinds = new java.util.TreeSet<>();
             Pending pending = null;
             long moved = 0;
             int async = 0;
@@ -166,9 +189,10 @@ public final class TransferWorker {
                     moved += pending.finish();
                     pending = null;
                 }
-                Pending next = plan(rnd, me, t, b, stage[b & 1], model.get(t));
+                Pending next = plan(rnd, me, t, b, stage[b & 1], model.get(t), kinds);
                 next.stage = b & 1;
                 boolean isAsync = rnd.nextBoolean();
+                kinds.add(isAsync ? "async" : "sync");
                 if (isAsync) {
                     if (pending != null) moved += pending.finish();
                     next.batch = e.transferAsync(peers.get(t), next.ops);
@@ -222,6 +246,7 @@ public final class TransferWorker {
             for (RemoteEngine p : peers.values()) e.notify(p, "bye", new byte[0]);
             inbox.await("bye", x -> x.named("bye", null).size() == count - 1);
             for (RemoteEngine p : peers.values()) System.out.println("transport to " + p.name() + ": " + e.transportTo(p));
+            System.out.println("KINDS " + kinds);
             System.out.printf("PASS random %s: %d batches (%d async), %d bytes%n", e.name(), batches, async, moved);
             System.out.flush();
         }
@@ -232,7 +257,7 @@ public final class TransferWorker {
     static void churn(TransferEngine e, String role) throws Exception {
         int me = java.util.Arrays.asList(CHURN).indexOf(role);
         {
-            segments(e, me, 2, ARENA);
+            segments(e, me, 2, arena);
             Inbox inbox = new Inbox(e);
             Map<Integer, RemoteEngine> live = new java.util.TreeMap<>();
             // a hello says the sender's segments are registered: only then does anybody transfer to it
@@ -358,7 +383,8 @@ public final class TransferWorker {
         return rnd.nextLong(MAX_OP + 1);
     }
 
-    static Pending plan(Random rnd, int me, int t, int b, MemorySegment stage, MemorySegment[] model) {
+    /** Plans batch {@code b}: ops drawn from {@code rnd}, their kinds added to {@code kinds}. */
+    static Pending plan(Random rnd, int me, int t, int b, MemorySegment stage, MemorySegment[] model, java.util.Set<String> kinds) {
         Pending p = new Pending(t);
         int n = 1 + rnd.nextInt(6);
         long used = 0;
@@ -384,6 +410,11 @@ public final class TransferWorker {
                 p.ops.add(TransferOp.read(local, localOff, "out-" + KINDS[k], off, len));
             }
             if (!heap) used += (len + 7) & ~7L;
+            kinds.add(write ? "write" : "read");
+            kinds.add(heap ? "heap" : (b & 1) == 0 ? "pool" : "plain");
+            kinds.add((write ? "in-" : "out-") + KINDS[k]);
+            if (len == 0) kinds.add("0 B");
+            if (len == MAX_OP) kinds.add("16 MiB");
         }
         return p;
     }

@@ -17,7 +17,8 @@ import java.time.Duration;
 /**
  * One rank (a separate JVM) of the zero-copy jobs.
  * <ul>
- *   <li>{@code sequence <seed>}: ZeroCopyCollectivesTest's checked sequence, then {@code PASS}.</li>
+ *   <li>{@code sequence <seed>}: ZeroCopyCollectivesTest's checked sequence (a diagonal of its type x op grid), then
+ *       {@code PASS}.</li>
  *   <li>{@code kill <bytes>}: every rank loops all-reduces of registered buffers ({@code LOOPING} after the first one
  *       checked); the test kills the last rank at some point; the others print {@code DETECTED <epoch ms> ranks=[..]}
  *       when the op they are in fails with PeerFailedException, and exit 0.</li>
@@ -36,7 +37,7 @@ public final class ZeroCopyWorker {
             switch (args[0]) {
                 case "sequence" -> {
                     long t0 = System.nanoTime();
-                    ZeroCopyCollectivesTest.sequence(c, Long.parseLong(args[1]), 30);
+                    ZeroCopyCollectivesTest.sequence(c, Long.parseLong(args[1]), 30, 3);
                     System.out.printf("rank %d PASS (%d ms, %d ops in shared memory)%n", me, (System.nanoTime() - t0) / 1_000_000,
                             ZeroCopyProbe.zeroCopyOps(c));
                     Ranks.printTransports(hcomm);
