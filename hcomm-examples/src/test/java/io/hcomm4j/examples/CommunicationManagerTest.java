@@ -21,10 +21,12 @@ import org.junit.jupiter.params.provider.CsvSource;
 
 /**
  * {@link CommunicationManager}, the seed example, as real jobs (every rank a JVM, torchrun's variables, rank 0 serving
- * the store): on 2 ranks at 4 KiB and 4 ranks at 64 MiB (the 2-rank 64 MiB job is the literal order's), the order that does not deadlock and the batch exchange deliver
- * every element; the test recomputes what each rank's sender sent from the seed and compares it with the hash of what
- * the rank received. The literal order (every rank sends, then receives) completes at 4 KiB and ends at 64 MiB in
- * {@code CommTimeoutException} after the short {@code HCOMM_TIMEOUT} it runs with, not in a hang.
+ * the store): on 2 ranks at 4 KiB and 3 ranks at 64 MiB (the 2-rank 64 MiB job is the literal order's; an odd ring has
+ * two even ranks side by side, so one even rank's send meets a rank that is itself in its send first), the order that
+ * does not deadlock and the batch exchange deliver every element; the test recomputes what each rank's sender sent
+ * from the seed and compares it with the hash of what the rank received. The literal order (every rank sends, then
+ * receives) completes at 4 KiB and ends at 64 MiB in {@code CommTimeoutException} after the short {@code HCOMM_TIMEOUT}
+ * it runs with, not in a hang.
  */
 @Timeout(200)
 class CommunicationManagerTest {
@@ -83,7 +85,7 @@ class CommunicationManagerTest {
     }
 
     @ParameterizedTest(name = "{0} ranks, {1}")
-    @CsvSource({"2, 4K", "4, 64M"})
+    @CsvSource({"2, 4K", "3, 64M"})
     void theOrderThatDoesNotDeadlockAndTheBatchDeliverEveryElementOnEveryRank(int n, String size) throws Exception {
         List<Outcome> outcomes = job(n, "--size", size);
         List<Result> results = ExamplesTest.passed("seed", n, outcomes);

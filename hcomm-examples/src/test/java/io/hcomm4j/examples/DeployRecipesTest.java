@@ -18,8 +18,10 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * What docs/deploy.md shows for engines that do not run here, checked as far as this machine allows: the Slurm batch
- * script with a stand-in for {@code srun} (the ranks find the store from the node list and the job id themselves).
- * Spark runs for real in hcomm-spark's tests.
+ * script with a stand-in for {@code srun} (the ranks find the store from the node list and the job id themselves). The
+ * job is {@link DataParallelTraining} on 2 ranks with its defaults, and its result lines are checked as
+ * {@link DataParallelExamplesTest} checks its 4-rank training (this is the suite's 2-rank run of that example). Spark
+ * runs for real in hcomm-spark's tests.
  */
 @Timeout(200)
 class DeployRecipesTest {
@@ -48,14 +50,20 @@ class DeployRecipesTest {
         env.put("SLURM_JOB_ID", Integer.toString(freePortFrom20000() - 20000));
         env.put("JAVA_HOME", System.getProperty("java.home"));
         env.put("JAR", System.getProperty("java.class.path"));   // the script's -cp: this module's classes and jars
+        // the script's java command line is the docs'; its rank JVMs get RankJobs' flags through the environment (C1
+        // only, no wait at exit; each JVM says "NOTE: Picked up JDK_JAVA_OPTIONS" on stderr)
+        env.put("JDK_JAVA_OPTIONS", ("-XX:UserThreadWaitAttemptsAtExit=0 " + RankJobs.RANK_JIT).trim());
 
         Outcome job = RankJobs.run(List.of(pb)).getFirst();
 
         assertThat(job.exitCode()).as(job.output()).isZero();
-        List<String> results = job.lines().stream().filter(l -> ExamplesTest.RESULT.matcher(l).matches()).toList();
-        assertThat(results).as(job.output()).hasSize(2)
-                .anySatisfy(l -> assertThat(l).startsWith("training rank 0/2: ").endsWith(": OK"))
-                .anySatisfy(l -> assertThat(l).startsWith("training rank 1/2: ").endsWith(": OK"));
+        // srun's tasks share its output: one result line per rank, in any order
+        List<ExamplesTest.Result> results = ExamplesTest.resultLines(job).stream()
+                .sorted(java.util.Comparator.comparingInt(ExamplesTest.Result::rank)).toList();
+        assertThat(results).as(job.output()).extracting(r -> r.example() + " " + r.rank() + "/" + r.size() + " " + r.ok())
+                .containsExactly("training 0/2 true", "training 1/2 true");
+        // the 2-rank data-parallel training with its defaults: checked as DataParallelExamplesTest checks its 4-rank job
+        DataParallelExamplesTest.checkTraining(results, 2);
     }
 
     private static void script(Path file, String text) throws IOException {

@@ -11,6 +11,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -49,6 +50,22 @@ final class RankJobs {
         }
     }
 
+    /**
+     * The JIT of the rank JVMs: C1 only, as hcomm-core's rank JVMs (its Ranks.RANK_JIT) and hcomm-cli's. A rank JVM
+     * lives seconds, and C2 compiling in each of them took the two cores of CI from the ranks: a 4-rank
+     * DataParallelTraining job used 25 CPU-seconds with both tiers and 12 with C1, same result lines (Java's arithmetic
+     * does not depend on the JIT). {@code -Dhcomm.test.rankJit=} (empty) gives every rank JVM both tiers again.
+     */
+    static final String RANK_JIT = System.getProperty("hcomm.test.rankJit", "-XX:TieredStopAtLevel=1");
+
+    /**
+     * The mains whose rank JVMs keep both tiers: the GPT's, whose hot loops are Vector API kernels that only C2 compiles
+     * into vector instructions (C1 took 10 times as long), and RmaParameterServer, whose fixed-point loops over 65,536
+     * parameters per pull and push ran longer under C1 than C2 took to compile them (17 CPU-seconds against 12).
+     */
+    private static final Set<String> BOTH_TIERS = Set.of(GptTraining.class.getName(), GptBench.class.getName(),
+            RmaParameterServer.class.getName());
+
     /** {@code java <test JVM flags> -cp <this class path> <main> <args>}: a rank JVM like the ones scripts/example.sh starts. */
     static List<String> javaCommand(Class<?> main, String... args) {
         List<String> cmd = new ArrayList<>();
@@ -57,6 +74,7 @@ final class RankJobs {
         cmd.addAll(Arrays.asList(flags.trim().split("\\s+")));
         // no 300 ms wait at exit for the JDK's poller thread in native code (see hcomm-core's Ranks.FAST_EXIT)
         cmd.add("-XX:UserThreadWaitAttemptsAtExit=0");
+        if (!RANK_JIT.isBlank() && !BOTH_TIERS.contains(main.getName())) cmd.add(RANK_JIT);
         cmd.add("-Xmx256m");
         cmd.add("-cp");
         cmd.add(System.getProperty("java.class.path"));

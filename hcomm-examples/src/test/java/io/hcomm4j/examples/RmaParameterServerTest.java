@@ -16,11 +16,11 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 /**
- * {@link RmaParameterServer} as a real job of 4 rank JVMs (torchrun's variables), bulk-synchronous and with bounded
- * staleness, over shared memory (same-host workers map the servers' windows) and over TCP ({@code
- * HCOMM_TRANSPORT=tcp}: the servers' progress engines apply every operation): every rank passes its own check, and what
- * the lines say adds up (the bytes moved, the staleness bound, the same final parameters on every worker and, in the
- * synchronous mode, the hash of the single-process run computed here).
+ * {@link RmaParameterServer} as real jobs (rank JVMs, torchrun's variables): 2 servers and 2 workers, bulk-synchronous
+ * and with bounded staleness, over shared memory (same-host workers map the servers' windows) and over TCP ({@code
+ * HCOMM_TRANSPORT=tcp}: the servers' progress engines apply every operation); and 3 colocated workers of which 2 also
+ * serve: every rank passes its own check, and what the lines say adds up (the bytes moved, the staleness bound, the same
+ * final parameters on every worker and, in the synchronous mode, the hash of the single-process run computed here).
  */
 @Timeout(200)
 class RmaParameterServerTest {
@@ -43,16 +43,18 @@ class RmaParameterServerTest {
         check(results, new RmaParameterServer.Layout(2, 2, false), mode, transport);
     }
 
+    /** 3 ranks, 2 of them servers: ranks 0 and 1 work and serve, rank 2 only works (and reaches both servers over shm). */
     @Test
     void colocatedWorkersAlsoServe() throws Exception {
-        List<Outcome> outcomes = RankJobs.torchrun(4, RmaParameterServer.class, "--colocated", "1");
-        List<Result> results = ExamplesTest.passed("rma-parameter-server", 4, outcomes);
-        check(results, new RmaParameterServer.Layout(2, 4, true), "sync", "shm");
+        List<Outcome> outcomes = RankJobs.torchrun(3, RmaParameterServer.class, "--colocated", "1", "--servers", "2");
+        List<Result> results = ExamplesTest.passed("rma-parameter-server", 3, outcomes);
+        check(results, new RmaParameterServer.Layout(2, 3, true), "sync", "shm");
     }
 
+    /** The mode is checked before the rank joins a job: one rank shows it. */
     @Test
     void anUnknownModeIsRefused() throws Exception {
-        List<Outcome> outcomes = RankJobs.torchrun(2, RmaParameterServer.class, "--mode", "async");
+        List<Outcome> outcomes = RankJobs.torchrun(1, RmaParameterServer.class, "--mode", "async");
         for (Outcome o : outcomes) {
             assertThat(o.exitCode()).as(o.output()).isEqualTo(1);
             assertThat(o.output()).contains("--mode is sync or ssp, not async");
