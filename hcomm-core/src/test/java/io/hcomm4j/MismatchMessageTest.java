@@ -3,14 +3,20 @@ package io.hcomm4j;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowable;
 
+import io.hcomm4j.monitor.OpTrace;
+import io.hcomm4j.monitor.TraceDump;
+import io.hcomm4j.monitor.TraceEntry;
 import io.hcomm4j.testing.Ranks;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.BiConsumer;
+import org.awaitility.Awaitility;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
@@ -90,13 +96,18 @@ class MismatchMessageTest {
      * the odd rank sends to a rank that expects nothing from it, maybe done with the op already, which reports the
      * message to every rank (3 ranks, odd rank 2 or 1); or no message of one pattern reaches the other, every rank waits
      * to receive (the real root is the odd one; a 4-rank reduce whose trees miss each other), and the stuck ranks
-     * compare fingerprints through the store after HCOMM_STUCK_REPORT (half a second here; at most 2 s).
+     * compare fingerprints through the store after HCOMM_STUCK_REPORT (half a second here; at most 2 s). When every rank's
+     * part only sends (a 3-rank reduce whose rank 0 names root 1: each rank sends its vector to the root it believes in),
+     * every call may return before a message shows the difference: then the rank that gets the late message marks the
+     * op failed in its flight record (and logs it), which the test waits for.
      */
     @ParameterizedTest(name = "{0} ranks, {1} bytes, rank {2} with root {3}")
     @CsvSource({"3, 64, 2, 1", "3, 1048576, 1, 2", "3, 64, 0, 1", "4, 64, 0, 2", "4, 1048576, 3, 1"})
     void aRootedOpWithAnotherRootOnOneRankFailsInsteadOfWaitingForTheTimeout(int n, int bytes, int odd, int oddRoot) throws Exception {
         List<String> ops = List.of("broadcast", "reduce", "gather", "scatter");
         Map<String, Throwable> failures = new ConcurrentHashMap<>();
+        Map<String, String> foundLate = new ConcurrentHashMap<>();
+        Path dumps = Files.createTempDirectory("mismatch-trace");
         Ranks.runThreads(n, Duration.ofMinutes(2), b -> b.transport(CommConfig.Transport.TCP).timeout(Duration.ofMinutes(1)).stuckReport(Duration.ofMillis(500)), h -> {
             Communicator c = h.world();
             int rank = c.rank();
@@ -119,9 +130,29 @@ class MismatchMessageTest {
                     assertThat(x[0]).as("%s: the all-reduce after it on rank %d", op, rank).isEqualTo(n);
                 }
             }
+            // an op that returned normally everywhere was found mismatched by a late message: some rank's record says so
+            Path mine = dumps.resolve("rank-" + rank + ".json");
+            Awaitility.await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(100)).until(() -> {
+                c.dumpTrace(mine);
+                for (TraceEntry e : TraceDump.parse(Files.readString(mine)).comms().get(0).entries()) {
+                    if (e.state() == OpTrace.State.FAILED && e.error() != null && e.error().contains("had finished its part")) {
+                        foundLate.put(e.op() + " " + rank, e.error());
+                    }
+                }
+                return ops.stream().allMatch(op -> failures.keySet().stream().anyMatch(k -> k.startsWith(op + " "))
+                        || foundLate.keySet().stream().anyMatch(k -> k.startsWith(op + " ")));
+            });
+            c.barrier(); // no rank closes while another still waits for a late message
         });
         for (String op : ops) {
-            assertThat(failures.keySet()).as("%s: ranks that failed", op).anyMatch(k -> k.startsWith(op + " "));
+            if (failures.keySet().stream().noneMatch(k -> k.startsWith(op + " "))) {
+                // no call failed: every rank's part only sent; the late message's rank names both roots in its record
+                assertThat(foundLate.keySet()).as("%s: ranks that failed or found it late", op).anyMatch(k -> k.startsWith(op + " "));
+                foundLate.forEach((k, m) -> {
+                    if (k.startsWith(op + " ")) assertThat(m).as(k).contains(" has root ").contains("CollectiveMismatchException");
+                });
+                continue;
+            }
             if ((op.equals("reduce") || op.equals("gather")) && odd != 0) {
                 assertThat(failures).as("%s: the root (rank 0) does not get what it needs from rank %d", op, odd).containsKey(op + " 0");
             }

@@ -102,14 +102,9 @@ final class CollectiveCall implements Runnable {
     }
 
     /**
-     * " with count 1000 where rank 0 has count 1024": which argument of the call whose fingerprint is {@code other}
-     * (rank {@code otherRank}'s) differs from this one's (rank {@code myRank}'s), or "" if that cannot be told.
+     * " with count 1000 where rank 0 has count 1024": which argument of a call of {@code op} with these fingerprint
+     * inputs (rank {@code myRank}'s) differs from the call whose fingerprint is {@code other}, or "" if that cannot be told.
      */
-    String whatDiffers(int other, int size, String otherRank, String myRank) {
-        return fpKnown ? whatDiffers(op, fpCount, fpType, fpRedop, fpRoot, other, size, myRank) : "";
-    }
-
-    /** As {@link #whatDiffers(int, int, String, String)}, for a call of {@code op} with these fingerprint inputs. */
     static String whatDiffers(CollectiveOp op, long count, DataType type, int redop, int root, int other, int size, String myRank) {
         String theirs = op.differingArgument(other, count, type, redop, root, size);
         if (theirs == null) return "";

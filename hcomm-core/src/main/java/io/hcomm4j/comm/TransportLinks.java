@@ -60,17 +60,21 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
     private final CommFuture<Status> notice;
     private volatile RuntimeException aborted;
     private List<MemorySegment> scratch;
-    /** The call this op runs (its fingerprint's inputs name a differing argument), or null (a check's links). */
-    private final CollectiveCall call;
+    /** The links run a user's call (not an HCOMM_CHECK=full fingerprint exchange). */
+    private final boolean runsCall;
     /**
-     * The call's fingerprint inputs, kept when the op finishes (the call object runs the next op then), to name the
-     * differing argument of a message that comes late; {@link #finishedOp} null: not kept.
+     * The call's fingerprint inputs, copied when the op starts, to name the differing argument of an odd message: the
+     * call object runs the next op once this one ends, and a mismatch may be reported after that (a message that came
+     * late, or one matched just before the end whose report runs just after); {@link #callOp} null: not known.
      */
-    private CollectiveOp finishedOp;
-    private long finishedCount;
-    private io.hcomm4j.DataType finishedType;
-    private int finishedRedop;
-    private int finishedRoot;
+    private final CollectiveOp callOp;
+    private final long callCount;
+    private final io.hcomm4j.DataType callType;
+    private final int callRedop;
+    private final int callRoot;
+    /** The flight record of the communicator and the op's ticket in it, for a mismatch found after the op ended. */
+    private io.hcomm4j.monitor.OpTrace trace;
+    private final long ticket;
     /** The op runs on a HIGH-priority stream: its sends' chunks go first ({@link #high(boolean)}). */
     private boolean high;
 
@@ -87,7 +91,14 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
     /** {@code call}: the call this op runs, set before the watch starts (a mismatch it reports at once names arguments). */
     TransportLinks(PeerTransport transport, long channel, long noticeChannel, long seq, int rank, int size, int[] group,
                    String op, int fingerprint, ScratchPool pool, long bytes, CollectiveCall call) {
-        this.call = call;
+        this.runsCall = call != null;
+        boolean known = call != null && call.fpKnown && call.fingerprint == fingerprint;
+        this.callOp = known ? call.op : null;
+        this.callCount = known ? call.fpCount : 0;
+        this.callType = known ? call.fpType : null;
+        this.callRedop = known ? call.fpRedop : 0;
+        this.callRoot = known ? call.fpRoot : 0;
+        this.ticket = call == null ? -1 : call.ticket;
         this.transport = transport;
         this.commId = channel & ~(3L << 62);
         this.bytes = bytes;
@@ -102,7 +113,11 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
         this.fingerprint = fingerprint;
         this.pool = pool;
         if (size > 1) {
-            transport.watch(channel, tag, fingerprint, e -> failEverywhere(describe(e), e.late()));
+            transport.watch(channel, tag, fingerprint, e -> {
+                CollectiveMismatchException m = describe(e);
+                if (e.late() && trace != null) trace.failedLate(ticket, m);
+                failEverywhere(m, e.late());
+            });
             this.notice = transport.recv(noticeChannel, PeerTransport.ANY, tag, MemorySegment.ofArray(noticeBytes));
             notice.whenComplete((st, err) -> {
                 if (err == null) abort(fromNotice(new String(noticeBytes, 0, (int) st.bytes(), StandardCharsets.UTF_8)));
@@ -124,6 +139,11 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
     @Override
     public int size() {
         return size;
+    }
+
+    /** The op is recorded in {@code trace}: a mismatch found after it ended marks its record failed. */
+    void recordIn(io.hcomm4j.monitor.OpTrace trace) {
+        this.trace = trace;
     }
 
     /** The op's sends are of high priority (it runs on a {@link io.hcomm4j.Stream.Priority#HIGH} stream). */
@@ -242,14 +262,8 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
                     + " the ranks ran it differently (another root, or another algorithm)");
         }
         String theirs = CollectiveOp.labelOf(sent);
-        CollectiveCall c = call;
-        String what;
-        if (late) {
-            what = finishedOp == null ? "" : CollectiveCall.whatDiffers(finishedOp, finishedCount, finishedType, finishedRedop, finishedRoot,
-                    sent, size, "rank " + rank);
-        } else {
-            what = c == null ? "" : c.whatDiffers(sent, size, "rank " + commRank(source), "rank " + rank); // the others read it too
-        }
+        String what = callOp == null ? "" : CollectiveCall.whatDiffers(callOp, callCount, callType, callRedop, callRoot, sent, size,
+                "rank " + rank); // "rank 0 called X with <theirs> where rank 1 has <mine>": the others read it too
         return new CollectiveMismatchException(where + (theirs.equals(op) ? " called " + op + (what.isEmpty() ? " with a different count, type, op or root" : what)
                 : " called " + (theirs.isEmpty() ? "something else" : theirs) + " instead") + how);
     }
@@ -261,7 +275,7 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
 
     /** The links run a user's call (not an HCOMM_CHECK=full fingerprint exchange, which shares the op's number). */
     boolean runsCall() {
-        return call != null;
+        return runsCall;
     }
 
     /** {@link StuckAgreement} wrote this op's fingerprint to the store (its thread only). */
@@ -354,14 +368,6 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
             // what the op started is done, and must not keep the caller's memory reachable meanwhile
             synchronized (this) {
                 started.clear();
-            }
-            CollectiveCall c = call;
-            if (c != null && c.fpKnown && c.fingerprint == fingerprint) {
-                finishedOp = c.op;
-                finishedCount = c.fpCount;
-                finishedType = c.fpType;
-                finishedRedop = c.fpRedop;
-                finishedRoot = c.fpRoot;
             }
             transport.retire(channel, tag);
         } else if (notice != null) {

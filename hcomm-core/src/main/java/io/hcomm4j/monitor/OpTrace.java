@@ -167,8 +167,24 @@ public final class OpTrace {
             s.endedNanos = now;
             s.algorithm = algorithm;
             s.path = path;
+            if (failure != null || s.failure == null) s.failure = failure; // else failedLate came first: it stays
+            s.state = s.failure == null ? State.COMPLETED : State.FAILED;
+        }
+        s.unlock();
+    }
+
+    /**
+     * The op of {@code ticket}, which ended well here, turns out to have failed: a peer's message showed after its
+     * end that the ranks called it differently (a rooted op with another root, where this rank's part needed nothing
+     * from the odd one). The call returned normally; its record says what went wrong, for {@code hcomm trace}.
+     */
+    public void failedLate(long ticket, Throwable failure) {
+        if (ticket < 0) return;
+        Slot s = ring[(int) (ticket & mask)];
+        s.lock();
+        if (s.ticket == ticket && s.failure == null) {
             s.failure = failure;
-            s.state = failure == null ? State.COMPLETED : State.FAILED;
+            s.state = State.FAILED;
         }
         s.unlock();
     }

@@ -67,6 +67,28 @@ class OpTraceTest {
     }
 
     @Test
+    void aMismatchFoundAfterTheEndMarksTheOpFailedWhicheverComesFirst() {
+        OpTrace t = new OpTrace(0, 1, 3, 4);
+        long before = t.open(OpTrace.Kind.COLLECTIVE, "reduce", 3, 0, -1, "INT32", "SUM", 16, 64, 7, 0, OpTrace.State.STARTED);
+        t.ended(before, null, "transport", null);
+        t.failedLate(before, new IllegalStateException("rank 0 called reduce with root 1"));
+        long after = t.open(OpTrace.Kind.COLLECTIVE, "gather", 5, 0, -1, "INT32", null, 16, 64, 8, 0, OpTrace.State.STARTED);
+        t.failedLate(after, new IllegalStateException("found while it ran")); // the report ran before the op's own end
+        t.ended(after, null, "transport", null);
+        long kept = t.open(OpTrace.Kind.COLLECTIVE, "scatter", 6, 0, -1, "INT32", null, 16, 64, 9, 0, OpTrace.State.STARTED);
+        t.ended(kept, null, "transport", new IllegalArgumentException("its own failure"));
+        t.failedLate(kept, new IllegalStateException("later")); // the first failure stays
+        List<TraceEntry> es = t.entries();
+        assertThat(es).extracting(TraceEntry::state).containsExactly(OpTrace.State.FAILED, OpTrace.State.FAILED, OpTrace.State.FAILED);
+        assertThat(es).extracting(TraceEntry::error).containsExactly("IllegalStateException: rank 0 called reduce with root 1",
+                "IllegalStateException: found while it ran", "IllegalArgumentException: its own failure");
+        assertThat(es.getFirst().endedEpochNanos()).isPositive();
+        for (int i = 0; i < 4; i++) t.open(OpTrace.Kind.P2P, "send", -1, 1, i, null, null, -1, 8, 0, 0, OpTrace.State.STARTED);
+        t.failedLate(before, new IllegalStateException("stale")); // its slot holds another op now
+        assertThat(t.entries()).allSatisfy(e -> assertThat(e.error()).isNull());
+    }
+
+    @Test
     void zeroRecordsNothingAndBadCapacitiesAreRefused() {
         OpTrace off = new OpTrace(0, 0, 1, 0);
         assertThat(off.enabled()).isFalse();
