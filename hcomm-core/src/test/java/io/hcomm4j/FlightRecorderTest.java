@@ -89,6 +89,8 @@ class FlightRecorderTest {
                 assertThat(e.startedEpochNanos()).isGreaterThanOrEqualTo(e.calledEpochNanos());
                 assertThat(e.endedEpochNanos()).isGreaterThanOrEqualTo(e.startedEpochNanos());
                 assertThat(e.error()).isNull();
+                // one connection per peer (HCOMM_CHANNELS 1); shared memory moves a zero-copy op over none
+                assertThat(e.channels()).as("%s on rank %d", e.op(), r).isEqualTo(e.path().equals("zero_copy") ? 0 : 1);
             }
             TraceEntry ar = coll.get(0);
             assertThat(List.of(ar.type(), ar.reduction(), ar.count(), ar.bytes(), ar.peer(), ar.stream()))
@@ -111,6 +113,7 @@ class FlightRecorderTest {
                 assertThat(List.of(sd.op(), sd.peer(), sd.tag(), sd.bytes())).containsExactly("send", 1, 5, 65536L);
                 assertThat(sd.state()).isEqualTo(OpTrace.State.COMPLETED);
                 assertThat(sd.path()).isIn("shm", "tcp");
+                assertThat(sd.channels()).isEqualTo(1);
             } else if (r == 1) {
                 assertThat(p2p).hasSize(1);
                 TraceEntry rv = p2p.get(0);
@@ -123,6 +126,46 @@ class FlightRecorderTest {
         TraceAnalysis a = TraceAnalysis.of(dumps);
         assertThat(a.findings()).isEmpty();
         assertThat(a.summary()).contains("agree");
+    }
+
+    /**
+     * With HCOMM_CHANNELS=2 a large message is striped over both connections to its peer, and its record says so on
+     * both sides, as does a collective's; a small one stays on the primary link.
+     */
+    @Test
+    void aStripedMessageRecordsTheChannelsItWentOver() throws Exception {
+        long big = 16L << 20;
+        Ranks.runThreads(2, Duration.ofMinutes(2), b -> b.transport(CommConfig.Transport.TCP).channels(2), h -> {
+            Communicator c = h.world();
+            int me = c.rank();
+            // the rail opens once the primary link is up, in the background
+            org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(60)).until(() -> h.linksTo(1 - me).size() == 2);
+            try (Arena arena = Arena.ofShared()) {
+                MemorySegment m = arena.allocate(big);
+                if (me == 0) {
+                    for (long i = 0; i < big; i += 8) m.set(ValueLayout.JAVA_LONG, i, i);
+                    c.send(m, 1, 1);
+                    c.send(m.asSlice(0, 8), 1, 2);
+                } else {
+                    c.recv(m, 0, 1);
+                    for (long i = 0; i < big; i += 8) assertThat(m.get(ValueLayout.JAVA_LONG, i)).isEqualTo(i);
+                    c.recv(m.asSlice(0, 8), 0, 2);
+                }
+                MemorySegment f = arena.allocate(big);
+                c.allReduce(f, f, big / 4, DataType.FLOAT32, ReduceOp.SUM);
+                c.barrier();
+                c.dumpTrace(file(dir, me));
+            }
+        });
+        for (TraceDump d : read(dir, 2)) {
+            List<TraceEntry> es = d.comms().get(0).entries();
+            List<TraceEntry> p2p = es.stream().filter(e -> e.kind() == OpTrace.Kind.P2P).toList();
+            assertThat(p2p).extracting(TraceEntry::bytes).as("rank %d", d.rank()).containsExactly(big, 8L);
+            assertThat(p2p).extracting(TraceEntry::channels).as("rank %d", d.rank()).containsExactly(2, 1);
+            TraceEntry ar = es.stream().filter(e -> e.op().equals("allReduce")).findFirst().orElseThrow();
+            assertThat(ar.path()).isEqualTo("transport");
+            assertThat(ar.channels()).as("rank %d: the all-reduce's halves", d.rank()).isEqualTo(2);
+        }
     }
 
     /** One-sided ops go into the same record: direct in shared memory on one host, or as frames over TCP. */

@@ -67,6 +67,7 @@ class JfrEventsTest {
                 assertThat(e.getInt("ranks")).isEqualTo(3);
                 assertThat(e.getLong("communicator")).isZero();
                 assertThat(e.getString("outcome")).isEqualTo("ok");
+                assertThat(e.getInt("channels")).as("one TCP connection per peer").isEqualTo(1);
                 assertThat(e.getDuration()).isPositive();
                 if (e.getString("op").equals("allReduce")) assertThat(e.getLong("bytes")).isEqualTo(16384);
                 if (e.getString("op").equals("broadcast")) assertThat(e.getLong("bytes")).isEqualTo(400);
@@ -81,6 +82,7 @@ class JfrEventsTest {
             assertThat(e.getInt("peer")).isEqualTo(send ? 1 : 0);
             assertThat(e.getLong("bytes")).isEqualTo(1000);
             assertThat(e.getString("transport")).isEqualTo("tcp");
+            assertThat(e.getInt("channels")).isEqualTo(1);
             assertThat(e.getString("outcome")).isEqualTo("ok");
         }
         assertThat(p2p).extracting(e -> e.getInt("tag")).containsExactlyInAnyOrder(7, 7, 8, 8);

@@ -114,7 +114,8 @@ final class TraceCommand implements Callable<Integer> {
                     parent.out.printf("  %-10s %-4s %-14s %8s %-9s %10s  %s%s%n", e.kind().name().toLowerCase(java.util.Locale.ROOT),
                             e.seq() > 0 ? "#" + e.seq() : "", e.op(), e.bytes() < 0 ? "" : io.hcomm4j.Units.bytes(e.bytes()),
                             e.state().label(), io.hcomm4j.Units.duration(e.durationNanos()),
-                            e.algorithm() == null ? (e.path() == null ? "" : e.path()) : e.algorithm() + "/" + e.path(),
+                            (e.algorithm() == null ? (e.path() == null ? "" : e.path()) : e.algorithm() + "/" + e.path())
+                                    + (e.channels() > 1 ? " x" + e.channels() : ""),
                             e.error() == null ? "" : "  " + e.error());
                 }
             }

@@ -64,6 +64,8 @@ final class CollectiveCall implements Runnable {
     long ticket = -1;
     /** How its data moved, for the flight record: {@code zero_copy} or {@code transport}; null until it ran. */
     String path;
+    /** The most links one of its messages went over ({@link TransportLinks#channels}); 0: none (zero copy). */
+    int channels;
 
     CollectiveCall(CollectiveFrame frame) {
         this.frame = frame;
@@ -173,5 +175,6 @@ final class CollectiveCall implements Runnable {
         future = null;
         ticket = -1;
         path = null;
+        channels = 0;
     }
 }

@@ -51,6 +51,10 @@ final class CollectiveEvent extends jdk.jfr.Event {
     @Description("The tuner's choice (ring, recursive_doubling ...), zero_copy for the shared-memory path, fixed for an op with one algorithm")
     String algorithm;
 
+    @Label("Channels")
+    @Description("the most connections to one peer a message of it went over (0: zero copy in shared memory)")
+    int channels;
+
     @Label("Outcome")
     @Description("ok, or the exception's simple class name")
     String outcome;

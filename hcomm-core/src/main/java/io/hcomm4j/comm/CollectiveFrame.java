@@ -245,7 +245,7 @@ final class CollectiveFrame {
             failure = e;
             throw e;
         } finally {
-            trace.ended(c.ticket, c.algo, c.path, failure);
+            trace.ended(c.ticket, c.algo, c.path, c.channels, failure);
             if (failure instanceof io.hcomm4j.CommTimeoutException) session.traces().timedOut(failure);
         }
     }
@@ -363,6 +363,7 @@ final class CollectiveFrame {
             } catch (ReduceFunctionException e) {
                 throw links.functionFailed(e);
             } finally {
+                c.channels = links.channels();
                 health.unregister(links);
             }
         }
@@ -408,6 +409,7 @@ final class CollectiveFrame {
             event.sequence = c.seq;
             event.bytes = Math.max(0, c.bytes);
             event.outcome = failure == null ? "ok" : failure.getClass().getSimpleName();
+            event.channels = c.channels;
             event.algorithm = c.algo == null ? path : io.hcomm4j.algo.Tuner.name(c.algo);
             event.commit();
         }

@@ -60,6 +60,16 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
     private final CommFuture<Status> notice;
     private volatile RuntimeException aborted;
     private List<MemorySegment> scratch;
+    /**
+     * The most links (connections to one peer) one message of this op went over so far: more than 1 when a large
+     * message was striped over rails (HCOMM_CHANNELS, HCOMM_SOCKET_IFNAME); 0 if it sent and received nothing.
+     */
+    synchronized int channels() {
+        int most = 0;
+        for (Request<?> r : started) most = Math.max(most, r.channels());
+        return most;
+    }
+
     /** The links run a user's call (not an HCOMM_CHECK=full fingerprint exchange). */
     private final boolean runsCall;
     /**

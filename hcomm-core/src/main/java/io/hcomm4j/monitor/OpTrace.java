@@ -124,6 +124,7 @@ public final class OpTrace {
         s.endedNanos = 0;
         s.algorithm = null;
         s.path = null;
+        s.channels = 0;
         s.failure = null;
         s.unlock();
         return ticket;
@@ -158,6 +159,14 @@ public final class OpTrace {
      * tuner's constant (null: its op has one); {@code path} how its data moved ({@code zero_copy}, {@code transport}, {@code shm}, {@code tcp} …).
      */
     public void ended(long ticket, Enum<?> algorithm, String path, Throwable failure) {
+        ended(ticket, algorithm, path, 0, failure);
+    }
+
+    /**
+     * As {@link #ended(long, Enum, String, Throwable)}, with {@code channels}: the most links (TCP connections to one
+     * peer) one of its messages went over; 0: its data moved over no link (shared memory directly, or nothing moved).
+     */
+    public void ended(long ticket, Enum<?> algorithm, String path, int channels, Throwable failure) {
         if (ticket < 0) return;
         Slot s = ring[(int) (ticket & mask)];
         long now = System.nanoTime();
@@ -167,6 +176,7 @@ public final class OpTrace {
             s.endedNanos = now;
             s.algorithm = algorithm;
             s.path = path;
+            s.channels = channels;
             if (failure != null || s.failure == null) s.failure = failure; // else failedLate came first: it stays
             s.state = s.failure == null ? State.COMPLETED : State.FAILED;
         }
@@ -243,6 +253,7 @@ public final class OpTrace {
         /** An enum, named at read time (lower case) so that recording allocates nothing. */
         Enum<?> algorithm;
         String path;
+        int channels;
         Throwable failure;
 
         void lock() {
@@ -285,6 +296,7 @@ public final class OpTrace {
                 long e = endedNanos;
                 Enum<?> al = algorithm;
                 String pa = path;
+                int ch = channels;
                 Throwable f = failure;
                 java.lang.invoke.VarHandle.acquireFence();
                 if ((long) VERSION.getVolatile(this) != v) continue;
@@ -294,7 +306,7 @@ public final class OpTrace {
                 long runFrom = s == 0 ? c : s;
                 long durationNanos = e != 0 ? e - runFrom : now - runFrom;
                 String alName = al == null ? null : al.name().toLowerCase(java.util.Locale.ROOT);
-                return new TraceEntry(tk, trace.commId, k, o, sq, pr, tg, ty, rd, ct, by, fp, st, alName, pa, sa,
+                return new TraceEntry(tk, trace.commId, k, o, sq, pr, tg, ty, rd, ct, by, fp, st, alName, pa, ch, sa,
                         trace.epochNanos(c), trace.epochNanos(s), trace.epochNanos(e), durationNanos, error, failedRanks);
             }
             return null;

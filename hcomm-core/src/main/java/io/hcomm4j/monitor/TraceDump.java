@@ -155,6 +155,7 @@ public record TraceDump(int rank, int worldSize, long pid, String host, long dum
         m.put("stream", e.stream());
         m.put("algorithm", e.algorithm());
         m.put("path", e.path());
+        m.put("channels", e.channels());
         m.put("state", e.state().label());
         // microseconds: exact in a JSON number read as a double (epoch nanoseconds are not)
         m.put("called_us", e.calledEpochNanos() / 1000);
@@ -191,6 +192,7 @@ public record TraceDump(int rank, int worldSize, long pid, String host, long dum
                         text(e, "op"), num(e, "seq"), (int) num(e, "peer"), (int) num(e, "tag"), (String) e.get("dtype"),
                         (String) e.get("reduction"), num(e, "count"), num(e, "bytes"), Integer.parseUnsignedInt(text(e, "fingerprint"), 16),
                         (int) num(e, "stream"), (String) e.get("algorithm"), (String) e.get("path"),
+                        e.get("channels") instanceof Number ch ? ch.intValue() : 0,
                         OpTrace.State.valueOf(text(e, "state").toUpperCase(java.util.Locale.ROOT)), num(e, "called_us") * 1000,
                         num(e, "started_us") * 1000, num(e, "ended_us") * 1000, num(e, "duration_us") * 1000, error, failed));
             }

@@ -21,6 +21,9 @@ import java.util.List;
  * @param stream         the stream it was queued on (0: none)
  * @param algorithm      the algorithm it ran ({@code ring}, {@code halving_doubling} …), null: its op has one
  * @param path           how its data moved ({@code zero_copy}, {@code transport} …), null while it runs
+ * @param channels       the most links (TCP connections to one peer: interfaces x HCOMM_CHANNELS) one of its messages
+ *                       went over: 1 unless a large message was striped; 0 if it used no link (zero-copy shared
+ *                       memory, a direct one-sided op) or has not ended
  * @param state          scheduled, started, completed or failed
  * @param calledEpochNanos  when it was called, epoch nanoseconds
  * @param startedEpochNanos when it began to run (0: not yet)
@@ -30,7 +33,7 @@ import java.util.List;
  * @param failedRanks    the ranks a {@code PeerFailedException} named
  */
 public record TraceEntry(long recordId, long commId, OpTrace.Kind kind, String op, long seq, int peer, int tag, String type,
-                         String reduction, long count, long bytes, int fingerprint, int stream, String algorithm, String path,
+                         String reduction, long count, long bytes, int fingerprint, int stream, String algorithm, String path, int channels,
                          OpTrace.State state, long calledEpochNanos, long startedEpochNanos, long endedEpochNanos,
                          long durationNanos, String error, List<Integer> failedRanks) {
     /** @throws NullPointerException if kind, op, state or failedRanks is null */

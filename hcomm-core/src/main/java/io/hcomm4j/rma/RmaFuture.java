@@ -50,7 +50,7 @@ class RmaFuture<T> extends CommFuture<T> implements SharedWait {
                 failure = e.getCause() != null ? e.getCause() : e;
             }
         }
-        t.ended(ticket, null, target < 0 ? null : transport.transportTo(target), failure);
+        t.ended(ticket, null, target < 0 ? null : transport.transportTo(target), target < 0 ? 0 : 1, failure);
     }
 
     @Override

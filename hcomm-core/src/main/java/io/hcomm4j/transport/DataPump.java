@@ -170,6 +170,7 @@ final class DataPump {
             lane.nextOffset = again.offset();
             lane.nextLength = again.length();
             lane.push(seq, s, again.offset(), again.length(), System.nanoTime());
+            s.linksUsed |= 1 << lane.rail;
             return CHUNK;
         }
         ArrayDeque<SendRequest> q = high.isEmpty() ? normal : high;
@@ -192,6 +193,7 @@ final class DataPump {
         lane.nextOffset = off;
         lane.nextLength = len;
         lane.push(seq, s, off, len, System.nanoTime());
+        s.linksUsed |= 1 << lane.rail;
         return CHUNK;
     }
 
@@ -275,6 +277,8 @@ final class DataPump {
      * the link moves bytes.
      */
     static final class Lane {
+        /** The rail index of the link this lane belongs to ({@link PeerLink#rail}). */
+        final int rail;
         final long[] seq = new long[LANE_CAPACITY];
         final SendRequest[] req = new SendRequest[LANE_CAPACITY];
         final long[] offsets = new long[LANE_CAPACITY];
@@ -297,6 +301,10 @@ final class DataPump {
         private long windowStart;
         private long windowBytes;
         private long sampledAt;
+
+        Lane(int rail) {
+            this.rail = rail;
+        }
 
         private void push(long s, SendRequest r, long off, long b, long now) {
             if (count == 0) {

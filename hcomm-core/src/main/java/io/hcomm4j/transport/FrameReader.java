@@ -538,6 +538,7 @@ final class FrameReader {
      */
     private void finishChunk(RecvRequest r) {
         sendAck();
+        if (r != null) r.linksUsed |= 1 << link.rail;
         if (r != null && r.chunkDone(payloadOffset / Frame.CHUNK, payloadLength)) {
             link.owner.awaitingData.remove(payloadCommId);
             if (!r.isDone()) r.succeedMatched();

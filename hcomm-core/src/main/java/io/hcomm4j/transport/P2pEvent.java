@@ -52,6 +52,10 @@ final class P2pEvent extends jdk.jfr.Event {
     @Description("shm, tcp or tls: the link it went over")
     String transport;
 
+    @Label("Channels")
+    @Description("connections to the peer its data went over: more than 1 when a large message was striped")
+    int channels;
+
     @Label("Outcome")
     @Description("ok, or the exception's simple class name")
     String outcome;

@@ -99,7 +99,7 @@ final class PeerLink {
     /** The chunks of the peer's large messages, shared by all its links. */
     final DataPump pump;
     /** The chunks this link wrote that wait for their acknowledgement, and its measured rate. */
-    final DataPump.Lane lane = new DataPump.Lane();
+    final DataPump.Lane lane;
     /** The padding of every ECHO request (zeros, never written). */
     private static final java.lang.foreign.MemorySegment ECHO_PAD = java.lang.foreign.Arena.global().allocate(Frame.ECHO_BYTES);
     /** Shortest ECHO round trip measured on this link so far, in nanoseconds (0: none yet). */
@@ -114,6 +114,7 @@ final class PeerLink {
     /** A rail of {@code owner} (rail &gt; 0), or a primary link ({@code owner} null). */
     PeerLink(LinkHost host, int peer, int rail, PeerLink owner) {
         this.rail = rail;
+        this.lane = new DataPump.Lane(rail);
         this.owner = owner == null ? this : owner;
         this.pump = owner == null ? new DataPump(this) : owner.pump;
         this.host = host;

@@ -69,6 +69,21 @@ public abstract sealed class Request<T> extends CommFuture<T> implements Progres
         }
     }
 
+    /**
+     * The links to the peer that carried this op's data, a bit per link ({@link PeerLink#rail}): the chunks of a large
+     * message spread over the rails; everything else goes on the primary link. Written where the chunks are handed to
+     * a link (sender, under the pump's monitor) or taken from one (receiver), read once the op has ended.
+     */
+    int linksUsed;
+
+    /**
+     * How many links (TCP connections: interfaces x HCOMM_CHANNELS) this op's data went over: 1 for an eager or
+     * shared-memory message, up to the links to the peer for a striped one (read after it ended).
+     */
+    public final int channels() {
+        return Math.max(1, Integer.bitCount(linksUsed));
+    }
+
     /** The flight record this op ends in (null: none, or it ended there already) and its ticket there. */
     private volatile io.hcomm4j.monitor.OpTrace trace;
     private long ticket;
@@ -97,7 +112,7 @@ public abstract sealed class Request<T> extends CommFuture<T> implements Progres
         int peer = tracePeer();
         String path = peer < 0 ? null : transport.transportTo(peer);
         if (this instanceof RecvRequest r && failure == null) t.peer(ticket, r.sourceMap == null ? r.matchedSrc : r.sourceMap[r.matchedSrc], r.matchedSize);
-        t.ended(ticket, null, path, failure);
+        t.ended(ticket, null, path, channels(), failure);
         P2pEvent e = event;
         if (e != null) {
             event = null;
@@ -110,6 +125,7 @@ public abstract sealed class Request<T> extends CommFuture<T> implements Progres
                 e.tag = tag;
                 e.bytes = this instanceof RecvRequest r && failure == null ? r.matchedSize : buf.byteSize();
                 e.transport = path;
+                e.channels = channels();
                 e.outcome = failure == null ? "ok" : failure.getClass().getSimpleName();
                 e.commit();
             }
