@@ -66,6 +66,10 @@ final class CollectiveCall implements Runnable {
     String path;
     /** The most links one of its messages went over ({@link TransportLinks#channels}); 0: none (zero copy). */
     int channels;
+    /** When it ended ({@link System#nanoTime()}, read for its metrics), or 0: its flight record reads the clock. */
+    long endNanos;
+    /** When a call run on its caller's thread was made ({@link System#nanoTime()}), or 0 (queued: read when it runs). */
+    long calledNanos;
 
     CollectiveCall(CollectiveFrame frame) {
         this.frame = frame;
@@ -176,5 +180,7 @@ final class CollectiveCall implements Runnable {
         ticket = -1;
         path = null;
         channels = 0;
+        endNanos = 0;
+        calledNanos = 0;
     }
 }

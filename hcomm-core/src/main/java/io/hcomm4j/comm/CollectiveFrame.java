@@ -134,8 +134,9 @@ final class CollectiveFrame {
         if (!mode.async) {
             try {
                 number(c);
+                c.calledNanos = System.nanoTime(); // its flight record's start and its metrics' (one clock read)
                 record(c, null, OpTrace.State.STARTED);
-                execute(c);
+                runRecorded(c, false);
             } finally {
                 c.clear();
                 spare.set(c);
@@ -187,7 +188,7 @@ final class CollectiveFrame {
         int root = c.fpKnown && c.fpRoot >= 0 ? c.fpRoot : -1;
         c.ticket = trace.open(OpTrace.Kind.COLLECTIVE, c.op.label(), c.seq, root, -1, c.fpType == null ? null : c.fpType.name(),
                 c.fpKnown ? CollectiveOp.redopName(c.fpRedop) : null, c.fpKnown ? c.fpCount : -1, c.bytes, c.fingerprint,
-                stream == null ? 0 : stream.id, state);
+                stream == null ? 0 : stream.id, state, c.calledNanos);
     }
 
     /** Fails at once if the communicator is closed, aborted or has failed members; else takes the op's number. */
@@ -237,7 +238,15 @@ final class CollectiveFrame {
      * shared-memory attempt, and the transport if some rank cannot; without an engine, the transport at once.
      */
     void execute(CollectiveCall c) {
-        trace.started(c.ticket);
+        runRecorded(c, true);
+    }
+
+    /**
+     * Runs {@code c} and ends its flight record; {@code queued}: it was recorded as scheduled and starts now (a call
+     * run on its caller's thread was recorded as started: no second clock read).
+     */
+    private void runRecorded(CollectiveCall c, boolean queued) {
+        if (queued) trace.started(c.ticket);
         Throwable failure = null;
         try {
             run(c);
@@ -245,7 +254,7 @@ final class CollectiveFrame {
             failure = e;
             throw e;
         } finally {
-            trace.ended(c.ticket, c.algo, c.path, c.channels, failure);
+            trace.ended(c.ticket, c.algo, c.path, c.channels, failure, c.endNanos);
             if (failure instanceof io.hcomm4j.CommTimeoutException) session.traces().timedOut(failure);
         }
     }
@@ -261,13 +270,14 @@ final class CollectiveFrame {
         z.enter(c.seq, name);
         try {
             if (session.config().fullCheck()) fullCheck(c, c.seq, name, c.fingerprint);
-            long t0 = System.nanoTime();
+            long t0 = c.calledNanos != 0 ? c.calledNanos : System.nanoTime();
             CollectiveEvent ev = CollectiveEvent.wanted() ? new CollectiveEvent() : null;
             if (ev != null) ev.begin();
             z.opBytes(c.bytes);
             z.current = c;
             if (zeroCopy(z, c)) {
-                metrics.record(c.op.ordinal(), c.bytes, System.nanoTime() - t0, false);
+                c.endNanos = System.nanoTime(); // the flight record's end too
+                metrics.record(c.op.ordinal(), c.bytes, c.endNanos - t0, false);
                 c.algo = null;
                 c.path = ZERO_COPY;
                 commitEvent(ev, c, null, ZERO_COPY);
@@ -320,7 +330,7 @@ final class CollectiveFrame {
     private void runTransport(CollectiveCall c, boolean checked) {
         CollectiveEvent event = CollectiveEvent.wanted() ? new CollectiveEvent() : null;
         if (event != null) event.begin();
-        long t0 = System.nanoTime();
+        long t0 = c.calledNanos != 0 ? c.calledNanos : System.nanoTime();
         Throwable failure = null;
         c.algo = null;
         c.path = TRANSPORT;
@@ -330,7 +340,8 @@ final class CollectiveFrame {
             failure = e;
             throw e;
         } finally {
-            metrics.record(c.op.ordinal(), c.bytes, System.nanoTime() - t0, failure != null);
+            c.endNanos = System.nanoTime(); // the flight record's end too
+            metrics.record(c.op.ordinal(), c.bytes, c.endNanos - t0, failure != null);
             commitEvent(event, c, failure, "fixed");
         }
     }

@@ -56,9 +56,9 @@ final class PointToPoint {
         }
         if (tag < 0) throw new IllegalArgumentException("rank " + rank + ": send: tag " + tag + " must be >= 0");
         check.shared(buf, "send");
-        long ticket = trace.open(OpTrace.Kind.P2P, "send", -1, peer, tag, null, null, -1, buf.byteSize(), 0, 0, OpTrace.State.STARTED);
         io.hcomm4j.transport.SendRequest f = transport.send(commId, comm.world(peer), tag, buf, 0, worldToComm, high);
-        f.recordIn(trace, ticket);
+        // recorded once posted: the message goes before the record's clock read (a refused send records nothing)
+        f.recordIn(trace, trace.open(OpTrace.Kind.P2P, "send", -1, peer, tag, null, null, -1, buf.byteSize(), 0, 0, OpTrace.State.STARTED));
         metrics.count(CollectiveFrame.SEND_METRIC, buf.byteSize()); // after: an eager message is on its way before the counting
         return f;
     }
@@ -71,10 +71,9 @@ final class PointToPoint {
         if (buf.isReadOnly()) throw new IllegalArgumentException("rank " + rank + ": recv: buf is read-only");
         check.shared(buf, "recv");
         metrics.count(CollectiveFrame.RECV_METRIC, buf.byteSize());
-        long ticket = trace.open(OpTrace.Kind.P2P, "recv", -1, peer == ANY_SOURCE ? -1 : peer, tag == ANY_TAG ? -1 : tag, null, null, -1,
-                buf.byteSize(), 0, 0, OpTrace.State.STARTED);
         io.hcomm4j.transport.RecvRequest r = transport.recv(commId, anySource(peer), anyTag(tag), buf, worldToComm);
-        r.recordIn(trace, ticket);
+        r.recordIn(trace, trace.open(OpTrace.Kind.P2P, "recv", -1, peer == ANY_SOURCE ? -1 : peer, tag == ANY_TAG ? -1 : tag, null, null,
+                -1, buf.byteSize(), 0, 0, OpTrace.State.STARTED));
         return r;
     }
 

@@ -101,10 +101,16 @@ public final class OpTrace {
      */
     public long open(Kind kind, String op, long seq, int peer, int tag, String type, String reduction, long count, long bytes,
                      int fingerprint, int stream, State state) {
+        return open(kind, op, seq, peer, tag, type, reduction, count, bytes, fingerprint, stream, state, 0);
+    }
+
+    /** As above, called at {@code nowNanos} ({@link System#nanoTime()} read by the caller already; 0: read it now). */
+    public long open(Kind kind, String op, long seq, int peer, int tag, String type, String reduction, long count, long bytes,
+                     int fingerprint, int stream, State state, long nowNanos) {
         if (ring.length == 0) return -1;
         long ticket = next.getAndIncrement();
         Slot s = ring[(int) (ticket & mask)];
-        long now = System.nanoTime();
+        long now = nowNanos != 0 ? nowNanos : System.nanoTime();
         s.lock();
         s.ticket = ticket;
         s.kind = kind;
@@ -142,18 +148,6 @@ public final class OpTrace {
         s.unlock();
     }
 
-    /** Sets {@code ticket}'s peer once it is known (a receive from any source matched one). */
-    public void peer(long ticket, int peer, long bytes) {
-        if (ticket < 0) return;
-        Slot s = ring[(int) (ticket & mask)];
-        s.lock();
-        if (s.ticket == ticket) {
-            s.peer = peer;
-            s.bytes = bytes;
-        }
-        s.unlock();
-    }
-
     /**
      * The op of {@code ticket} ended: {@code failure} null if well; {@code algorithm} the algorithm it ran, as the
      * tuner's constant (null: its op has one); {@code path} how its data moved ({@code zero_copy}, {@code transport}, {@code shm}, {@code tcp} …).
@@ -167,9 +161,14 @@ public final class OpTrace {
      * peer) one of its messages went over; 0: its data moved over no link (shared memory directly, or nothing moved).
      */
     public void ended(long ticket, Enum<?> algorithm, String path, int channels, Throwable failure) {
+        ended(ticket, algorithm, path, channels, failure, 0);
+    }
+
+    /** As above, ended at {@code endNanos} ({@link System#nanoTime()} read by the caller already; 0: read it now). */
+    public void ended(long ticket, Enum<?> algorithm, String path, int channels, Throwable failure, long endNanos) {
         if (ticket < 0) return;
         Slot s = ring[(int) (ticket & mask)];
-        long now = System.nanoTime();
+        long now = endNanos != 0 ? endNanos : System.nanoTime();
         s.lock();
         if (s.ticket == ticket) {
             if (s.startedNanos == 0) s.startedNanos = now;
@@ -179,6 +178,34 @@ public final class OpTrace {
             s.channels = channels;
             if (failure != null || s.failure == null) s.failure = failure; // else failedLate came first: it stays
             s.state = s.failure == null ? State.COMPLETED : State.FAILED;
+        }
+        s.unlock();
+    }
+
+    /**
+     * A point-to-point op of {@code ticket} ended: as {@link #ended(long, Enum, String, int, Throwable)}, with the
+     * peer and size a receive matched ({@code matchedPeer} -1: as recorded), at {@code endNanos} ({@link System#nanoTime()}:
+     * the transport reads it once per poll pass); 0: it had ended before it was recorded (an eager send, a receive
+     * whose message was there), and its end is its call time, without a second read of the clock (which costs as
+     * much as the rest of the record).
+     */
+    public void p2pEnded(long ticket, String path, int channels, Throwable failure, int matchedPeer, long matchedBytes, long endNanos) {
+        if (ticket < 0) return;
+        Slot s = ring[(int) (ticket & mask)];
+        long now = endNanos;
+        s.lock();
+        if (s.ticket == ticket) {
+            if (now == 0) now = s.calledNanos;
+            if (s.startedNanos == 0) s.startedNanos = now;
+            s.endedNanos = now;
+            s.path = path;
+            s.channels = channels;
+            if (matchedPeer >= 0) {
+                s.peer = matchedPeer;
+                s.bytes = matchedBytes;
+            }
+            s.failure = failure;
+            s.state = failure == null ? State.COMPLETED : State.FAILED;
         }
         s.unlock();
     }

@@ -368,7 +368,33 @@ final class Progress implements AutoCloseable {
         return n;
     }
 
+    /**
+     * The thread in a poll pass now (set and cleared by that thread: another thread never finds itself here), and the
+     * clock read in the pass for the flight record of the ops it completed (0: none read yet). A pass that completes
+     * a window of messages reads the clock once for all of them ({@link #passClock}).
+     */
+    private Thread passThread;
+    private long passClock;
+
+    /** {@link System#nanoTime()}, read once per poll pass when called in one (its ops ended within the pass). */
+    long passClock() {
+        if (passThread != Thread.currentThread()) return System.nanoTime();
+        long c = passClock;
+        if (c == 0) passClock = c = System.nanoTime();
+        return c;
+    }
+
     private int pollNow() {
+        passThread = Thread.currentThread();
+        passClock = 0;
+        try {
+            return pollPass();
+        } finally {
+            passThread = null;
+        }
+    }
+
+    private int pollPass() {
         handled = 0;
         polls++;
         ShmConduit[] rs = rings;
@@ -397,6 +423,16 @@ final class Progress implements AutoCloseable {
 
     /** Blocks in the selector, with every ring and {@code extra} (if not null) armed first. */
     private void pollBlocking(long ms, SharedWait extra) {
+        passThread = Thread.currentThread();
+        passClock = 0;
+        try {
+            pollBlockingPass(ms, extra);
+        } finally {
+            passThread = null;
+        }
+    }
+
+    private void pollBlockingPass(long ms, SharedWait extra) {
         handled = 0;
         polls++;
         ShmConduit[] rs = rings;
@@ -414,6 +450,7 @@ final class Progress implements AutoCloseable {
         }
         blocking = true;
         try {
+            passClock = 0; // what completes now completes after the wait
             selector.select(onKey, ms);
         } catch (IOException e) {
             LOG.warn("selector failed", e);

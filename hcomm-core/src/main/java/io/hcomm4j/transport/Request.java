@@ -102,17 +102,36 @@ public abstract sealed class Request<T> extends CommFuture<T> implements Progres
         }
         if (ticket < 0 && event == null) return;
         this.ticket = ticket;
+        if (event == null && finished) {
+            // ended during its post (an eager send, a message that was there): its end saw no record, so end it here,
+            // without the handshake below
+            endRecord(t, true);
+            return;
+        }
         TRACE.setVolatile(this, t);
-        if (finished) traceEnded();
+        if (finished) traceEnded(true);
     }
 
     private void traceEnded() {
+        traceEnded(false);
+    }
+
+    /** {@code atRecord}: the op ended before {@link #recordIn}, which opened its record just now: no second clock read. */
+    private void traceEnded(boolean atRecord) {
         io.hcomm4j.monitor.OpTrace t = (io.hcomm4j.monitor.OpTrace) TRACE.getAndSet(this, (io.hcomm4j.monitor.OpTrace) null);
-        if (t == null) return;
+        if (t != null) endRecord(t, atRecord);
+    }
+
+    private void endRecord(io.hcomm4j.monitor.OpTrace t, boolean atRecord) {
         int peer = tracePeer();
         String path = peer < 0 ? null : transport.transportTo(peer);
-        if (this instanceof RecvRequest r && failure == null) t.peer(ticket, r.sourceMap == null ? r.matchedSrc : r.sourceMap[r.matchedSrc], r.matchedSize);
-        t.ended(ticket, null, path, channels(), failure);
+        Throwable f = failure;
+        long end = atRecord ? 0 : transport.progress.passClock();
+        if (this instanceof RecvRequest r && f == null) {
+            t.p2pEnded(ticket, path, channels(), null, r.sourceMap == null ? r.matchedSrc : r.sourceMap[r.matchedSrc], r.matchedSize, end);
+        } else {
+            t.p2pEnded(ticket, path, channels(), f, -1, 0, end);
+        }
         P2pEvent e = event;
         if (e != null) {
             event = null;

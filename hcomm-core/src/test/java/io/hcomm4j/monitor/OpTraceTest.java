@@ -57,7 +57,8 @@ class OpTraceTest {
         t.open(OpTrace.Kind.P2P, "send", -1, 1, 8, null, null, -1, 64, 0, 0, OpTrace.State.STARTED);
         long newer = t.open(OpTrace.Kind.P2P, "send", -1, 1, 9, null, null, -1, 64, 0, 0, OpTrace.State.STARTED); // old's slot
         t.ended(old, null, "tcp", new RuntimeException("late"));
-        t.peer(old, 5, 1);
+        t.p2pEnded(old, "tcp", 1, null, 5, 1, System.nanoTime());
+        t.p2pEnded(old, "tcp", 1, null, 5, 1, 0);
         TraceEntry e = t.entries().getLast();
         assertThat(e.recordId()).isEqualTo(newer);
         assertThat(e.tag()).isEqualTo(9);
