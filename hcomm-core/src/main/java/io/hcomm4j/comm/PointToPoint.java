@@ -58,7 +58,7 @@ final class PointToPoint {
         check.shared(buf, "send");
         io.hcomm4j.transport.SendRequest f = transport.send(commId, comm.world(peer), tag, buf, 0, worldToComm, high);
         // recorded once posted: the message goes before the record's clock read (a refused send records nothing)
-        f.recordIn(trace, trace.open(OpTrace.Kind.P2P, "send", -1, peer, tag, null, null, -1, buf.byteSize(), 0, 0, OpTrace.State.STARTED));
+        f.recordPosted(trace, "send", peer, tag, buf.byteSize());
         metrics.count(CollectiveFrame.SEND_METRIC, buf.byteSize()); // after: an eager message is on its way before the counting
         return f;
     }
@@ -71,10 +71,10 @@ final class PointToPoint {
         if (buf.isReadOnly()) throw new IllegalArgumentException("rank " + rank + ": recv: buf is read-only");
         check.shared(buf, "recv");
         metrics.count(CollectiveFrame.RECV_METRIC, buf.byteSize());
-        io.hcomm4j.transport.RecvRequest r = transport.recv(commId, anySource(peer), anyTag(tag), buf, worldToComm);
-        r.recordIn(trace, trace.open(OpTrace.Kind.P2P, "recv", -1, peer == ANY_SOURCE ? -1 : peer, tag == ANY_TAG ? -1 : tag, null, null,
-                -1, buf.byteSize(), 0, 0, OpTrace.State.STARTED));
-        return r;
+        // recorded before the post: its end (on whichever thread completes it) then needs no handshake with this one
+        long ticket = trace.open(OpTrace.Kind.P2P, "recv", -1, peer == ANY_SOURCE ? -1 : peer, tag == ANY_TAG ? -1 : tag, null, null,
+                -1, buf.byteSize(), 0, 0, OpTrace.State.STARTED);
+        return transport.recv(commId, anySource(peer), anyTag(tag), buf, worldToComm, trace, ticket);
     }
 
     CommFuture<Status> probe(int peer, int tag) {

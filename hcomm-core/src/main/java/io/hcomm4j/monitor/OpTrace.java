@@ -136,6 +136,39 @@ public final class OpTrace {
         return ticket;
     }
 
+    /**
+     * Records a point-to-point op that had ended when it was recorded (an eager send): the whole record in one write,
+     * its end at its call time.
+     */
+    public void openEnded(Kind kind, String op, int peer, int tag, long bytes, String path, int channels, Throwable failure) {
+        if (ring.length == 0) return;
+        long ticket = next.getAndIncrement();
+        Slot s = ring[(int) (ticket & mask)];
+        long now = System.nanoTime();
+        s.lock();
+        s.ticket = ticket;
+        s.kind = kind;
+        s.op = op;
+        s.seq = -1;
+        s.peer = peer;
+        s.tag = tag;
+        s.type = null;
+        s.reduction = null;
+        s.count = -1;
+        s.bytes = bytes;
+        s.fingerprint = 0;
+        s.stream = 0;
+        s.calledNanos = now;
+        s.startedNanos = now;
+        s.endedNanos = now;
+        s.algorithm = null;
+        s.path = path;
+        s.channels = channels;
+        s.failure = failure;
+        s.state = failure == null ? State.COMPLETED : State.FAILED;
+        s.unlock();
+    }
+
     /** The op of {@code ticket} began to run now. */
     public void started(long ticket) {
         if (ticket < 0) return;

@@ -493,6 +493,13 @@ public final class PeerTransport implements AutoCloseable {
         return matching.recv(new RecvRequest(this, commId, src, tag, buf, sourceMap, false, 0));
     }
 
+    /** As {@link #recv(long, int, int, MemorySegment, int[])}, recorded as {@code ticket} in {@code trace} (ended when it ends). */
+    public RecvRequest recv(long commId, int src, int tag, MemorySegment buf, int[] sourceMap, io.hcomm4j.monitor.OpTrace trace, long ticket) {
+        RecvRequest r = new RecvRequest(this, commId, src, tag, buf, sourceMap, false, 0);
+        r.recordFromStart(trace, ticket);
+        return matching.recv(r);
+    }
+
     /**
      * Posts a receive that takes only a message carrying {@code expectFlags}; a matching message with other flags
      * fails it with {@link FingerprintMismatchException} (the message is consumed: its sender completes).

@@ -90,6 +90,43 @@ public abstract sealed class Request<T> extends CommFuture<T> implements Progres
     /** What it failed with (set before it is marked finished). */
     private volatile Throwable failure;
 
+    /** Its record was given before the op was posted ({@link #recordFromStart}): only its end ends it, no handshake. */
+    private boolean preRecorded;
+
+    /**
+     * Records the op, just posted, in {@code t} as a point-to-point {@code op} with {@code peer} (-1: any), {@code tag}
+     * (-1: any) and {@code bytes}: one write of the whole record if it ended during its post (an eager send), else
+     * opened now and ended by {@link #recordIn}'s handshake.
+     */
+    public final void recordPosted(io.hcomm4j.monitor.OpTrace t, String op, int peer, int tag, long bytes) {
+        if (rmaFrame() || !P2pEvent.wanted()) {
+            if (!t.enabled()) return;
+            if (finished) {
+                int p = tracePeer();
+                t.openEnded(io.hcomm4j.monitor.OpTrace.Kind.P2P, op, peer, tag, bytes, p < 0 ? null : transport.transportTo(p), channels(), failure);
+                return;
+            }
+        }
+        recordIn(t, t.open(io.hcomm4j.monitor.OpTrace.Kind.P2P, op, -1, peer, tag, null, null, -1, bytes, 0, 0,
+                io.hcomm4j.monitor.OpTrace.State.STARTED));
+    }
+
+    /**
+     * Gives the op, not posted yet, its flight record ({@code ticket} in {@code t}), which its end ends: the post
+     * publishes the fields to whichever thread ends it, so no handshake is needed.
+     */
+    final void recordFromStart(io.hcomm4j.monitor.OpTrace t, long ticket) {
+        if (!rmaFrame() && P2pEvent.wanted()) {
+            P2pEvent e = new P2pEvent();
+            e.begin();
+            event = e;
+        }
+        if (ticket < 0 && event == null) return;
+        this.ticket = ticket;
+        TRACE.set(this, t);
+        preRecorded = true;
+    }
+
     /**
      * Ends the op's flight record in {@code t} (ticket {@code ticket}) when the op ends, or now if it has: whichever of
      * this call and the op's end comes second ends it, exactly once (both sides write, then read the other's volatile).
@@ -118,6 +155,11 @@ public abstract sealed class Request<T> extends CommFuture<T> implements Progres
 
     /** {@code atRecord}: the op ended before {@link #recordIn}, which opened its record just now: no second clock read. */
     private void traceEnded(boolean atRecord) {
+        if (preRecorded) { // ended once (markFinished), and recordIn is never called
+            io.hcomm4j.monitor.OpTrace t = (io.hcomm4j.monitor.OpTrace) TRACE.get(this);
+            if (t != null) endRecord(t, false);
+            return;
+        }
         io.hcomm4j.monitor.OpTrace t = (io.hcomm4j.monitor.OpTrace) TRACE.getAndSet(this, (io.hcomm4j.monitor.OpTrace) null);
         if (t != null) endRecord(t, atRecord);
     }

@@ -90,6 +90,25 @@ class OpTraceTest {
     }
 
     @Test
+    void anOpThatEndedBeforeItWasRecordedIsWrittenWhole() {
+        OpTrace t = new OpTrace(0, 0, 2, 4);
+        t.openEnded(OpTrace.Kind.P2P, "send", 1, 7, 8, "shm", 1, null);
+        t.openEnded(OpTrace.Kind.P2P, "send", 1, 8, 16, "tcp", 1, new IllegalStateException("refused"));
+        List<TraceEntry> es = t.entries();
+        assertThat(es).extracting(TraceEntry::state).containsExactly(OpTrace.State.COMPLETED, OpTrace.State.FAILED);
+        assertThat(es).extracting(TraceEntry::tag).containsExactly(7, 8);
+        assertThat(es).extracting(TraceEntry::bytes).containsExactly(8L, 16L);
+        assertThat(es).extracting(TraceEntry::path).containsExactly("shm", "tcp");
+        assertThat(es.get(1).error()).isEqualTo("IllegalStateException: refused");
+        for (TraceEntry e : es) {
+            assertThat(e.ended()).isTrue();
+            assertThat(e.endedEpochNanos()).isEqualTo(e.calledEpochNanos()).isPositive();
+            assertThat(List.of(e.seq(), e.count(), (long) e.channels())).containsExactly(-1L, -1L, 1L);
+        }
+        new OpTrace(0, 0, 2, 0).openEnded(OpTrace.Kind.P2P, "send", 1, 7, 8, "shm", 1, null); // records nothing, no failure
+    }
+
+    @Test
     void zeroRecordsNothingAndBadCapacitiesAreRefused() {
         OpTrace off = new OpTrace(0, 0, 1, 0);
         assertThat(off.enabled()).isFalse();
