@@ -16,7 +16,7 @@ import com.tngtech.archunit.lang.ArchRule;
 @AnalyzeClasses(packages = "io.hcomm4j", importOptions = ImportOption.DoNotIncludeTests.class)
 class LayersTest {
     private static final String[] BASE = {"io.hcomm4j.kernel..", "io.hcomm4j.memory..", "io.hcomm4j.transport..",
-            "io.hcomm4j.bootstrap..", "io.hcomm4j.security..", "io.hcomm4j.monitor.."};
+            "io.hcomm4j.bootstrap..", "io.hcomm4j.security..", "io.hcomm4j.monitor..", "io.hcomm4j.ucx.."};
 
     /**
      * API → comm → one-sided (rma: windows and transfer engines) → algo → base. The API package reaches comm and rma only

@@ -1,0 +1,92 @@
+package io.hcomm4j.ucx;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * A UCP worker ({@code ucp_worker_h}): where a rank's endpoints, requests and progress live, and the address peers
+ * connect to (exchanged through the store).
+ */
+public final class UcpWorker implements AutoCloseable {
+    static final AtomicInteger OPEN = new AtomicInteger();
+
+    // ucp_worker_params_t as API 1.13 lays it out: field_mask, thread_mode, cpu_mask (128 bytes), events, user_data,
+    // event_fd, flags, name, am_alignment, client_id
+    private static final long PARAMS_BYTES = 200;
+    private static final long FIELD_THREAD_MODE = 1L;
+    private static final int THREAD_MODE_MULTI = 2;
+
+    private final UcpContext context;
+    final MemorySegment handle;
+    private boolean closed;
+
+    private UcpWorker(UcpContext context, MemorySegment handle) {
+        this.context = context;
+        this.handle = handle;
+    }
+
+    static UcpWorker create(UcpContext context) {
+        Ucp ucp = context.ucp;
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment params = a.allocate(PARAMS_BYTES, 8);
+            params.set(JAVA_LONG, 0, FIELD_THREAD_MODE);
+            params.set(JAVA_INT, 8, THREAD_MODE_MULTI);
+            MemorySegment out = a.allocate(ADDRESS);
+            ucp.check((byte) ucp.workerCreate.invokeExact(context.handle, params, out), "ucp_worker_create");
+            OPEN.incrementAndGet();
+            return new UcpWorker(context, Ucp.out(out));
+        } catch (UcxException e) {
+            throw e;
+        } catch (Throwable e) {
+            throw new UcxException("ucp_worker_create failed: " + e, e);
+        }
+    }
+
+    /** This worker's address, for peers to connect to (an opaque byte string, a few dozen bytes). */
+    public byte[] address() {
+        Ucp ucp = context.ucp;
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment addrOut = a.allocate(ADDRESS), lengthOut = a.allocate(JAVA_LONG);
+            ucp.check((byte) ucp.workerGetAddress.invokeExact(handle, addrOut, lengthOut), "ucp_worker_get_address");
+            MemorySegment addr = Ucp.out(addrOut);
+            try {
+                return addr.reinterpret(Ucp.outLong(lengthOut)).toArray(JAVA_BYTE);
+            } finally {
+                ucp.workerReleaseAddress.invokeExact(handle, addr);
+            }
+        } catch (UcxException e) {
+            throw e;
+        } catch (Throwable e) {
+            throw new UcxException("ucp_worker_get_address failed: " + e, e);
+        }
+    }
+
+    /** Makes progress on this worker's communication; returns how many events it handled (0: none was pending). */
+    public int progress() {
+        try {
+            return (int) context.ucp.workerProgress.invokeExact(handle);
+        } catch (Throwable e) {
+            throw new UcxException("ucp_worker_progress failed: " + e, e);
+        }
+    }
+
+    /** Destroys the worker. Idempotent. */
+    @Override
+    public synchronized void close() {
+        if (closed) return;
+        closed = true;
+        try {
+            context.ucp.workerDestroy.invokeExact(handle);
+        } catch (Throwable e) {
+            throw new UcxException("ucp_worker_destroy failed: " + e, e);
+        } finally {
+            OPEN.decrementAndGet();
+        }
+    }
+}
