@@ -116,11 +116,7 @@ public abstract sealed class Request<T> extends CommFuture<T> implements Progres
      * publishes the fields to whichever thread ends it, so no handshake is needed.
      */
     final void recordFromStart(io.hcomm4j.monitor.OpTrace t, long ticket) {
-        if (!rmaFrame() && P2pEvent.wanted()) {
-            P2pEvent e = new P2pEvent();
-            e.begin();
-            event = e;
-        }
+        beginEvent();
         if (ticket < 0 && event == null) return;
         this.ticket = ticket;
         TRACE.set(this, t);
@@ -132,11 +128,7 @@ public abstract sealed class Request<T> extends CommFuture<T> implements Progres
      * this call and the op's end comes second ends it, exactly once (both sides write, then read the other's volatile).
      */
     public final void recordIn(io.hcomm4j.monitor.OpTrace t, long ticket) {
-        if (!rmaFrame() && P2pEvent.wanted()) {
-            P2pEvent e = new P2pEvent();
-            e.begin();
-            event = e;
-        }
+        beginEvent();
         if (ticket < 0 && event == null) return;
         this.ticket = ticket;
         if (event == null && finished) {
@@ -190,6 +182,15 @@ public abstract sealed class Request<T> extends CommFuture<T> implements Progres
                 e.outcome = failure == null ? "ok" : failure.getClass().getSimpleName();
                 e.commit();
             }
+        }
+    }
+
+    /** Starts the op's JFR event while a recording wants point-to-point events. */
+    private void beginEvent() {
+        if (!rmaFrame() && P2pEvent.wanted()) {
+            P2pEvent e = new P2pEvent();
+            e.begin();
+            event = e;
         }
     }
 
