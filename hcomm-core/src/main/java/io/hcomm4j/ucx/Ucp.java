@@ -36,6 +36,7 @@ public final class Ucp {
     final int major, minor, release;
     final MethodHandle initVersion, cleanup, configRead, configModify, configRelease;
     final MethodHandle workerCreate, workerDestroy, workerGetAddress, workerReleaseAddress, workerProgress;
+    final MethodHandle epCreate, epCloseNbx, tagSendNbx, tagRecvNbx, requestCheckStatus, tagRecvRequestTest, requestFree;
     private final MethodHandle statusString;
 
     private Ucp(SymbolLookup ucp, SymbolLookup ucs) {
@@ -64,6 +65,14 @@ public final class Ucp {
         workerGetAddress = l.downcallHandle(find(ucp, "ucp_worker_get_address"), FunctionDescriptor.of(STATUS, ADDRESS, ADDRESS, ADDRESS));
         workerReleaseAddress = l.downcallHandle(find(ucp, "ucp_worker_release_address"), FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
         workerProgress = l.downcallHandle(find(ucp, "ucp_worker_progress"), FunctionDescriptor.of(JAVA_INT, ADDRESS));
+        epCreate = l.downcallHandle(find(ucp, "ucp_ep_create"), FunctionDescriptor.of(STATUS, ADDRESS, ADDRESS, ADDRESS));
+        epCloseNbx = l.downcallHandle(find(ucp, "ucp_ep_close_nbx"), FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS));
+        tagSendNbx = l.downcallHandle(find(ucp, "ucp_tag_send_nbx"), FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS));
+        tagRecvNbx = l.downcallHandle(find(ucp, "ucp_tag_recv_nbx"),
+                FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS));
+        requestCheckStatus = l.downcallHandle(find(ucp, "ucp_request_check_status"), FunctionDescriptor.of(STATUS, ADDRESS));
+        tagRecvRequestTest = l.downcallHandle(find(ucp, "ucp_tag_recv_request_test"), FunctionDescriptor.of(STATUS, ADDRESS, ADDRESS));
+        requestFree = l.downcallHandle(find(ucp, "ucp_request_free"), FunctionDescriptor.ofVoid(ADDRESS));
         statusString = l.downcallHandle(find(ucs, "ucs_status_string"), FunctionDescriptor.of(ADDRESS, STATUS));
     }
 
@@ -154,6 +163,19 @@ public final class Ucp {
         } catch (Throwable e) {
             return "status " + status;
         }
+    }
+
+    /**
+     * A {@code ucs_status_ptr_t} as UCX's macros read it: 0 is UCS_OK (done at once), an address in the last 100 below
+     * 2^64 is an error status, anything else a request still in progress.
+     */
+    static boolean isError(MemorySegment statusPtr) {
+        return Long.compareUnsigned(statusPtr.address(), -100L) >= 0;
+    }
+
+    /** The error status a {@link #isError} pointer carries. */
+    static int errorOf(MemorySegment statusPtr) {
+        return (byte) statusPtr.address();
     }
 
     /** Reads a pointer-sized out parameter. */

@@ -90,8 +90,8 @@ public final class UcpContext implements AutoCloseable {
         }
     }
 
-    /** Contexts and workers open in this JVM (for tests and leak checks). */
+    /** Contexts, workers and endpoints open in this JVM (for tests and leak checks). */
     public static int openHandles() {
-        return OPEN.get() + UcpWorker.OPEN.get();
+        return OPEN.get() + UcpWorker.OPEN.get() + UcpEndpoint.OPEN.get();
     }
 }

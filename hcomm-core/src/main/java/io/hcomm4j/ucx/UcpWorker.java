@@ -67,6 +67,41 @@ public final class UcpWorker implements AutoCloseable {
         }
     }
 
+    /**
+     * An endpoint to the worker whose {@link #address} is {@code address}; {@code peerErrors}: UCX's peer error handling
+     * (a failed peer fails the endpoint's operations), which needs a transport that supports it (TCP does; UCX 1.13's
+     * shared-memory transports do not).
+     */
+    public UcpEndpoint connect(byte[] address, boolean peerErrors) {
+        return UcpEndpoint.connect(this, address, peerErrors);
+    }
+
+    /**
+     * Receives a message whose tag matches {@code tag} in the bits of {@code mask} into {@code buf} (a longer message
+     * fails the request with "Message truncated").
+     */
+    public UcpRequest recvTag(MemorySegment buf, long tag, long mask) {
+        Ucp ucp = context.ucp;
+        Arena a = Arena.ofShared();
+        try {
+            MemorySegment info = a.allocate(UcpRequest.INFO_BYTES, 8);
+            MemorySegment params = a.allocate(UcpRequest.PARAMS_BYTES, 8);
+            params.set(JAVA_INT, 0, UcpRequest.ATTR_RECV_INFO);
+            params.set(ADDRESS, 56, info); // filled if it completes at once
+            MemorySegment st = (MemorySegment) ucp.tagRecvNbx.invokeExact(handle, buf, buf.byteSize(), tag, mask, params);
+            return new UcpRequest(ucp, true, a, info, st, "ucp_tag_recv_nbx");
+        } catch (UcxException e) {
+            throw e;
+        } catch (Throwable e) {
+            a.close();
+            throw new UcxException("ucp_tag_recv_nbx failed: " + e, e);
+        }
+    }
+
+    Ucp ucp() {
+        return context.ucp;
+    }
+
     /** Makes progress on this worker's communication; returns how many events it handled (0: none was pending). */
     public int progress() {
         try {

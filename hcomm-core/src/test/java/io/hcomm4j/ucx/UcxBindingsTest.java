@@ -77,6 +77,55 @@ class UcxBindingsTest {
         assertThat(UcpContext.openHandles()).isZero();
     }
 
+    /**
+     * Tag messages between two workers of one process over each transport: eager, medium and rendezvous sizes, every
+     * byte checked, the sender's tag and the length reported, a receive posted before and after the send, and a
+     * message longer than the receive's buffer failing that receive only.
+     */
+    @ParameterizedTest
+    @org.junit.jupiter.params.provider.CsvSource({"tcp, true", "tcp, false", "'posix,cma', false"})
+    void tagMessagesArriveWholeBetweenTwoWorkers(String tls, boolean peerErrors) {
+        try (UcpContext c = UcpContext.open(Map.of("TLS", tls)); UcpWorker a = c.newWorker(); UcpWorker b = c.newWorker();
+             UcpEndpoint toB = a.connect(b.address(), peerErrors); java.lang.foreign.Arena mem = java.lang.foreign.Arena.ofShared()) {
+            java.util.SplittableRandom rnd = new java.util.SplittableRandom(20);
+            int k = 0;
+            for (long size : new long[] {8, 4096, 65536, 4L << 20}) {
+                for (boolean recvFirst : new boolean[] {true, false}) {
+                    long tag = 0x1000L + k++;
+                    java.lang.foreign.MemorySegment out = mem.allocate(size), in = mem.allocate(size);
+                    for (long i = 0; i < size; i++) out.set(java.lang.foreign.ValueLayout.JAVA_BYTE, i, (byte) rnd.nextInt());
+                    UcpRequest r = recvFirst ? b.recvTag(in, tag, -1L) : null;
+                    try (UcpRequest s = toB.sendTag(out, tag)) {
+                        if (r == null) r = b.recvTag(in, tag, -1L);
+                        long deadline = System.nanoTime() + 30_000_000_000L;
+                        while (!(s.test() & r.test())) {
+                            a.progress();
+                            b.progress();
+                            assertThat(System.nanoTime()).as("%s %d B: done within 30 s", tls, size).isLessThan(deadline);
+                        }
+                        assertThat(s.status()).isZero();
+                        assertThat(r.status()).as(b.toString()).isZero();
+                        assertThat(r.length()).isEqualTo(size);
+                        assertThat(r.senderTag()).isEqualTo(tag);
+                        assertThat(in.mismatch(out)).as("%s %d B, receive first %s", tls, size, recvFirst).isEqualTo(-1);
+                    } finally {
+                        r.close();
+                    }
+                }
+            }
+            java.lang.foreign.MemorySegment big = mem.allocate(100), small = mem.allocate(10);
+            try (UcpRequest r = b.recvTag(small, 77, -1L); UcpRequest s = toB.sendTag(big, 77)) {
+                while (!(r.test() & s.test())) {
+                    a.progress();
+                    b.progress();
+                }
+                assertThat(Ucp.get().statusText(r.status())).isEqualTo("Message truncated");
+            }
+            assertThat(UcpContext.openHandles()).isEqualTo(4);
+        }
+        assertThat(UcpContext.openHandles()).isZero();
+    }
+
     @Test
     void aSettingUcxRefusesIsNamed() {
         assertThatThrownBy(() -> UcpContext.open(Map.of("RNDV_THRESH", "lots")))
@@ -89,6 +138,7 @@ class UcxBindingsTest {
 
     @Test
     void fiftyCyclesLeaveNoHandlesThreadsOrDescriptors() throws IOException {
+        // each cycle: a context, two workers, an endpoint with peer error handling, a message
         cycle(); // UCX's own one-time state (its async thread, its global tables) comes with the first context
         long fds = count("/proc/self/fd"), tasks = count("/proc/self/task");
         for (int i = 0; i < 50; i++) cycle();
@@ -97,9 +147,20 @@ class UcxBindingsTest {
         assertThat(count("/proc/self/task")).as("threads").isLessThanOrEqualTo(tasks + 2);
     }
 
+    /** A context, two workers, an endpoint and one message between them, all closed. */
     private static void cycle() {
-        try (UcpContext c = UcpContext.open(Map.of("TLS", "tcp")); UcpWorker w = c.newWorker()) {
-            assertThat(w.address()).isNotEmpty();
+        try (UcpContext c = UcpContext.open(Map.of("TLS", "tcp")); UcpWorker a = c.newWorker(); UcpWorker b = c.newWorker();
+             UcpEndpoint toB = a.connect(b.address(), true); java.lang.foreign.Arena mem = java.lang.foreign.Arena.ofConfined()) {
+            java.lang.foreign.MemorySegment out = mem.allocate(8), in = mem.allocate(8);
+            out.set(java.lang.foreign.ValueLayout.JAVA_LONG, 0, 0x5eed);
+            try (UcpRequest r = b.recvTag(in, 1, -1L); UcpRequest s = toB.sendTag(out, 1)) {
+                while (!(r.test() & s.test())) {
+                    a.progress();
+                    b.progress();
+                }
+                assertThat(r.status()).isZero();
+                assertThat(in.get(java.lang.foreign.ValueLayout.JAVA_LONG, 0)).isEqualTo(0x5eed);
+            }
         }
     }
 

@@ -1,0 +1,95 @@
+package io.hcomm4j.ucx;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * A UCP endpoint ({@code ucp_ep_h}): a worker's connection to a peer worker's address, with or without UCX's peer
+ * error handling (UCX 1.13's shared-memory transports refuse it: with {@code TLS=posix,cma} alone an endpoint that asks
+ * for it is "Destination is unreachable").
+ */
+public final class UcpEndpoint implements AutoCloseable {
+    static final AtomicInteger OPEN = new AtomicInteger();
+
+    // ucp_ep_params_t as API 1.13 lays it out: field_mask, address, err_mode (+pad), err_handler {cb, arg}, user_data,
+    // flags (+pad), sockaddr {addr, addrlen}, conn_request, name, local_sockaddr
+    private static final long PARAMS_BYTES = 104;
+    private static final long FIELD_REMOTE_ADDRESS = 1L, FIELD_ERR_HANDLING_MODE = 1L << 1;
+    private static final int ERR_HANDLING_MODE_PEER = 1;
+    private static final int ATTR_FLAGS = 1 << 4;
+    private static final int CLOSE_FLAG_FORCE = 1;
+
+    private final UcpWorker worker;
+    private final Ucp ucp;
+    final MemorySegment handle;
+    private boolean closed;
+
+    private UcpEndpoint(UcpWorker worker, MemorySegment handle) {
+        this.worker = worker;
+        this.ucp = worker.ucp();
+        this.handle = handle;
+    }
+
+    static UcpEndpoint connect(UcpWorker worker, byte[] address, boolean peerErrors) {
+        Ucp ucp = worker.ucp();
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment params = a.allocate(PARAMS_BYTES, 8);
+            params.set(JAVA_LONG, 0, FIELD_REMOTE_ADDRESS | FIELD_ERR_HANDLING_MODE);
+            params.set(ADDRESS, 8, a.allocateFrom(JAVA_BYTE, address));
+            params.set(JAVA_INT, 16, peerErrors ? ERR_HANDLING_MODE_PEER : 0);
+            MemorySegment out = a.allocate(ADDRESS);
+            ucp.check((byte) ucp.epCreate.invokeExact(worker.handle, params, out), "ucp_ep_create");
+            OPEN.incrementAndGet();
+            return new UcpEndpoint(worker, Ucp.out(out));
+        } catch (UcxException e) {
+            throw e;
+        } catch (Throwable e) {
+            throw new UcxException("ucp_ep_create failed: " + e, e);
+        }
+    }
+
+    /** Sends {@code buf} with {@code tag} to the peer; the request completes when the buffer may be reused. */
+    public UcpRequest sendTag(MemorySegment buf, long tag) {
+        Arena a = Arena.ofShared();
+        try {
+            MemorySegment params = a.allocate(UcpRequest.PARAMS_BYTES, 8);
+            MemorySegment st = (MemorySegment) ucp.tagSendNbx.invokeExact(handle, buf, buf.byteSize(), tag, params);
+            return new UcpRequest(ucp, false, a, MemorySegment.NULL, st, "ucp_tag_send_nbx");
+        } catch (UcxException e) {
+            throw e;
+        } catch (Throwable e) {
+            a.close();
+            throw new UcxException("ucp_tag_send_nbx failed: " + e, e);
+        }
+    }
+
+    /** Closes the endpoint at once (pending operations on it fail), progressing its worker until UCX is done. Idempotent. */
+    @Override
+    public synchronized void close() {
+        if (closed) return;
+        closed = true;
+        try (Arena a = Arena.ofShared()) {
+            MemorySegment params = a.allocate(UcpRequest.PARAMS_BYTES, 8);
+            params.set(JAVA_INT, 0, ATTR_FLAGS);
+            params.set(JAVA_INT, 4, CLOSE_FLAG_FORCE);
+            MemorySegment st = (MemorySegment) ucp.epCloseNbx.invokeExact(handle, params);
+            if (st.address() != 0 && !Ucp.isError(st)) {
+                try (UcpRequest r = new UcpRequest(ucp, false, Arena.ofShared(), MemorySegment.NULL, st, "ucp_ep_close_nbx")) {
+                    while (!r.test()) worker.progress();
+                }
+            }
+        } catch (UcxException e) {
+            throw e;
+        } catch (Throwable e) {
+            throw new UcxException("ucp_ep_close_nbx failed: " + e, e);
+        } finally {
+            OPEN.decrementAndGet();
+        }
+    }
+}
