@@ -29,6 +29,7 @@ public final class Ucp {
     // ucs_status_t values used by name
     static final int UCS_OK = 0;
     static final int UCS_INPROGRESS = 1;
+    static final int UCS_ERR_BUSY = -15;
 
     private static volatile Ucp loaded;
     private static volatile UcxException failed;
@@ -36,6 +37,7 @@ public final class Ucp {
     final int major, minor, release;
     final MethodHandle initVersion, cleanup, configRead, configModify, configRelease;
     final MethodHandle workerCreate, workerDestroy, workerGetAddress, workerReleaseAddress, workerProgress;
+    final MethodHandle workerGetEfd, workerArm, workerSignal, poll;
     final MethodHandle epCreate, epCloseNbx, tagSendNbx, tagRecvNbx, requestCheckStatus, tagRecvRequestTest, requestFree;
     private final MethodHandle statusString;
 
@@ -65,6 +67,11 @@ public final class Ucp {
         workerGetAddress = l.downcallHandle(find(ucp, "ucp_worker_get_address"), FunctionDescriptor.of(STATUS, ADDRESS, ADDRESS, ADDRESS));
         workerReleaseAddress = l.downcallHandle(find(ucp, "ucp_worker_release_address"), FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
         workerProgress = l.downcallHandle(find(ucp, "ucp_worker_progress"), FunctionDescriptor.of(JAVA_INT, ADDRESS));
+        workerGetEfd = l.downcallHandle(find(ucp, "ucp_worker_get_efd"), FunctionDescriptor.of(STATUS, ADDRESS, ADDRESS));
+        workerArm = l.downcallHandle(find(ucp, "ucp_worker_arm"), FunctionDescriptor.of(STATUS, ADDRESS));
+        workerSignal = l.downcallHandle(find(ucp, "ucp_worker_signal"), FunctionDescriptor.of(STATUS, ADDRESS));
+        poll = l.downcallHandle(l.defaultLookup().find("poll").orElseThrow(() -> new UcxException("libc lacks poll")),
+                FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
         epCreate = l.downcallHandle(find(ucp, "ucp_ep_create"), FunctionDescriptor.of(STATUS, ADDRESS, ADDRESS, ADDRESS));
         epCloseNbx = l.downcallHandle(find(ucp, "ucp_ep_close_nbx"), FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS));
         tagSendNbx = l.downcallHandle(find(ucp, "ucp_tag_send_nbx"), FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS));

@@ -111,6 +111,48 @@ public final class UcpWorker implements AutoCloseable {
         }
     }
 
+    /**
+     * Waits until this worker has something to do or {@code timeoutMillis} passed, whichever comes first, without
+     * spinning: drains what is pending ({@link #progress} until it finds nothing), arms the worker's event descriptor
+     * ({@code ucp_worker_arm}) and blocks in {@code poll(2)} on it. Returns true if an event came (a message, a
+     * completion, a {@link #signal}; or the wait was interrupted), false if the time ran out; the caller then
+     * progresses the worker. One thread at a time waits on a worker.
+     */
+    public boolean waitForEvents(int timeoutMillis) {
+        Ucp ucp = context.ucp;
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment fdOut = a.allocate(JAVA_INT);
+            ucp.check((byte) ucp.workerGetEfd.invokeExact(handle, fdOut), "ucp_worker_get_efd");
+            while (progress() > 0) {
+                // drain: the descriptor signals new events only
+            }
+            int armed = (byte) ucp.workerArm.invokeExact(handle);
+            if (armed == Ucp.UCS_ERR_BUSY) return true; // events came meanwhile: nothing to wait for
+            ucp.check(armed, "ucp_worker_arm");
+            MemorySegment pfd = a.allocate(8, 4); // struct pollfd {int fd; short events; short revents}
+            pfd.set(JAVA_INT, 0, fdOut.get(JAVA_INT, 0));
+            pfd.set(java.lang.foreign.ValueLayout.JAVA_SHORT, 4, (short) 1); // POLLIN
+            int n = (int) ucp.poll.invokeExact(pfd, 1L, timeoutMillis);
+            return n != 0; // n < 0: interrupted (EINTR): the caller looks and waits again
+        } catch (UcxException e) {
+            throw e;
+        } catch (Throwable e) {
+            throw new UcxException("waiting on the worker's event descriptor failed: " + e, e);
+        }
+    }
+
+    /** Wakes a thread in {@link #waitForEvents} on this worker (from any thread). */
+    public void signal() {
+        Ucp ucp = context.ucp;
+        try {
+            ucp.check((byte) ucp.workerSignal.invokeExact(handle), "ucp_worker_signal");
+        } catch (UcxException e) {
+            throw e;
+        } catch (Throwable e) {
+            throw new UcxException("ucp_worker_signal failed: " + e, e);
+        }
+    }
+
     /** Destroys the worker. Idempotent. */
     @Override
     public synchronized void close() {

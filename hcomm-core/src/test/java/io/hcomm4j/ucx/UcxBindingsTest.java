@@ -126,6 +126,46 @@ class UcxBindingsTest {
         assertThat(UcpContext.openHandles()).isZero();
     }
 
+    /**
+     * A thread blocks on the receiving worker's event descriptor (no spinning) and is woken by the message, and by
+     * {@code signal} when nothing comes; an idle worker's wait returns when its time is up.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"tcp", "posix,cma"})
+    void aWaitOnTheEventDescriptorEndsWhenAMessageOrASignalComes(String tls) throws Exception {
+        try (UcpContext c = UcpContext.open(Map.of("TLS", tls)); UcpWorker a = c.newWorker(); UcpWorker b = c.newWorker();
+             UcpEndpoint toB = a.connect(b.address(), false); java.lang.foreign.Arena mem = java.lang.foreign.Arena.ofShared()) {
+            java.lang.foreign.MemorySegment out = mem.allocate(64), in = mem.allocate(64);
+            for (int i = 0; i < 64; i++) out.set(java.lang.foreign.ValueLayout.JAVA_BYTE, i, (byte) (i * 7));
+            // the endpoint's wire-up may wake it a few times; then, with nothing to do, a wait runs out of time
+            int wakes = 0;
+            while (b.waitForEvents(50)) {
+                assertThat(++wakes).as("an idle worker's wait ends by its timeout, not by endless events").isLessThan(100);
+                a.progress();
+            }
+            try (UcpRequest r = b.recvTag(in, 5, -1L)) {
+                java.util.concurrent.CompletableFuture<Boolean> woke = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                    boolean any = false;
+                    for (int round = 0; round < 100 && !r.test(); round++) any |= b.waitForEvents(60_000);
+                    return any && r.test();
+                });
+                Thread.sleep(100); // let it block (if it has not, it finds the message at once: also right)
+                try (UcpRequest s = toB.sendTag(out, 5)) {
+                    while (!s.test() && !woke.isDone()) a.progress();
+                    assertThat(woke.get(60, java.util.concurrent.TimeUnit.SECONDS)).as("woken by the message, which is in").isTrue();
+                    while (!s.test()) a.progress();
+                }
+                assertThat(r.status()).isZero();
+                assertThat(in.mismatch(out)).isEqualTo(-1);
+            }
+            java.util.concurrent.CompletableFuture<Boolean> waiting = java.util.concurrent.CompletableFuture.supplyAsync(() -> b.waitForEvents(60_000));
+            Thread.sleep(100);
+            b.signal();
+            assertThat(waiting.get(60, java.util.concurrent.TimeUnit.SECONDS)).as("woken by signal").isTrue();
+        }
+        assertThat(UcpContext.openHandles()).isZero();
+    }
+
     @Test
     void aSettingUcxRefusesIsNamed() {
         assertThatThrownBy(() -> UcpContext.open(Map.of("RNDV_THRESH", "lots")))
