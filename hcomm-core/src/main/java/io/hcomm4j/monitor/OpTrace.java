@@ -108,9 +108,30 @@ public final class OpTrace {
     public long open(Kind kind, String op, long seq, int peer, int tag, String type, String reduction, long count, long bytes,
                      int fingerprint, int stream, State state, long nowNanos) {
         if (ring.length == 0) return -1;
+        long now = nowNanos != 0 ? nowNanos : System.nanoTime();
+        Slot s = take(kind, op, seq, peer, tag, type, reduction, count, bytes, fingerprint, stream, state, now);
+        long ticket = s.ticket;
+        s.unlock();
+        return ticket;
+    }
+
+    /**
+     * Records a point-to-point op that had ended when it was recorded (an eager send): the whole record in one write,
+     * its end at its call time.
+     */
+    public void openEnded(Kind kind, String op, int peer, int tag, long bytes, String path, int channels, Throwable failure) {
+        if (ring.length == 0) return;
+        long now = System.nanoTime();
+        Slot s = take(kind, op, -1, peer, tag, null, null, -1, bytes, 0, 0, State.STARTED, now);
+        s.end(now, null, path, channels, failure);
+        s.unlock();
+    }
+
+    /** The next ticket's slot, locked, filled as an op called at {@code now}: the caller finishes it and unlocks it. */
+    private Slot take(Kind kind, String op, long seq, int peer, int tag, String type, String reduction, long count, long bytes,
+                      int fingerprint, int stream, State state, long now) {
         long ticket = next.getAndIncrement();
         Slot s = ring[(int) (ticket & mask)];
-        long now = nowNanos != 0 ? nowNanos : System.nanoTime();
         s.lock();
         s.ticket = ticket;
         s.kind = kind;
@@ -132,41 +153,7 @@ public final class OpTrace {
         s.path = null;
         s.channels = 0;
         s.failure = null;
-        s.unlock();
-        return ticket;
-    }
-
-    /**
-     * Records a point-to-point op that had ended when it was recorded (an eager send): the whole record in one write,
-     * its end at its call time.
-     */
-    public void openEnded(Kind kind, String op, int peer, int tag, long bytes, String path, int channels, Throwable failure) {
-        if (ring.length == 0) return;
-        long ticket = next.getAndIncrement();
-        Slot s = ring[(int) (ticket & mask)];
-        long now = System.nanoTime();
-        s.lock();
-        s.ticket = ticket;
-        s.kind = kind;
-        s.op = op;
-        s.seq = -1;
-        s.peer = peer;
-        s.tag = tag;
-        s.type = null;
-        s.reduction = null;
-        s.count = -1;
-        s.bytes = bytes;
-        s.fingerprint = 0;
-        s.stream = 0;
-        s.calledNanos = now;
-        s.startedNanos = now;
-        s.endedNanos = now;
-        s.algorithm = null;
-        s.path = path;
-        s.channels = channels;
-        s.failure = failure;
-        s.state = failure == null ? State.COMPLETED : State.FAILED;
-        s.unlock();
+        return s;
     }
 
     /** The op of {@code ticket} began to run now. */
@@ -203,15 +190,7 @@ public final class OpTrace {
         Slot s = ring[(int) (ticket & mask)];
         long now = endNanos != 0 ? endNanos : System.nanoTime();
         s.lock();
-        if (s.ticket == ticket) {
-            if (s.startedNanos == 0) s.startedNanos = now;
-            s.endedNanos = now;
-            s.algorithm = algorithm;
-            s.path = path;
-            s.channels = channels;
-            if (failure != null || s.failure == null) s.failure = failure; // else failedLate came first: it stays
-            s.state = s.failure == null ? State.COMPLETED : State.FAILED;
-        }
+        if (s.ticket == ticket) s.end(now, algorithm, path, channels, failure);
         s.unlock();
     }
 
@@ -225,20 +204,13 @@ public final class OpTrace {
     public void p2pEnded(long ticket, String path, int channels, Throwable failure, int matchedPeer, long matchedBytes, long endNanos) {
         if (ticket < 0) return;
         Slot s = ring[(int) (ticket & mask)];
-        long now = endNanos;
         s.lock();
         if (s.ticket == ticket) {
-            if (now == 0) now = s.calledNanos;
-            if (s.startedNanos == 0) s.startedNanos = now;
-            s.endedNanos = now;
-            s.path = path;
-            s.channels = channels;
             if (matchedPeer >= 0) {
                 s.peer = matchedPeer;
                 s.bytes = matchedBytes;
             }
-            s.failure = failure;
-            s.state = failure == null ? State.COMPLETED : State.FAILED;
+            s.end(endNanos != 0 ? endNanos : s.calledNanos, null, path, channels, failure);
         }
         s.unlock();
     }
@@ -324,6 +296,20 @@ public final class OpTrace {
                 if (spins < 100) Thread.onSpinWait();
                 else Thread.yield();
             }
+        }
+
+        /**
+         * Ends the op held here at {@code now} (the slot locked): {@code failure} null if well, unless {@link OpTrace#failedLate}
+         * marked it failed already, which stays.
+         */
+        void end(long now, Enum<?> algorithm, String path, int channels, Throwable failure) {
+            if (startedNanos == 0) startedNanos = now;
+            endedNanos = now;
+            this.algorithm = algorithm;
+            this.path = path;
+            this.channels = channels;
+            if (failure != null || this.failure == null) this.failure = failure;
+            state = this.failure == null ? State.COMPLETED : State.FAILED;
         }
 
         void unlock() {
