@@ -145,6 +145,11 @@ final class CollectiveCall implements Runnable {
         return generic;
     }
 
+    /** Its communicator's flight record. */
+    io.hcomm4j.monitor.OpTrace trace() {
+        return frame.trace;
+    }
+
     /** Its communicator's id. */
     long commId() {
         return frame.commId();

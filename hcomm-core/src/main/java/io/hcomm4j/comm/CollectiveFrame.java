@@ -350,7 +350,6 @@ final class CollectiveFrame {
         try (TransportLinks links = new TransportLinks(transport, collectiveChannel, noticeChannel, c.seq, rank, size, group,
                 c.op.label(), c.fingerprint, session.scratch(), c.bytes, c)) {
             links.high(c.high);
-            links.recordIn(trace);
             try {
                 health.register(links);
                 if (session.config().fullCheck() && !checked) fullCheck(c, c.seq, c.op.label(), c.fingerprint);

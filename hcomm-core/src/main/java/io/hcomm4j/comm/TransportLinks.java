@@ -82,8 +82,8 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
     private final io.hcomm4j.DataType callType;
     private final int callRedop;
     private final int callRoot;
-    /** The flight record of the communicator and the op's ticket in it, for a mismatch found after the op ended. */
-    private io.hcomm4j.monitor.OpTrace trace;
+    /** The call's flight record and its ticket there (null, -1: a check's links), for a mismatch found after the op ended. */
+    private final io.hcomm4j.monitor.OpTrace trace;
     private final long ticket;
     /** The op runs on a HIGH-priority stream: its sends' chunks go first ({@link #high(boolean)}). */
     private boolean high;
@@ -108,6 +108,7 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
         this.callType = known ? call.fpType : null;
         this.callRedop = known ? call.fpRedop : 0;
         this.callRoot = known ? call.fpRoot : 0;
+        this.trace = call == null ? null : call.trace();
         this.ticket = call == null ? -1 : call.ticket;
         this.transport = transport;
         this.commId = channel & ~(3L << 62);
@@ -149,11 +150,6 @@ final class TransportLinks implements CollectiveLinks, AutoCloseable {
     @Override
     public int size() {
         return size;
-    }
-
-    /** The op is recorded in {@code trace}: a mismatch found after it ended marks its record failed. */
-    void recordIn(io.hcomm4j.monitor.OpTrace trace) {
-        this.trace = trace;
     }
 
     /** The op's sends are of high priority (it runs on a {@link io.hcomm4j.Stream.Priority#HIGH} stream). */

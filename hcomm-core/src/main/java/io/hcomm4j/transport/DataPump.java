@@ -170,7 +170,6 @@ final class DataPump {
             lane.nextOffset = again.offset();
             lane.nextLength = again.length();
             lane.push(seq, s, again.offset(), again.length(), System.nanoTime());
-            s.linksUsed |= 1 << lane.rail;
             return CHUNK;
         }
         ArrayDeque<SendRequest> q = high.isEmpty() ? normal : high;
@@ -193,7 +192,6 @@ final class DataPump {
         lane.nextOffset = off;
         lane.nextLength = len;
         lane.push(seq, s, off, len, System.nanoTime());
-        s.linksUsed |= 1 << lane.rail;
         return CHUNK;
     }
 
@@ -306,7 +304,9 @@ final class DataPump {
             this.rail = rail;
         }
 
+        /** Records a chunk of {@code r} written on this lane's link (which the request then counts as used). */
         private void push(long s, SendRequest r, long off, long b, long now) {
+            r.linksUsed |= 1 << rail;
             if (count == 0) {
                 windowStart = now;
                 windowBytes = 0;

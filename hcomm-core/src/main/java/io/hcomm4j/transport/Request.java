@@ -102,8 +102,7 @@ public abstract sealed class Request<T> extends CommFuture<T> implements Progres
         if (rmaFrame() || !P2pEvent.wanted()) {
             if (!t.enabled()) return;
             if (finished) {
-                int p = tracePeer();
-                t.openEnded(io.hcomm4j.monitor.OpTrace.Kind.P2P, op, peer, tag, bytes, p < 0 ? null : transport.transportTo(p), channels(), failure);
+                t.openEnded(io.hcomm4j.monitor.OpTrace.Kind.P2P, op, peer, tag, bytes, pathTo(tracePeer()), channels(), failure);
                 return;
             }
         }
@@ -158,7 +157,7 @@ public abstract sealed class Request<T> extends CommFuture<T> implements Progres
 
     private void endRecord(io.hcomm4j.monitor.OpTrace t, boolean atRecord) {
         int peer = tracePeer();
-        String path = peer < 0 ? null : transport.transportTo(peer);
+        String path = pathTo(peer);
         Throwable f = failure;
         long end = atRecord ? 0 : transport.progress.passClock();
         if (this instanceof RecvRequest r && f == null) {
@@ -183,6 +182,11 @@ public abstract sealed class Request<T> extends CommFuture<T> implements Progres
                 e.commit();
             }
         }
+    }
+
+    /** The flight record's path of an op with world rank {@code peer}: the link's kind (shm, tcp, tls), null if unknown. */
+    private String pathTo(int peer) {
+        return peer < 0 ? null : transport.transportTo(peer);
     }
 
     /** Starts the op's JFR event while a recording wants point-to-point events. */
