@@ -51,7 +51,7 @@ public final class Ucp {
             minor = v.getAtIndex(JAVA_INT, 1);
             release = v.getAtIndex(JAVA_INT, 2);
         } catch (Throwable e) {
-            throw new UcxException("ucp_get_version failed: " + e, e);
+            throw Ucp.failed("ucp_get_version", e);
         }
         if (major != 1 || minor < MIN_MINOR) {
             throw new UcxException("UCX " + version() + " found (" + LIBRARY + "), the UCX transport needs 1." + MIN_MINOR
@@ -155,6 +155,11 @@ public final class Ucp {
 
     private static MemorySegment find(SymbolLookup lib, String name) {
         return lib.find(name).orElseThrow(() -> new UcxException("UCX's library lacks " + name + ": " + INSTALL));
+    }
+
+    /** {@code e} as the failure of {@code call}: itself if it is a {@link UcxException} already (a status {@link #check} refused). */
+    static UcxException failed(String call, Throwable e) {
+        return e instanceof UcxException u ? u : new UcxException(call + " failed: " + e, e);
     }
 
     /** Throws a {@link UcxException} naming {@code call} and UCX's text for {@code status} unless it is UCS_OK. */

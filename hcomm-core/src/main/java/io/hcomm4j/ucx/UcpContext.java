@@ -64,10 +64,8 @@ public final class UcpContext implements AutoCloseable {
             }
             OPEN.incrementAndGet();
             return new UcpContext(ucp, Ucp.out(contextOut));
-        } catch (UcxException e) {
-            throw e;
         } catch (Throwable e) {
-            throw new UcxException("ucp_init failed: " + e, e);
+            throw Ucp.failed("ucp_init", e);
         }
     }
 
@@ -84,7 +82,7 @@ public final class UcpContext implements AutoCloseable {
         try {
             ucp.cleanup.invokeExact(handle);
         } catch (Throwable e) {
-            throw new UcxException("ucp_cleanup failed: " + e, e);
+            throw Ucp.failed("ucp_cleanup", e);
         } finally {
             OPEN.decrementAndGet();
         }

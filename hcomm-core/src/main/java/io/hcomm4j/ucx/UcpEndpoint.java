@@ -47,10 +47,8 @@ public final class UcpEndpoint implements AutoCloseable {
             ucp.check((byte) ucp.epCreate.invokeExact(worker.handle, params, out), "ucp_ep_create");
             OPEN.incrementAndGet();
             return new UcpEndpoint(worker, Ucp.out(out));
-        } catch (UcxException e) {
-            throw e;
         } catch (Throwable e) {
-            throw new UcxException("ucp_ep_create failed: " + e, e);
+            throw Ucp.failed("ucp_ep_create", e);
         }
     }
 
@@ -61,11 +59,9 @@ public final class UcpEndpoint implements AutoCloseable {
             MemorySegment params = a.allocate(UcpRequest.PARAMS_BYTES, 8);
             MemorySegment st = (MemorySegment) ucp.tagSendNbx.invokeExact(handle, buf, buf.byteSize(), tag, params);
             return new UcpRequest(ucp, false, a, MemorySegment.NULL, st, "ucp_tag_send_nbx");
-        } catch (UcxException e) {
-            throw e;
         } catch (Throwable e) {
             a.close();
-            throw new UcxException("ucp_tag_send_nbx failed: " + e, e);
+            throw Ucp.failed("ucp_tag_send_nbx", e);
         }
     }
 
@@ -84,10 +80,8 @@ public final class UcpEndpoint implements AutoCloseable {
                     while (!r.test()) worker.progress();
                 }
             }
-        } catch (UcxException e) {
-            throw e;
         } catch (Throwable e) {
-            throw new UcxException("ucp_ep_close_nbx failed: " + e, e);
+            throw Ucp.failed("ucp_ep_close_nbx", e);
         } finally {
             OPEN.decrementAndGet();
         }

@@ -35,8 +35,7 @@ public final class UcpRequest implements AutoCloseable {
             status = Ucp.UCS_OK;
         } else if (Ucp.isError(statusPtr)) {
             status = Ucp.errorOf(statusPtr);
-            arena.close();
-            throw new UcxException(call + " failed: " + ucp.statusText(status) + " (ucs_status_t " + status + ")");
+            ucp.check(status, call); // the caller, which made the arena, closes it
         } else {
             handle = statusPtr;
         }
@@ -49,7 +48,7 @@ public final class UcpRequest implements AutoCloseable {
             int st = recv ? (byte) ucp.tagRecvRequestTest.invokeExact(handle, info) : (byte) ucp.requestCheckStatus.invokeExact(handle);
             status = st;
         } catch (Throwable e) {
-            throw new UcxException("request status failed: " + e, e);
+            throw Ucp.failed("request status", e);
         }
         return status != Ucp.UCS_INPROGRESS;
     }
@@ -76,7 +75,7 @@ public final class UcpRequest implements AutoCloseable {
             try {
                 ucp.requestFree.invokeExact(handle);
             } catch (Throwable e) {
-                throw new UcxException("ucp_request_free failed: " + e, e);
+                throw Ucp.failed("ucp_request_free", e);
             }
             handle = null;
         }

@@ -41,10 +41,8 @@ public final class UcpWorker implements AutoCloseable {
             ucp.check((byte) ucp.workerCreate.invokeExact(context.handle, params, out), "ucp_worker_create");
             OPEN.incrementAndGet();
             return new UcpWorker(context, Ucp.out(out));
-        } catch (UcxException e) {
-            throw e;
         } catch (Throwable e) {
-            throw new UcxException("ucp_worker_create failed: " + e, e);
+            throw Ucp.failed("ucp_worker_create", e);
         }
     }
 
@@ -60,10 +58,8 @@ public final class UcpWorker implements AutoCloseable {
             } finally {
                 ucp.workerReleaseAddress.invokeExact(handle, addr);
             }
-        } catch (UcxException e) {
-            throw e;
         } catch (Throwable e) {
-            throw new UcxException("ucp_worker_get_address failed: " + e, e);
+            throw Ucp.failed("ucp_worker_get_address", e);
         }
     }
 
@@ -90,11 +86,9 @@ public final class UcpWorker implements AutoCloseable {
             params.set(ADDRESS, 56, info); // filled if it completes at once
             MemorySegment st = (MemorySegment) ucp.tagRecvNbx.invokeExact(handle, buf, buf.byteSize(), tag, mask, params);
             return new UcpRequest(ucp, true, a, info, st, "ucp_tag_recv_nbx");
-        } catch (UcxException e) {
-            throw e;
         } catch (Throwable e) {
             a.close();
-            throw new UcxException("ucp_tag_recv_nbx failed: " + e, e);
+            throw Ucp.failed("ucp_tag_recv_nbx", e);
         }
     }
 
@@ -107,7 +101,7 @@ public final class UcpWorker implements AutoCloseable {
         try {
             return (int) context.ucp.workerProgress.invokeExact(handle);
         } catch (Throwable e) {
-            throw new UcxException("ucp_worker_progress failed: " + e, e);
+            throw Ucp.failed("ucp_worker_progress", e);
         }
     }
 
@@ -134,10 +128,8 @@ public final class UcpWorker implements AutoCloseable {
             pfd.set(java.lang.foreign.ValueLayout.JAVA_SHORT, 4, (short) 1); // POLLIN
             int n = (int) ucp.poll.invokeExact(pfd, 1L, timeoutMillis);
             return n != 0; // n < 0: interrupted (EINTR): the caller looks and waits again
-        } catch (UcxException e) {
-            throw e;
         } catch (Throwable e) {
-            throw new UcxException("waiting on the worker's event descriptor failed: " + e, e);
+            throw Ucp.failed("waiting on the worker's event descriptor", e);
         }
     }
 
@@ -146,10 +138,8 @@ public final class UcpWorker implements AutoCloseable {
         Ucp ucp = context.ucp;
         try {
             ucp.check((byte) ucp.workerSignal.invokeExact(handle), "ucp_worker_signal");
-        } catch (UcxException e) {
-            throw e;
         } catch (Throwable e) {
-            throw new UcxException("ucp_worker_signal failed: " + e, e);
+            throw Ucp.failed("ucp_worker_signal", e);
         }
     }
 
@@ -161,7 +151,7 @@ public final class UcpWorker implements AutoCloseable {
         try {
             context.ucp.workerDestroy.invokeExact(handle);
         } catch (Throwable e) {
-            throw new UcxException("ucp_worker_destroy failed: " + e, e);
+            throw Ucp.failed("ucp_worker_destroy", e);
         } finally {
             OPEN.decrementAndGet();
         }
