@@ -75,7 +75,8 @@ public final class CommConfig {
     /**
      * Which transport connects two ranks ({@code HCOMM_TRANSPORT}): {@link #AUTO} (the default) uses shared memory
      * between ranks on one host and TCP between hosts; {@link #TCP} uses TCP everywhere (to measure it on one host);
-     * {@link #SHM} requires every pair of ranks to share a host (init fails otherwise).
+     * {@link #SHM} requires every pair of ranks to share a host (init fails otherwise); {@link #UCX} carries every pair's
+     * messages through UCX (InfiniBand, RoCE, shared memory or TCP, as {@code UCX_TLS} allows; docs/deploy.md).
      */
     public enum Transport {
         /** Shared memory between ranks of one host, TCP between hosts. */
@@ -83,7 +84,12 @@ public final class CommConfig {
         /** TCP between every pair of ranks. */
         TCP,
         /** Shared memory between every pair; init fails if two ranks are on different hosts. */
-        SHM
+        SHM,
+        /**
+         * UCX (libucp 1.13 or later) between every pair, over the transports {@code UCX_TLS} allows; init fails, naming
+         * the library, if it is missing.
+         */
+        UCX
     }
 
     private CommConfig(Builder b) {
@@ -357,7 +363,7 @@ public final class CommConfig {
      */
     public boolean memAdopt() { return memAdopt; }
 
-    /** {@code HCOMM_TRANSPORT}: {@code auto} (default), {@code tcp} or {@code shm}; see {@link Transport}. */
+    /** {@code HCOMM_TRANSPORT}: {@code auto} (default), {@code tcp}, {@code shm} or {@code ucx}; see {@link Transport}. */
     public Transport transport() { return transport; }
 
     /**
@@ -621,7 +627,7 @@ public final class CommConfig {
         /** @param adopt true: share the caller's reused large off-heap buffers with peers in place (HCOMM_MEM_ADOPT) */
         public Builder memAdopt(boolean adopt) { this.memAdopt = adopt; return this; }
 
-        /** @param transport {@code AUTO}, {@code TCP} or {@code SHM} (HCOMM_TRANSPORT) */
+        /** @param transport {@code AUTO}, {@code TCP}, {@code SHM} or {@code UCX} (HCOMM_TRANSPORT) */
         public Builder transport(Transport transport) { this.transport = Objects.requireNonNull(transport, "transport"); return this; }
 
         /** @param id host identity to use instead of the computed one, or {@code null} to compute it (HCOMM_HOST_ID) */

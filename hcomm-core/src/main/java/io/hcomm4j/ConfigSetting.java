@@ -65,7 +65,8 @@ enum ConfigSetting {
                 case "auto" -> b.transport(CommConfig.Transport.AUTO);
                 case "tcp" -> b.transport(CommConfig.Transport.TCP);
                 case "shm" -> b.transport(CommConfig.Transport.SHM);
-                default -> throw new IllegalArgumentException("not one of auto, tcp, shm");
+                case "ucx" -> b.transport(CommConfig.Transport.UCX);
+                default -> throw new IllegalArgumentException("not one of auto, tcp, shm, ucx");
             }
         }
     },

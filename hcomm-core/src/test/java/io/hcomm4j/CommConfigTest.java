@@ -191,7 +191,7 @@ class CommConfigTest {
         assertThat(CommConfig.builderFrom(Map.of("HCOMM_TRANSPORT", "auto"), k -> null).build().transport()).isEqualTo(CommConfig.Transport.AUTO);
         assertThat(fromProps.toString()).contains("transport=shm", "hostId=node-8", "shmRingSize=4194304");
         assertThatThrownBy(() -> CommConfig.builderFrom(Map.of("HCOMM_TRANSPORT", "udp"), k -> null).build())
-                .hasMessageContaining("HCOMM_TRANSPORT").hasMessageContaining("hcomm.transport").hasMessageContaining("not one of auto, tcp, shm");
+                .hasMessageContaining("HCOMM_TRANSPORT").hasMessageContaining("hcomm.transport").hasMessageContaining("not one of auto, tcp, shm, ucx");
         assertThatThrownBy(() -> CommConfig.builderFrom(Map.of("HCOMM_SHM_RING_SIZE", "100K"), k -> null).build())
                 .hasMessageContaining("HCOMM_SHM_RING_SIZE").hasMessageContaining("power of two in [64K, 1G]");
         assertThatThrownBy(() -> CommConfig.builder().shmRingSize(32 * 1024).build()).hasMessageContaining("shmRingSize");

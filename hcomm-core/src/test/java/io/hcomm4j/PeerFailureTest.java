@@ -20,7 +20,12 @@ class PeerFailureTest {
     @ParameterizedTest
     @CsvSource({"2, shm", "4, shm", "2, tcp", "4, tcp"})
     void killedPeerIsReportedWithinSeconds(int n, String transport) throws Exception {
-        try (Ranks.Job job = Ranks.start(n, FailureWorker.class, Map.of("HCOMM_TIMEOUT", "120s", "HCOMM_TRANSPORT", transport))) {
+        killAndExpectDetection(n, Map.of("HCOMM_TIMEOUT", "120s", "HCOMM_TRANSPORT", transport), transport);
+    }
+
+    /** Kills the last of {@code n} ranks (started with {@code env}) while the others wait for it; each must report it. */
+    static void killAndExpectDetection(int n, Map<String, String> env, String transport) throws Exception {
+        try (Ranks.Job job = Ranks.start(n, FailureWorker.class, env)) {
             long deadline = System.nanoTime() + Duration.ofSeconds(90).toNanos();
             while (!(Files.readString(job.logs.get(n - 1)).contains("READY") && allWaiting(job, n))) {
                 if (System.nanoTime() > deadline) throw new AssertionError("job did not get ready:\n" + job.outputs());

@@ -76,11 +76,13 @@ final class DebugReport {
         String local = switch (config.transport()) {
             case TCP -> remote;
             case AUTO, SHM -> "shm";
+            case UCX -> "ucx";
         };
         int[] mine = t.ranksOn(t.host());
         int others = t.size() - mine.length;
         return "shm".equals(local) ? local + " to the " + (mine.length - 1) + " other rank(s) of this host, " + remote + " to the "
-                + others + " rank(s) of other hosts" : remote + " to every peer (HCOMM_TRANSPORT=tcp)"
+                + others + " rank(s) of other hosts" : "ucx".equals(local) ? "ucx to every peer (HCOMM_TRANSPORT=ucx, UCX_TLS="
+                + System.getenv().getOrDefault("UCX_TLS", "all") + ")" : remote + " to every peer (HCOMM_TRANSPORT=tcp)"
                 + (config.channels() > 1 ? ", " + config.channels() + " channels" : "");
     }
 

@@ -90,7 +90,8 @@ final class SessionStart {
             RailAddresses.enable(t, config);
             String host = config.hostId().orElseGet(() -> HostIdentity.of(shmDir));
             // the fourth field says whether this rank takes part in zero-copy collectives: every rank must agree on it
-            String zc = config.transport() != CommConfig.Transport.TCP && config.zeroCopy() ? "zc" : "-";
+            String zc = (config.transport() == CommConfig.Transport.AUTO || config.transport() == CommConfig.Transport.SHM)
+                    && config.zeroCopy() ? "zc" : "-";
             // the fifth: the CPUs this process may use, so the ranks of a host know whether they have a CPU each
             String cpus = CpuSet.own();
             // the sixth: the tuning table's fingerprint, which every rank must share
@@ -145,7 +146,9 @@ final class SessionStart {
                 throw new HcommException("rank " + rank + ": HCOMM_TRANSPORT=shm, but ranks " + elsewhere + " are on other hosts "
                         + "(host id here " + host + "; see HCOMM_HOST_ID); use HCOMM_TRANSPORT=auto or tcp");
             }
-            if (config.transport() != CommConfig.Transport.TCP) {
+            if (config.transport() == CommConfig.Transport.UCX) {
+                t.enableUcx();
+            } else if (config.transport() != CommConfig.Transport.TCP) {
                 t.enableShm(new ShmOptions(shmDir, (int) config.shmRingSize(), p -> sameHost[p], pool));
             }
             Session.Events events = new Session.Events();
@@ -222,7 +225,9 @@ final class SessionStart {
             boolean[] zeroCopyRanks = new boolean[size]; // a replacement takes no part in zero-copy collectives
             Session.Events events = new Session.Events();
             t.setEvents(events);
-            if (config.transport() != CommConfig.Transport.TCP) {
+            if (config.transport() == CommConfig.Transport.UCX) {
+                t.enableUcx();
+            } else if (config.transport() != CommConfig.Transport.TCP) {
                 t.enableShm(new ShmOptions(shmDir, (int) config.shmRingSize(), p -> sameHost[p], pool));
             }
             for (int p : plan.members()) {

@@ -108,7 +108,8 @@ final class SessionTuning {
      * built-in model for the others (what {@code hcomm tune} measured the entry's choices with).
      */
     static Tuner tuner(CommConfig config, TuningTable table, int rank, String[] hostIds) {
-        String within = config.transport() == CommConfig.Transport.TCP ? "tcp" : "shm";
+        // UCX is costed as TCP until it has measured costs of its own
+        String within = config.transport() == CommConfig.Transport.TCP || config.transport() == CommConfig.Transport.UCX ? "tcp" : "shm";
         Tuner tuner = new Tuner(Tuner.LinkCost.TCP_LOOPBACK, within.equals("tcp") ? Tuner.LinkCost.TCP_LOOPBACK : Tuner.LinkCost.SHM,
                 Tuner.parse(config.algo()), table, within, "tcp");
         if (table != null) {

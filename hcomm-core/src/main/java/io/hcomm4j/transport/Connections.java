@@ -74,19 +74,24 @@ final class Connections {
 
     /** Writes our hello (blocking channel): the connection it replaces ({@code epoch}, 0: none) and the last frame received. */
     void writeHello(Wire ch, int peer, byte[] offerName, long epoch, long resume) throws IOException {
-        writeHello(ch, peer, offerName, epoch, resume, 0);
+        writeHello(ch, peer, offerName, epoch, resume, 0, null);
     }
 
-    /** As above, for rail {@code rail} of the pair (0: the primary link). */
-    void writeHello(Wire ch, int peer, byte[] offerName, long epoch, long resume, int rail) throws IOException {
+    /** As above, for rail {@code rail} of the pair (0: the primary link), offering UCX if {@code ucxAddress} is not null. */
+    void writeHello(Wire ch, int peer, byte[] offerName, long epoch, long resume, int rail, byte[] ucxAddress) throws IOException {
         HelloDescriptor.writeHello(ch, rank, peer, size, jobToken + incarnations[rank], unexpectedLimit, offerName,
-                t.retryMax > 0, epoch, resume, rail);
+                t.retryMax > 0, epoch, resume, rail, ucxAddress);
     }
 
     /** Accepts a hello: our file-name prefix if we mapped the offered rings, the connection's number, where we resume. */
     void writeAccept(Wire ch, boolean mapped, long epoch, long resume) throws IOException {
+        writeAccept(ch, mapped, epoch, resume, null);
+    }
+
+    /** As above, taking the peer's UCX offer with our worker address if {@code ucxAddress} is not null. */
+    void writeAccept(Wire ch, boolean mapped, long epoch, long resume, byte[] ucxAddress) throws IOException {
         byte[] me = mapped ? SharedFiles.ownPrefix().getBytes(StandardCharsets.US_ASCII) : new byte[0];
-        HelloDescriptor.writeAccept(ch, unexpectedLimit, me, t.retryMax > 0, epoch, resume);
+        HelloDescriptor.writeAccept(ch, unexpectedLimit, me, t.retryMax > 0, epoch, resume, ucxAddress);
     }
 
     PeerLink linkTo(int peer, long deadline) {
@@ -198,15 +203,21 @@ final class Connections {
                 ch.socket().connect(addr, (int) Math.max(1, Math.min(10_000, (connectDeadline - System.nanoTime()) / 1_000_000)));
                 ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
                 Wire w = auth.connect(ch, Auth.DATA, Duration.ofSeconds(10));
-                writeHello(w, peer, offerName, 0, 0);
+                UcxEngine ucx = t.ucx();
+                writeHello(w, peer, offerName, 0, 0, 0, ucx == null ? null : ucx.address);
                 w.readTimeout(10_000);
                 HelloDescriptor.Answer a = HelloDescriptor.readAnswer(w.in(), peer);
                 if (a.code() == HelloDescriptor.ACCEPT) {
                     if (offer != null && a.peerPrefix() == null) {
                         PeerTransport.LOG.warn("rank {}: rank {} did not map the shared-memory rings offered to it; using TCP to it", rank, peer);
                     }
+                    if (ucx != null && a.ucxAddress() == null) {
+                        PeerTransport.LOG.warn("rank {}: rank {} does not use UCX (is HCOMM_TRANSPORT=ucx set for every rank?); "
+                                + "using TCP to it", rank, peer);
+                    }
                     Conduit conduit = offer != null && a.peerPrefix() != null
                             ? ShmConduit.of(l, t.progress, w, offer, true, t.shm().dir(), a.peerPrefix())
+                            : ucx != null && a.ucxAddress() != null ? UcxConduit.of(l, ucx, w, a.ucxAddress())
                             : new SocketConduit(w, l, t.progress, t.congestion);
                     synchronized (l) {
                         if (l.state == PeerLink.State.FAILED || l.state == PeerLink.State.CLOSED) {
@@ -394,7 +405,7 @@ final class Connections {
             boolean used = false;
             try {
                 if (epoch == 0) {
-                    used = acceptNew(w, l, src, peerLimit, peerReliable, mapped, peerPrefix, so);
+                    used = acceptNew(w, l, src, peerLimit, peerReliable, mapped, peerPrefix, so, hello.ucxAddress());
                     if (l.state == PeerLink.State.CONNECTED) {
                         t.failures.tellNewPeer(l);
                         t.rails.primaryUp(l);
@@ -422,17 +433,23 @@ final class Connections {
      * means a failed peer. Both sides see the same conduit kind, so they agree.
      */
     boolean reliable(Conduit conduit, boolean peerReliable) {
-        return t.retryMax > 0 && peerReliable && !(conduit instanceof ShmConduit);
+        return t.retryMax > 0 && peerReliable && !(conduit instanceof Doorbelled);
     }
 
     /** A first connection from {@code src}: taken unless ours is under way and we are the lower rank; true if the rings are used. */
     private boolean acceptNew(Wire ch, PeerLink l, int src, long peerLimit, boolean peerReliable,
-                              ShmConduit.Mapping mapped, String peerPrefix, ShmOptions so) throws IOException {
+                              ShmConduit.Mapping mapped, String peerPrefix, ShmOptions so, byte[] peerUcx) throws IOException {
         synchronized (l) {
             boolean keepOurs = l.state == PeerLink.State.CONNECTING && rank < src;
             if (l.state == PeerLink.State.IDLE || (l.state == PeerLink.State.CONNECTING && !keepOurs)) {
-                writeAccept(ch, mapped != null, 1, 0);
+                UcxEngine ucx = mapped == null && peerUcx != null ? t.ucx() : null;
+                if (peerUcx != null && t.ucx() == null) {
+                    PeerTransport.LOG.warn("rank {}: rank {} offers UCX, which this rank does not use (is HCOMM_TRANSPORT=ucx set "
+                            + "for every rank?); using TCP to it", rank, src);
+                }
+                writeAccept(ch, mapped != null, 1, 0, ucx == null ? null : ucx.address);
                 Conduit conduit = mapped != null ? ShmConduit.of(l, t.progress, ch, mapped, false, so.dir(), peerPrefix)
+                        : ucx != null ? UcxConduit.of(l, ucx, ch, peerUcx)
                         : new SocketConduit(ch, l, t.progress, t.congestion);
                 l.install(conduit, peerLimit, reliable(conduit, peerReliable));
                 return mapped != null;

@@ -18,11 +18,16 @@ import java.nio.charset.StandardCharsets;
  *  38+n resume part: i32 flags (bit 0: the source keeps a resend log; bits 8-15: 0 for the pair's primary link, k for
  *       its rail k, see {@link Rails}), i64 epoch (0: a new connection; e: it replaces connection e), i64 resume (last
  *       frame the source received completely on the link)
+ *  58+n if flag bit 1 (UCX offered): u16 length m, then the source's UCX worker address (m bytes)
  *
  * answer, accepting side to connecting side: u8 code; after ACCEPT only:
  *   1  i64 the acceptor's unexpected limit    9  u8 rings mapped (0 or 1); if 1: u16 length, the acceptor's file prefix
- *   then the resume part as above (the epoch the connection gets, the acceptor's resume point)
+ *   then the resume part as above (the epoch the connection gets, the acceptor's resume point), and if its flag bit 1
+ *   is set (UCX taken) the acceptor's UCX worker address as in the hello
  * </pre>
+ *
+ * <p>A UCX offer is taken when both sides run {@code HCOMM_TRANSPORT=ucx}: the frames then go over UCX
+ * ({@link UcxConduit}) and the connection stays as the death detector.
  */
 final class HelloDescriptor {
     static final int MAGIC = 0x4843484C; // "HCHL"
@@ -53,6 +58,10 @@ final class HelloDescriptor {
     /** Resume flags of a hello: the rail the connection is (0: the primary link). */
     static final int RAIL_SHIFT = 8;
     static final int RAIL_MASK = 0xFF << RAIL_SHIFT;
+    /** Resume flag: a UCX worker address follows (offered in a hello, taken in an answer). */
+    static final int UCX = 2;
+    /** A UCX worker address is a few hundred bytes at most (one per transport, on every interface). */
+    static final int MAX_UCX_ADDRESS = 8192;
 
     static final byte ACCEPT = 1;
     /** Not now: the other side keeps its own attempt, or the connection to replace was replaced already. */
@@ -67,21 +76,23 @@ final class HelloDescriptor {
 
     /** A hello as read by the accepting side, checked for shape only (whether it belongs here is the caller's). */
     record Hello(int magic, int source, int destination, int worldSize, long token, long limit, String ringFile,
-                 boolean reliable, long epoch, long resume, int rail) {
+                 boolean reliable, long epoch, long resume, int rail, byte[] ucxAddress) {
     }
 
     /** The answer to a hello: ACCEPT (with the acceptor's settings and where it resumes), REJECT or GONE. */
-    record Answer(byte code, long peerLimit, String peerPrefix, boolean reliable, long epoch, long resume) {
+    record Answer(byte code, long peerLimit, String peerPrefix, boolean reliable, long epoch, long resume, byte[] ucxAddress) {
     }
 
     static void writeHello(Wire ch, int source, int destination, int worldSize, long token, long limit,
-                           byte[] ringFile, boolean reliable, long epoch, long resume, int rail) throws IOException {
-        ByteBuffer hello = ByteBuffer.allocate(FIXED_LENGTH + OFFER_LENGTH + ringFile.length + RESUME_LENGTH);
+                           byte[] ringFile, boolean reliable, long epoch, long resume, int rail, byte[] ucxAddress) throws IOException {
+        ByteBuffer hello = ByteBuffer.allocate(FIXED_LENGTH + OFFER_LENGTH + ringFile.length + RESUME_LENGTH
+                + (ucxAddress == null ? 0 : 2 + ucxAddress.length));
         hello.putInt(MAGIC_OFFSET, MAGIC).putInt(SOURCE_OFFSET, source).putInt(DESTINATION_OFFSET, destination)
                 .putInt(WORLD_SIZE_OFFSET, worldSize).putLong(TOKEN_OFFSET, token).putLong(LIMIT_OFFSET, limit);
         hello.position(FIXED_LENGTH);
         hello.putInt(ringFile.length == 0 ? 0 : RING_OFFERED).putShort((short) ringFile.length).put(ringFile);
-        hello.putInt((reliable ? RELIABLE : 0) | (rail << RAIL_SHIFT)).putLong(epoch).putLong(resume);
+        hello.putInt((reliable ? RELIABLE : 0) | (rail << RAIL_SHIFT) | (ucxAddress == null ? 0 : UCX)).putLong(epoch).putLong(resume);
+        if (ucxAddress != null) hello.putShort((short) ucxAddress.length).put(ucxAddress);
         write(ch, hello.flip());
     }
 
@@ -96,21 +107,35 @@ final class HelloDescriptor {
         }
         String ringFile = nameLength == 0 ? null : new String(readFully(in, nameLength, "hello"), StandardCharsets.US_ASCII);
         ByteBuffer tail = ByteBuffer.wrap(readFully(in, RESUME_LENGTH, "hello"));
-        int flags = checkedFlags(tail, "hello", RELIABLE | RAIL_MASK);
+        int flags = checkedFlags(tail, "hello", RELIABLE | RAIL_MASK | UCX);
+        byte[] ucx = (flags & UCX) != 0 ? readUcxAddress(in, "hello") : null;
         return new Hello(fixed.getInt(MAGIC_OFFSET), fixed.getInt(SOURCE_OFFSET), fixed.getInt(DESTINATION_OFFSET),
                 fixed.getInt(WORLD_SIZE_OFFSET), fixed.getLong(TOKEN_OFFSET), fixed.getLong(LIMIT_OFFSET), ringFile,
                 (flags & RELIABLE) != 0, tail.getLong(EPOCH_OFFSET), tail.getLong(RESUME_OFFSET),
-                (flags & RAIL_MASK) >>> RAIL_SHIFT);
+                (flags & RAIL_MASK) >>> RAIL_SHIFT, ucx);
     }
 
-    /** Accepts a hello: our unexpected limit, our file prefix if we mapped the offered rings, our resume part. */
-    static void writeAccept(Wire ch, long limit, byte[] prefix, boolean reliable, long epoch, long resume)
+    private static byte[] readUcxAddress(InputStream in, String what) throws IOException {
+        int n = ByteBuffer.wrap(readFully(in, Short.BYTES, what)).getShort() & 0xffff;
+        if (n < 1 || n > MAX_UCX_ADDRESS) {
+            throw new IOException("bad UCX worker address in the " + what + ": " + n + " bytes (1.." + MAX_UCX_ADDRESS + ")");
+        }
+        return readFully(in, n, what);
+    }
+
+    /**
+     * Accepts a hello: our unexpected limit, our file prefix if we mapped the offered rings, our resume part, our UCX
+     * worker address if we take the UCX offer (else null).
+     */
+    static void writeAccept(Wire ch, long limit, byte[] prefix, boolean reliable, long epoch, long resume, byte[] ucxAddress)
             throws IOException {
         boolean mapped = prefix.length > 0;
-        ByteBuffer reply = ByteBuffer.allocate(ANSWER_HEAD_LENGTH + (mapped ? 2 + prefix.length : 0) + RESUME_LENGTH)
+        ByteBuffer reply = ByteBuffer.allocate(ANSWER_HEAD_LENGTH + (mapped ? 2 + prefix.length : 0) + RESUME_LENGTH
+                        + (ucxAddress == null ? 0 : 2 + ucxAddress.length))
                 .put(ACCEPT).putLong(limit).put((byte) (mapped ? RING_OFFERED : 0));
         if (mapped) reply.putShort((short) prefix.length).put(prefix);
-        putResume(reply, reliable, epoch, resume);
+        reply.putInt((reliable ? RELIABLE : 0) | (ucxAddress == null ? 0 : UCX)).putLong(epoch).putLong(resume);
+        if (ucxAddress != null) reply.putShort((short) ucxAddress.length).put(ucxAddress);
         write(ch, reply.flip());
     }
 
@@ -122,7 +147,7 @@ final class HelloDescriptor {
 
     static Answer readAnswer(InputStream in, int peer) throws IOException {
         int code = in.read();
-        if (code == REJECT || code == GONE) return new Answer((byte) code, 0, null, false, 0, 0);
+        if (code == REJECT || code == GONE) return new Answer((byte) code, 0, null, false, 0, 0, null);
         if (code != ACCEPT) throw new IOException("rank " + peer + " closed the connection during the hello (answer code " + code + ")");
         long peerLimit = ByteBuffer.wrap(readFully(in, Long.BYTES, "hello answer of rank " + peer)).getLong();
         if (peerLimit < 0) throw new IOException("rank " + peer + " announced a negative eager limit " + peerLimit);
@@ -139,13 +164,10 @@ final class HelloDescriptor {
             throw new IOException("rank " + peer + " closed the connection during the hello (rings flag " + mapped + ")");
         }
         ByteBuffer tail = ByteBuffer.wrap(readFully(in, RESUME_LENGTH, "hello answer of rank " + peer));
-        int flags = checkedFlags(tail, "hello answer of rank " + peer, RELIABLE);
+        int flags = checkedFlags(tail, "hello answer of rank " + peer, RELIABLE | UCX);
+        byte[] ucx = (flags & UCX) != 0 ? readUcxAddress(in, "hello answer of rank " + peer) : null;
         return new Answer(ACCEPT, peerLimit, peerPrefix, (flags & RELIABLE) != 0, tail.getLong(EPOCH_OFFSET),
-                tail.getLong(RESUME_OFFSET));
-    }
-
-    private static void putResume(ByteBuffer b, boolean reliable, long epoch, long resume) {
-        b.putInt(reliable ? RELIABLE : 0).putLong(epoch).putLong(resume);
+                tail.getLong(RESUME_OFFSET), ucx);
     }
 
     private static int checkedFlags(ByteBuffer tail, String what, int allowed) throws IOException {

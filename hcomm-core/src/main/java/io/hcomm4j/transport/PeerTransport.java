@@ -78,6 +78,8 @@ public final class PeerTransport implements AutoCloseable {
     private final PeerLink[] links;
     /** Same-host rings, or null: TCP to every peer. */
     private volatile ShmOptions shm;
+    /** UCX's worker for every link (HCOMM_TRANSPORT=ucx), or null. */
+    private volatile UcxEngine ucx;
     /** Guards the match tables and the failed ranks together (see {@link Matching}, {@link Failures}). */
     private final ReentrantLock matchLock = new ReentrantLock();
     private volatile boolean closing;
@@ -229,13 +231,30 @@ public final class PeerTransport implements AutoCloseable {
         return peer == rank ? List.of() : rails.stats(links[peer]);
     }
 
+    /**
+     * Talk to every peer that does the same through UCX ({@code HCOMM_TRANSPORT=ucx}; call before {@link #start}): opens
+     * a UCP context and worker (settings from the {@code UCX_*} environment) and offers its address in every hello.
+     *
+     * @throws io.hcomm4j.HcommException naming the library and the setting if UCX is missing or too old
+     */
+    public void enableUcx() {
+        UcxEngine u = UcxEngine.open(rank, progress.selector);
+        this.ucx = u;
+        progress.setUcx(u);
+    }
+
+    /** The UCX engine, or null: no UCX. */
+    UcxEngine ucx() {
+        return ucx;
+    }
+
     /** Talk to the peers {@code options.sameHost()} names through shared-memory rings (call before {@link #start}). */
     public void enableShm(ShmOptions options) {
         this.shm = options;
     }
 
     /**
-     * What carries the bytes to world rank {@code peer} now: {@code "shm"}, {@code "tcp"}, {@code "tls"}, {@code "self"}, or {@code "none"}
+     * What carries the bytes to world rank {@code peer} now: {@code "shm"}, {@code "tcp"}, {@code "tls"}, {@code "ucx"}, {@code "self"}, or {@code "none"}
      * (not connected yet, or the connection is gone). Diagnostics and tests.
      */
     public String transportTo(int peer) {
@@ -713,6 +732,8 @@ public final class PeerTransport implements AutoCloseable {
             Thread.currentThread().interrupt();
         }
         progress.close();
+        UcxEngine u = ucx;
+        if (u != null) u.close(); // after the progress engine: nobody polls the worker now
     }
 
     /** Links are no longer kept alive: nothing is re-established. */

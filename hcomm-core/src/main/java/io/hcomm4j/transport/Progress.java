@@ -99,6 +99,8 @@ final class Progress implements AutoCloseable {
     /** Same-host links: polled directly while spinning, armed before blocking (copy-on-write, under {@link #ringLock}). */
     private volatile ShmConduit[] rings = new ShmConduit[0];
     private final Object ringLock = new Object();
+    /** The UCX worker and its links (HCOMM_TRANSPORT=ucx), polled and armed like the rings; null without UCX. */
+    private volatile UcxEngine ucx;
     /** While there are rings, the selector (TCP peers, doorbells, deaths) is asked only every few µs of spinning. */
     private static final long RING_SELECT_EVERY_NANOS = 5_000;
     /**
@@ -139,7 +141,7 @@ final class Progress implements AutoCloseable {
             if (key.attachment() instanceof PeerLink l) {
                 l.onReady(key);
             } else {
-                ((ShmConduit) key.attachment()).onDoorbell();
+                ((Doorbelled) key.attachment()).onDoorbell();
                 // a doorbell may be for a thread that sleeps on a shared condition while this one polls
                 if (!parked.isEmpty()) for (Thread t : parked) LockSupport.unpark(t);
             }
@@ -356,6 +358,12 @@ final class Progress implements AutoCloseable {
         }
     }
 
+    /** Polls {@code engine}'s worker and links with the rings from now on. */
+    void setUcx(UcxEngine engine) {
+        this.ucx = engine;
+        selector.wakeup();
+    }
+
     /** Handles every ring with bytes to read or room for queued frames; returns how many. */
     private int pollRings(ShmConduit[] rs) {
         int n = 0;
@@ -398,13 +406,20 @@ final class Progress implements AutoCloseable {
         handled = 0;
         polls++;
         ShmConduit[] rs = rings;
-        if (rs.length > 0) {
+        UcxEngine u = ucx;
+        if (rs.length > 0 || u != null) {
             handled += pollRings(rs);
+            // UCX's links are polled like rings; their sockets, like the rings' doorbells, only tell of a death
+            int polled = 0;
+            if (u != null) {
+                handled += u.poll();
+                polled = u.links();
+            }
             if ((++ringPolls & 31) != 0) return handled; // the clock every 32nd poll only (it costs as much as a ring poll)
             long now = System.nanoTime();
             long since = now - lastSelectNow;
             if (since < RING_SELECT_EVERY_NANOS) return handled;
-            if (since < RINGS_ONLY_SELECT_EVERY_NANOS && parked.isEmpty() && selector.keys().size() <= rs.length) {
+            if (since < RINGS_ONLY_SELECT_EVERY_NANOS && parked.isEmpty() && selector.keys().size() <= rs.length + polled) {
                 return handled;
             }
             lastSelectNow = now;
@@ -436,15 +451,18 @@ final class Progress implements AutoCloseable {
         handled = 0;
         polls++;
         ShmConduit[] rs = rings;
-        if (rs.length > 0 || extra != null) {
+        UcxEngine u = ucx;
+        if (rs.length > 0 || extra != null || u != null) {
             // set every ring's sleeping flag, then look once more: what came before the flags is handled now, what
-            // comes after them rings the doorbell (see ShmRing)
+            // comes after them rings the doorbell (see ShmRing); UCX's worker is armed last (its waiter wakes the selector)
             boolean work = extra != null && extra.arm();
             for (ShmConduit c : rs) work |= c.arm();
+            if (!work && u != null) work = u.arm();
             if (work) {
                 for (ShmConduit c : rs) c.disarm();
                 if (extra != null) extra.disarm();
                 handled += pollRings(rs);
+                if (u != null) handled += u.poll();
                 return;
             }
         }
@@ -458,8 +476,10 @@ final class Progress implements AutoCloseable {
             blocking = false;
             for (ShmConduit c : rs) c.disarm();
             if (extra != null) extra.disarm();
+            if (u != null) u.disarm();
         }
         if (rs.length > 0) handled += pollRings(rs);
+        if (u != null) handled += u.poll();
     }
 
     private void runBackground() {

@@ -310,7 +310,7 @@ final class Rails {
             ch.socket().connect(to, CONNECT_MILLIS);
             ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
             Wire w = t.connections.authenticate(ch, Duration.ofSeconds(10));
-            t.connections.writeHello(w, peer, new byte[0], 0, 0, k);
+            t.connections.writeHello(w, peer, new byte[0], 0, 0, k, null);
             w.readTimeout(10_000);
             HelloDescriptor.Answer a = HelloDescriptor.readAnswer(w.in(), peer);
             if (a.code() != HelloDescriptor.ACCEPT) throw new IOException("rank " + peer + " turned the rail down");
@@ -332,7 +332,7 @@ final class Rails {
             HelloDescriptor.writeRefusal(ch, HelloDescriptor.REJECT);
             return;
         }
-        HelloDescriptor.writeAccept(ch, t.host.unexpectedLimit(), new byte[0], false, 1, 0);
+        HelloDescriptor.writeAccept(ch, t.host.unexpectedLimit(), new byte[0], false, 1, 0, null);
         install(src, k, ch, peerLimit);
     }
 

@@ -38,7 +38,7 @@ import java.nio.file.Path;
  * free (the receiver polls the slot's own line and copies the payload straight to the receive), every other frame
  * through the ring; both carry the link's frame seqs, and the reader takes them in seq order.
  */
-final class ShmConduit implements Conduit {
+final class ShmConduit implements Conduit, Doorbelled {
     static final long FILE_HEADER = 4096;
     private static final long MAGIC = 0x474E52534D484348L; // "HCHMSRNG" little-endian
     private static final int VERSION = 2;
@@ -373,7 +373,7 @@ final class ShmConduit implements Conduit {
     }
 
     /** The socket is readable: doorbell bytes (drained here) or the end of the peer's stream. */
-    void onDoorbell() {
+    public void onDoorbell() {
         try {
             int n;
             do {

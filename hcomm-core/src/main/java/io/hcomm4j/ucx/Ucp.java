@@ -38,7 +38,9 @@ public final class Ucp {
     final MethodHandle initVersion, cleanup, configRead, configModify, configRelease;
     final MethodHandle workerCreate, workerDestroy, workerGetAddress, workerReleaseAddress, workerProgress;
     final MethodHandle workerGetEfd, workerArm, workerSignal, poll;
-    final MethodHandle epCreate, epCloseNbx, tagSendNbx, tagRecvNbx, requestCheckStatus, tagRecvRequestTest, requestFree;
+    final MethodHandle epCreate, epCloseNbx, epFlushNbx, tagSendNbx, tagRecvNbx, requestCheckStatus, tagRecvRequestTest, requestFree;
+    // the stream calls take and return pointers as longs: the conduit's hot path makes no MemorySegment per call
+    final MethodHandle streamSendNbx, streamRecvDataNb, streamDataRelease, requestCheckStatusRaw, requestFreeRaw;
     private final MethodHandle statusString;
 
     private Ucp(SymbolLookup ucp, SymbolLookup ucs) {
@@ -74,6 +76,12 @@ public final class Ucp {
                 FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
         epCreate = l.downcallHandle(find(ucp, "ucp_ep_create"), FunctionDescriptor.of(STATUS, ADDRESS, ADDRESS, ADDRESS));
         epCloseNbx = l.downcallHandle(find(ucp, "ucp_ep_close_nbx"), FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS));
+        epFlushNbx = l.downcallHandle(find(ucp, "ucp_ep_flush_nbx"), FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS));
+        streamSendNbx = l.downcallHandle(find(ucp, "ucp_stream_send_nbx"), FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS));
+        streamRecvDataNb = l.downcallHandle(find(ucp, "ucp_stream_recv_data_nb"), FunctionDescriptor.of(JAVA_LONG, ADDRESS, ADDRESS));
+        streamDataRelease = l.downcallHandle(find(ucp, "ucp_stream_data_release"), FunctionDescriptor.ofVoid(ADDRESS, JAVA_LONG));
+        requestCheckStatusRaw = l.downcallHandle(find(ucp, "ucp_request_check_status"), FunctionDescriptor.of(STATUS, JAVA_LONG));
+        requestFreeRaw = l.downcallHandle(find(ucp, "ucp_request_free"), FunctionDescriptor.ofVoid(JAVA_LONG));
         tagSendNbx = l.downcallHandle(find(ucp, "ucp_tag_send_nbx"), FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS));
         tagRecvNbx = l.downcallHandle(find(ucp, "ucp_tag_recv_nbx"),
                 FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS));
@@ -182,7 +190,11 @@ public final class Ucp {
      * 2^64 is an error status, anything else a request still in progress.
      */
     static boolean isError(MemorySegment statusPtr) {
-        return Long.compareUnsigned(statusPtr.address(), -100L) >= 0;
+        return isError(statusPtr.address());
+    }
+
+    static boolean isError(long statusPtr) {
+        return Long.compareUnsigned(statusPtr, -100L) >= 0;
     }
 
     /** The error status a {@link #isError} pointer carries. */

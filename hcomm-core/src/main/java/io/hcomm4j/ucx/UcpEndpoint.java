@@ -28,12 +28,48 @@ public final class UcpEndpoint implements AutoCloseable {
     private final UcpWorker worker;
     private final Ucp ucp;
     final MemorySegment handle;
+    /** The stream's preallocated parameters; freed at close. */
+    private final Arena arena = Arena.ofShared();
+    private UcpStream stream;
     private boolean closed;
 
     private UcpEndpoint(UcpWorker worker, MemorySegment handle) {
         this.worker = worker;
         this.ucp = worker.ucp();
         this.handle = handle;
+    }
+
+    Ucp ucp() {
+        return ucp;
+    }
+
+    /** This endpoint's ordered byte stream (the same object each call). */
+    public synchronized UcpStream stream() {
+        if (stream == null) stream = new UcpStream(this, arena);
+        return stream;
+    }
+
+    /**
+     * Waits, progressing the worker, until what was sent on this endpoint has left this side (UCX's flush: handed to
+     * the network, or to the peer's memory) or {@code timeoutNanos} passed; false on the timeout or a failed flush.
+     */
+    public boolean flush(long timeoutNanos) {
+        long deadline = System.nanoTime() + timeoutNanos;
+        try (Arena a = Arena.ofShared()) {
+            MemorySegment params = a.allocate(UcpRequest.PARAMS_BYTES, 8);
+            MemorySegment st = (MemorySegment) ucp.epFlushNbx.invokeExact(handle, params);
+            if (st.address() == 0) return true;
+            if (Ucp.isError(st)) return false;
+            try (UcpRequest r = new UcpRequest(ucp, false, Arena.ofShared(), MemorySegment.NULL, st, "ucp_ep_flush_nbx")) {
+                while (!r.test()) {
+                    if (System.nanoTime() - deadline > 0) return false;
+                    if (worker.progress() == 0) Thread.onSpinWait();
+                }
+                return r.status() == Ucp.UCS_OK;
+            }
+        } catch (Throwable e) {
+            throw Ucp.failed("ucp_ep_flush_nbx", e);
+        }
     }
 
     static UcpEndpoint connect(UcpWorker worker, byte[] address, boolean peerErrors) {
@@ -84,6 +120,7 @@ public final class UcpEndpoint implements AutoCloseable {
             throw Ucp.failed("ucp_ep_close_nbx", e);
         } finally {
             OPEN.decrementAndGet();
+            arena.close();
         }
     }
 }

@@ -133,7 +133,41 @@ public final class UcpWorker implements AutoCloseable {
         }
     }
 
-    /** Wakes a thread in {@link #waitForEvents} on this worker (from any thread). */
+    /**
+     * Arms the event descriptor ({@code ucp_worker_arm}) for a thread that will {@link #awaitEventFd} while another
+     * progresses the worker: false if events are pending (progress it instead of waiting).
+     */
+    public boolean arm() {
+        Ucp ucp = context.ucp;
+        try {
+            int st = (byte) ucp.workerArm.invokeExact(handle);
+            if (st == Ucp.UCS_ERR_BUSY) return false;
+            ucp.check(st, "ucp_worker_arm");
+            return true;
+        } catch (Throwable e) {
+            throw Ucp.failed("ucp_worker_arm", e);
+        }
+    }
+
+    /**
+     * Blocks in {@code poll(2)} on the worker's event descriptor (armed by {@link #arm}) until it signals or
+     * {@code timeoutMillis} passed; true if it signalled (or the wait was interrupted).
+     */
+    public boolean awaitEventFd(int timeoutMillis) {
+        Ucp ucp = context.ucp;
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment fdOut = a.allocate(JAVA_INT);
+            ucp.check((byte) ucp.workerGetEfd.invokeExact(handle, fdOut), "ucp_worker_get_efd");
+            MemorySegment pfd = a.allocate(8, 4); // struct pollfd {int fd; short events; short revents}
+            pfd.set(JAVA_INT, 0, fdOut.get(JAVA_INT, 0));
+            pfd.set(java.lang.foreign.ValueLayout.JAVA_SHORT, 4, (short) 1); // POLLIN
+            return (int) ucp.poll.invokeExact(pfd, 1L, timeoutMillis) != 0;
+        } catch (Throwable e) {
+            throw Ucp.failed("waiting on the worker's event descriptor", e);
+        }
+    }
+
+    /** Wakes a thread in {@link #waitForEvents} or {@link #awaitEventFd} on this worker (from any thread). */
     public void signal() {
         Ucp ucp = context.ucp;
         try {

@@ -128,6 +128,7 @@ public final class Ranks {
             env.put("HCOMM_SECRET", "test-job-secret-0001");
             env.put("HCOMM_TIMEOUT", "60s");
             env.put("HCOMM_TRACE_DIR", dir.toString()); // flight records beside the ranks' logs
+            if (TRANSPORT != null) env.put("HCOMM_TRANSPORT", TRANSPORT);
             env.putAll(extraEnv);
             Path log = dir.resolve("rank" + rank + (logs.size() == rank ? "" : "-" + logs.size()) + ".log");
             pb.redirectErrorStream(true).redirectOutput(log.toFile()).redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")));
@@ -166,6 +167,7 @@ public final class Ranks {
             env.put("HCOMM_SECRET", "test-job-secret-0001");
             env.put("HCOMM_TIMEOUT", "60s");
             env.put("HCOMM_TRACE_DIR", dir.toString()); // flight records beside the ranks' logs
+            if (TRANSPORT != null) env.put("HCOMM_TRANSPORT", TRANSPORT);
             env.putAll(extraEnv);
             if (dir == null) dir = Files.createTempDirectory("hcomm-ranks");
             Path log = dir.resolve("joiner" + processes.size() + ".log");
@@ -299,8 +301,20 @@ public final class Ranks {
         }
     }
 
+    /**
+     * The transport every test job uses unless its test names one: {@code -Dhcomm.test.transport=ucx} runs the suite over
+     * UCX (with {@code UCX_TLS} from the environment), {@code tcp} over TCP; unset, the default (auto).
+     */
+    public static final String TRANSPORT = System.getProperty("hcomm.test.transport", "").isBlank() ? null
+            : System.getProperty("hcomm.test.transport").trim();
+
     /** Config for rank {@code rank} of an in-JVM job of {@code n} ranks whose store rank 0 hosts on {@code port}. */
     public static CommConfig.Builder threadConfig(int rank, int n, int port) {
+        CommConfig.Builder b = threadConfigOfDefaults(rank, n, port);
+        return TRANSPORT == null ? b : b.transport(CommConfig.Transport.valueOf(TRANSPORT.toUpperCase(java.util.Locale.ROOT)));
+    }
+
+    private static CommConfig.Builder threadConfigOfDefaults(int rank, int n, int port) {
         return CommConfig.builder().initMethod("tcp://127.0.0.1:" + port).rank(rank).worldSize(n).secret("thread-job-secret-01")
                 .timeout(Duration.ofSeconds(60)).initTimeout(Duration.ofSeconds(60))
                 // flight records of a test that times out stay with the build, not in the machine's temp folder

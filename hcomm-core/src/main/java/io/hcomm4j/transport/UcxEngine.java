@@ -1,0 +1,188 @@
+package io.hcomm4j.transport;
+
+import io.hcomm4j.HcommException;
+import io.hcomm4j.ucx.UcpContext;
+import io.hcomm4j.ucx.UcpWorker;
+import io.hcomm4j.ucx.UcxException;
+import java.nio.channels.Selector;
+import java.util.Map;
+import java.util.concurrent.locks.LockSupport;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The UCX side of one transport ({@code HCOMM_TRANSPORT=ucx}): a UCP context and one worker, which every
+ * {@link UcxConduit} of this process sends and receives through. The progress engine polls it beside its rings
+ * (the worker, then each link) and arms it before it blocks in its selector. A Java selector cannot wait on the
+ * worker's event descriptor, so a waiter thread does: it sleeps until the engine arms the worker, blocks in
+ * {@code poll(2)} on the descriptor, and wakes the selector when UCX has something. That costs a second wake-up
+ * (tens of µs here) only after the engine's whole spin found nothing.
+ */
+final class UcxEngine implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(UcxEngine.class);
+    /** The waiter's longest poll: it looks at {@link #closed} at least this often. */
+    private static final int WAIT_SLICE_MS = 100;
+
+    private final int rank;
+    private final UcpContext context;
+    final UcpWorker worker;
+    /** This worker's address, sent to peers in the hello. */
+    final byte[] address;
+    final Selector selector;
+    private final Object linkLock = new Object();
+    private volatile UcxConduit[] conduits = new UcxConduit[0];
+    /** Closed links whose endpoints the poller closes at its next pass (see {@link UcxConduit#finish}). */
+    private final java.util.concurrent.ConcurrentLinkedQueue<UcxConduit> retired = new java.util.concurrent.ConcurrentLinkedQueue<>();
+    private final Thread waiter;
+    /** The engine blocks in its selector with the worker armed: the waiter waits on the descriptor meanwhile. */
+    private volatile boolean armed;
+    private volatile boolean closed;
+
+    private UcxEngine(int rank, UcpContext context, UcpWorker worker, Selector selector) {
+        this.rank = rank;
+        this.context = context;
+        this.worker = worker;
+        this.selector = selector;
+        this.address = worker.address();
+        this.waiter = Thread.ofPlatform().daemon().name("hcomm-ucx-wait-" + rank).unstarted(this::runWaiter);
+    }
+
+    /**
+     * Opens UCX for rank {@code rank} (settings from the {@code UCX_*} environment: {@code UCX_TLS},
+     * {@code UCX_NET_DEVICES} ...), its waiter waking {@code selector}.
+     *
+     * @throws HcommException naming the library and the setting when UCX is missing, too old or refuses to start
+     */
+    static UcxEngine open(int rank, Selector selector) {
+        UcpContext context = null;
+        UcpWorker worker = null;
+        try {
+            context = UcpContext.open(Map.of());
+            worker = context.newWorker();
+            UcxEngine e = new UcxEngine(rank, context, worker, selector);
+            e.waiter.start();
+            LOG.debug("rank {}: UCX worker open ({} B address, UCX_TLS={})", rank, e.address.length, System.getenv("UCX_TLS"));
+            return e;
+        } catch (UcxException e) {
+            if (worker != null) worker.close();
+            if (context != null) context.close();
+            throw new HcommException("rank " + rank + ": HCOMM_TRANSPORT=ucx, but UCX cannot be used: " + e.getMessage(), e);
+        }
+    }
+
+    void add(UcxConduit c) {
+        synchronized (linkLock) {
+            UcxConduit[] cs = java.util.Arrays.copyOf(conduits, conduits.length + 1);
+            cs[cs.length - 1] = c;
+            conduits = cs;
+        }
+        selector.wakeup(); // a poller about to block must look at the new link too
+    }
+
+    void remove(UcxConduit c) {
+        synchronized (linkLock) {
+            conduits = java.util.Arrays.stream(conduits).filter(x -> x != c).toArray(UcxConduit[]::new);
+        }
+    }
+
+    /** {@code c} is closed: off the polled links, its endpoint closed at the poller's next pass. */
+    void retire(UcxConduit c) {
+        remove(c);
+        retired.add(c);
+        selector.wakeup();
+    }
+
+    private void finishRetired() {
+        UcxConduit c;
+        while ((c = retired.poll()) != null) c.finish();
+    }
+
+    /** How many links go through UCX (their sockets are the selector's only other keys). */
+    int links() {
+        return conduits.length;
+    }
+
+    /** A spin poll (poll token held): progresses the worker, then hands every link with work to its reader; returns how many. */
+    int poll() {
+        if (!retired.isEmpty()) finishRetired();
+        for (int i = 0; i < 4 && worker.progress() > 0; i++) {
+            // bounded: a stream of arrivals is read by the links between rounds
+        }
+        int n = 0;
+        for (UcxConduit c : conduits) {
+            if (c.ready()) {
+                n++;
+                c.link.onReady(c.writeWanted(), true);
+            }
+        }
+        return n;
+    }
+
+    /**
+     * Before the engine blocks: drains the worker, arms its descriptor and lets the waiter wait on it; true if there is
+     * work after all (then the engine must not block).
+     */
+    boolean arm() {
+        try {
+            for (int i = 0; i < 16 && worker.progress() > 0; i++) {
+                // what came before the arm is handled now
+            }
+            for (UcxConduit c : conduits) {
+                if (c.ready()) return true;
+            }
+            if (!worker.arm()) return true;
+        } catch (UcxException e) {
+            LOG.warn("rank {}: UCX worker: {}", rank, e.getMessage());
+            return false;
+        }
+        armed = true;
+        LockSupport.unpark(waiter);
+        return false;
+    }
+
+    /** The engine woke up: the waiter goes back to sleep after its current poll. */
+    void disarm() {
+        armed = false;
+    }
+
+    private void runWaiter() {
+        while (!closed) {
+            if (!armed) {
+                LockSupport.park(this);
+                continue;
+            }
+            boolean event;
+            try {
+                event = worker.awaitEventFd(WAIT_SLICE_MS);
+            } catch (UcxException e) {
+                if (!closed) LOG.warn("rank {}: waiting on UCX's event descriptor: {}", rank, e.getMessage());
+                LockSupport.parkNanos(WAIT_SLICE_MS * 1_000_000L);
+                continue;
+            }
+            if (event && armed) {
+                armed = false;
+                selector.wakeup();
+            }
+        }
+    }
+
+    /** Stops the waiter and closes the worker and the context (after every link closed its endpoint). */
+    @Override
+    public void close() {
+        if (closed) return;
+        closed = true;
+        LockSupport.unpark(waiter);
+        try {
+            worker.signal();
+            waiter.join(5_000);
+        } catch (UcxException e) {
+            LOG.debug("signal at close", e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        for (UcxConduit c : conduits) c.close();
+        finishRetired();
+        worker.close();
+        context.close();
+    }
+}

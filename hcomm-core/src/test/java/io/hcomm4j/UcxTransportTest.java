@@ -1,0 +1,93 @@
+package io.hcomm4j;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.hcomm4j.testing.P2pWorker;
+import io.hcomm4j.testing.Ranks;
+import io.hcomm4j.ucx.Ucp;
+import io.hcomm4j.ucx.UcpContext;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * {@code HCOMM_TRANSPORT=ucx} between separate JVM processes, over the two kinds of UCX transport this machine has:
+ * TCP ({@code UCX_TLS=tcp}, what verbs stand in for here) and shared memory with cross-memory attach
+ * ({@code UCX_TLS=posix,cma}). Every point-to-point scenario and the seeded random collective sequences of
+ * {@link P2pProcessTest}, each rank checking every element, and every pair's link must be UCX. Skipped, saying why,
+ * where libucp is not installed (.ci/run installs it).
+ */
+class UcxTransportTest {
+    @BeforeAll
+    static void ucxInstalled() {
+        Assumptions.assumeTrue(Ucp.available(), "UCX (libucp.so.0, 1." + Ucp.MIN_MINOR + "+) is not installed: apt-get install libucx0");
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"tcp", "posix,cma"})
+    void twoRanksEveryScenario(String tls) throws Exception {
+        List<Ranks.Outcome> out = Ranks.run(2, P2pWorker.class, Map.of("HCOMM_TRANSPORT", "ucx", "UCX_TLS", tls),
+                Duration.ofMinutes(5), P2pProcessTest.ALL);
+        check(out);
+        Ranks.assertTransports(out, "ucx");
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"tcp", "posix,cma"})
+    void fourRanksEveryScenario(String tls) throws Exception {
+        List<Ranks.Outcome> out = Ranks.run(4, P2pWorker.class, Map.of("HCOMM_TRANSPORT", "ucx", "UCX_TLS", tls),
+                Duration.ofMinutes(6), P2pProcessTest.ALL);
+        check(out);
+        Ranks.assertTransports(out, "ucx");
+    }
+
+    /** A rank killed with SIGKILL is reported to the ones waiting for it, over UCX's TCP and its shared memory. */
+    @ParameterizedTest
+    @CsvSource({"2, tcp", "4, tcp", "2, 'posix,cma'"})
+    void aKilledPeerIsReportedWithinSeconds(int n, String tls) throws Exception {
+        PeerFailureTest.killAndExpectDetection(n, Map.of("HCOMM_TIMEOUT", "120s", "HCOMM_TRANSPORT", "ucx", "UCX_TLS", tls), "ucx");
+    }
+
+    /**
+     * 50 sessions over UCX, one after the other in this JVM (2 thread ranks, a message each way, an all-reduce, every
+     * element checked): no UCX context, worker or endpoint, no hcomm thread and no descriptor stays behind.
+     */
+    @Test
+    void fiftyInitCloseCyclesLeaveNoUcxHandlesThreadsOrDescriptors() throws Exception {
+        long fdsAfterWarmup = -1;
+        for (int i = 0; i < 50; i++) {
+            int round = i;
+            Ranks.runThreads(2, Duration.ofSeconds(60), b -> b.transport(CommConfig.Transport.UCX), h -> {
+                Communicator c = h.world();
+                int peer = 1 - c.rank();
+                int[] in = new int[3];
+                CommFuture<Status> r = c.recvAsync(in, peer, 0);
+                c.send(new int[] {c.rank(), round, 7}, peer, 0);
+                r.await();
+                assertThat(in).containsExactly(peer, round, 7);
+                long[] sum = {c.rank() + 1L, round};
+                c.allReduce(sum, ReduceOp.SUM);
+                assertThat(sum).containsExactly(3L, 2L * round);
+            });
+            long deadline = System.nanoTime() + 5_000_000_000L;
+            while ((LifecycleTest.hcommThreads() > 0 || UcpContext.openHandles() > 0) && System.nanoTime() < deadline) Thread.sleep(5);
+            assertThat(LifecycleTest.hcommThreads()).as("hcomm threads alive after close, round %d", i).isZero();
+            assertThat(UcpContext.openHandles()).as("UCX handles open after close, round %d", i).isZero();
+            if (i == 4) fdsAfterWarmup = LifecycleTest.openFds();
+        }
+        assertThat(LifecycleTest.openFds()).as("open file descriptors").isLessThanOrEqualTo(fdsAfterWarmup + 4);
+    }
+
+    private static void check(List<Ranks.Outcome> out) {
+        for (Ranks.Outcome o : out) {
+            for (String s : P2pProcessTest.ALL) assertThat(o.output()).contains("rank " + o.rank() + " PASS " + s);
+            assertThat(o.output()).contains("rank " + o.rank() + " PASS reductions").contains("rank " + o.rank() + " PASS data movement");
+        }
+    }
+}
