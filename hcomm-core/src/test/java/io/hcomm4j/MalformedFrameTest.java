@@ -37,6 +37,9 @@ class MalformedFrameTest {
     void aPeerSendingMalformedFramesIsCutOffAndTheOthersGoOn(String fault) throws Exception {
         int port = Ranks.freePort();
         CountDownLatch rogueConnected = new CountDownLatch(1);
+        // the rogue connects only once both real ranks listen: in a cold JVM its bad frame came before rank 0's listener
+        // was added, and the DEGRADED change went unseen (1 run in 1 of this class alone)
+        CountDownLatch listening = new CountDownLatch(2);
         CountDownLatch done = new CountDownLatch(1);
         List<Throwable> errors = new CopyOnWriteArrayList<>();
         List<Thread> threads = new ArrayList<>();
@@ -47,6 +50,7 @@ class MalformedFrameTest {
                 try (Hcomm h = Hcomm.init(Ranks.threadConfig(rank, 3, port).heartbeatTimeout(Duration.ofSeconds(2)).build())) {
                     Communicator c = h.world();
                     c.addHealthListener(health -> transitions.get(rank).add(health.state() + " " + health.failedRanks()));
+                    listening.countDown();
                     runRank(c, fault, rogueConnected);
                 } catch (Throwable e) {
                     errors.add(e);
@@ -55,7 +59,7 @@ class MalformedFrameTest {
         }
         Thread rogue = Thread.ofPlatform().start(() -> {
             try {
-                rogue(port, fault, rogueConnected);
+                rogue(port, fault, rogueConnected, listening);
             } catch (Throwable e) {
                 errors.add(e);
             } finally {
@@ -114,7 +118,7 @@ class MalformedFrameTest {
     }
 
     /** Rank 2, by hand: join through the store, connect to rank 0, one good message, then {@code fault}. */
-    private static void rogue(int port, String fault, CountDownLatch connected) throws Exception {
+    private static void rogue(int port, String fault, CountDownLatch connected, CountDownLatch listening) throws Exception {
         try (TcpStore store = TcpStore.connect(new InetSocketAddress("127.0.0.1", port), SECRET, Duration.ofSeconds(30));
              ServerSocket listener = new ServerSocket(0, 8, java.net.InetAddress.getLoopbackAddress())) {
             // whoever connects to "rank 2" is hung up on
@@ -136,6 +140,7 @@ class MalformedFrameTest {
             store.await(java.util.List.of(ns + "addr/0", ns + "addr/1", ns + "addr/2"), Duration.ofSeconds(30));
             String[] hp = new String(store.get(ns + "addr/0", Duration.ofSeconds(10)), StandardCharsets.UTF_8).split(" ");
             store.add(ns + "started", 1);
+            assertThat(listening.await(60, TimeUnit.SECONDS)).as("both ranks listen for health changes").isTrue();
             try (SocketChannel ch = SocketChannel.open(new InetSocketAddress(hp[0], Integer.parseInt(hp[1])))) {
                 Auth.of(SECRET).connect(ch, Auth.DATA, Duration.ofSeconds(10));
                 // fixed part, no ring offer, then: flags 0 (no resend log, so no reconnect), connection 0 (new), resume 0

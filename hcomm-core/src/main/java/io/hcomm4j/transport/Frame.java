@@ -142,6 +142,8 @@ final class Frame {
 
     /** CTS flag: the receiver will not take the data (its buffer is too small); the send completes without it. */
     static final int CTS_DISCARD = 1;
+    /** CTS flag: the receiver posted a UCX tag receive for the data; it goes by UCX's tag send, not as DATA frames. */
+    static final int CTS_UCX = 2;
 
     private Frame() {
     }

@@ -415,6 +415,9 @@ final class FrameReader {
             // the receiver refused it, or we gave up on it: no data follows, the receiver is told
             if (s.isDone()) writer.sendFrame(Frame.DATA, Frame.CTS_DISCARD, s.commId, s.tag, 0, msgId, null, null);
             else s.succeed(null);
+        } else if ((flags & Frame.CTS_UCX) != 0) {
+            if (!(link.ch instanceof UcxConduit c)) throw protocol("CTS for a UCX transfer over " + link.ch.kind());
+            c.sendTagged(s, msgId);
         } else {
             host.sendData(link, s, msgId);
         }

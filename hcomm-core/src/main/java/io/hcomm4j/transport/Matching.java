@@ -216,10 +216,17 @@ final class Matching {
         // a rendezvous RTS: ask for the data
         PeerLink l = links[u.src()];
         r.msgId = u.msgId();
-        if (!(l.ch instanceof ShmConduit)) r.expectChunks(u.size()); // over TCP the payload comes as DATA_PART chunks
+        // over UCX into native memory the payload comes by UCX's tag matching, straight into the buffer (UcxConduit)
+        UcxConduit ucx = l.ch instanceof UcxConduit c && c.takesTagged(r.buf) ? c : null;
+        if (!(l.ch instanceof ShmConduit) && ucx == null) r.expectChunks(u.size()); // over TCP the payload comes as DATA_PART chunks
         l.awaitingData.put(u.msgId(), r);
         return () -> {
-            if (!l.sendFrame(Frame.CTS, 0, u.commId(), u.tag(), 0, u.msgId(), null, null)) {
+            int cts = 0;
+            if (ucx != null) {
+                if (ucx.receiveTagged(r, u.msgId(), u.size())) cts = Frame.CTS_UCX;
+                else r.expectChunks(u.size());
+            }
+            if (!l.sendFrame(Frame.CTS, cts, u.commId(), u.tag(), 0, u.msgId(), null, null)) {
                 l.awaitingData.remove(u.msgId());
                 r.fail(t.failures.peerFailed(u.src(), r.describe(), null));
             }

@@ -243,6 +243,15 @@ public final class PeerTransport implements AutoCloseable {
         progress.setUcx(u);
     }
 
+    /**
+     * Large messages that went through UCX's tag matching straight between the buffers: {sent, received} (0, 0 without
+     * UCX). Diagnostics and tests.
+     */
+    public long[] ucxTaggedMessages() {
+        UcxEngine u = ucx;
+        return u == null ? new long[2] : new long[] {u.taggedSends.get(), u.taggedReceives.get()};
+    }
+
     /** The UCX engine, or null: no UCX. */
     UcxEngine ucx() {
         return ucx;

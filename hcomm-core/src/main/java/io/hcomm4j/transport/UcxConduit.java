@@ -1,7 +1,9 @@
 package io.hcomm4j.transport;
 
+import io.hcomm4j.HcommException;
 import io.hcomm4j.ucx.UcpEndpoint;
 import io.hcomm4j.ucx.UcpStream;
+import io.hcomm4j.ucx.UcpTags;
 import io.hcomm4j.ucx.UcxException;
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -25,6 +27,14 @@ import java.nio.channels.SocketChannel;
  * <p><b>Receiving.</b> The reader copies straight from UCX's receive buffers ({@code ucp_stream_recv_data_nb}) and
  * hands each back once consumed.
  *
+ * <p><b>Large messages.</b> A rendezvous message whose receive buffer is native memory takes another road: the
+ * receiver posts a UCX tag receive straight into that buffer (tag: the sender's rank and the message id) before its
+ * CTS, flagged {@link Frame#CTS_UCX}; the sender answers with a UCX tag send straight from its buffer (a heap array is
+ * copied to native memory first). UCX moves the bytes by its own rendezvous (RDMA where the fabric has it, zero copy
+ * through TCP or CMA here), and each side completes its request when UCX's does. A receive that fails meanwhile (a
+ * timeout, an abort, the sender gave up) has its UCX receive cancelled at the poller's next pass; until then UCX may
+ * still write into the buffer.
+ *
  * <p><b>The end.</b> The end of the socket's stream is the peer's end; bytes it streamed just before may still be on
  * their way through UCX (another connection), so the end is reported once no UCX bytes came for {@link #EOF_GRACE_NANOS}.
  * A peer that closes in order flushes its endpoint before it closes the socket.
@@ -39,6 +49,8 @@ final class UcxConduit implements Conduit, Doorbelled {
     static final long EOF_GRACE_NANOS = 200_000_000L;
     /** How long a close waits for what was sent to leave. */
     private static final long CLOSE_FLUSH_NANOS = 2_000_000_000L;
+    /** Bits of a tag below the sender's rank: the message id. */
+    private static final int TAG_RANK_SHIFT = 40;
     /** All of memory: UCX's receive buffers are read through it without a segment per read. */
     private static final MemorySegment ALL = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
 
@@ -47,6 +59,12 @@ final class UcxConduit implements Conduit, Doorbelled {
     private final SocketChannel socket;
     private final UcpEndpoint ep;
     private final UcpStream stream;
+    private final UcpTags tags;
+    /** Large messages in flight through UCX's tag matching (guarded by itself; completed by the poller). */
+    private final java.util.ArrayList<Tagged> tagged = new java.util.ArrayList<>();
+    private volatile int taggedCount;
+    /** Those {@link #pollTagged} found complete (poller only, reused). */
+    private final java.util.ArrayList<Tagged> taggedDone = new java.util.ArrayList<>();
     private final Arena arena = Arena.ofShared();
     private final MemorySegment staging;
     private final ByteBuffer stagingBuf;
@@ -80,6 +98,7 @@ final class UcxConduit implements Conduit, Doorbelled {
         this.socket = socket;
         this.ep = ep;
         this.stream = ep.stream();
+        this.tags = engine.worker.tags();
         this.staging = arena.allocate(STAGING_BYTES, 64);
         this.stagingBuf = staging.asByteBuffer();
         this.stagingAddress = staging.address();
@@ -265,6 +284,134 @@ final class UcxConduit implements Conduit, Doorbelled {
         SocketConduit.abort(socket, how);
     }
 
+    // -------------------------------------------------------------------------------------- large messages
+
+    /** A large message in flight through UCX's tag matching: a receive ({@code r}) or a send ({@code s}, {@code copy}). */
+    private static final class Tagged {
+        final long msgId;
+        final long request;
+        final RecvRequest r;
+        final SendRequest s;
+        /** A heap array's bytes copied to native memory for UCX, freed when the send completes. */
+        final Arena copy;
+        boolean cancelled;
+        int status;
+
+        Tagged(long msgId, long request, RecvRequest r, SendRequest s, Arena copy) {
+            this.msgId = msgId;
+            this.request = request;
+            this.r = r;
+            this.s = s;
+            this.copy = copy;
+        }
+    }
+
+    private static long tagOf(int senderRank, long msgId) {
+        return ((long) senderRank << TAG_RANK_SHIFT) | (msgId & ((1L << TAG_RANK_SHIFT) - 1));
+    }
+
+    /** Whether a rendezvous receive into {@code buf} goes through UCX's tag matching (see the class comment). */
+    boolean takesTagged(java.lang.foreign.MemorySegment buf) {
+        return !closing && buf.isNative();
+    }
+
+    /**
+     * Posts the UCX receive of the peer's message {@code msgId} ({@code size} bytes) straight into {@code r}'s buffer,
+     * before its CTS goes; false if UCX refused (then the bytes come as chunks on the stream).
+     */
+    boolean receiveTagged(RecvRequest r, long msgId, long size) {
+        synchronized (tagged) {
+            if (closing) return false;
+            long request;
+            try {
+                request = tags.receive(r.buf.address(), size, tagOf(link.peer, msgId));
+            } catch (UcxException e) {
+                return false;
+            }
+            tagged.add(new Tagged(msgId, request, r, null, null));
+            taggedCount = tagged.size();
+        }
+        engine.taggedReceives.incrementAndGet();
+        return true;
+    }
+
+    /** The receiver of our message {@code msgId} posted a UCX receive for it (CTS_UCX): its bytes go by UCX's tag send. */
+    void sendTagged(SendRequest s, long msgId) {
+        MemorySegment src = s.buf;
+        Arena copy = null;
+        if (!src.isNative()) {
+            copy = Arena.ofShared();
+            MemorySegment n = copy.allocate(Math.max(1, s.size), 64);
+            MemorySegment.copy(src, 0, n, 0, s.size);
+            src = n;
+        }
+        link.awaitingDone.put(msgId, s);
+        synchronized (tagged) {
+            long request = -1;
+            if (!closing) {
+                try {
+                    request = tags.send(ep, src.address(), s.size, tagOf(link.rank, msgId));
+                } catch (UcxException e) {
+                    request = -1;
+                }
+            }
+            if (request != -1) {
+                tagged.add(new Tagged(msgId, request, null, s, copy));
+                taggedCount = tagged.size();
+                engine.taggedSends.incrementAndGet();
+                return;
+            }
+        }
+        if (copy != null) copy.close();
+        if (link.awaitingDone.remove(msgId) != null) {
+            s.fail(new HcommException("rank " + link.rank + ": " + s.describe() + ": UCX refused the send to rank " + link.peer));
+        }
+    }
+
+    /** Completes the large messages UCX finished (poller); cancels the receives of failed ops. Returns how many ended. */
+    int pollTagged() {
+        if (taggedCount == 0) return 0;
+        synchronized (tagged) {
+            for (int i = 0; i < tagged.size(); i++) {
+                Tagged t = tagged.get(i);
+                int st = t.request == 0 ? 0 : tags.status(t.request);
+                if (st == 1) { // UCS_INPROGRESS
+                    if (t.r != null && !t.cancelled && t.r.finished()) {
+                        t.cancelled = true; // the op failed: UCX must stop writing into its buffer
+                        tags.cancel(t.request);
+                    }
+                    continue;
+                }
+                if (t.request != 0) tags.free(t.request);
+                t.status = st;
+                taggedDone.add(t);
+                tagged.remove(i--);
+            }
+            taggedCount = tagged.size();
+        }
+        int n = taggedDone.size();
+        for (int i = 0; i < n; i++) complete(taggedDone.get(i));
+        taggedDone.clear();
+        return n;
+    }
+
+    private void complete(Tagged t) {
+        if (t.r != null) {
+            RecvRequest r = link.awaitingData.remove(t.msgId);
+            if (r == null || r.finished()) return; // failed meanwhile (the link, the op): nobody waits for these bytes
+            if (t.status == 0) r.succeedMatched();
+            else r.fail(new HcommException("rank " + link.rank + ": " + r.describe() + ": UCX failed to receive it from rank "
+                    + link.peer + ": " + tags.statusText(t.status)));
+        } else {
+            if (t.copy != null) t.copy.close();
+            SendRequest s = link.awaitingDone.remove(t.msgId);
+            if (s == null || s.isDone()) return;
+            if (t.status == 0) s.succeed(null);
+            else s.fail(new HcommException("rank " + link.rank + ": " + s.describe() + ": UCX failed to send it to rank "
+                    + link.peer + ": " + tags.statusText(t.status)));
+        }
+    }
+
     // -------------------------------------------------------------------------------------- progress hooks
 
     /** Spin poll (poller): bytes to read, the end to report, or room for queued frames. */
@@ -350,6 +497,7 @@ final class UcxConduit implements Conduit, Doorbelled {
 
     /** Closes the endpoint and frees the staging ring (the engine's poller, or the engine's close: nobody reads now). */
     void finish() {
+        finishTagged();
         synchronized (txState) {
             for (int i = 0; i < flightCount; i++) {
                 long r = inFlight[(flightHead + i) % MAX_IN_FLIGHT];
@@ -365,5 +513,38 @@ final class UcxConduit implements Conduit, Doorbelled {
             // closed anyway
         }
         arena.close();
+    }
+
+    /**
+     * The link is gone: UCX must stop reading and writing the buffers of the large messages still in flight (their ops
+     * were failed with the link). Receives are cancelled and sends end with the endpoint's forced close; each request is
+     * freed once UCX completed it (bounded: one that does not complete is freed anyway).
+     */
+    private void finishTagged() {
+        synchronized (tagged) {
+            closing = true;
+            if (tagged.isEmpty()) return;
+            for (Tagged t : tagged) {
+                if (t.request != 0 && t.r != null && !t.cancelled) {
+                    t.cancelled = true;
+                    tags.cancel(t.request);
+                }
+            }
+        }
+        try {
+            ep.close();
+        } catch (UcxException e) {
+            // closed anyway
+        }
+        long deadline = System.nanoTime() + 1_000_000_000L;
+        synchronized (tagged) {
+            for (Tagged t : tagged) {
+                while (t.request != 0 && tags.status(t.request) == 1 && System.nanoTime() - deadline < 0) engine.worker.progress();
+                if (t.request != 0) tags.free(t.request);
+                if (t.copy != null) t.copy.close();
+            }
+            tagged.clear();
+            taggedCount = 0;
+        }
     }
 }

@@ -22,6 +22,8 @@ final class UcxEngine implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(UcxEngine.class);
     /** The waiter's longest poll: it looks at {@link #closed} at least this often. */
     private static final int WAIT_SLICE_MS = 100;
+    /** Worker progress calls per spin poll at most, while each finds something. */
+    static final int PROGRESS_ROUNDS = Integer.getInteger("hcomm.ucx.progressRounds", 4);
 
     private final int rank;
     private final UcpContext context;
@@ -34,6 +36,9 @@ final class UcxEngine implements AutoCloseable {
     /** Closed links whose endpoints the poller closes at its next pass (see {@link UcxConduit#finish}). */
     private final java.util.concurrent.ConcurrentLinkedQueue<UcxConduit> retired = new java.util.concurrent.ConcurrentLinkedQueue<>();
     private final Thread waiter;
+    /** Large messages sent and received through UCX's tag matching (diagnostics, tests). */
+    final java.util.concurrent.atomic.AtomicLong taggedSends = new java.util.concurrent.atomic.AtomicLong();
+    final java.util.concurrent.atomic.AtomicLong taggedReceives = new java.util.concurrent.atomic.AtomicLong();
     /** The engine blocks in its selector with the worker armed: the waiter waits on the descriptor meanwhile. */
     private volatile boolean armed;
     private volatile boolean closed;
@@ -105,11 +110,12 @@ final class UcxEngine implements AutoCloseable {
     /** A spin poll (poll token held): progresses the worker, then hands every link with work to its reader; returns how many. */
     int poll() {
         if (!retired.isEmpty()) finishRetired();
-        for (int i = 0; i < 4 && worker.progress() > 0; i++) {
+        for (int i = 0; i < PROGRESS_ROUNDS && worker.progress() > 0; i++) {
             // bounded: a stream of arrivals is read by the links between rounds
         }
         int n = 0;
         for (UcxConduit c : conduits) {
+            n += c.pollTagged();
             if (c.ready()) {
                 n++;
                 c.link.onReady(c.writeWanted(), true);
@@ -128,7 +134,7 @@ final class UcxEngine implements AutoCloseable {
                 // what came before the arm is handled now
             }
             for (UcxConduit c : conduits) {
-                if (c.ready()) return true;
+                if (c.pollTagged() > 0 || c.ready()) return true;
             }
             if (!worker.arm()) return true;
         } catch (UcxException e) {

@@ -41,6 +41,7 @@ public final class Ucp {
     final MethodHandle epCreate, epCloseNbx, epFlushNbx, tagSendNbx, tagRecvNbx, requestCheckStatus, tagRecvRequestTest, requestFree;
     // the stream calls take and return pointers as longs: the conduit's hot path makes no MemorySegment per call
     final MethodHandle streamSendNbx, streamRecvDataNb, streamDataRelease, requestCheckStatusRaw, requestFreeRaw;
+    final MethodHandle tagSendNbxRaw, tagRecvNbxRaw, requestCancel;
     private final MethodHandle statusString;
 
     private Ucp(SymbolLookup ucp, SymbolLookup ucs) {
@@ -82,6 +83,11 @@ public final class Ucp {
         streamDataRelease = l.downcallHandle(find(ucp, "ucp_stream_data_release"), FunctionDescriptor.ofVoid(ADDRESS, JAVA_LONG));
         requestCheckStatusRaw = l.downcallHandle(find(ucp, "ucp_request_check_status"), FunctionDescriptor.of(STATUS, JAVA_LONG));
         requestFreeRaw = l.downcallHandle(find(ucp, "ucp_request_free"), FunctionDescriptor.ofVoid(JAVA_LONG));
+        tagSendNbxRaw = l.downcallHandle(find(ucp, "ucp_tag_send_nbx"),
+                FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS));
+        tagRecvNbxRaw = l.downcallHandle(find(ucp, "ucp_tag_recv_nbx"),
+                FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS));
+        requestCancel = l.downcallHandle(find(ucp, "ucp_request_cancel"), FunctionDescriptor.ofVoid(ADDRESS, JAVA_LONG));
         tagSendNbx = l.downcallHandle(find(ucp, "ucp_tag_send_nbx"), FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS));
         tagRecvNbx = l.downcallHandle(find(ucp, "ucp_tag_recv_nbx"),
                 FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS));

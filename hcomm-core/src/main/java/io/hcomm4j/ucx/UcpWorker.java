@@ -24,6 +24,9 @@ public final class UcpWorker implements AutoCloseable {
 
     private final UcpContext context;
     final MemorySegment handle;
+    /** The tag operations' preallocated parameters; freed at close. */
+    private final Arena arena = Arena.ofShared();
+    private UcpTags tags;
     private boolean closed;
 
     private UcpWorker(UcpContext context, MemorySegment handle) {
@@ -44,6 +47,12 @@ public final class UcpWorker implements AutoCloseable {
         } catch (Throwable e) {
             throw Ucp.failed("ucp_worker_create", e);
         }
+    }
+
+    /** Tag sends and receives by address, without allocation per call (the same object each call). */
+    public synchronized UcpTags tags() {
+        if (tags == null) tags = new UcpTags(this, arena);
+        return tags;
     }
 
     /** This worker's address, for peers to connect to (an opaque byte string, a few dozen bytes). */
@@ -188,6 +197,7 @@ public final class UcpWorker implements AutoCloseable {
             throw Ucp.failed("ucp_worker_destroy", e);
         } finally {
             OPEN.decrementAndGet();
+            arena.close();
         }
     }
 }

@@ -7,6 +7,11 @@ public final class TransportProbe {
     private TransportProbe() {
     }
 
+    /** Large messages that went through UCX's tag matching: {sent, received}. */
+    public static long[] ucxTaggedMessages(Communicator c) {
+        return ((CommunicatorImpl) c).transport().ucxTaggedMessages();
+    }
+
     /** The transport's match tables now, and the unexpected messages and bytes from peers held in them. */
     public static long[] matchState(Communicator c) {
         return ((CommunicatorImpl) c).transport().matchState();

@@ -1,0 +1,89 @@
+package io.hcomm4j.ucx;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * Tag sends and receives of one worker for a caller that keeps its own bookkeeping: buffers given as native addresses,
+ * requests returned as numbers (0: completed at once), polled with {@link #status} and freed with {@link #free}. Nothing
+ * is allocated per call. For large messages straight between the two sides' buffers (UCX's rendezvous: RDMA where the
+ * fabric has it).
+ */
+public final class UcpTags {
+    private final UcpWorker worker;
+    private final Ucp ucp;
+    /** ucp_request_param_t, all zero: contiguous bytes, no callback (read only, shared by the calling threads). */
+    private final MemorySegment params;
+
+    UcpTags(UcpWorker worker, Arena arena) {
+        this.worker = worker;
+        this.ucp = worker.ucp();
+        this.params = arena.allocate(UcpRequest.PARAMS_BYTES, 8);
+    }
+
+    /**
+     * Sends the {@code length} bytes at {@code address} to {@code ep}'s peer with {@code tag}: 0 if done at once, else the
+     * request; the bytes must stay untouched until it completes.
+     *
+     * @throws UcxException if UCX refused the send
+     */
+    public long send(UcpEndpoint ep, long address, long length, long tag) {
+        long st;
+        try {
+            st = (long) ucp.tagSendNbxRaw.invokeExact(ep.handle, address, length, tag, params);
+        } catch (Throwable e) {
+            throw Ucp.failed("ucp_tag_send_nbx", e);
+        }
+        if (Ucp.isError(st)) ucp.check((byte) st, "ucp_tag_send_nbx");
+        return st;
+    }
+
+    /**
+     * Receives the message tagged exactly {@code tag} into the {@code length} bytes at {@code address}: 0 if it completed
+     * at once, else the request. The bytes may be written until it completes or is cancelled and completed.
+     *
+     * @throws UcxException if UCX refused the receive
+     */
+    public long receive(long address, long length, long tag) {
+        long st;
+        try {
+            st = (long) ucp.tagRecvNbxRaw.invokeExact(worker.handle, address, length, tag, -1L, params);
+        } catch (Throwable e) {
+            throw Ucp.failed("ucp_tag_recv_nbx", e);
+        }
+        if (Ucp.isError(st)) ucp.check((byte) st, "ucp_tag_recv_nbx");
+        return st;
+    }
+
+    /** A request's status: UCS_INPROGRESS (1), UCS_OK (0) or a negative error ({@link #statusText}). */
+    public int status(long request) {
+        try {
+            return (byte) ucp.requestCheckStatusRaw.invokeExact(request);
+        } catch (Throwable e) {
+            throw Ucp.failed("ucp_request_check_status", e);
+        }
+    }
+
+    /** UCX's text for a status. */
+    public String statusText(int status) {
+        return ucp.statusText(status);
+    }
+
+    /** Asks UCX to end a pending request early (it then completes with "canceled" once the worker progresses). */
+    public void cancel(long request) {
+        try {
+            ucp.requestCancel.invokeExact(worker.handle, request);
+        } catch (Throwable e) {
+            throw Ucp.failed("ucp_request_cancel", e);
+        }
+    }
+
+    /** Frees a request (a pending one completes without telling). */
+    public void free(long request) {
+        try {
+            ucp.requestFreeRaw.invokeExact(request);
+        } catch (Throwable e) {
+            throw Ucp.failed("ucp_request_free", e);
+        }
+    }
+}
