@@ -42,6 +42,7 @@ public final class Ucp {
     // the stream calls take and return pointers as longs: the conduit's hot path makes no MemorySegment per call
     final MethodHandle streamSendNbx, streamRecvDataNb, streamDataRelease, requestCheckStatusRaw, requestFreeRaw;
     final MethodHandle tagSendNbxRaw, tagRecvNbxRaw, requestCancel;
+    final MethodHandle memMap, memUnmap, rkeyPack, rkeyBufferRelease, epRkeyUnpack, rkeyDestroy, putNbx, getNbx, atomicOpNbx;
     private final MethodHandle statusString;
 
     private Ucp(SymbolLookup ucp, SymbolLookup ucs) {
@@ -87,6 +88,18 @@ public final class Ucp {
                 FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS));
         tagRecvNbxRaw = l.downcallHandle(find(ucp, "ucp_tag_recv_nbx"),
                 FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS));
+        memMap = l.downcallHandle(find(ucp, "ucp_mem_map"), FunctionDescriptor.of(STATUS, ADDRESS, ADDRESS, ADDRESS));
+        memUnmap = l.downcallHandle(find(ucp, "ucp_mem_unmap"), FunctionDescriptor.of(STATUS, ADDRESS, ADDRESS));
+        rkeyPack = l.downcallHandle(find(ucp, "ucp_rkey_pack"), FunctionDescriptor.of(STATUS, ADDRESS, ADDRESS, ADDRESS, ADDRESS));
+        rkeyBufferRelease = l.downcallHandle(find(ucp, "ucp_rkey_buffer_release"), FunctionDescriptor.ofVoid(ADDRESS));
+        epRkeyUnpack = l.downcallHandle(find(ucp, "ucp_ep_rkey_unpack"), FunctionDescriptor.of(STATUS, ADDRESS, ADDRESS, ADDRESS));
+        rkeyDestroy = l.downcallHandle(find(ucp, "ucp_rkey_destroy"), FunctionDescriptor.ofVoid(ADDRESS));
+        putNbx = l.downcallHandle(find(ucp, "ucp_put_nbx"),
+                FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS, ADDRESS));
+        getNbx = l.downcallHandle(find(ucp, "ucp_get_nbx"),
+                FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS, ADDRESS));
+        atomicOpNbx = l.downcallHandle(find(ucp, "ucp_atomic_op_nbx"),
+                FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS, ADDRESS));
         requestCancel = l.downcallHandle(find(ucp, "ucp_request_cancel"), FunctionDescriptor.ofVoid(ADDRESS, JAVA_LONG));
         tagSendNbx = l.downcallHandle(find(ucp, "ucp_tag_send_nbx"), FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS));
         tagRecvNbx = l.downcallHandle(find(ucp, "ucp_tag_recv_nbx"),

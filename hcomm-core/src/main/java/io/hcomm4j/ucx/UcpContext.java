@@ -75,6 +75,14 @@ public final class UcpContext implements AutoCloseable {
         return UcpWorker.create(this);
     }
 
+    /**
+     * Registers {@code segment} (native memory the caller owns and keeps alive until {@link UcpMemory#close}) for peers'
+     * put, get and atomics.
+     */
+    public UcpMemory map(MemorySegment segment) {
+        return UcpMemory.map(this, segment);
+    }
+
     /** Releases the context (its workers must be closed first). Idempotent. */
     @Override
     public synchronized void close() {
@@ -89,8 +97,8 @@ public final class UcpContext implements AutoCloseable {
         }
     }
 
-    /** Contexts, workers and endpoints open in this JVM (for tests and leak checks). */
+    /** Contexts, workers, endpoints, registrations and remote keys open in this JVM (for tests and leak checks). */
     public static int openHandles() {
-        return OPEN.get() + UcpWorker.OPEN.get() + UcpEndpoint.OPEN.get();
+        return OPEN.get() + UcpWorker.OPEN.get() + UcpEndpoint.OPEN.get() + UcpMemory.OPEN.get() + UcpRemoteKey.OPEN.get();
     }
 }

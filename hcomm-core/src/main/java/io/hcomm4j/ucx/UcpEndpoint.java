@@ -23,6 +23,7 @@ public final class UcpEndpoint implements AutoCloseable {
     private static final long FIELD_REMOTE_ADDRESS = 1L, FIELD_ERR_HANDLING_MODE = 1L << 1;
     private static final int ERR_HANDLING_MODE_PEER = 1;
     private static final int ATTR_FLAGS = 1 << 4;
+    private static final int ATTR_DATATYPE = 1 << 3, ATTR_REPLY_BUFFER = 1 << 5;
     private static final int CLOSE_FLAG_FORCE = 1;
 
     private final UcpWorker worker;
@@ -98,6 +99,82 @@ public final class UcpEndpoint implements AutoCloseable {
         } catch (Throwable e) {
             a.close();
             throw Ucp.failed("ucp_tag_send_nbx", e);
+        }
+    }
+
+    /** The peer's registered memory through this endpoint, from the bytes its {@link UcpMemory#packKey} made. */
+    public UcpRemoteKey unpackKey(byte[] packed) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment out = a.allocate(ADDRESS);
+            ucp.check((byte) ucp.epRkeyUnpack.invokeExact(handle, a.allocateFrom(JAVA_BYTE, packed), out), "ucp_ep_rkey_unpack");
+            return new UcpRemoteKey(ucp, Ucp.out(out));
+        } catch (Throwable e) {
+            throw Ucp.failed("ucp_ep_rkey_unpack", e);
+        }
+    }
+
+    /** Writes {@code src} to the peer's memory at {@code remoteAddress} (inside what {@code key} names). */
+    public UcpRequest put(MemorySegment src, long remoteAddress, UcpRemoteKey key) {
+        Arena a = Arena.ofShared();
+        try {
+            MemorySegment params = a.allocate(UcpRequest.PARAMS_BYTES, 8);
+            MemorySegment st = (MemorySegment) ucp.putNbx.invokeExact(handle, src, src.byteSize(), remoteAddress, key.handle, params);
+            return new UcpRequest(ucp, false, a, MemorySegment.NULL, st, "ucp_put_nbx");
+        } catch (Throwable e) {
+            a.close();
+            throw Ucp.failed("ucp_put_nbx", e);
+        }
+    }
+
+    /** Reads the peer's memory at {@code remoteAddress} (inside what {@code key} names) into {@code dst}. */
+    public UcpRequest get(MemorySegment dst, long remoteAddress, UcpRemoteKey key) {
+        Arena a = Arena.ofShared();
+        try {
+            MemorySegment params = a.allocate(UcpRequest.PARAMS_BYTES, 8);
+            MemorySegment st = (MemorySegment) ucp.getNbx.invokeExact(handle, dst, dst.byteSize(), remoteAddress, key.handle, params);
+            return new UcpRequest(ucp, false, a, MemorySegment.NULL, st, "ucp_get_nbx");
+        } catch (Throwable e) {
+            a.close();
+            throw Ucp.failed("ucp_get_nbx", e);
+        }
+    }
+
+    /** UCP's 64-bit atomic operations ({@code ucp_atomic_op_t}, in its order). */
+    public enum AtomicOp {
+        /** old = *remote; *remote += operand. */
+        ADD,
+        /** old = *remote; *remote = operand. */
+        SWAP,
+        /** old = *remote; if (old == operand) *remote = swap. */
+        CSWAP,
+        /** old = *remote; *remote &amp;= operand. */
+        AND,
+        /** old = *remote; *remote |= operand. */
+        OR,
+        /** old = *remote; *remote ^= operand. */
+        XOR
+    }
+
+    /**
+     * A 64-bit atomic {@code op} on the peer's word at {@code remoteAddress} (8-byte aligned, inside what {@code key}
+     * names); the old value lands in {@code reply} (8 bytes; for {@link AtomicOp#CSWAP} it holds the value to swap in
+     * on entry). {@code reply} must stay alive until the request completes.
+     */
+    public UcpRequest atomic(AtomicOp op, long operand, long swap, long remoteAddress, UcpRemoteKey key, MemorySegment reply) {
+        Arena a = Arena.ofShared();
+        try {
+            MemorySegment params = a.allocate(UcpRequest.PARAMS_BYTES, 8);
+            params.set(JAVA_INT, 0, ATTR_DATATYPE | ATTR_REPLY_BUFFER);
+            params.set(JAVA_LONG, 24, 8L << 3); // ucp_dt_make_contig(8)
+            params.set(ADDRESS, 40, reply);
+            MemorySegment x = a.allocate(JAVA_LONG);
+            x.set(JAVA_LONG, 0, operand);
+            if (op == AtomicOp.CSWAP) reply.set(JAVA_LONG, 0, swap);
+            MemorySegment st = (MemorySegment) ucp.atomicOpNbx.invokeExact(handle, op.ordinal(), x, 1L, remoteAddress, key.handle, params);
+            return new UcpRequest(ucp, false, a, MemorySegment.NULL, st, "ucp_atomic_op_nbx");
+        } catch (Throwable e) {
+            a.close();
+            throw Ucp.failed("ucp_atomic_op_nbx", e);
         }
     }
 

@@ -184,6 +184,64 @@ class UcxBindingsTest {
     }
 
     /**
+     * Remote memory access: worker A registers 1 MiB and packs its key, B unpacks it on its endpoint and puts 64 KiB at
+     * an offset (seen in A's memory, every byte), gets it back (every byte), and runs the six 64-bit atomics on a word
+     * of A's memory, each checked for the old value it returns and the value it leaves; compare-and-swap both matching
+     * and not. Over TCP (UCX emulates RMA there, so A's worker progresses too) and shared memory with CMA.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"tcp", "posix,cma"})
+    void putGetAndAtomicsReachRegisteredMemory(String tls) {
+        try (UcpContext c = UcpContext.open(Map.of("TLS", tls)); UcpWorker a = c.newWorker(); UcpWorker b = c.newWorker();
+             java.lang.foreign.Arena mem = java.lang.foreign.Arena.ofShared()) {
+            java.lang.foreign.MemorySegment target = mem.allocate(1 << 20, 4096);
+            try (UcpMemory region = c.map(target); UcpEndpoint toA = b.connect(a.address(), false);
+                 UcpEndpoint toB = a.connect(b.address(), false); UcpRemoteKey key = toA.unpackKey(region.packKey())) {
+                assertThat(toB).isNotNull();
+                java.util.Random rnd = new java.util.Random(7);
+                java.lang.foreign.MemorySegment out = mem.allocate(64 << 10), back = mem.allocate(64 << 10);
+                for (long i = 0; i < out.byteSize(); i++) out.set(java.lang.foreign.ValueLayout.JAVA_BYTE, i, (byte) rnd.nextInt());
+                long at = target.address() + 4096 * 3 + 8;
+                finish(toA.put(out, at, key), a, b, tls + " put");
+                // a put completes when its source may be reused; the flush, when it is in the target's memory
+                var flushed = java.util.concurrent.CompletableFuture.supplyAsync(() -> toA.flush(30_000_000_000L));
+                while (!flushed.isDone()) a.progress();
+                assertThat(flushed.join()).as("%s: flushed", tls).isTrue();
+                assertThat(target.asSlice(4096 * 3 + 8, out.byteSize()).mismatch(out)).as("%s: put landed", tls).isEqualTo(-1);
+                finish(toA.get(back, at, key), a, b, tls + " get");
+                assertThat(back.mismatch(out)).as("%s: get read it back", tls).isEqualTo(-1);
+
+                java.lang.foreign.MemorySegment reply = mem.allocate(8, 8);
+                long word = target.address() + 8192;
+                target.set(java.lang.foreign.ValueLayout.JAVA_LONG, 8192, 100);
+                long[][] steps = { // op, operand, swap, old expected, new expected
+                        {0, 5, 0, 100, 105}, {1, 7, 0, 105, 7}, {2, 7, 42, 7, 42}, {2, 9, 1, 42, 42},
+                        {3, 0b1110, 0, 42, 42 & 0b1110}, {4, 1, 0, 42 & 0b1110, (42 & 0b1110) | 1}, {5, 0xFF, 0, (42 & 0b1110) | 1, ((42 & 0b1110) | 1) ^ 0xFF}};
+                for (long[] st : steps) {
+                    UcpEndpoint.AtomicOp op = UcpEndpoint.AtomicOp.values()[(int) st[0]];
+                    finish(toA.atomic(op, st[1], st[2], word, key, reply), a, b, tls + " " + op);
+                    assertThat(reply.get(java.lang.foreign.ValueLayout.JAVA_LONG, 0)).as("%s %s(%d): old value", tls, op, st[1]).isEqualTo(st[3]);
+                    assertThat(target.get(java.lang.foreign.ValueLayout.JAVA_LONG, 8192)).as("%s %s(%d): new value", tls, op, st[1]).isEqualTo(st[4]);
+                }
+            }
+        }
+        assertThat(UcpContext.openHandles()).isZero();
+    }
+
+    /** Waits for {@code r}, progressing both workers (the target's too: UCX emulates RMA over TCP with messages). */
+    private static void finish(UcpRequest r, UcpWorker a, UcpWorker b, String what) {
+        try (r) {
+            long deadline = System.nanoTime() + 30_000_000_000L;
+            while (!r.test()) {
+                a.progress();
+                b.progress();
+                assertThat(System.nanoTime()).as("%s: done within 30 s", what).isLessThan(deadline);
+            }
+            assertThat(r.status()).as("%s: %s", what, Ucp.get().statusText(r.status())).isZero();
+        }
+    }
+
+    /**
      * A thread blocks on the receiving worker's event descriptor (no spinning) and is woken by the message, and by
      * {@code signal} when nothing comes; an idle worker's wait returns when its time is up.
      */
