@@ -23,7 +23,7 @@ final class UcxEngine implements AutoCloseable {
     /** The waiter's longest poll: it looks at {@link #closed} at least this often. */
     private static final int WAIT_SLICE_MS = 100;
     /** Worker progress calls per spin poll at most, while each finds something. */
-    static final int PROGRESS_ROUNDS = Integer.getInteger("hcomm.ucx.progressRounds", 4);
+    static final int PROGRESS_ROUNDS = 4;
 
     private final int rank;
     private final UcpContext context;

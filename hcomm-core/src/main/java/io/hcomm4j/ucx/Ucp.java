@@ -41,7 +41,7 @@ public final class Ucp {
     final MethodHandle epCreate, epCloseNbx, epFlushNbx, tagSendNbx, tagRecvNbx, requestCheckStatus, tagRecvRequestTest, requestFree;
     // the stream calls take and return pointers as longs: the conduit's hot path makes no MemorySegment per call
     final MethodHandle streamSendNbx, streamRecvDataNb, streamDataRelease, requestCheckStatusRaw, requestFreeRaw;
-    final MethodHandle tagSendNbxRaw, tagRecvNbxRaw, requestCancel;
+    final MethodHandle tagSendNbxRaw, tagRecvNbxRaw, requestCancel, tagRecvRequestTestRaw;
     final MethodHandle memMap, memUnmap, rkeyPack, rkeyBufferRelease, epRkeyUnpack, rkeyDestroy, putNbx, getNbx, atomicOpNbx;
     private final MethodHandle statusString;
 
@@ -100,6 +100,7 @@ public final class Ucp {
                 FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS, ADDRESS));
         atomicOpNbx = l.downcallHandle(find(ucp, "ucp_atomic_op_nbx"),
                 FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS, ADDRESS));
+        tagRecvRequestTestRaw = l.downcallHandle(find(ucp, "ucp_tag_recv_request_test"), FunctionDescriptor.of(STATUS, JAVA_LONG, ADDRESS));
         requestCancel = l.downcallHandle(find(ucp, "ucp_request_cancel"), FunctionDescriptor.ofVoid(ADDRESS, JAVA_LONG));
         tagSendNbx = l.downcallHandle(find(ucp, "ucp_tag_send_nbx"), FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS));
         tagRecvNbx = l.downcallHandle(find(ucp, "ucp_tag_recv_nbx"),

@@ -10,6 +10,8 @@ import java.lang.foreign.MemorySegment;
  * fabric has it).
  */
 public final class UcpTags {
+    /** UCP_OP_ATTR_FLAG_NO_IMM_CMPL. */
+    private static final int NO_IMMEDIATE_COMPLETION = 1 << 16;
     private final UcpWorker worker;
     private final Ucp ucp;
     /** ucp_request_param_t, all zero: contiguous bytes, no callback (read only, shared by the calling threads). */
@@ -53,6 +55,39 @@ public final class UcpTags {
         }
         if (Ucp.isError(st)) ucp.check((byte) st, "ucp_tag_recv_nbx");
         return st;
+    }
+
+    /**
+     * Parameters for {@link #receive(long, long, long, MemorySegment)}: the receive always returns a request (never
+     * completes at once: UCX 1.13 then leaves the length unreported when the message was there already), and
+     * {@link #testReceive} writes the sender's tag and the length into {@code info} (16 bytes) once it completed.
+     */
+    public static MemorySegment receiveParams(Arena arena, MemorySegment info) {
+        MemorySegment p = arena.allocate(UcpRequest.PARAMS_BYTES, 8);
+        p.set(java.lang.foreign.ValueLayout.JAVA_INT, 0, UcpRequest.ATTR_RECV_INFO | NO_IMMEDIATE_COMPLETION);
+        p.set(java.lang.foreign.ValueLayout.ADDRESS, 56, info);
+        return p;
+    }
+
+    /** As {@link #receive(long, long, long)}, with parameters from {@link #receiveParams}: the length comes into their info. */
+    public long receive(long address, long length, long tag, MemorySegment receiveParams) {
+        long st;
+        try {
+            st = (long) ucp.tagRecvNbxRaw.invokeExact(worker.handle, address, length, tag, -1L, receiveParams);
+        } catch (Throwable e) {
+            throw Ucp.failed("ucp_tag_recv_nbx", e);
+        }
+        if (Ucp.isError(st)) ucp.check((byte) st, "ucp_tag_recv_nbx");
+        return st;
+    }
+
+    /** A receive's status, its tag and length written to {@code info} once it completed (then free it). */
+    public int testReceive(long request, MemorySegment info) {
+        try {
+            return (byte) ucp.tagRecvRequestTestRaw.invokeExact(request, info);
+        } catch (Throwable e) {
+            throw Ucp.failed("ucp_tag_recv_request_test", e);
+        }
     }
 
     /** A request's status: UCS_INPROGRESS (1), UCS_OK (0) or a negative error ({@link #statusText}). */

@@ -91,8 +91,9 @@ public final class UcpWorker implements AutoCloseable {
         try {
             MemorySegment info = a.allocate(UcpRequest.INFO_BYTES, 8);
             MemorySegment params = a.allocate(UcpRequest.PARAMS_BYTES, 8);
-            params.set(JAVA_INT, 0, UcpRequest.ATTR_RECV_INFO);
-            params.set(ADDRESS, 56, info); // filled if it completes at once
+            // never complete at once: UCX 1.13 may then leave recv_info unwritten; ucp_tag_recv_request_test fills it
+            params.set(JAVA_INT, 0, UcpRequest.ATTR_RECV_INFO | (1 << 16));
+            params.set(ADDRESS, 56, info);
             MemorySegment st = (MemorySegment) ucp.tagRecvNbx.invokeExact(handle, buf, buf.byteSize(), tag, mask, params);
             return new UcpRequest(ucp, true, a, info, st, "ucp_tag_recv_nbx");
         } catch (Throwable e) {
