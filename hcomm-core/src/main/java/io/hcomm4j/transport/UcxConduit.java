@@ -141,13 +141,9 @@ final class UcxConduit implements Conduit, Doorbelled {
         wire.endBlockingPhase();
         UcpEndpoint ep;
         try {
-            ep = engine.worker.connect(peerAddress, true);
-        } catch (UcxException withErrors) {
-            try {
-                ep = engine.worker.connect(peerAddress, false);
-            } catch (UcxException e) {
-                throw new IOException("rank " + link.rank + ": UCX cannot reach rank " + link.peer + ": " + e.getMessage(), e);
-            }
+            ep = engine.worker.connectWithPeerErrorsIfPossible(peerAddress);
+        } catch (UcxException e) {
+            throw new IOException("rank " + link.rank + ": UCX cannot reach rank " + link.peer + ": " + e.getMessage(), e);
         }
         try {
             return new UcxConduit(link, engine, wire.channel(), ep);
@@ -166,6 +162,12 @@ final class UcxConduit implements Conduit, Doorbelled {
         if (!dst.hasRemaining()) return 0;
         if (!rxHeadReady && !take()) {
             if (rxFailure != null) throw rxFailure;
+            int failed = ep.failure();
+            if (failed != 0) {
+                // UCX's own report (TCP, verbs: an endpoint with peer error handling): no grace, nothing more comes
+                throw rxFailure = new java.io.EOFException("rank " + link.rank + ": UCX reports rank " + link.peer + " unreachable: "
+                        + tags.statusText(failed));
+            }
             return eof && graceOver() ? -1 : 0;
         }
         int n = (int) Math.min(dst.remaining(), rxLength - rxPos);
@@ -481,7 +483,7 @@ final class UcxConduit implements Conduit, Doorbelled {
     /** Spin poll (poller): bytes to read, the end to report, or room for queued frames. */
     boolean ready() {
         if (closed) return false;
-        if (rxHeadReady || rxFailure != null || take() || rxFailure != null) return true;
+        if (rxHeadReady || rxFailure != null || take() || rxFailure != null || ep.failure() != 0) return true;
         if (eof) return graceOver();
         if (!writeWanted) return false;
         synchronized (txState) {

@@ -43,7 +43,7 @@ public final class Ucp {
     final MethodHandle streamSendNbx, streamRecvDataNb, streamDataRelease, requestCheckStatusRaw, requestFreeRaw;
     final MethodHandle tagSendNbxRaw, tagRecvNbxRaw, requestCancel, tagRecvRequestTestRaw;
     final MethodHandle memMap, memUnmap, rkeyPack, rkeyBufferRelease, epRkeyUnpack, rkeyDestroy, putNbx, getNbx, atomicOpNbx;
-    private final MethodHandle statusString;
+    private final MethodHandle statusString, globalOptsGet, globalOptsSet;
 
     private Ucp(SymbolLookup ucp, SymbolLookup ucs) {
         Linker l = Linker.nativeLinker();
@@ -109,6 +109,8 @@ public final class Ucp {
         tagRecvRequestTest = l.downcallHandle(find(ucp, "ucp_tag_recv_request_test"), FunctionDescriptor.of(STATUS, ADDRESS, ADDRESS));
         requestFree = l.downcallHandle(find(ucp, "ucp_request_free"), FunctionDescriptor.ofVoid(ADDRESS));
         statusString = l.downcallHandle(find(ucs, "ucs_status_string"), FunctionDescriptor.of(ADDRESS, STATUS));
+        globalOptsGet = l.downcallHandle(find(ucs, "ucs_global_opts_get_value"), FunctionDescriptor.of(STATUS, ADDRESS, ADDRESS, JAVA_LONG));
+        globalOptsSet = l.downcallHandle(find(ucs, "ucs_global_opts_set_value"), FunctionDescriptor.of(STATUS, ADDRESS, ADDRESS));
     }
 
     /**
@@ -193,6 +195,38 @@ public final class Ucp {
     /** Throws a {@link UcxException} naming {@code call} and UCX's text for {@code status} unless it is UCS_OK. */
     void check(int status, String call) {
         if (status != UCS_OK) throw new UcxException(call + " failed: " + statusText(status) + " (ucs_status_t " + status + ")");
+    }
+
+    /**
+     * Runs {@code attempt} with UCX's log level at "fatal" (a process-wide setting, put back after): for an attempt
+     * whose failure is expected and handled, which UCX would log as an ERROR (an endpoint asking for peer error
+     * handling where only shared memory is allowed).
+     */
+    <T> T quietly(java.util.function.Supplier<T> attempt) {
+        String was = null;
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment name = a.allocateFrom("LOG_LEVEL");
+            MemorySegment value = a.allocate(64);
+            if ((byte) globalOptsGet.invokeExact(name, value, 64L) == UCS_OK) was = value.getString(0);
+            if (was != null) {
+                int st = (byte) globalOptsSet.invokeExact(name, a.allocateFrom("fatal"));
+                if (st != UCS_OK) was = null;
+            }
+        } catch (Throwable e) {
+            was = null;
+        }
+        try {
+            return attempt.get();
+        } finally {
+            if (was != null) {
+                try (Arena a = Arena.ofConfined()) {
+                    int st = (byte) globalOptsSet.invokeExact(a.allocateFrom("LOG_LEVEL"), a.allocateFrom(was));
+                    if (st != UCS_OK) org.slf4j.LoggerFactory.getLogger(Ucp.class).warn("UCX's log level stays fatal (was {})", was);
+                } catch (Throwable e) {
+                    org.slf4j.LoggerFactory.getLogger(Ucp.class).warn("UCX's log level stays fatal (was {}): {}", was, e.toString());
+                }
+            }
+        }
     }
 
     /** UCX's own text for a {@code ucs_status_t}. */

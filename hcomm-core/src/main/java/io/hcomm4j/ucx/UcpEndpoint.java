@@ -20,7 +20,23 @@ public final class UcpEndpoint implements AutoCloseable {
     // ucp_ep_params_t as API 1.13 lays it out: field_mask, address, err_mode (+pad), err_handler {cb, arg}, user_data,
     // flags (+pad), sockaddr {addr, addrlen}, conn_request, name, local_sockaddr
     private static final long PARAMS_BYTES = 104;
-    private static final long FIELD_REMOTE_ADDRESS = 1L, FIELD_ERR_HANDLING_MODE = 1L << 1;
+    private static final long FIELD_REMOTE_ADDRESS = 1L, FIELD_ERR_HANDLING_MODE = 1L << 1, FIELD_ERR_HANDLER = 1L << 2;
+    /** Endpoints with peer error handling, by the id UCX hands back to {@link #onError}. */
+    private static final java.util.concurrent.ConcurrentHashMap<Long, UcpEndpoint> BY_ID = new java.util.concurrent.ConcurrentHashMap<>();
+    private static final java.util.concurrent.atomic.AtomicLong IDS = new java.util.concurrent.atomic.AtomicLong();
+    /** {@code void (*ucp_err_handler_cb_t)(void *arg, ucp_ep_h ep, ucs_status_t status)}, calling {@link #onError}. */
+    private static final MemorySegment ERROR_HANDLER;
+
+    static {
+        try {
+            java.lang.invoke.MethodHandle h = java.lang.invoke.MethodHandles.lookup().findStatic(UcpEndpoint.class, "onError",
+                    java.lang.invoke.MethodType.methodType(void.class, MemorySegment.class, MemorySegment.class, byte.class));
+            ERROR_HANDLER = java.lang.foreign.Linker.nativeLinker().upcallStub(h,
+                    java.lang.foreign.FunctionDescriptor.ofVoid(ADDRESS, ADDRESS, JAVA_BYTE), Arena.global());
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
     private static final int ERR_HANDLING_MODE_PEER = 1;
     private static final int ATTR_FLAGS = 1 << 4;
     private static final int ATTR_DATATYPE = 1 << 3, ATTR_REPLY_BUFFER = 1 << 5;
@@ -33,6 +49,10 @@ public final class UcpEndpoint implements AutoCloseable {
     private final Arena arena = Arena.ofShared();
     private UcpStream stream;
     private boolean closed;
+    /** Its id in {@link #BY_ID} (0: no peer error handling). */
+    private long id;
+    /** UCX's error for this endpoint once the peer failed (0: none yet). */
+    private volatile int failure;
 
     private UcpEndpoint(UcpWorker worker, MemorySegment handle) {
         this.worker = worker;
@@ -75,18 +95,46 @@ public final class UcpEndpoint implements AutoCloseable {
 
     static UcpEndpoint connect(UcpWorker worker, byte[] address, boolean peerErrors) {
         Ucp ucp = worker.ucp();
+        long id = peerErrors ? IDS.incrementAndGet() : 0;
         try (Arena a = Arena.ofConfined()) {
             MemorySegment params = a.allocate(PARAMS_BYTES, 8);
-            params.set(JAVA_LONG, 0, FIELD_REMOTE_ADDRESS | FIELD_ERR_HANDLING_MODE);
+            params.set(JAVA_LONG, 0, FIELD_REMOTE_ADDRESS | FIELD_ERR_HANDLING_MODE | (peerErrors ? FIELD_ERR_HANDLER : 0));
             params.set(ADDRESS, 8, a.allocateFrom(JAVA_BYTE, address));
             params.set(JAVA_INT, 16, peerErrors ? ERR_HANDLING_MODE_PEER : 0);
+            if (peerErrors) {
+                params.set(ADDRESS, 24, ERROR_HANDLER);
+                params.set(ADDRESS, 32, MemorySegment.ofAddress(id));
+            }
             MemorySegment out = a.allocate(ADDRESS);
             ucp.check((byte) ucp.epCreate.invokeExact(worker.handle, params, out), "ucp_ep_create");
             OPEN.incrementAndGet();
-            return new UcpEndpoint(worker, Ucp.out(out));
+            UcpEndpoint ep = new UcpEndpoint(worker, Ucp.out(out));
+            if (peerErrors) {
+                ep.id = id;
+                BY_ID.put(id, ep);
+            }
+            return ep;
         } catch (Throwable e) {
             throw Ucp.failed("ucp_ep_create", e);
         }
+    }
+
+    /** UCX reports a failed peer (from inside the worker's progress; an upcall must not throw). */
+    private static void onError(MemorySegment arg, MemorySegment ep, byte status) {
+        try {
+            UcpEndpoint e = BY_ID.get(arg.address());
+            if (e != null) e.failure = status == 0 ? -1 : status;
+        } catch (Throwable ignored) {
+            // nothing may leave an upcall: the JVM would end
+        }
+    }
+
+    /**
+     * UCX's error status once it reported the peer failed (an endpoint with peer error handling; its operations fail
+     * from then on), else 0.
+     */
+    public int failure() {
+        return failure;
     }
 
     /** Sends {@code buf} with {@code tag} to the peer; the request completes when the buffer may be reused. */
@@ -197,6 +245,7 @@ public final class UcpEndpoint implements AutoCloseable {
             throw Ucp.failed("ucp_ep_close_nbx", e);
         } finally {
             OPEN.decrementAndGet();
+            if (id != 0) BY_ID.remove(id);
             arena.close();
         }
     }

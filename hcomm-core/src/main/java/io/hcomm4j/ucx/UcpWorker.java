@@ -82,6 +82,18 @@ public final class UcpWorker implements AutoCloseable {
     }
 
     /**
+     * An endpoint with peer error handling if UCX's transports to that peer allow it, without otherwise (UCX 1.13's
+     * shared memory); the refused first attempt is not logged by UCX.
+     */
+    public UcpEndpoint connectWithPeerErrorsIfPossible(byte[] address) {
+        try {
+            return context.ucp.quietly(() -> UcpEndpoint.connect(this, address, true));
+        } catch (UcxException e) {
+            return UcpEndpoint.connect(this, address, false);
+        }
+    }
+
+    /**
      * Receives a message whose tag matches {@code tag} in the bits of {@code mask} into {@code buf} (a longer message
      * fails the request with "Message truncated").
      */

@@ -228,6 +228,46 @@ class UcxBindingsTest {
         assertThat(UcpContext.openHandles()).isZero();
     }
 
+    /**
+     * UCX's own report of a dead peer: an endpoint with peer error handling (TCP) whose peer worker is destroyed has
+     * its error handler called (an FFM upcall) once a send finds the connection gone, and {@code failure()} names it.
+     * Over shared memory alone the endpoint comes without error handling instead of failing.
+     */
+    @Test
+    void aDeadPeerIsReportedThroughTheErrorHandler() {
+        try (UcpContext c = UcpContext.open(Map.of("TLS", "tcp")); UcpWorker a = c.newWorker();
+             java.lang.foreign.Arena mem = java.lang.foreign.Arena.ofShared()) {
+            UcpWorker b = c.newWorker();
+            try (UcpEndpoint toB = a.connectWithPeerErrorsIfPossible(b.address())) {
+                java.lang.foreign.MemorySegment buf = mem.allocate(64);
+                try (UcpRequest r = b.recvTag(buf, 1, -1L); UcpRequest s = toB.sendTag(buf, 1)) {
+                    while (!(r.test() & s.test())) {
+                        a.progress();
+                        b.progress();
+                    }
+                }
+                assertThat(toB.failure()).isZero();
+                b.close(); // the peer's worker goes, and its connections with it
+                long deadline = System.nanoTime() + 30_000_000_000L;
+                while (toB.failure() == 0) {
+                    try (UcpRequest s = toB.sendTag(buf, 2)) {
+                        for (int i = 0; i < 1000 && !s.test(); i++) a.progress();
+                    } catch (UcxException refused) {
+                        // the endpoint failed already
+                    }
+                    assertThat(System.nanoTime()).as("UCX reports the dead peer within 30 s").isLessThan(deadline);
+                }
+                assertThat(toB.failure()).isNegative();
+                assertThat(Ucp.get().statusText(toB.failure())).isNotBlank();
+            }
+        }
+        try (UcpContext c = UcpContext.open(Map.of("TLS", "posix,cma")); UcpWorker a = c.newWorker(); UcpWorker b = c.newWorker();
+             UcpEndpoint toB = a.connectWithPeerErrorsIfPossible(b.address())) {
+            assertThat(toB.failure()).isZero();
+        }
+        assertThat(UcpContext.openHandles()).isZero();
+    }
+
     /** Waits for {@code r}, progressing both workers (the target's too: UCX emulates RMA over TCP with messages). */
     private static void finish(UcpRequest r, UcpWorker a, UcpWorker b, String what) {
         try (r) {
