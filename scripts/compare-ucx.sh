@@ -7,8 +7,8 @@
 # Each round runs, one after the other (these machines are shared and noisy: only ratios measured side by side mean
 # anything):
 #   ucx_perftest tag_lat, tag_bw and ucp_put_bw (2 processes on loopback) at the p2p sizes below;
-#   ./hcomm perf p2p -n 2 with HCOMM_TRANSPORT=ucx, then with HCOMM_TRANSPORT=tcp (pingpong: one-way latency, stream);
-#   ./hcomm perf allreduce -n 2 with HCOMM_TRANSPORT=ucx, then tcp;
+#   ./hcomm perf p2p -n 2 with HCOMM_TRANSPORT=ucx, then tcp, then shm (pingpong: one-way latency, stream);
+#   ./hcomm perf allreduce -n 2 with HCOMM_TRANSPORT=ucx, then tcp, then shm (the default on one host);
 #   ../shared/peers' mpi_bench p2p and allreduce under mpirun --mca pml ucx (if mpirun is installed; Open MPI 4.1 takes
 #   UCX's TCP only with pml_ucx_tls/pml_ucx_devices any).
 # Then prints a Markdown table of the medians over the rounds, with the ratios the issue asks for.
@@ -42,7 +42,7 @@ for r in $(seq 1 "$ROUNDS"); do
     perftest tag_bw "$s" $n | awk '{print "perftest bw", $1, $3 * 1048576 / 1e9}'
     perftest ucp_put_bw "$s" $n | awk '{print "perftest put", $1, $3 * 1048576 / 1e9}'
   done >> "$OUT/samples.txt"
-  for t in ucx tcp; do
+  for t in ucx tcp shm; do
     echo "round $r/$ROUNDS: hcomm perf p2p, HCOMM_TRANSPORT=$t" >&2
     HCOMM_TRANSPORT=$t "$ROOT/hcomm" perf p2p -n 2 -b 8 -e 2M -f 8 --format csv --check 2>/dev/null |
       awk -F, -v t=$t '$1=="p2p" && $2=="pingpong" {print t " lat", $4, $9} $1=="p2p" && $2=="stream" {print t " bw", $4, $11}
@@ -68,25 +68,25 @@ med() { # who kind size
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a=="-"||b=="-"||b==0) print "-"; else printf "%.2f", a/b }'; }
 echo "UCX_TLS=$UCX_TLS, medians of $ROUNDS rounds ($(date -u +%Y-%m-%dT%H:%MZ))"
 echo
-echo "| size | ucx_perftest tag_lat (us) | hcomm ucx pingpong (us) | hcomm tcp pingpong (us) | ucx / perftest | Open MPI pml ucx (us) |"
-echo "|---|---|---|---|---|---|"
+echo "| size | ucx_perftest tag_lat (us) | hcomm ucx pingpong (us) | hcomm tcp pingpong (us) | hcomm shm pingpong (us) | ucx / perftest | Open MPI pml ucx (us) |"
+echo "|---|---|---|---|---|---|---|"
 for s in $SIZES; do
   p=$(med perftest lat $s); u=$(med ucx lat $s); t=$(med tcp lat $s)
-  echo "| $s | $p | $u | $t | $(ratio "$u" "$p") | $(med mpi lat $s) |"
+  echo "| $s | $p | $u | $t | $(med shm lat $s) | $(ratio "$u" "$p") | $(med mpi lat $s) |"
 done
 echo
-echo "| size | ucx_perftest tag_bw (GB/s) | ucp_put_bw (GB/s) | hcomm ucx stream (GB/s) | hcomm tcp stream (GB/s) | perftest / ucx |"
-echo "|---|---|---|---|---|---|"
+echo "| size | ucx_perftest tag_bw (GB/s) | ucp_put_bw (GB/s) | hcomm ucx stream (GB/s) | hcomm tcp stream (GB/s) | hcomm shm stream (GB/s) | perftest / ucx |"
+echo "|---|---|---|---|---|---|---|"
 for s in $SIZES; do
   p=$(med perftest bw $s); u=$(med ucx bw $s)
-  echo "| $s | $p | $(med perftest put $s) | $u | $(med tcp bw $s) | $(ratio "$p" "$u") |"
+  echo "| $s | $p | $(med perftest put $s) | $u | $(med tcp bw $s) | $(med shm bw $s) | $(ratio "$p" "$u") |"
 done
 echo
-echo "| size | hcomm allreduce ucx (us) | hcomm allreduce tcp (us) | ucx / tcp | Open MPI pml ucx (us) |"
-echo "|---|---|---|---|---|"
+echo "| size | hcomm allreduce ucx (us) | hcomm allreduce tcp (us) | hcomm allreduce shm (us) | ucx / tcp | Open MPI pml ucx (us) |"
+echo "|---|---|---|---|---|---|"
 for s in $(awk '$1=="ucx" && $2=="allreduce" {print $3}' "$OUT/samples.txt" | sort -n -u); do
   u=$(med ucx allreduce $s); t=$(med tcp allreduce $s)
-  echo "| $s | $u | $t | $(ratio "$u" "$t") | $(med mpi allreduce $s) |"
+  echo "| $s | $u | $t | $(med shm allreduce $s) | $(ratio "$u" "$t") | $(med mpi allreduce $s) |"
 done
 echo
 echo "Open MPI --mca pml ucx, its own sizes (medians): $(for k in lat bw allreduce; do
