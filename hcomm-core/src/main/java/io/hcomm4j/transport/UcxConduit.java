@@ -1,6 +1,5 @@
 package io.hcomm4j.transport;
 
-import io.hcomm4j.HcommException;
 import io.hcomm4j.ucx.UcpEndpoint;
 import io.hcomm4j.ucx.UcpTags;
 import io.hcomm4j.ucx.UcxException;
@@ -29,13 +28,8 @@ import java.nio.channels.SocketChannel;
  * copies out of the oldest slot and posts its receive again once it is consumed. (UCP's own stream API carried the
  * frames first: 1.5 µs more one way for 8 B than tag messages, as ucx_perftest's stream_lat and tag_lat show.)
  *
- * <p><b>Large messages.</b> A rendezvous message whose receive buffer is native memory takes another road: the
- * receiver posts a UCX tag receive straight into that buffer (tag: the sender's rank and the message id) before its
- * CTS, flagged {@link Frame#CTS_UCX}; the sender answers with a UCX tag send straight from its buffer (a heap array is
- * copied to native memory first). UCX moves the bytes by its own rendezvous (RDMA where the fabric has it, zero copy
- * through TCP or CMA here), and each side completes its request when UCX's does. A receive that fails meanwhile (a
- * timeout, an abort, the sender gave up) has its UCX receive cancelled at the poller's next pass; until then UCX may
- * still write into the buffer.
+ * <p><b>Large messages.</b> A rendezvous message whose receive buffer is native memory goes by UCX's tag matching
+ * straight between the two buffers instead ({@link UcxLargeMessages}).
  *
  * <p><b>The end.</b> The end of the socket's stream is the peer's end; bytes it streamed just before may still be on
  * their way through UCX (another connection), so the end is reported once no UCX bytes came for {@link #EOF_GRACE_NANOS}.
@@ -57,8 +51,6 @@ final class UcxConduit implements Conduit, Doorbelled {
     static final int SLOTS = 16;
     /** The tag bit of frame messages (large messages' tags have it clear: rank and message id). */
     private static final long FRAME_TAG = 1L << 63;
-    /** Bits of a tag below the sender's rank: the message id. */
-    private static final int TAG_RANK_SHIFT = 40;
     /** All of memory: UCX's receive buffers are read through it without a segment per read. */
     private static final MemorySegment ALL = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
 
@@ -67,11 +59,8 @@ final class UcxConduit implements Conduit, Doorbelled {
     private final SocketChannel socket;
     private final UcpEndpoint ep;
     private final UcpTags tags;
-    /** Large messages in flight through UCX's tag matching (guarded by itself; completed by the poller). */
-    private final java.util.ArrayList<Tagged> tagged = new java.util.ArrayList<>();
-    private volatile int taggedCount;
-    /** Those {@link #pollTagged} found complete (poller only, reused). */
-    private final java.util.ArrayList<Tagged> taggedDone = new java.util.ArrayList<>();
+    /** Large messages through UCX's tag matching. */
+    private final UcxLargeMessages large;
     private final Arena arena = Arena.ofShared();
     private final MemorySegment staging;
     private final ByteBuffer stagingBuf;
@@ -117,6 +106,7 @@ final class UcxConduit implements Conduit, Doorbelled {
         this.socket = socket;
         this.ep = ep;
         this.tags = engine.worker.tags();
+        this.large = new UcxLargeMessages(link, engine, ep);
         this.frameTagIn = FRAME_TAG | link.peer;
         this.frameTagOut = FRAME_TAG | link.rank;
         this.rxSlots = arena.allocate((long) SLOTS * SLOT_BYTES, 64);
@@ -352,130 +342,24 @@ final class UcxConduit implements Conduit, Doorbelled {
 
     // -------------------------------------------------------------------------------------- large messages
 
-    /** A large message in flight through UCX's tag matching: a receive ({@code r}) or a send ({@code s}, {@code copy}). */
-    private static final class Tagged {
-        final long msgId;
-        final long request;
-        final RecvRequest r;
-        final SendRequest s;
-        /** A heap array's bytes copied to native memory for UCX, freed when the send completes. */
-        final Arena copy;
-        boolean cancelled;
-        int status;
-
-        Tagged(long msgId, long request, RecvRequest r, SendRequest s, Arena copy) {
-            this.msgId = msgId;
-            this.request = request;
-            this.r = r;
-            this.s = s;
-            this.copy = copy;
-        }
+    /** Whether a rendezvous receive into {@code buf} goes through UCX's tag matching ({@link UcxLargeMessages}). */
+    boolean takesTagged(MemorySegment buf) {
+        return !closing && large.takes(buf);
     }
 
-    private static long tagOf(int senderRank, long msgId) {
-        return ((long) senderRank << TAG_RANK_SHIFT) | (msgId & ((1L << TAG_RANK_SHIFT) - 1));
-    }
-
-    /** Whether a rendezvous receive into {@code buf} goes through UCX's tag matching (see the class comment). */
-    boolean takesTagged(java.lang.foreign.MemorySegment buf) {
-        return !closing && buf.isNative();
-    }
-
-    /**
-     * Posts the UCX receive of the peer's message {@code msgId} ({@code size} bytes) straight into {@code r}'s buffer,
-     * before its CTS goes; false if UCX refused (then the bytes come as chunks among the frames).
-     */
+    /** See {@link UcxLargeMessages#receive}. */
     boolean receiveTagged(RecvRequest r, long msgId, long size) {
-        synchronized (tagged) {
-            if (closing) return false;
-            long request;
-            try {
-                request = tags.receive(r.buf.address(), size, tagOf(link.peer, msgId));
-            } catch (UcxException e) {
-                return false;
-            }
-            tagged.add(new Tagged(msgId, request, r, null, null));
-            taggedCount = tagged.size();
-        }
-        engine.taggedReceives.incrementAndGet();
-        return true;
+        return large.receive(r, msgId, size);
     }
 
-    /** The receiver of our message {@code msgId} posted a UCX receive for it (CTS_UCX): its bytes go by UCX's tag send. */
+    /** See {@link UcxLargeMessages#send}. */
     void sendTagged(SendRequest s, long msgId) {
-        MemorySegment src = s.buf;
-        Arena copy = null;
-        if (!src.isNative()) {
-            copy = Arena.ofShared();
-            MemorySegment n = copy.allocate(Math.max(1, s.size), 64);
-            MemorySegment.copy(src, 0, n, 0, s.size);
-            src = n;
-        }
-        link.awaitingDone.put(msgId, s);
-        synchronized (tagged) {
-            long request = -1;
-            if (!closing) {
-                try {
-                    request = tags.send(ep, src.address(), s.size, tagOf(link.rank, msgId));
-                } catch (UcxException e) {
-                    request = -1;
-                }
-            }
-            if (request != -1) {
-                tagged.add(new Tagged(msgId, request, null, s, copy));
-                taggedCount = tagged.size();
-                engine.taggedSends.incrementAndGet();
-                return;
-            }
-        }
-        if (copy != null) copy.close();
-        if (link.awaitingDone.remove(msgId) != null) {
-            s.fail(new HcommException("rank " + link.rank + ": " + s.describe() + ": UCX refused the send to rank " + link.peer));
-        }
+        large.send(s, msgId);
     }
 
-    /** Completes the large messages UCX finished (poller); cancels the receives of failed ops. Returns how many ended. */
+    /** See {@link UcxLargeMessages#poll}. */
     int pollTagged() {
-        if (taggedCount == 0) return 0;
-        synchronized (tagged) {
-            for (int i = 0; i < tagged.size(); i++) {
-                Tagged t = tagged.get(i);
-                int st = t.request == 0 ? 0 : tags.status(t.request);
-                if (st == 1) { // UCS_INPROGRESS
-                    if (t.r != null && !t.cancelled && t.r.finished()) {
-                        t.cancelled = true; // the op failed: UCX must stop writing into its buffer
-                        tags.cancel(t.request);
-                    }
-                    continue;
-                }
-                if (t.request != 0) tags.free(t.request);
-                t.status = st;
-                taggedDone.add(t);
-                tagged.remove(i--);
-            }
-            taggedCount = tagged.size();
-        }
-        int n = taggedDone.size();
-        for (int i = 0; i < n; i++) complete(taggedDone.get(i));
-        taggedDone.clear();
-        return n;
-    }
-
-    private void complete(Tagged t) {
-        if (t.r != null) {
-            RecvRequest r = link.awaitingData.remove(t.msgId);
-            if (r == null || r.finished()) return; // failed meanwhile (the link, the op): nobody waits for these bytes
-            if (t.status == 0) r.succeedMatched();
-            else r.fail(new HcommException("rank " + link.rank + ": " + r.describe() + ": UCX failed to receive it from rank "
-                    + link.peer + ": " + tags.statusText(t.status)));
-        } else {
-            if (t.copy != null) t.copy.close();
-            SendRequest s = link.awaitingDone.remove(t.msgId);
-            if (s == null || s.isDone()) return;
-            if (t.status == 0) s.succeed(null);
-            else s.fail(new HcommException("rank " + link.rank + ": " + s.describe() + ": UCX failed to send it to rank "
-                    + link.peer + ": " + tags.statusText(t.status)));
-        }
+        return large.poll();
     }
 
     // -------------------------------------------------------------------------------------- progress hooks
@@ -563,7 +447,7 @@ final class UcxConduit implements Conduit, Doorbelled {
 
     /** Closes the endpoint and frees the staging ring (the engine's poller, or the engine's close: nobody reads now). */
     void finish() {
-        finishTagged();
+        large.cancelAll();
         synchronized (txState) {
             for (int i = 0; i < flightCount; i++) {
                 long r = inFlight[(flightHead + i) % MAX_IN_FLIGHT];
@@ -601,38 +485,5 @@ final class UcxConduit implements Conduit, Doorbelled {
             rxRequest[i] = 0;
         }
         return all;
-    }
-
-    /**
-     * The link is gone: UCX must stop reading and writing the buffers of the large messages still in flight (their ops
-     * were failed with the link). Receives are cancelled and sends end with the endpoint's forced close; each request is
-     * freed once UCX completed it (bounded: one that does not complete is freed anyway).
-     */
-    private void finishTagged() {
-        synchronized (tagged) {
-            closing = true;
-            if (tagged.isEmpty()) return;
-            for (Tagged t : tagged) {
-                if (t.request != 0 && t.r != null && !t.cancelled) {
-                    t.cancelled = true;
-                    tags.cancel(t.request);
-                }
-            }
-        }
-        try {
-            ep.close();
-        } catch (UcxException e) {
-            // closed anyway
-        }
-        long deadline = System.nanoTime() + 1_000_000_000L;
-        synchronized (tagged) {
-            for (Tagged t : tagged) {
-                while (t.request != 0 && tags.status(t.request) == 1 && System.nanoTime() - deadline < 0) engine.worker.progress();
-                if (t.request != 0) tags.free(t.request);
-                if (t.copy != null) t.copy.close();
-            }
-            tagged.clear();
-            taggedCount = 0;
-        }
     }
 }

@@ -1,0 +1,201 @@
+package io.hcomm4j.transport;
+
+import io.hcomm4j.HcommException;
+import io.hcomm4j.ucx.UcpEndpoint;
+import io.hcomm4j.ucx.UcpTags;
+import io.hcomm4j.ucx.UcxException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+
+/**
+ * The large messages of one {@link UcxConduit}: rendezvous messages whose bytes go by UCX's tag matching straight
+ * between the two buffers. The receiver posts a tag receive into the matched receive's buffer before its CTS (flagged
+ * {@link Frame#CTS_UCX}); the sender answers with a tag send from its buffer (a heap array copied to native memory
+ * first). The tag is the sender's rank and the message id (bit 63 clear: frames have it set). The progress engine polls
+ * them to completion; a receive whose op failed meanwhile has its UCX receive cancelled at the next poll (until then UCX
+ * may still write into the buffer), and everything in flight is cancelled when the link goes.
+ */
+final class UcxLargeMessages {
+    /** Bits of a tag below the sender's rank: the message id. */
+    private static final int TAG_RANK_SHIFT = 40;
+    private static final int IN_PROGRESS = 1; // UCS_INPROGRESS
+
+    private final PeerLink link;
+    private final UcxEngine engine;
+    private final UcpEndpoint ep;
+    private final UcpTags tags;
+    /** In flight (guarded by itself; completed by the poller). */
+    private final ArrayList<Transfer> inFlight = new ArrayList<>();
+    private volatile int count;
+    /** Those {@link #poll} found complete (poller only, reused). */
+    private final ArrayList<Transfer> done = new ArrayList<>();
+    /** No new transfers: the link is going (under {@link #inFlight}). */
+    private volatile boolean closed;
+
+    /** A large message in flight: a receive ({@code r}) or a send ({@code s}, with its {@code copy}). */
+    private static final class Transfer {
+        final long msgId;
+        final long request;
+        final RecvRequest r;
+        final SendRequest s;
+        /** A heap array's bytes copied to native memory for UCX, freed when the send completes. */
+        final Arena copy;
+        boolean cancelled;
+        int status;
+
+        Transfer(long msgId, long request, RecvRequest r, SendRequest s, Arena copy) {
+            this.msgId = msgId;
+            this.request = request;
+            this.r = r;
+            this.s = s;
+            this.copy = copy;
+        }
+    }
+
+    UcxLargeMessages(PeerLink link, UcxEngine engine, UcpEndpoint ep) {
+        this.link = link;
+        this.engine = engine;
+        this.ep = ep;
+        this.tags = engine.worker.tags();
+    }
+
+    private static long tagOf(int senderRank, long msgId) {
+        return ((long) senderRank << TAG_RANK_SHIFT) | (msgId & ((1L << TAG_RANK_SHIFT) - 1));
+    }
+
+    /** Whether a rendezvous receive into {@code buf} goes this way: native memory UCX can write into. */
+    boolean takes(MemorySegment buf) {
+        return !closed && buf.isNative();
+    }
+
+    /**
+     * Posts the UCX receive of the peer's message {@code msgId} ({@code size} bytes) straight into {@code r}'s buffer,
+     * before its CTS goes; false if UCX refused (then the bytes come as chunks among the frames).
+     */
+    boolean receive(RecvRequest r, long msgId, long size) {
+        synchronized (inFlight) {
+            if (closed) return false;
+            long request;
+            try {
+                request = tags.receive(r.buf.address(), size, tagOf(link.peer, msgId));
+            } catch (UcxException e) {
+                return false;
+            }
+            inFlight.add(new Transfer(msgId, request, r, null, null));
+            count = inFlight.size();
+        }
+        engine.taggedReceives.incrementAndGet();
+        return true;
+    }
+
+    /** The receiver of our message {@code msgId} posted a UCX receive for it (CTS_UCX): its bytes go by UCX's tag send. */
+    void send(SendRequest s, long msgId) {
+        MemorySegment src = s.buf;
+        Arena copy = null;
+        if (!src.isNative()) {
+            copy = Arena.ofShared();
+            MemorySegment n = copy.allocate(Math.max(1, s.size), 64);
+            MemorySegment.copy(src, 0, n, 0, s.size);
+            src = n;
+        }
+        link.awaitingDone.put(msgId, s);
+        synchronized (inFlight) {
+            long request = -1;
+            if (!closed) {
+                try {
+                    request = tags.send(ep, src.address(), s.size, tagOf(link.rank, msgId));
+                } catch (UcxException e) {
+                    request = -1;
+                }
+            }
+            if (request != -1) {
+                inFlight.add(new Transfer(msgId, request, null, s, copy));
+                count = inFlight.size();
+                engine.taggedSends.incrementAndGet();
+                return;
+            }
+        }
+        if (copy != null) copy.close();
+        if (link.awaitingDone.remove(msgId) != null) {
+            s.fail(new HcommException("rank " + link.rank + ": " + s.describe() + ": UCX refused the send to rank " + link.peer));
+        }
+    }
+
+    /** Completes the transfers UCX finished (poller); cancels the receives of failed ops. Returns how many ended. */
+    int poll() {
+        if (count == 0) return 0;
+        synchronized (inFlight) {
+            for (int i = 0; i < inFlight.size(); i++) {
+                Transfer t = inFlight.get(i);
+                int st = t.request == 0 ? 0 : tags.status(t.request);
+                if (st == IN_PROGRESS) {
+                    if (t.r != null && !t.cancelled && t.r.finished()) {
+                        t.cancelled = true; // the op failed: UCX must stop writing into its buffer
+                        tags.cancel(t.request);
+                    }
+                    continue;
+                }
+                if (t.request != 0) tags.free(t.request);
+                t.status = st;
+                done.add(t);
+                inFlight.remove(i--);
+            }
+            count = inFlight.size();
+        }
+        int n = done.size();
+        for (int i = 0; i < n; i++) complete(done.get(i));
+        done.clear();
+        return n;
+    }
+
+    private void complete(Transfer t) {
+        if (t.r != null) {
+            RecvRequest r = link.awaitingData.remove(t.msgId);
+            if (r == null || r.finished()) return; // failed meanwhile (the link, the op): nobody waits for these bytes
+            if (t.status == 0) r.succeedMatched();
+            else r.fail(new HcommException("rank " + link.rank + ": " + r.describe() + ": UCX failed to receive it from rank "
+                    + link.peer + ": " + tags.statusText(t.status)));
+        } else {
+            if (t.copy != null) t.copy.close();
+            SendRequest s = link.awaitingDone.remove(t.msgId);
+            if (s == null || s.isDone()) return;
+            if (t.status == 0) s.succeed(null);
+            else s.fail(new HcommException("rank " + link.rank + ": " + s.describe() + ": UCX failed to send it to rank "
+                    + link.peer + ": " + tags.statusText(t.status)));
+        }
+    }
+
+    /**
+     * The link is gone (poller, or the engine's close): UCX must stop reading and writing the buffers still in flight
+     * (their ops were failed with the link). Receives are cancelled and sends end with the endpoint's forced close; each
+     * request is freed once UCX completed it (bounded: one that does not complete within 1 s is freed anyway).
+     */
+    void cancelAll() {
+        synchronized (inFlight) {
+            closed = true;
+            if (inFlight.isEmpty()) return;
+            for (Transfer t : inFlight) {
+                if (t.request != 0 && t.r != null && !t.cancelled) {
+                    t.cancelled = true;
+                    tags.cancel(t.request);
+                }
+            }
+        }
+        try {
+            ep.close();
+        } catch (UcxException e) {
+            // closed anyway
+        }
+        long deadline = System.nanoTime() + 1_000_000_000L;
+        synchronized (inFlight) {
+            for (Transfer t : inFlight) {
+                while (t.request != 0 && tags.status(t.request) == IN_PROGRESS && System.nanoTime() - deadline < 0) engine.worker.progress();
+                if (t.request != 0) tags.free(t.request);
+                if (t.copy != null) t.copy.close();
+            }
+            inFlight.clear();
+            count = 0;
+        }
+    }
+}
