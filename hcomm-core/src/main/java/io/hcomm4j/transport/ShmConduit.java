@@ -374,16 +374,7 @@ final class ShmConduit implements Conduit, Doorbelled {
 
     /** The socket is readable: doorbell bytes (drained here) or the end of the peer's stream. */
     public void onDoorbell() {
-        try {
-            int n;
-            do {
-                drain.clear();
-                n = socket.read(drain);
-            } while (n > 0);
-            if (n < 0) eof = true;
-        } catch (IOException e) {
-            eof = true; // reset: the peer died with doorbell bytes unread
-        }
+        if (Doorbelled.drainedToEnd(socket, drain)) eof = true;
         link.onReady(writeWanted, true);
     }
 

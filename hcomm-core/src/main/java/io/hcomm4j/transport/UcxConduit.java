@@ -386,16 +386,7 @@ final class UcxConduit implements Conduit, Doorbelled {
 
     @Override
     public void onDoorbell() {
-        try {
-            int n;
-            do {
-                drain.clear();
-                n = socket.read(drain);
-            } while (n > 0);
-            if (n < 0) markEof();
-        } catch (IOException e) {
-            markEof(); // reset: the peer died
-        }
+        if (Doorbelled.drainedToEnd(socket, drain)) markEof();
         link.onReady(writeWanted, true);
     }
 

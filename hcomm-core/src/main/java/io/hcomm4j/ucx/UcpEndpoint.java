@@ -163,27 +163,24 @@ public final class UcpEndpoint implements AutoCloseable {
 
     /** Writes {@code src} to the peer's memory at {@code remoteAddress} (inside what {@code key} names). */
     public UcpRequest put(MemorySegment src, long remoteAddress, UcpRemoteKey key) {
-        Arena a = Arena.ofShared();
-        try {
-            MemorySegment params = a.allocate(UcpRequest.PARAMS_BYTES, 8);
-            MemorySegment st = (MemorySegment) ucp.putNbx.invokeExact(handle, src, src.byteSize(), remoteAddress, key.handle, params);
-            return new UcpRequest(ucp, false, a, MemorySegment.NULL, st, "ucp_put_nbx");
-        } catch (Throwable e) {
-            a.close();
-            throw Ucp.failed("ucp_put_nbx", e);
-        }
+        return rma(ucp.putNbx, "ucp_put_nbx", src, remoteAddress, key);
     }
 
     /** Reads the peer's memory at {@code remoteAddress} (inside what {@code key} names) into {@code dst}. */
     public UcpRequest get(MemorySegment dst, long remoteAddress, UcpRemoteKey key) {
+        return rma(ucp.getNbx, "ucp_get_nbx", dst, remoteAddress, key);
+    }
+
+    /** {@code ucp_put_nbx} or {@code ucp_get_nbx} (the same signature) on {@code buf}. */
+    private UcpRequest rma(java.lang.invoke.MethodHandle call, String name, MemorySegment buf, long remoteAddress, UcpRemoteKey key) {
         Arena a = Arena.ofShared();
         try {
             MemorySegment params = a.allocate(UcpRequest.PARAMS_BYTES, 8);
-            MemorySegment st = (MemorySegment) ucp.getNbx.invokeExact(handle, dst, dst.byteSize(), remoteAddress, key.handle, params);
-            return new UcpRequest(ucp, false, a, MemorySegment.NULL, st, "ucp_get_nbx");
+            MemorySegment st = (MemorySegment) call.invokeExact(handle, buf, buf.byteSize(), remoteAddress, key.handle, params);
+            return new UcpRequest(ucp, false, a, MemorySegment.NULL, st, name);
         } catch (Throwable e) {
             a.close();
-            throw Ucp.failed("ucp_get_nbx", e);
+            throw Ucp.failed(name, e);
         }
     }
 

@@ -47,14 +47,7 @@ public final class UcpTags {
      * @throws UcxException if UCX refused the receive
      */
     public long receive(long address, long length, long tag) {
-        long st;
-        try {
-            st = (long) ucp.tagRecvNbxRaw.invokeExact(worker.handle, address, length, tag, -1L, params);
-        } catch (Throwable e) {
-            throw Ucp.failed("ucp_tag_recv_nbx", e);
-        }
-        if (Ucp.isError(st)) ucp.check((byte) st, "ucp_tag_recv_nbx");
-        return st;
+        return receive(address, length, tag, params);
     }
 
     /**

@@ -135,24 +135,11 @@ public final class UcpWorker implements AutoCloseable {
      * progresses the worker. One thread at a time waits on a worker.
      */
     public boolean waitForEvents(int timeoutMillis) {
-        Ucp ucp = context.ucp;
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment fdOut = a.allocate(JAVA_INT);
-            ucp.check((byte) ucp.workerGetEfd.invokeExact(handle, fdOut), "ucp_worker_get_efd");
-            while (progress() > 0) {
-                // drain: the descriptor signals new events only
-            }
-            int armed = (byte) ucp.workerArm.invokeExact(handle);
-            if (armed == Ucp.UCS_ERR_BUSY) return true; // events came meanwhile: nothing to wait for
-            ucp.check(armed, "ucp_worker_arm");
-            MemorySegment pfd = a.allocate(8, 4); // struct pollfd {int fd; short events; short revents}
-            pfd.set(JAVA_INT, 0, fdOut.get(JAVA_INT, 0));
-            pfd.set(java.lang.foreign.ValueLayout.JAVA_SHORT, 4, (short) 1); // POLLIN
-            int n = (int) ucp.poll.invokeExact(pfd, 1L, timeoutMillis);
-            return n != 0; // n < 0: interrupted (EINTR): the caller looks and waits again
-        } catch (Throwable e) {
-            throw Ucp.failed("waiting on the worker's event descriptor", e);
+        while (progress() > 0) {
+            // drain: the descriptor signals new events only
         }
+        if (!arm()) return true; // events came meanwhile: nothing to wait for
+        return awaitEventFd(timeoutMillis);
     }
 
     /**
