@@ -22,6 +22,12 @@ public final class RecvRequest extends Request<Status> {
     private long chunks;
     private long[] moreChunks;
 
+    /**
+     * Set while UCX may write into {@link #buf} (a large message through UCX's tag matching): it cancels that receive and
+     * waits until UCX let go of the buffer, so a caller that frees the buffer after the failure is safe.
+     */
+    volatile Runnable stopWritesOnFailure;
+
     /** Whether a matched message must carry {@link #expectFlags} (collectives check their fingerprint). */
     final boolean checkFlags;
     final int expectFlags;
@@ -66,6 +72,12 @@ public final class RecvRequest extends Request<Status> {
 
     boolean matches(int msgSrc, int msgTag) {
         return Matching.matches(src, tag, msgSrc, msgTag);
+    }
+
+    @Override
+    void beforeFailure() {
+        Runnable stop = stopWritesOnFailure;
+        if (stop != null) stop.run();
     }
 
     void succeedMatched() {

@@ -46,6 +46,13 @@ public abstract sealed class Request<T> extends CommFuture<T> implements Progres
         waiter = t;
     }
 
+    /**
+     * Runs on the failing thread after the op is marked finished and before its caller learns of the failure: what
+     * still writes into its buffer must stop here (a receive through UCX, {@link RecvRequest#stopWritesOnFailure}).
+     */
+    void beforeFailure() {
+    }
+
     /** True once the op completed, successfully or not. */
     @Override
     public final boolean finished() {
@@ -62,6 +69,7 @@ public abstract sealed class Request<T> extends CommFuture<T> implements Progres
     final void fail(Throwable error) {
         failure = error;
         if (markFinished()) {
+            beforeFailure();
             completeExceptionally(inCommRanks(error));
             traceEnded();
             // failed from outside the poller (an abort, the watchdog): a waiter blocked in select must look now

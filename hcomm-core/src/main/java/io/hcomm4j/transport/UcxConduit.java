@@ -99,6 +99,8 @@ final class UcxConduit implements Conduit, Doorbelled {
     private boolean closing;
     /** Polling stops: the endpoint is about to be closed by the poller. */
     private volatile boolean closed;
+    /** {@link #start} ran: the engine counts this conduit among its links (else among its pending endpoints). */
+    private volatile boolean started;
 
     private UcxConduit(PeerLink link, UcxEngine engine, SocketChannel socket, UcpEndpoint ep) throws IOException {
         this.link = link;
@@ -131,14 +133,16 @@ final class UcxConduit implements Conduit, Doorbelled {
         wire.endBlockingPhase();
         UcpEndpoint ep;
         try {
-            ep = engine.worker.connectWithPeerErrorsIfPossible(peerAddress);
+            ep = engine.connect(peerAddress);
         } catch (UcxException e) {
             throw new IOException("rank " + link.rank + ": UCX cannot reach rank " + link.peer + ": " + e.getMessage(), e);
         }
+        if (ep == null) throw new IOException("rank " + link.rank + ": the transport is closing (no UCX link to rank " + link.peer + ")");
         try {
             return new UcxConduit(link, engine, wire.channel(), ep);
         } catch (IOException | RuntimeException e) {
             ep.close();
+            engine.abandoned();
             throw e;
         }
     }
@@ -318,6 +322,7 @@ final class UcxConduit implements Conduit, Doorbelled {
         for (int i = 0; i < SLOTS; i++) post(i);
         socket.register(engine.selector, SelectionKey.OP_READ, this);
         engine.add(this);
+        started = true;
     }
 
     @Override
@@ -409,6 +414,7 @@ final class UcxConduit implements Conduit, Doorbelled {
             if (closing) return;
             closing = true;
         }
+        if (!started) engine.abandoned(); // never added: the engine's close need not wait for it
         try {
             if (!eof) {
                 long deadline = System.nanoTime() + CLOSE_FLUSH_NANOS;

@@ -33,6 +33,8 @@ final class UcxEngine implements AutoCloseable {
     final Selector selector;
     private final Object linkLock = new Object();
     private volatile UcxConduit[] conduits = new UcxConduit[0];
+    /** Endpoints given out whose conduits are not added yet (under {@link #linkLock}). */
+    private int pending;
     /** Closed links whose endpoints the poller closes at its next pass (see {@link UcxConduit#finish}). */
     private final java.util.concurrent.ConcurrentLinkedQueue<UcxConduit> retired = new java.util.concurrent.ConcurrentLinkedQueue<>();
     private final Thread waiter;
@@ -75,11 +77,36 @@ final class UcxEngine implements AutoCloseable {
         }
     }
 
+    /**
+     * An endpoint to the worker at {@code peerAddress} (see {@link io.hcomm4j.ucx.UcpWorker#connectWithPeerErrorsIfPossible}),
+     * or null once this engine is closed: a connection made late (a notice's background connect while the session
+     * closes) must not touch a destroyed worker. Each endpoint given out is pending until its conduit is
+     * {@link #add added} or {@link #abandoned}; {@link #close} waits for those.
+     */
+    io.hcomm4j.ucx.UcpEndpoint connect(byte[] peerAddress) {
+        synchronized (linkLock) {
+            if (closed) return null;
+            io.hcomm4j.ucx.UcpEndpoint ep = worker.connectWithPeerErrorsIfPossible(peerAddress);
+            pending++;
+            return ep;
+        }
+    }
+
+    /** A conduit whose endpoint {@link #connect} gave out will not be added (it failed before it started). */
+    void abandoned() {
+        synchronized (linkLock) {
+            pending--;
+            linkLock.notifyAll();
+        }
+    }
+
     void add(UcxConduit c) {
         synchronized (linkLock) {
             UcxConduit[] cs = java.util.Arrays.copyOf(conduits, conduits.length + 1);
             cs[cs.length - 1] = c;
             conduits = cs;
+            pending--;
+            linkLock.notifyAll();
         }
         selector.wakeup(); // a poller about to block must look at the new link too
     }
@@ -175,8 +202,20 @@ final class UcxEngine implements AutoCloseable {
     /** Stops the waiter and closes the worker and the context (after every link closed its endpoint). */
     @Override
     public void close() {
-        if (closed) return;
-        closed = true;
+        synchronized (linkLock) {
+            if (closed) return;
+            closed = true; // no endpoint is made from here on (connect, under the same lock)
+            // conduits being installed right now are added (and closed below with the others) before the worker goes
+            long deadline = System.nanoTime() + 5_000_000_000L;
+            while (pending > 0 && System.nanoTime() - deadline < 0) {
+                try {
+                    linkLock.wait(Math.max(1, (deadline - System.nanoTime()) / 1_000_000));
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    break;
+                }
+            }
+        }
         LockSupport.unpark(waiter);
         try {
             worker.signal();

@@ -13,8 +13,9 @@ import java.util.ArrayList;
  * between the two buffers. The receiver posts a tag receive into the matched receive's buffer before its CTS (flagged
  * {@link Frame#CTS_UCX}); the sender answers with a tag send from its buffer (a heap array copied to native memory
  * first). The tag is the sender's rank and the message id (bit 63 clear: frames have it set). The progress engine polls
- * them to completion; a receive whose op failed meanwhile has its UCX receive cancelled at the next poll (until then UCX
- * may still write into the buffer), and everything in flight is cancelled when the link goes.
+ * them to completion. A receive whose op fails meanwhile (a timeout, an abort, the sender gave up) has its UCX receive
+ * cancelled and completed on the failing thread before the failure is delivered ({@link RecvRequest#stopWritesOnFailure}),
+ * so a caller may free its buffer as soon as it sees the failure; everything in flight is cancelled when the link goes.
  */
 final class UcxLargeMessages {
     /** Bits of a tag below the sender's rank: the message id. */
@@ -82,11 +83,43 @@ final class UcxLargeMessages {
             } catch (UcxException e) {
                 return false;
             }
-            inFlight.add(new Transfer(msgId, request, r, null, null));
+            Transfer t = new Transfer(msgId, request, r, null, null);
+            inFlight.add(t);
             count = inFlight.size();
+            r.stopWritesOnFailure = () -> stopWrites(t);
         }
+        if (r.finished()) stopWrites(find(r)); // failed while it was posted
         engine.taggedReceives.incrementAndGet();
         return true;
+    }
+
+    private Transfer find(RecvRequest r) {
+        synchronized (inFlight) {
+            for (Transfer t : inFlight) if (t.r == r) return t;
+            return null;
+        }
+    }
+
+    /**
+     * The receive of {@code t} failed (its caller may free the buffer as soon as it learns): cancels the UCX receive and
+     * progresses the worker until UCX completed it, on the failing thread, before the failure is delivered. Bounded by
+     * 1 s; one that UCX has not let go of by then is logged.
+     */
+    private void stopWrites(Transfer t) {
+        if (t == null || t.request == 0) return;
+        synchronized (inFlight) {
+            if (!inFlight.contains(t)) return; // completed and freed already: UCX is done with the buffer
+            if (!t.cancelled) {
+                t.cancelled = true;
+                tags.cancel(t.request);
+            }
+            long deadline = System.nanoTime() + 1_000_000_000L;
+            while (tags.status(t.request) == IN_PROGRESS && System.nanoTime() - deadline < 0) engine.worker.progress();
+            if (tags.status(t.request) == IN_PROGRESS) {
+                PeerTransport.LOG.warn("rank {}: UCX did not give back the buffer of a failed receive from rank {} within 1 s",
+                        link.rank, link.peer);
+            }
+        }
     }
 
     /** The receiver of our message {@code msgId} posted a UCX receive for it (CTS_UCX): its bytes go by UCX's tag send. */
