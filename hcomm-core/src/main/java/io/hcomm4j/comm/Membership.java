@@ -170,7 +170,10 @@ final class Membership {
                     + io.hcomm4j.Units.duration(timeout) + " (HCOMM_TIMEOUT) which processes join");
         }
         GrowPlan plan = GrowPlan.decode(store.get(ns + "grow/" + g + "/plan", timeout));
-        if (plan.error() != null) throw new io.hcomm4j.CommTimeoutException("rank " + rank + ": grow: " + plan.error());
+        if (plan.error() != null) {
+            awaitEveryoneRead(store, ns + "grow/" + g + "/failed-read/", timeout);
+            throw new io.hcomm4j.CommTimeoutException("rank " + rank + ": grow: " + plan.error());
+        }
         java.util.List<String> ready = new java.util.ArrayList<>();
         for (int slot : plan.slots()) ready.add(ns + "grow/" + g + "/ready/" + slot);
         try {
@@ -187,6 +190,23 @@ final class Membership {
         org.slf4j.LoggerFactory.getLogger(CommunicatorImpl.class).debug("rank {}: grow of {} ranks by {} took {} ms",
                 rank, size, joiners, (System.nanoTime() - t0) / 1_000_000);
         return c;
+    }
+
+    /**
+     * A failed grow ends on every rank with the plan's reason. Rank 0 hosts the store in the usual launch and may close
+     * its session right after throwing; it waits (up to {@code timeout}) until every member has read the plan so that
+     * none of them sees a lost store instead of the reason.
+     */
+    private void awaitEveryoneRead(io.hcomm4j.bootstrap.Store store, String prefix, java.time.Duration timeout) {
+        store.set(prefix + rank, new byte[] {1});
+        if (rank != 0) return;
+        java.util.List<String> keys = new java.util.ArrayList<>();
+        for (int r = 0; r < size; r++) keys.add(prefix + r);
+        try {
+            store.await(keys, timeout);
+        } catch (io.hcomm4j.CommTimeoutException e) {
+            // a member that does not read the plan within the timeout has failed or hangs elsewhere: rank 0 throws anyway
+        }
     }
 
     /**
