@@ -21,10 +21,16 @@ class RmaFailureTest {
     @ParameterizedTest
     @CsvSource({"alloc, shm", "create, shm", "alloc, tcp"})
     void killedTargetFailsTheOpsOnIt(String windows, String transport) throws Exception {
+        killTargetAndExpectFailures(windows, transport, Map.of());
+    }
+
+    /** The test above with {@code extraEnv} in every rank's environment (UcxTransportTest: UCX_TLS). */
+    static void killTargetAndExpectFailures(String windows, String transport, Map<String, String> extraEnv) throws Exception {
         int n = 3;
         Path flag = Files.createTempFile("rma-killed", ".flag");
         Files.delete(flag);
-        Map<String, String> env = Map.of("HCOMM_TIMEOUT", "120s", "HCOMM_TRANSPORT", transport, "RMA_KILLED_FLAG", flag.toString());
+        Map<String, String> env = new java.util.HashMap<>(extraEnv);
+        env.putAll(Map.of("HCOMM_TIMEOUT", "120s", "HCOMM_TRANSPORT", transport, "RMA_KILLED_FLAG", flag.toString()));
         try (Ranks.Job job = Ranks.start(n, RmaFailureWorker.class, env, windows)) {
             long deadline = System.nanoTime() + Duration.ofSeconds(90).toNanos();
             while (!(Files.readString(job.logs.get(n - 1)).contains("READY") && allWaiting(job, n))) {

@@ -12,6 +12,7 @@ import io.hcomm4j.monitor.OpTrace;
 import io.hcomm4j.memory.MemoryPool;
 import io.hcomm4j.transport.PeerTransport;
 import io.hcomm4j.transport.SharedWait;
+import io.hcomm4j.transport.UcxRemoteAccess;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.VarHandle;
@@ -48,6 +49,8 @@ final class WindowImpl implements Window {
     private final WindowMemory memory;
     private final WindowChecks check;
     private final RemoteOps remote;
+    /** Puts, gets and atomics straight into the targets' memory through UCX (HCOMM_TRANSPORT=ucx), or null. */
+    private final UcxWindow ucx;
     /** Per target: the lock this rank holds on it (-1 none, else the LockType ordinal). */
     private final int[] locked;
     private volatile boolean fenceEpoch;
@@ -57,7 +60,7 @@ final class WindowImpl implements Window {
     private volatile boolean closed;
 
     private WindowImpl(RmaService service, WindowGroup group, long id, WindowMemory memory, long[] sizes, long[] views,
-                       MemorySegment[] data, MemorySegment[] ctrls) {
+                       MemorySegment[] data, MemorySegment[] ctrls, UcxWindow ucx) {
         this.service = service;
         this.group = group;
         this.trace = group.trace();
@@ -78,6 +81,7 @@ final class WindowImpl implements Window {
         java.util.Arrays.fill(locked, -1);
         this.check = new WindowChecks(this, group, rank, size, sizes, views);
         this.remote = new RemoteOps(this, service, size);
+        this.ucx = ucx;
     }
 
     /** Collective: {@code segment} null allocates {@code bytes} from the pool. */
@@ -85,8 +89,21 @@ final class WindowImpl implements Window {
         String what = segment == null ? "allocateWindow" : "createWindow";
         group.checkUsable(what);
         WindowMemory memory = WindowMemory.own(group, segment, bytes, what);
+        UcxRemoteAccess access = group.transport().ucxRemoteAccess();
+        io.hcomm4j.ucx.UcpMemory registered = null;
+        UcxWindow ucx = null;
         try {
-            byte[][] all = group.allGather(memory.descriptor());
+            byte[] mine = memory.descriptor();
+            if (access != null) {
+                registered = UcxWindow.register(access, memory.dataView(), group.rank());
+                byte[] key = UcxWindow.packedKey(registered);
+                int longest = 0;
+                for (byte[] k : group.allGather(java.nio.ByteBuffer.allocate(4).putInt(key.length).array())) {
+                    longest = Math.max(longest, java.nio.ByteBuffer.wrap(k).getInt());
+                }
+                mine = UcxWindow.describe(mine, memory.dataView(), key, longest);
+            }
+            byte[][] all = group.allGather(mine);
             long id = windowId(group.commId(), group.nextWindowNumber());
             int n = group.size();
             long[] sizes = new long[n];
@@ -104,7 +121,8 @@ final class WindowImpl implements Window {
                     ctrls[r] = memory.mapCtrl(group, r, all[r]);
                 }
             }
-            WindowImpl w = new WindowImpl(service, group, id, memory, sizes, views, data, ctrls);
+            if (access != null) ucx = UcxWindow.connect(access, group, registered, all, WindowMemory.DESCRIPTOR, data);
+            WindowImpl w = new WindowImpl(service, group, id, memory, sizes, views, data, ctrls, ucx);
             service.register(w);
             try {
                 group.barrier(); // nobody sends a request before every member can take it
@@ -114,6 +132,8 @@ final class WindowImpl implements Window {
             }
             return w;
         } catch (RuntimeException e) {
+            if (ucx != null) ucx.close();
+            else if (registered != null) registered.close();
             memory.close();
             throw e;
         }
@@ -173,7 +193,7 @@ final class WindowImpl implements Window {
         check.data("put", origin, target, targetOffset);
         MemorySegment t = data[target];
         long ticket = record("put", target, origin.byteSize(), null, null);
-        if (t == null) return traced(ticket, remote.put(target, origin, targetOffset, -1));
+        if (t == null) return traced(ticket, ucxRoad(target, origin) ? ucx.put(target, origin, targetOffset) : remote.put(target, origin, targetOffset, -1));
         MemorySegment.copy(origin, 0, t, targetOffset, origin.byteSize());
         return direct(ticket, RmaFuture.completedVoid());
     }
@@ -184,7 +204,7 @@ final class WindowImpl implements Window {
         MemorySegment t = data[target];
         long ticket = record("put", target, origin.byteSize(), null, null);
         if (t == null) {
-            traced(ticket, remote.put(target, origin, targetOffset, -1)).await();
+            traced(ticket, ucxRoad(target, origin) ? ucx.put(target, origin, targetOffset) : remote.put(target, origin, targetOffset, -1)).await();
         } else {
             MemorySegment.copy(origin, 0, t, targetOffset, origin.byteSize());
             direct(ticket, null);
@@ -196,7 +216,7 @@ final class WindowImpl implements Window {
         check.result("get", result, target, targetOffset);
         MemorySegment t = data[target];
         long ticket = record("get", target, result.byteSize(), null, null);
-        if (t == null) return traced(ticket, remote.get(target, result, targetOffset));
+        if (t == null) return traced(ticket, ucxRoad(target, result) ? ucx.get(target, result, targetOffset) : remote.get(target, result, targetOffset));
         MemorySegment.copy(t, targetOffset, result, 0, result.byteSize());
         return direct(ticket, RmaFuture.completedVoid());
     }
@@ -207,7 +227,7 @@ final class WindowImpl implements Window {
         MemorySegment t = data[target];
         long ticket = record("get", target, result.byteSize(), null, null);
         if (t == null) {
-            traced(ticket, remote.get(target, result, targetOffset)).await();
+            traced(ticket, ucxRoad(target, result) ? ucx.get(target, result, targetOffset) : remote.get(target, result, targetOffset)).await();
         } else {
             MemorySegment.copy(t, targetOffset, result, 0, result.byteSize());
             direct(ticket, null);
@@ -219,7 +239,7 @@ final class WindowImpl implements Window {
         check.accumulate("accumulate", origin, target, targetOffset, type, op);
         MemorySegment t = data[target];
         long ticket = record("accumulate", target, origin.byteSize(), type, op);
-        if (t == null) return traced(ticket, remote.accumulate(target, origin, targetOffset, type, op));
+        if (t == null) return traced(ticket, frameRoad(target).accumulate(target, origin, targetOffset, type, op));
         ElementAtomics.accumulate(t, targetOffset, origin, 0, origin.byteSize() / type.byteSize(), type, op, null, 0);
         return direct(ticket, RmaFuture.completedVoid());
     }
@@ -231,7 +251,7 @@ final class WindowImpl implements Window {
         check.resultLike("getAccumulate", result, origin.byteSize());
         MemorySegment t = data[target];
         long ticket = record("getAccumulate", target, origin.byteSize(), type, op);
-        if (t == null) return traced(ticket, remote.getAccumulate(target, origin, result, targetOffset, type, op));
+        if (t == null) return traced(ticket, frameRoad(target).getAccumulate(target, origin, result, targetOffset, type, op));
         ElementAtomics.accumulate(t, targetOffset, origin, 0, origin.byteSize() / type.byteSize(), type, op, result, 0);
         return direct(ticket, RmaFuture.completedVoid());
     }
@@ -241,7 +261,7 @@ final class WindowImpl implements Window {
         check.atomic("fetchAndOp", target, targetOffset, type, op);
         MemorySegment t = data[target];
         long ticket = record("fetchAndOp", target, type.byteSize(), type, op);
-        if (t == null) return traced(ticket, remote.fetchAndOp(target, operand, targetOffset, type, op));
+        if (t == null) return traced(ticket, fetchAndOpRemote(target, operand, targetOffset, type, op));
         return direct(ticket, RmaFuture.completed(signed(type, ElementAtomics.apply(t, targetOffset, type, op, operand))));
     }
 
@@ -250,7 +270,7 @@ final class WindowImpl implements Window {
         check.atomic("fetchAndOp", target, targetOffset, type, op);
         MemorySegment t = data[target];
         long ticket = record("fetchAndOp", target, type.byteSize(), type, op);
-        if (t == null) return traced(ticket, remote.fetchAndOp(target, operand, targetOffset, type, op)).await();
+        if (t == null) return traced(ticket, fetchAndOpRemote(target, operand, targetOffset, type, op)).await();
         long old = signed(type, ElementAtomics.apply(t, targetOffset, type, op, operand));
         direct(ticket, null);
         return old;
@@ -261,7 +281,7 @@ final class WindowImpl implements Window {
         check.atomic("compareAndSwap", target, targetOffset, type, ReduceOp.REPLACE);
         MemorySegment t = data[target];
         long ticket = record("compareAndSwap", target, type.byteSize(), type, null);
-        if (t == null) return traced(ticket, remote.compareAndSwap(target, expected, desired, targetOffset, type));
+        if (t == null) return traced(ticket, compareAndSwapRemote(target, expected, desired, targetOffset, type));
         return direct(ticket, RmaFuture.completed(signed(type, ElementAtomics.compareAndSwap(t, targetOffset, type, expected, desired))));
     }
 
@@ -270,10 +290,41 @@ final class WindowImpl implements Window {
         check.atomic("compareAndSwap", target, targetOffset, type, ReduceOp.REPLACE);
         MemorySegment t = data[target];
         long ticket = record("compareAndSwap", target, type.byteSize(), type, null);
-        if (t == null) return traced(ticket, remote.compareAndSwap(target, expected, desired, targetOffset, type)).await();
+        if (t == null) return traced(ticket, compareAndSwapRemote(target, expected, desired, targetOffset, type)).await();
         long old = signed(type, ElementAtomics.compareAndSwap(t, targetOffset, type, expected, desired));
         direct(ticket, null);
         return old;
+    }
+
+    private CommFuture<Long> fetchAndOpRemote(int target, long operand, long offset, DataType type, ReduceOp op) {
+        if (UcxWindow.atomicOf(op) != null && ucxRoad(target, null)) return ucx.fetchAndOp(target, operand, offset, type, op);
+        return frameRoad(target).fetchAndOp(target, operand, offset, type, op);
+    }
+
+    private CommFuture<Long> compareAndSwapRemote(int target, long expected, long desired, long offset, DataType type) {
+        if (ucxRoad(target, null)) return ucx.compareAndSwap(target, expected, desired, offset, type);
+        return frameRoad(target).compareAndSwap(target, expected, desired, offset, type);
+    }
+
+    /**
+     * True if an op on {@code buf} (null: none) goes straight to {@code target}'s memory through UCX: its block is
+     * registered and {@code buf} is native (UCX cannot read or write a heap array). Ops are applied in the order they
+     * were issued whichever road they take: the frames' writes to {@code target} not known complete are flushed first.
+     */
+    private boolean ucxRoad(int target, MemorySegment buf) {
+        if (ucx == null || !ucx.reaches(target)) return false;
+        if (buf != null && !buf.isNative()) {
+            ucx.flush(target);
+            return false;
+        }
+        flushFrames(target);
+        return true;
+    }
+
+    /** The frames' road to {@code target}, after UCX's writes to it are complete (ops keep their order across roads). */
+    private RemoteOps frameRoad(int target) {
+        if (ucx != null) ucx.flush(target);
+        return remote;
     }
 
     /** Opens a one-sided op's record in the communicator's flight record. */
@@ -308,7 +359,7 @@ final class WindowImpl implements Window {
         check.signal("putSignal", signalIndex);
         MemorySegment t = data[target];
         long ticket = record("putSignal", target, origin.byteSize(), null, null);
-        if (t == null) return traced(ticket, remote.put(target, origin, targetOffset, signalIndex));
+        if (t == null) return traced(ticket, frameRoad(target).put(target, origin, targetOffset, signalIndex));
         MemorySegment.copy(origin, 0, t, targetOffset, origin.byteSize());
         if (ControlBlock.signal(ctrls[target], rank, signalIndex) && target != rank) transport.wake(world[target]);
         return direct(ticket, RmaFuture.completedVoid());
@@ -467,7 +518,7 @@ final class WindowImpl implements Window {
             flush(target);
             ControlBlock.unlock(ctrls[target], exclusive);
         } else {
-            Object status = remote.control(target, RmaFrames.UNLOCK, exclusive ? 1 : 0).await();
+            Object status = frameRoad(target).control(target, RmaFrames.UNLOCK, exclusive ? 1 : 0).await();
             if ((Integer) status != RmaFrames.OK) throw refusedEarlier(target);
         }
     }
@@ -480,6 +531,12 @@ final class WindowImpl implements Window {
             VarHandle.fullFence(); // direct stores: visible to the target's next acquire
             return;
         }
+        if (ucx != null) ucx.flush(target);
+        flushFrames(target);
+    }
+
+    /** Waits until every op that went to {@code target} as frames is complete there. */
+    private void flushFrames(int target) {
         if (!remote.takeDirty(target)) {
             // nothing unanswered went there: the answered ops are complete once the last one is answered
             RmaFuture<?> due = remote.answerDue(target);
@@ -503,6 +560,7 @@ final class WindowImpl implements Window {
     public void flushLocal(int target) {
         check.open("flushLocal");
         check.member(target, "flushLocal");
+        if (ucx != null) ucx.flush(target); // UCX tells of local completion only with the remote one
         remote.flushLocal(target);
     }
 
@@ -525,6 +583,7 @@ final class WindowImpl implements Window {
         } finally {
             closed = true;
             service.unregister(this);
+            if (ucx != null) ucx.close();
             memory.close();
         }
     }

@@ -26,7 +26,7 @@ import org.slf4j.LoggerFactory;
  */
 final class WindowMemory implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(WindowMemory.class);
-    private static final int DESCRIPTOR = 56;
+    static final int DESCRIPTOR = 56;
 
     private final MemorySegment data;
     /** {@link #data} extended to a whole 8-byte word where the memory allows (1- and 2-byte atomics CAS whole words). */

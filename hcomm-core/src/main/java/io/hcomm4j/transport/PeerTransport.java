@@ -244,12 +244,19 @@ public final class PeerTransport implements AutoCloseable {
     }
 
     /**
-     * Large messages that went through UCX's tag matching straight between the buffers: {sent, received} (0, 0 without
-     * UCX). Diagnostics and tests.
+     * What went straight through UCX: {large messages sent and received through UCX's tag matching straight between
+     * the buffers, one-sided ops (puts, gets, atomics, flushes) straight into a window's memory} (zeros without UCX).
+     * Diagnostics and tests.
      */
     public long[] ucxTaggedMessages() {
         UcxEngine u = ucx;
-        return u == null ? new long[2] : new long[] {u.taggedSends.get(), u.taggedReceives.get()};
+        return u == null ? new long[3] : new long[] {u.taggedSends.get(), u.taggedReceives.get(), u.oneSidedOps.get()};
+    }
+
+    /** The UCX side of this transport for one-sided ops, or null: no UCX. */
+    public UcxRemoteAccess ucxRemoteAccess() {
+        UcxEngine u = ucx;
+        return u == null ? null : new UcxRemoteAccess(this, u);
     }
 
     /** The UCX engine, or null: no UCX. */

@@ -147,6 +147,11 @@ final class UcxConduit implements Conduit, Doorbelled {
         }
     }
 
+    /** The pair's endpoint (one-sided ops use it too: {@link UcxRemoteAccess}). */
+    UcpEndpoint endpoint() {
+        return ep;
+    }
+
     // ------------------------------------------------------------------------------------------- Conduit
 
     @Override

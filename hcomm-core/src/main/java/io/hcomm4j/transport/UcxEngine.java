@@ -41,6 +41,18 @@ final class UcxEngine implements AutoCloseable {
     /** Large messages sent and received through UCX's tag matching (diagnostics, tests). */
     final java.util.concurrent.atomic.AtomicLong taggedSends = new java.util.concurrent.atomic.AtomicLong();
     final java.util.concurrent.atomic.AtomicLong taggedReceives = new java.util.concurrent.atomic.AtomicLong();
+    /** One-sided ops started through UCX ({@link UcxRemoteAccess#watch}). */
+    final java.util.concurrent.atomic.AtomicLong oneSidedOps = new java.util.concurrent.atomic.AtomicLong();
+    /** UCX requests whose completion someone waits for ({@link #watch}); added from any thread. */
+    private final java.util.concurrent.ConcurrentLinkedQueue<Watched> watchedIn = new java.util.concurrent.ConcurrentLinkedQueue<>();
+    /** The watched requests the poller tests (poll token held). */
+    private final java.util.ArrayList<Watched> watched = new java.util.ArrayList<>();
+    /** Registered memory and remote keys to close before the worker if their owners have not (see {@link #keep}). */
+    private final java.util.Set<AutoCloseable> kept = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+    private record Watched(io.hcomm4j.ucx.UcpRequest request, java.util.function.IntConsumer done) {
+    }
+
     /** The engine blocks in its selector with the worker armed: the waiter waits on the descriptor meanwhile. */
     private volatile boolean armed;
     private volatile boolean closed;
@@ -129,6 +141,73 @@ final class UcxEngine implements AutoCloseable {
         while ((c = retired.poll()) != null) c.finish();
     }
 
+    /** {@link UcxRemoteAccess#map}. */
+    io.hcomm4j.ucx.UcpMemory map(java.lang.foreign.MemorySegment segment) {
+        return context.map(segment);
+    }
+
+    /** {@link UcxRemoteAccess#watch}. */
+    void watch(io.hcomm4j.ucx.UcpRequest request, java.util.function.IntConsumer done) {
+        oneSidedOps.incrementAndGet();
+        if (request.test()) {
+            int status = request.status();
+            request.close();
+            done.accept(status);
+            return;
+        }
+        watchedIn.add(new Watched(request, done));
+        if (closed) completeWatched(); // the poller is gone: UCX will not complete it
+        else selector.wakeup(); // a poller about to block must test it too
+    }
+
+    /** Tests the watched requests and completes the finished ones (poll token held); how many finished. */
+    private int pollWatched() {
+        Watched w;
+        while ((w = watchedIn.poll()) != null) watched.add(w);
+        int n = 0;
+        for (int i = watched.size() - 1; i >= 0; i--) {
+            Watched x = watched.get(i);
+            if (!x.request.test()) continue;
+            watched.set(i, watched.get(watched.size() - 1));
+            watched.remove(watched.size() - 1);
+            finishWatched(x, x.request.status());
+            n++;
+        }
+        return n;
+    }
+
+    private static void finishWatched(Watched x, int status) {
+        x.request.close();
+        try {
+            x.done.accept(status);
+        } catch (RuntimeException e) {
+            LOG.warn("a UCX completion failed", e);
+        }
+    }
+
+    /** At close: whatever is still watched completes as canceled (its request freed). */
+    private synchronized void completeWatched() {
+        Watched w;
+        while ((w = watchedIn.poll()) != null) watched.add(w);
+        for (Watched x : watched) finishWatched(x, x.request.test() ? x.request.status() : STATUS_CANCELED);
+        watched.clear();
+    }
+
+    /** UCS_ERR_CANCELED. */
+    static final int STATUS_CANCELED = -16;
+
+    void keep(AutoCloseable resource) {
+        kept.add(resource);
+    }
+
+    void release(AutoCloseable resource) {
+        kept.remove(resource);
+    }
+
+    String statusText(int status) {
+        return worker.statusText(status);
+    }
+
     /** How many links go through UCX (their sockets are the selector's only other keys). */
     int links() {
         return conduits.length;
@@ -140,7 +219,7 @@ final class UcxEngine implements AutoCloseable {
         for (int i = 0; i < PROGRESS_ROUNDS && worker.progress() > 0; i++) {
             // bounded: a stream of arrivals is read by the links between rounds
         }
-        int n = 0;
+        int n = watched.isEmpty() && watchedIn.isEmpty() ? 0 : pollWatched();
         for (UcxConduit c : conduits) {
             n += c.pollTagged();
             if (c.ready()) {
@@ -160,6 +239,7 @@ final class UcxEngine implements AutoCloseable {
             for (int i = 0; i < 16 && worker.progress() > 0; i++) {
                 // what came before the arm is handled now
             }
+            if ((!watched.isEmpty() || !watchedIn.isEmpty()) && pollWatched() > 0) return true;
             for (UcxConduit c : conduits) {
                 if (c.pollTagged() > 0 || c.ready()) return true;
             }
@@ -227,6 +307,18 @@ final class UcxEngine implements AutoCloseable {
         }
         for (UcxConduit c : conduits) c.close();
         finishRetired();
+        for (int i = 0; i < 16 && worker.progress() > 0; i++) {
+            // requests the closed endpoints failed complete now
+        }
+        completeWatched();
+        for (AutoCloseable r : kept) {
+            try {
+                r.close();
+            } catch (Exception e) {
+                LOG.warn("rank {}: closing {} left open: {}", rank, r, e.toString());
+            }
+        }
+        kept.clear();
         worker.close();
         context.close();
     }

@@ -39,8 +39,8 @@ public final class Ucp {
     final MethodHandle workerCreate, workerDestroy, workerGetAddress, workerReleaseAddress, workerProgress;
     final MethodHandle workerGetEfd, workerArm, workerSignal, poll;
     final MethodHandle epCreate, epCloseNbx, epFlushNbx, tagSendNbx, tagRecvNbx, requestCheckStatus, tagRecvRequestTest, requestFree;
-    // the stream calls take and return pointers as longs: the conduit's hot path makes no MemorySegment per call
-    final MethodHandle streamSendNbx, streamRecvDataNb, streamDataRelease, requestCheckStatusRaw, requestFreeRaw;
+    // the raw calls take and return pointers as longs: the conduit's hot path makes no MemorySegment per call
+    final MethodHandle requestCheckStatusRaw, requestFreeRaw;
     final MethodHandle tagSendNbxRaw, tagRecvNbxRaw, requestCancel, tagRecvRequestTestRaw;
     final MethodHandle memMap, memUnmap, rkeyPack, rkeyBufferRelease, epRkeyUnpack, rkeyDestroy, putNbx, getNbx, atomicOpNbx;
     private final MethodHandle statusString, globalOptsGet, globalOptsSet;
@@ -79,9 +79,6 @@ public final class Ucp {
         epCreate = l.downcallHandle(find(ucp, "ucp_ep_create"), FunctionDescriptor.of(STATUS, ADDRESS, ADDRESS, ADDRESS));
         epCloseNbx = l.downcallHandle(find(ucp, "ucp_ep_close_nbx"), FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS));
         epFlushNbx = l.downcallHandle(find(ucp, "ucp_ep_flush_nbx"), FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS));
-        streamSendNbx = l.downcallHandle(find(ucp, "ucp_stream_send_nbx"), FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS));
-        streamRecvDataNb = l.downcallHandle(find(ucp, "ucp_stream_recv_data_nb"), FunctionDescriptor.of(JAVA_LONG, ADDRESS, ADDRESS));
-        streamDataRelease = l.downcallHandle(find(ucp, "ucp_stream_data_release"), FunctionDescriptor.ofVoid(ADDRESS, JAVA_LONG));
         requestCheckStatusRaw = l.downcallHandle(find(ucp, "ucp_request_check_status"), FunctionDescriptor.of(STATUS, JAVA_LONG));
         requestFreeRaw = l.downcallHandle(find(ucp, "ucp_request_free"), FunctionDescriptor.ofVoid(JAVA_LONG));
         tagSendNbxRaw = l.downcallHandle(find(ucp, "ucp_tag_send_nbx"),

@@ -10,7 +10,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * A UCP context ({@code ucp_context_h}): the transports UCX may use and the features asked of them (tag matching,
- * ordered byte streams, remote memory access, 64-bit atomics, wake-up on an event descriptor). Settings that UCX reads from {@code UCX_*}
+ * remote memory access, 32- and 64-bit atomics, wake-up on an event descriptor). Settings that UCX reads from {@code UCX_*}
  * environment variables can be given here too (name without the prefix: {@code "TLS" -> "tcp"}); the environment
  * still applies to the rest.
  */
@@ -23,8 +23,8 @@ public final class UcpContext implements AutoCloseable {
     private static final long PARAMS_BYTES = 80;
     private static final long FIELD_FEATURES = 1L;
     private static final long FIELD_MT_WORKERS_SHARED = 1L << 5;
-    private static final long FEATURE_TAG = 1L, FEATURE_RMA = 1L << 1, FEATURE_AMO64 = 1L << 3, FEATURE_WAKEUP = 1L << 4,
-            FEATURE_STREAM = 1L << 5;
+    private static final long FEATURE_TAG = 1L, FEATURE_RMA = 1L << 1, FEATURE_AMO32 = 1L << 2, FEATURE_AMO64 = 1L << 3,
+            FEATURE_WAKEUP = 1L << 4;
 
     final Ucp ucp;
     final MemorySegment handle;
@@ -36,7 +36,7 @@ public final class UcpContext implements AutoCloseable {
     }
 
     /**
-     * A context with tag matching, streams, RMA, 64-bit atomics and wake-up, and {@code settings} over the environment's.
+     * A context with tag matching, RMA, 32- and 64-bit atomics and wake-up, and {@code settings} over the environment's.
      *
      * @throws UcxException if UCX is missing or refuses a setting or the context
      */
@@ -56,7 +56,7 @@ public final class UcpContext implements AutoCloseable {
                 }
                 MemorySegment params = a.allocate(PARAMS_BYTES, 8);
                 params.set(JAVA_LONG, 0, FIELD_FEATURES | FIELD_MT_WORKERS_SHARED);
-                params.set(JAVA_LONG, 8, FEATURE_TAG | FEATURE_RMA | FEATURE_AMO64 | FEATURE_WAKEUP | FEATURE_STREAM);
+                params.set(JAVA_LONG, 8, FEATURE_TAG | FEATURE_RMA | FEATURE_AMO32 | FEATURE_AMO64 | FEATURE_WAKEUP);
                 params.set(java.lang.foreign.ValueLayout.JAVA_INT, 48, 1); // workers may be used by several threads
                 int st = (byte) ucp.initVersion.invokeExact(1, Ucp.MIN_MINOR, params, config, contextOut);
                 ucp.check(st, "ucp_init (UCX " + ucp.version() + ", settings " + settings + ")");

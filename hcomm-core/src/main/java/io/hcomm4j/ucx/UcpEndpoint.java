@@ -45,9 +45,6 @@ public final class UcpEndpoint implements AutoCloseable {
     private final UcpWorker worker;
     private final Ucp ucp;
     final MemorySegment handle;
-    /** The stream's preallocated parameters; freed at close. */
-    private final Arena arena = Arena.ofShared();
-    private UcpStream stream;
     private boolean closed;
     /** Its id in {@link #BY_ID} (0: no peer error handling). */
     private long id;
@@ -62,12 +59,6 @@ public final class UcpEndpoint implements AutoCloseable {
 
     Ucp ucp() {
         return ucp;
-    }
-
-    /** This endpoint's ordered byte stream (the same object each call). */
-    public synchronized UcpStream stream() {
-        if (stream == null) stream = new UcpStream(this, arena);
-        return stream;
     }
 
     /**
@@ -171,8 +162,12 @@ public final class UcpEndpoint implements AutoCloseable {
         return rma(ucp.getNbx, "ucp_get_nbx", dst, remoteAddress, key);
     }
 
-    /** {@code ucp_put_nbx} or {@code ucp_get_nbx} (the same signature) on {@code buf}. */
-    private UcpRequest rma(java.lang.invoke.MethodHandle call, String name, MemorySegment buf, long remoteAddress, UcpRemoteKey key) {
+    /**
+     * {@code ucp_put_nbx} or {@code ucp_get_nbx} (the same signature) on {@code buf}. RMA and atomics come from any
+     * thread while the poller may close the endpoint: both hold this object's monitor, so none reaches a closed one.
+     */
+    private synchronized UcpRequest rma(java.lang.invoke.MethodHandle call, String name, MemorySegment buf, long remoteAddress, UcpRemoteKey key) {
+        checkOpen(name);
         Arena a = Arena.ofShared();
         try {
             MemorySegment params = a.allocate(UcpRequest.PARAMS_BYTES, 8);
@@ -206,21 +201,57 @@ public final class UcpEndpoint implements AutoCloseable {
      * on entry). {@code reply} must stay alive until the request completes.
      */
     public UcpRequest atomic(AtomicOp op, long operand, long swap, long remoteAddress, UcpRemoteKey key, MemorySegment reply) {
+        return atomic(op, 8, operand, swap, remoteAddress, key, reply);
+    }
+
+    /**
+     * {@link #atomic(AtomicOp, long, long, long, UcpRemoteKey, MemorySegment)} on a word of {@code bytes} (4 or 8):
+     * the operands are truncated to it, and {@code reply} holds that many bytes.
+     */
+    public synchronized UcpRequest atomic(AtomicOp op, int bytes, long operand, long swap, long remoteAddress, UcpRemoteKey key,
+                                          MemorySegment reply) {
+        if (bytes != 4 && bytes != 8) throw new IllegalArgumentException("bytes: UCX atomics are 4 or 8 bytes wide, not " + bytes);
+        checkOpen("ucp_atomic_op_nbx");
         Arena a = Arena.ofShared();
         try {
             MemorySegment params = a.allocate(UcpRequest.PARAMS_BYTES, 8);
             params.set(JAVA_INT, 0, ATTR_DATATYPE | ATTR_REPLY_BUFFER);
-            params.set(JAVA_LONG, 24, 8L << 3); // ucp_dt_make_contig(8)
+            params.set(JAVA_LONG, 24, (long) bytes << 3); // ucp_dt_make_contig(bytes)
             params.set(ADDRESS, 40, reply);
             MemorySegment x = a.allocate(JAVA_LONG);
-            x.set(JAVA_LONG, 0, operand);
-            if (op == AtomicOp.CSWAP) reply.set(JAVA_LONG, 0, swap);
+            if (bytes == 8) x.set(JAVA_LONG, 0, operand);
+            else x.set(JAVA_INT, 0, (int) operand);
+            if (op == AtomicOp.CSWAP) {
+                if (bytes == 8) reply.set(JAVA_LONG, 0, swap);
+                else reply.set(JAVA_INT, 0, (int) swap);
+            }
             MemorySegment st = (MemorySegment) ucp.atomicOpNbx.invokeExact(handle, op.ordinal(), x, 1L, remoteAddress, key.handle, params);
             return new UcpRequest(ucp, false, a, MemorySegment.NULL, st, "ucp_atomic_op_nbx");
         } catch (Throwable e) {
             a.close();
             throw Ucp.failed("ucp_atomic_op_nbx", e);
         }
+    }
+
+    /**
+     * Starts a flush of this endpoint: its request completes when every RMA and atomic operation started on it before
+     * has completed at the peer ({@code ucp_ep_flush_nbx}).
+     */
+    public synchronized UcpRequest flushRequest() {
+        checkOpen("ucp_ep_flush_nbx");
+        Arena a = Arena.ofShared();
+        try {
+            MemorySegment params = a.allocate(UcpRequest.PARAMS_BYTES, 8);
+            MemorySegment st = (MemorySegment) ucp.epFlushNbx.invokeExact(handle, params);
+            return new UcpRequest(ucp, false, a, MemorySegment.NULL, st, "ucp_ep_flush_nbx");
+        } catch (Throwable e) {
+            a.close();
+            throw Ucp.failed("ucp_ep_flush_nbx", e);
+        }
+    }
+
+    private void checkOpen(String call) {
+        if (closed) throw new UcxException(call + ": the endpoint is closed (its peer failed or the link was closed)");
     }
 
     /** Closes the endpoint at once (pending operations on it fail), progressing its worker until UCX is done. Idempotent. */
@@ -243,7 +274,6 @@ public final class UcpEndpoint implements AutoCloseable {
         } finally {
             OPEN.decrementAndGet();
             if (id != 0) BY_ID.remove(id);
-            arena.close();
         }
     }
 }

@@ -58,6 +58,11 @@ public final class UcpRequest implements AutoCloseable {
         return status;
     }
 
+    /** UCX's text for {@link #status}. */
+    public String statusText() {
+        return ucp.statusText(status);
+    }
+
     /** A completed receive's message length in bytes. */
     public long length() {
         return info.get(JAVA_LONG, 8);

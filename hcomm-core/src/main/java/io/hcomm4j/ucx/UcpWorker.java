@@ -114,6 +114,11 @@ public final class UcpWorker implements AutoCloseable {
         }
     }
 
+    /** UCX's own text for a {@code ucs_status_t} (a request's {@link UcpRequest#status}). */
+    public String statusText(int status) {
+        return context.ucp.statusText(status);
+    }
+
     Ucp ucp() {
         return context.ucp;
     }

@@ -7,7 +7,7 @@ public final class TransportProbe {
     private TransportProbe() {
     }
 
-    /** Large messages that went through UCX's tag matching: {sent, received}. */
+    /** What went straight through UCX: {large messages sent, received through its tag matching, one-sided ops}. */
     public static long[] ucxTaggedMessages(Communicator c) {
         return ((CommunicatorImpl) c).transport().ucxTaggedMessages();
     }

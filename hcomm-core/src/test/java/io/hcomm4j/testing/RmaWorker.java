@@ -31,7 +31,8 @@ public final class RmaWorker {
         try (Hcomm hcomm = Hcomm.init()) {
             Communicator comm = hcomm.world();
             int rank = comm.rank();
-            boolean tcp = "tcp".equals(System.getenv("HCOMM_TRANSPORT"));
+            boolean ucx = "ucx".equals(System.getenv("HCOMM_TRANSPORT"));
+            boolean tcp = ucx || "tcp".equals(System.getenv("HCOMM_TRANSPORT")); // UCX here: over its TCP or a ring's speed
             for (String kind : args[0].split("\\+")) {
                 if (!kind.equals("alloc") && !kind.equals("create")) throw new IllegalArgumentException("unknown window kind " + kind);
                 create = kind.equals("create");
@@ -59,6 +60,7 @@ public final class RmaWorker {
                 }
             }
             Ranks.printTransports(hcomm);
+            if (ucx) System.out.printf("rank %d UCX ONE-SIDED OPS %d%n", rank, io.hcomm4j.comm.TransportProbe.ucxTaggedMessages(comm)[2]);
             comm.barrier();
         }
     }

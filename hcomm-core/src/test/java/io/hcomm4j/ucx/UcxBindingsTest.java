@@ -127,63 +127,6 @@ class UcxBindingsTest {
     }
 
     /**
-     * The stream API the UCX transport carries its frames over: both workers connect to each other (UCX pairs the two
-     * endpoints), 4 MiB leave in sends of 1 B to 256 KiB, some completing at once and some as requests, and arrive in
-     * order, every byte checked, read where UCX put them and released.
-     */
-    @ParameterizedTest
-    @ValueSource(strings = {"tcp", "posix,cma"})
-    void aStreamDeliversEveryByteInOrder(String tls) {
-        try (UcpContext c = UcpContext.open(Map.of("TLS", tls)); UcpWorker a = c.newWorker(); UcpWorker b = c.newWorker();
-             UcpEndpoint toB = a.connect(b.address(), false); UcpEndpoint toA = b.connect(a.address(), false);
-             java.lang.foreign.Arena mem = java.lang.foreign.Arena.ofShared()) {
-            int total = 4 << 20;
-            java.util.Random rnd = new java.util.Random(20);
-            java.lang.foreign.MemorySegment out = mem.allocate(total), in = mem.allocate(total);
-            for (long i = 0; i < total; i++) out.set(java.lang.foreign.ValueLayout.JAVA_BYTE, i, (byte) rnd.nextInt());
-            UcpStream tx = toB.stream(), rx = toA.stream();
-            java.util.ArrayDeque<Long> pending = new java.util.ArrayDeque<>();
-            long sent = 0, got = 0;
-            int requests = 0;
-            long deadline = System.nanoTime() + 60_000_000_000L;
-            while (got < total) {
-                if (sent < total && pending.size() < 64) {
-                    long n = Math.min(total - sent, 1 + rnd.nextInt(rnd.nextBoolean() ? 64 : 256 << 10));
-                    long r = tx.send(out.address() + sent, n);
-                    if (r != 0) {
-                        pending.add(r);
-                        requests++;
-                    }
-                    sent += n;
-                }
-                a.progress();
-                b.progress();
-                while (!pending.isEmpty() && tx.completed(pending.peek())) pending.poll();
-                long data;
-                while ((data = rx.receive()) != 0) {
-                    long n = rx.receivedLength();
-                    assertThat(got + n).as("%s: no more bytes than were sent", tls).isLessThanOrEqualTo(sent);
-                    java.lang.foreign.MemorySegment.copy(java.lang.foreign.MemorySegment.ofAddress(data).reinterpret(n), 0, in, got, n);
-                    rx.release(data);
-                    got += n;
-                }
-                assertThat(System.nanoTime()).as("%s: 4 MiB within 60 s (%d of them in)", tls, got).isLessThan(deadline);
-            }
-            assertThat(in.mismatch(out)).as(tls).isEqualTo(-1);
-            while (!pending.isEmpty()) {
-                a.progress();
-                if (tx.completed(pending.peek())) pending.poll();
-            }
-            // a flush over TCP waits for the peer's acknowledgement: the peer's worker progresses meanwhile
-            var flushed = java.util.concurrent.CompletableFuture.supplyAsync(() -> toB.flush(30_000_000_000L));
-            while (!flushed.isDone()) b.progress();
-            assertThat(flushed.join()).as("%s: flushed", tls).isTrue();
-            System.out.printf("%s: %d of the sends completed as requests%n", tls, requests);
-        }
-        assertThat(UcpContext.openHandles()).isZero();
-    }
-
-    /**
      * Remote memory access: worker A registers 1 MiB and packs its key, B unpacks it on its endpoint and puts 64 KiB at
      * an offset (seen in A's memory, every byte), gets it back (every byte), and runs the six 64-bit atomics on a word
      * of A's memory, each checked for the old value it returns and the value it leaves; compare-and-swap both matching
