@@ -147,7 +147,7 @@ final class SessionStart {
                         + "(host id here " + host + "; see HCOMM_HOST_ID); use HCOMM_TRANSPORT=auto or tcp");
             }
             if (config.transport() == CommConfig.Transport.UCX) {
-                t.enableUcx();
+                t.enableUcx(pool);
             } else if (config.transport() != CommConfig.Transport.TCP) {
                 t.enableShm(new ShmOptions(shmDir, (int) config.shmRingSize(), p -> sameHost[p], pool));
             }
@@ -226,7 +226,7 @@ final class SessionStart {
             Session.Events events = new Session.Events();
             t.setEvents(events);
             if (config.transport() == CommConfig.Transport.UCX) {
-                t.enableUcx();
+                t.enableUcx(pool);
             } else if (config.transport() != CommConfig.Transport.TCP) {
                 t.enableShm(new ShmOptions(shmDir, (int) config.shmRingSize(), p -> sameHost[p], pool));
             }

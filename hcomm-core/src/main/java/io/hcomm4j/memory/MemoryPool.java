@@ -124,6 +124,8 @@ public final class MemoryPool implements Memory, AutoCloseable {
 
     private final Options options;
     private final SizeClass[] classes = new SizeClass[SizeClasses.COUNT];
+    /** Under {@link #lock}. */
+    private MappingListener listener;
     /** Guards creating, trimming, unmapping and closing; taken before a size class's lock, never after. */
     private final Object lock = new Object();
     /** Mapped files by address, for {@link #lookup}; replaced (never changed) under {@link #lock}. */
@@ -315,6 +317,24 @@ public final class MemoryPool implements Memory, AutoCloseable {
         return found >= 0 && ms[found].contains(address, length) ? ms[found] : null;
     }
 
+    /**
+     * Told of every mapping of the pool, from when it is mapped until just before it is unmapped: a transport that
+     * registers memory with its NIC ahead of use (UCX's {@code ucp_mem_map}). Calls come under the pool's lock.
+     */
+    public interface MappingListener {
+        void mapped(MemorySegment mapping);
+
+        void unmapping(MemorySegment mapping);
+    }
+
+    /** Sets the one {@link MappingListener} (null: none) and tells it of every mapping there is now. */
+    public void setMappingListener(MappingListener l) {
+        synchronized (lock) {
+            listener = l;
+            if (l != null) for (Mapping m : mappings) if (!m.unmapped) l.mapped(m.base);
+        }
+    }
+
     /** True once {@link #close()} was called. */
     public boolean isClosed() {
         return closed;
@@ -448,6 +468,7 @@ public final class MemoryPool implements Memory, AutoCloseable {
         ms[i] = m;
         mappings = ms;
         mappedBytes += size;
+        if (listener != null) listener.mapped(base);
         LOG.debug("memory pool: mapped {} for {}-byte buffers, pre-faulted in {} µs", m, sc.size, (System.nanoTime() - start) / 1000);
         return m;
     }
@@ -487,6 +508,7 @@ public final class MemoryPool implements Memory, AutoCloseable {
     private void unmap(Mapping m) {
         if (m.unmapped) return;
         m.unmapped = true;
+        if (listener != null) listener.unmapping(m.base);
         try {
             m.arena.close();
         } catch (IllegalStateException e) {

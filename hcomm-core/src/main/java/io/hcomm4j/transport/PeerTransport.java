@@ -233,24 +233,28 @@ public final class PeerTransport implements AutoCloseable {
 
     /**
      * Talk to every peer that does the same through UCX ({@code HCOMM_TRANSPORT=ucx}; call before {@link #start}): opens
-     * a UCP context and worker (settings from the {@code UCX_*} environment) and offers its address in every hello.
+     * a UCP context and worker (settings from the {@code UCX_*} environment) and offers its address in every hello;
+     * registers {@code pool}'s mappings with UCX (null: no pool) as the pool makes them.
      *
      * @throws io.hcomm4j.HcommException naming the library and the setting if UCX is missing or too old
      */
-    public void enableUcx() {
+    public void enableUcx(io.hcomm4j.memory.MemoryPool pool) {
         UcxEngine u = UcxEngine.open(rank, progress.selector);
         this.ucx = u;
         progress.setUcx(u);
+        if (pool != null) u.registerPool(pool);
     }
 
     /**
      * What went straight through UCX: {large messages sent and received through UCX's tag matching straight between
-     * the buffers, one-sided ops (puts, gets, atomics, flushes) straight into a window's memory} (zeros without UCX).
+     * the buffers, one-sided ops (puts, gets, atomics, flushes) straight into a window's memory, large messages whose
+     * buffers were registered ahead (pool memory), pool mappings registered now} (zeros without UCX).
      * Diagnostics and tests.
      */
     public long[] ucxTaggedMessages() {
         UcxEngine u = ucx;
-        return u == null ? new long[3] : new long[] {u.taggedSends.get(), u.taggedReceives.get(), u.oneSidedOps.get()};
+        return u == null ? new long[5] : new long[] {u.taggedSends.get(), u.taggedReceives.get(), u.oneSidedOps.get(),
+                u.registeredTransfers.get(), u.registeredMappings()};
     }
 
     /** The UCX side of this transport for one-sided ops, or null: no UCX. */

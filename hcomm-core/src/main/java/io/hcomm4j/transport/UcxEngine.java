@@ -41,6 +41,11 @@ final class UcxEngine implements AutoCloseable {
     /** Large messages sent and received through UCX's tag matching (diagnostics, tests). */
     final java.util.concurrent.atomic.AtomicLong taggedSends = new java.util.concurrent.atomic.AtomicLong();
     final java.util.concurrent.atomic.AtomicLong taggedReceives = new java.util.concurrent.atomic.AtomicLong();
+    /** Large messages whose buffers lie in the pool's registered mappings (their registration named to UCX). */
+    final java.util.concurrent.atomic.AtomicLong registeredTransfers = new java.util.concurrent.atomic.AtomicLong();
+    /** The memory pool whose mappings are registered ahead of use, and the registrations; or null. */
+    private volatile io.hcomm4j.memory.MemoryPool pool;
+    private volatile UcxRegistrations registrations;
     /** One-sided ops started through UCX ({@link UcxRemoteAccess#watch}). */
     final java.util.concurrent.atomic.AtomicLong oneSidedOps = new java.util.concurrent.atomic.AtomicLong();
     /** UCX requests whose completion someone waits for ({@link #watch}); added from any thread. */
@@ -139,6 +144,26 @@ final class UcxEngine implements AutoCloseable {
     private void finishRetired() {
         UcxConduit c;
         while ((c = retired.poll()) != null) c.finish();
+    }
+
+    /** Registers {@code p}'s mappings with UCX now and as it makes them, until this engine closes. */
+    void registerPool(io.hcomm4j.memory.MemoryPool p) {
+        UcxRegistrations r = new UcxRegistrations(rank, context);
+        registrations = r;
+        pool = p;
+        p.setMappingListener(r);
+    }
+
+    /** The registration of the pool mapping that holds {@code [address, address + length)}, or null. */
+    io.hcomm4j.ucx.UcpMemory registered(long address, long length) {
+        UcxRegistrations r = registrations;
+        return r == null ? null : r.holding(address, length);
+    }
+
+    /** How many pool mappings are registered with UCX now. */
+    int registeredMappings() {
+        UcxRegistrations r = registrations;
+        return r == null ? 0 : r.count();
     }
 
     /** {@link UcxRemoteAccess#map}. */
@@ -319,6 +344,10 @@ final class UcxEngine implements AutoCloseable {
             }
         }
         kept.clear();
+        io.hcomm4j.memory.MemoryPool p = pool;
+        if (p != null) p.setMappingListener(null);
+        UcxRegistrations r = registrations;
+        if (r != null) r.close();
         worker.close();
         context.close();
     }

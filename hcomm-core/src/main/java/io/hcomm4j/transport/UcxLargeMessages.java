@@ -31,6 +31,9 @@ final class UcxLargeMessages {
     private volatile int count;
     /** Those {@link #poll} found complete (poller only, reused). */
     private final ArrayList<Transfer> done = new ArrayList<>();
+    /** This link's send and receive parameters (under {@link #inFlight}): they name a pool buffer's registration. */
+    private final MemorySegment sendParams, recvParams;
+    private final Arena paramsArena = Arena.ofShared();
     /** No new transfers: the link is going (under {@link #inFlight}). */
     private volatile boolean closed;
 
@@ -59,6 +62,15 @@ final class UcxLargeMessages {
         this.engine = engine;
         this.ep = ep;
         this.tags = engine.worker.tags();
+        this.sendParams = UcpTags.params(paramsArena);
+        this.recvParams = UcpTags.params(paramsArena);
+    }
+
+    /** Names the registration of a pool buffer at {@code address} in {@code params} (none elsewhere). */
+    private void useRegistration(MemorySegment params, long address, long length) {
+        io.hcomm4j.ucx.UcpMemory m = engine.registered(address, length);
+        UcpTags.useMemory(params, m);
+        if (m != null) engine.registeredTransfers.incrementAndGet();
     }
 
     private static long tagOf(int senderRank, long msgId) {
@@ -79,7 +91,8 @@ final class UcxLargeMessages {
             if (closed) return false;
             long request;
             try {
-                request = tags.receive(r.buf.address(), size, tagOf(link.peer, msgId));
+                useRegistration(recvParams, r.buf.address(), size);
+                request = tags.receive(r.buf.address(), size, tagOf(link.peer, msgId), recvParams);
             } catch (UcxException e) {
                 return false;
             }
@@ -137,7 +150,8 @@ final class UcxLargeMessages {
             long request = -1;
             if (!closed) {
                 try {
-                    request = tags.send(ep, src.address(), s.size, tagOf(link.rank, msgId));
+                    useRegistration(sendParams, src.address(), s.size);
+                    request = tags.send(ep, src.address(), s.size, tagOf(link.rank, msgId), sendParams);
                 } catch (UcxException e) {
                     request = -1;
                 }
@@ -207,7 +221,10 @@ final class UcxLargeMessages {
     void cancelAll() {
         synchronized (inFlight) {
             closed = true;
-            if (inFlight.isEmpty()) return;
+            if (inFlight.isEmpty()) {
+                if (paramsArena.scope().isAlive()) paramsArena.close(); // nothing posts after closed was set
+                return;
+            }
             for (Transfer t : inFlight) {
                 if (t.request != 0 && t.r != null && !t.cancelled) {
                     t.cancelled = true;
@@ -230,5 +247,6 @@ final class UcxLargeMessages {
             inFlight.clear();
             count = 0;
         }
+        if (paramsArena.scope().isAlive()) paramsArena.close(); // nothing posts after closed was set
     }
 }

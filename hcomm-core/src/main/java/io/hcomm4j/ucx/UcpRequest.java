@@ -15,6 +15,8 @@ public final class UcpRequest implements AutoCloseable {
     // reply_buffer, memory_type (+pad), recv_info, memh
     static final long PARAMS_BYTES = 72;
     static final int ATTR_RECV_INFO = 1 << 7;
+    static final int ATTR_MEMH = 1 << 8;
+    static final long MEMH_OFFSET = 64;
     /** ucp_tag_recv_info_t: sender_tag (u64), length (size_t). */
     static final long INFO_BYTES = 16;
 

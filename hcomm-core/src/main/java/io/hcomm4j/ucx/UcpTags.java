@@ -40,6 +40,39 @@ public final class UcpTags {
         return st;
     }
 
+    /** As {@link #send(UcpEndpoint, long, long, long)}, with parameters from {@link #params} (one caller at a time each). */
+    public long send(UcpEndpoint ep, long address, long length, long tag, MemorySegment params) {
+        long st;
+        try {
+            st = (long) ucp.tagSendNbxRaw.invokeExact(ep.handle, address, length, tag, params);
+        } catch (Throwable e) {
+            throw Ucp.failed("ucp_tag_send_nbx", e);
+        }
+        if (Ucp.isError(st)) ucp.check((byte) st, "ucp_tag_send_nbx");
+        return st;
+    }
+
+    /** Parameters of a plain send or receive (contiguous bytes, no callback), for {@link #useMemory}. */
+    public static MemorySegment params(Arena arena) {
+        return arena.allocate(UcpRequest.PARAMS_BYTES, 8);
+    }
+
+    /**
+     * Makes the next operation with {@code params} name {@code memory} as the registration of its bytes
+     * ({@code UCP_OP_ATTR_FIELD_MEMH}: UCX skips its registration cache and, on InfiniBand and RoCE, uses the pinned
+     * pages as they are); null names none.
+     */
+    public static void useMemory(MemorySegment params, UcpMemory memory) {
+        int mask = params.get(java.lang.foreign.ValueLayout.JAVA_INT, 0);
+        if (memory == null) {
+            params.set(java.lang.foreign.ValueLayout.JAVA_INT, 0, mask & ~UcpRequest.ATTR_MEMH);
+            params.set(java.lang.foreign.ValueLayout.ADDRESS, UcpRequest.MEMH_OFFSET, MemorySegment.NULL);
+        } else {
+            params.set(java.lang.foreign.ValueLayout.ADDRESS, UcpRequest.MEMH_OFFSET, memory.handle);
+            params.set(java.lang.foreign.ValueLayout.JAVA_INT, 0, mask | UcpRequest.ATTR_MEMH);
+        }
+    }
+
     /**
      * Receives the message tagged exactly {@code tag} into the {@code length} bytes at {@code address}: 0 if it completed
      * at once, else the request. The bytes may be written until it completes or is cancelled and completed.
