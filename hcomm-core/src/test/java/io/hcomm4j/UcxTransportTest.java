@@ -49,8 +49,9 @@ class UcxTransportTest {
 
     /**
      * Every one-sided scenario of {@link RmaProcessTest} on 4 rank JVMs over UCX, with windows from the pool and over the
-     * caller's memory: puts, gets and atomics go straight into the targets' memory through UCX (the counters say so),
-     * accumulates through the targets' progress engines, every element checked on every rank.
+     * caller's memory, every element checked on every rank. Over shared memory and CMA puts, gets and atomics go
+     * straight into the targets' memory through UCX (the counters say so), accumulates through the targets' progress
+     * engines; over UCX's TCP alone, where UCX would emulate RMA with messages, everything keeps to the frames.
      */
     @ParameterizedTest
     @ValueSource(strings = {"tcp", "posix,cma"})
@@ -69,96 +70,51 @@ class UcxTransportTest {
             assertThat(m.find()).as(o.output()).isTrue();
             viaUcx += Long.parseLong(m.group(1));
         }
-        // ranks 1-3 alone fetchAndOp rank 0's counter 20 000 times each, per kind of window
-        assertThat(viaUcx).as("one-sided ops through UCX, all ranks").isGreaterThan(2 * 3 * 20_000);
+        if (tls.equals("tcp")) {
+            // UCX would emulate RMA and atomics with messages over TCP alone: the windows keep to the frames
+            assertThat(viaUcx).as("one-sided ops through UCX over its TCP alone").isZero();
+        } else {
+            // ranks 1-3 alone fetchAndOp rank 0's counter 20 000 times each, per kind of window
+            assertThat(viaUcx).as("one-sided ops through UCX, all ranks").isGreaterThan(2 * 3 * 20_000);
+        }
         Ranks.assertTransports(out, "ucx");
         out.getFirst().output().lines().filter(l -> l.contains(" PASS ") || l.contains("UCX ONE-SIDED"))
                 .forEach(l -> System.out.println("UcxTransportTest one-sided " + tls + ": " + l));
     }
 
     /**
-     * Three thread ranks over UCX (what {@code UCX_TLS} of the test JVM allows) hammer one word of rank 0 with
-     * fetch-and-adds (UCX's atomics) and accumulates (the target's progress engine), 32- and 64-bit, and check the sum:
-     * the two roads are atomic with each other. Then seeded random puts and gets from native memory and heap arrays
-     * (the two roads again), checked byte for byte after a fence; a get right after a put to the same bytes sees it.
+     * Three rank JVMs over UCX hammer one word of rank 0 with fetch-and-adds and accumulates, 32- and 64-bit, and check
+     * the sum, then write and read seeded random stripes of each other's blocks from native memory and heap arrays,
+     * every byte checked ({@link io.hcomm4j.testing.UcxWindowWorker}). Over shared memory and CMA the fetch-and-adds and
+     * the native puts and gets go through UCX's atomics and RMA, the rest through the frames: the two roads stay atomic
+     * with each other and in order (the counters say both were taken); over UCX's TCP alone everything keeps to the
+     * frames.
      */
-    @Test
-    void windowOpsMixUcxAndFramesAndStayAtomicAndOrdered() throws Exception {
-        int n = 3, rounds = 2_000;
-        Ranks.runThreads(n, Duration.ofSeconds(120), b -> b.transport(CommConfig.Transport.UCX), h -> {
-            Communicator c = h.world();
-            long[] before = io.hcomm4j.comm.TransportProbe.ucxTaggedMessages(c);
-            try (java.lang.foreign.Arena a = java.lang.foreign.Arena.ofShared(); Window w = c.allocateWindow(1 << 20)) {
-                java.lang.foreign.MemorySegment one = a.allocate(8).fill((byte) 0);
-                one.set(java.lang.foreign.ValueLayout.JAVA_LONG, 0, 1);
-                java.lang.foreign.MemorySegment oneInt = a.allocate(4);
-                oneInt.set(java.lang.foreign.ValueLayout.JAVA_INT, 0, 1);
-                w.lockAll();
-                for (int i = 0; i < rounds; i++) {
-                    if (i % 2 == 0) {
-                        w.fetchAndOpAsync(1, 0, 0, DataType.INT64, ReduceOp.SUM);
-                        w.fetchAndOpAsync(1, 0, 8, DataType.INT32, ReduceOp.SUM);
-                    } else {
-                        w.accumulateAsync(one, 0, 0, DataType.INT64, ReduceOp.SUM);
-                        w.accumulateAsync(oneInt, 0, 8, DataType.INT32, ReduceOp.SUM);
-                    }
-                }
-                w.flushAll();
-                w.unlockAll();
-                w.fence();
-                assertThat(w.fetchAndOp(0, 0, 0, DataType.INT64, ReduceOp.NO_OP)).as("64-bit sum at rank 0").isEqualTo((long) n * rounds);
-                assertThat(w.fetchAndOp(0, 0, 8, DataType.INT32, ReduceOp.NO_OP)).as("32-bit sum at rank 0").isEqualTo((long) n * rounds);
-                w.fence();
-                // each rank writes its own stripe of every other rank's block, through both roads, then all read all
-                java.util.Random rnd = new java.util.Random(20_05 + c.rank());
-                int stripe = (1 << 20) / n;
-                for (int t = 0; t < n; t++) {
-                    if (t == c.rank()) continue;
-                    for (int off = 0; off < stripe; ) {
-                        int len = Math.min(stripe - off, 1 + rnd.nextInt(64 << 10));
-                        byte[] bytes = pattern(c.rank(), t, off, len);
-                        java.lang.foreign.MemorySegment src = rnd.nextBoolean() ? java.lang.foreign.MemorySegment.ofArray(bytes)
-                                : a.allocate(len).copyFrom(java.lang.foreign.MemorySegment.ofArray(bytes));
-                        long at = (long) c.rank() * stripe + off;
-                        w.put(src, t, at);
-                        java.lang.foreign.MemorySegment back = rnd.nextBoolean() ? java.lang.foreign.MemorySegment.ofArray(new byte[len]) : a.allocate(len);
-                        w.get(back, t, at); // no flush between: the get sees the put
-                        assertThat(back.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE)).as("rank %d reads back its put to rank %d at %d", c.rank(), t, at).isEqualTo(bytes);
-                        off += len;
-                    }
-                }
-                w.fence();
-                for (int t = 0; t < n; t++) {
-                    java.lang.foreign.MemorySegment all = a.allocate(1 << 20);
-                    w.get(all, t, 0);
-                    w.flush(t);
-                    for (int o = 0; o < n; o++) {
-                        if (o == t) continue;
-                        byte[] want = pattern(o, t, 0, stripe);
-                        assertThat(all.asSlice((long) o * stripe, stripe).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE))
-                                .as("rank %d's stripe in rank %d's block, read by rank %d", o, t, c.rank()).isEqualTo(want);
-                    }
-                }
-                w.fence();
-            }
-            long[] after = io.hcomm4j.comm.TransportProbe.ucxTaggedMessages(c);
-            assertThat(after[2] - before[2]).as("rank %d: one-sided ops through UCX", c.rank()).isGreaterThanOrEqualTo(c.rank() == 0 ? 1 : rounds);
-        });
-        assertThat(UcpContext.openHandles()).as("UCX handles after close").isZero();
-    }
-
-    /** Bytes rank {@code from} writes into rank {@code to}'s block: a function of both and the position. */
-    private static byte[] pattern(int from, int to, int off, int len) {
-        byte[] b = new byte[len];
-        for (int i = 0; i < len; i++) b[i] = (byte) ((off + i) * 31 + from * 7 + to * 13 + ((off + i) >>> 8));
-        return b;
-    }
-
-    /** A window's target killed while the others put, get and fetchAndOp it through UCX: PeerFailedException, no hang. */
     @ParameterizedTest
-    @ValueSource(strings = {"alloc", "create"})
-    void aKilledWindowTargetFailsTheOpsOnIt(String windows) throws Exception {
-        RmaFailureTest.killTargetAndExpectFailures(windows, "ucx", Map.of("UCX_TLS", "tcp"));
+    @ValueSource(strings = {"posix,cma", "tcp"})
+    void windowOpsMixUcxAndFramesAndStayAtomicAndOrdered(String tls) throws Exception {
+        List<Ranks.Outcome> out = Ranks.run(3, io.hcomm4j.testing.UcxWindowWorker.class, Map.of("HCOMM_TRANSPORT", "ucx", "UCX_TLS", tls),
+                Duration.ofMinutes(3), "2000");
+        for (Ranks.Outcome o : out) {
+            assertThat(o.output()).contains("rank " + o.rank() + " MIX OK");
+            java.util.regex.Matcher m = java.util.regex.Pattern.compile("UCX ONE-SIDED OPS (\\d+)").matcher(o.output());
+            assertThat(m.find()).as(o.output()).isTrue();
+            long via = Long.parseLong(m.group(1));
+            if (tls.equals("tcp")) assertThat(via).as("rank %d over UCX's TCP alone", o.rank()).isZero();
+            else assertThat(via).as("rank %d: one-sided ops through UCX", o.rank()).isGreaterThanOrEqualTo(o.rank() == 0 ? 1 : 2000);
+        }
+        Ranks.assertTransports(out, "ucx");
+    }
+
+
+    /**
+     * A window's target killed while the others put, get and fetchAndOp it (through UCX's RMA over shared memory and
+     * CMA, through the frames over UCX's TCP): PeerFailedException, no hang.
+     */
+    @ParameterizedTest
+    @CsvSource({"alloc, tcp", "create, tcp", "alloc, 'posix,cma'", "create, 'posix,cma'"})
+    void aKilledWindowTargetFailsTheOpsOnIt(String windows, String tls) throws Exception {
+        RmaFailureTest.killTargetAndExpectFailures(windows, "ucx", Map.of("UCX_TLS", tls));
     }
 
     /** A rank killed with SIGKILL is reported to the ones waiting for it, over UCX's TCP and its shared memory. */

@@ -20,7 +20,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * A window's UCX side ({@code HCOMM_TRANSPORT=ucx}): this rank's block registered with UCX ({@code ucp_mem_map}), and
- * for each member whose pair talks UCX its endpoint, its remote key and the address of its block. Puts, gets and the
+ * for each member whose pair talks UCX with native RMA or atomics (RDMA, shared memory, CMA: not TCP alone, where UCX
+ * would emulate them with messages, slower than the frames) its endpoint, its remote key and the address of its block. Puts, gets and the
  * atomics UCX has (fetch-and-add, swap, compare-and-swap, and, or, xor on 4- and 8-byte words) go straight into the
  * target's memory — RDMA on InfiniBand and RoCE; over TCP UCX's own messages, which the target's worker applies —
  * without the target's progress engine taking part. A flush is UCX's endpoint flush.
@@ -45,6 +46,10 @@ final class UcxWindow implements AutoCloseable {
     private final UcpEndpoint[] eps;
     private final UcpRemoteKey[] keys;
     private final long[] bases;
+    /** Per member: UCX puts and gets natively (else its RMA would be messages: the frames are faster). */
+    private final boolean[] rma;
+    /** Per member: UCX has native atomics to it. */
+    private final boolean[] atomics;
     /** Per member: a put or atomic went there since the last flush. */
     private final boolean[] written;
 
@@ -59,6 +64,8 @@ final class UcxWindow implements AutoCloseable {
         this.keys = new UcpRemoteKey[n];
         this.bases = new long[n];
         this.written = new boolean[n];
+        this.rma = new boolean[n];
+        this.atomics = new boolean[n];
     }
 
     /** This rank's block registered with UCX, or null (empty, or UCX refused: the others then reach it by messages). */
@@ -110,7 +117,14 @@ final class UcxWindow implements AutoCloseable {
                 UcpEndpoint ep = ucx.endpoint(world[r], deadline);
                 if (ep == null) continue;
                 try {
+                    // UCX connects a new endpoint on a first lane and moves it to its final lanes as the wire-up ends;
+                    // a flush waits for that, so the lanes described below are the ones the ops will take
+                    w.watch(r, ep.flushRequest(), "UCX wire-up with rank " + r, null, null).await();
+                    boolean rma = ep.hasNativeRma(), atomics = ep.hasNativeAtomics();
+                    if (!rma && !atomics) continue; // UCX would send messages (TCP alone): the frames do that faster
                     UcpRemoteKey k = ep.unpackKey(key);
+                    w.rma[r] = rma;
+                    w.atomics[r] = atomics;
                     ucx.keep(k);
                     w.keys[r] = k;
                     w.eps[r] = ep;
@@ -127,9 +141,14 @@ final class UcxWindow implements AutoCloseable {
         }
     }
 
-    /** True if member {@code t}'s block is reached through UCX. */
+    /** True if member {@code t}'s block is reached through UCX's puts and gets. */
     boolean reaches(int t) {
-        return eps[t] != null;
+        return eps[t] != null && rma[t];
+    }
+
+    /** True if UCX's atomics reach member {@code t}'s block. */
+    boolean atomicsReach(int t) {
+        return eps[t] != null && atomics[t];
     }
 
     /** True if a put or atomic went to {@code t} since its last {@link #flush}. */
@@ -194,6 +213,7 @@ final class UcxWindow implements AutoCloseable {
      * to do when none went there since the last flush.
      */
     void flush(int t) {
+        if (eps[t] == null) return;
         if (!written[t]) return;
         String what = "flush of rank " + t;
         RmaFuture<Void> f = watch(t, start(t, what, () -> eps[t].flushRequest()), what, null, null);
@@ -204,7 +224,9 @@ final class UcxWindow implements AutoCloseable {
     /** Starts a UCX call on {@code t}'s endpoint; a closed endpoint (its peer failed) is that peer's failure. */
     private UcpRequest start(int t, String what, java.util.function.Supplier<UcpRequest> call) {
         try {
-            return call.get();
+            UcpRequest r = call.get();
+            ucx.counted();
+            return r;
         } catch (UcxException e) {
             throw failure(t, what, e.getMessage());
         }

@@ -297,13 +297,20 @@ final class WindowImpl implements Window {
     }
 
     private CommFuture<Long> fetchAndOpRemote(int target, long operand, long offset, DataType type, ReduceOp op) {
-        if (UcxWindow.atomicOf(op) != null && ucxRoad(target, null)) return ucx.fetchAndOp(target, operand, offset, type, op);
+        if (UcxWindow.atomicOf(op) != null && atomicRoad(target)) return ucx.fetchAndOp(target, operand, offset, type, op);
         return frameRoad(target).fetchAndOp(target, operand, offset, type, op);
     }
 
     private CommFuture<Long> compareAndSwapRemote(int target, long expected, long desired, long offset, DataType type) {
-        if (ucxRoad(target, null)) return ucx.compareAndSwap(target, expected, desired, offset, type);
+        if (atomicRoad(target)) return ucx.compareAndSwap(target, expected, desired, offset, type);
         return frameRoad(target).compareAndSwap(target, expected, desired, offset, type);
+    }
+
+    /** As {@link #ucxRoad} for an atomic: UCX's atomics reach {@code target}. */
+    private boolean atomicRoad(int target) {
+        if (ucx == null || !ucx.atomicsReach(target)) return false;
+        flushFrames(target);
+        return true;
     }
 
     /**

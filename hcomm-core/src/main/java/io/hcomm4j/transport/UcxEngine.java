@@ -46,7 +46,7 @@ final class UcxEngine implements AutoCloseable {
     /** The memory pool whose mappings are registered ahead of use, and the registrations; or null. */
     private volatile io.hcomm4j.memory.MemoryPool pool;
     private volatile UcxRegistrations registrations;
-    /** One-sided ops started through UCX ({@link UcxRemoteAccess#watch}). */
+    /** Puts, gets, atomics and flushes started through UCX ({@link UcxRemoteAccess#counted}). */
     final java.util.concurrent.atomic.AtomicLong oneSidedOps = new java.util.concurrent.atomic.AtomicLong();
     /** UCX requests whose completion someone waits for ({@link #watch}); added from any thread. */
     private final java.util.concurrent.ConcurrentLinkedQueue<Watched> watchedIn = new java.util.concurrent.ConcurrentLinkedQueue<>();
@@ -81,7 +81,7 @@ final class UcxEngine implements AutoCloseable {
         UcpContext context = null;
         UcpWorker worker = null;
         try {
-            context = UcpContext.open(Map.of());
+            context = UcpContext.open(settings(System.getenv("UCX_TLS"), System.getenv("UCX_RNDV_THRESH")));
             worker = context.newWorker();
             UcxEngine e = new UcxEngine(rank, context, worker, selector);
             e.waiter.start();
@@ -92,6 +92,21 @@ final class UcxEngine implements AutoCloseable {
             if (context != null) context.close();
             throw new HcommException("rank " + rank + ": HCOMM_TRANSPORT=ucx, but UCX cannot be used: " + e.getMessage(), e);
         }
+    }
+
+    /**
+     * The settings this transport gives UCX over the environment's: with UCX's TCP alone ({@code UCX_TLS} naming only
+     * {@code tcp} and {@code self}) and no {@code UCX_RNDV_THRESH} of the user's, no rendezvous
+     * ({@code RNDV_THRESH=inf}). Over TCP UCX's rendezvous buys no zero copy, only a handshake per message above 8 KiB
+     * (its threshold there): every frame above that and every large message paid it (docs/performance.md, "UCX").
+     */
+    static Map<String, String> settings(String tls, String rndvThresh) {
+        if (tls == null || rndvThresh != null) return Map.of();
+        for (String t : tls.split(",")) {
+            String x = t.strip();
+            if (!x.equals("tcp") && !x.equals("self")) return Map.of();
+        }
+        return Map.of("RNDV_THRESH", "inf");
     }
 
     /**
@@ -173,7 +188,6 @@ final class UcxEngine implements AutoCloseable {
 
     /** {@link UcxRemoteAccess#watch}. */
     void watch(io.hcomm4j.ucx.UcpRequest request, java.util.function.IntConsumer done) {
-        oneSidedOps.incrementAndGet();
         if (request.test()) {
             int status = request.status();
             request.close();

@@ -77,6 +77,11 @@ public final class UcxRemoteAccess {
         engine.release(resource);
     }
 
+    /** Counts a put, get, atomic or flush started through UCX (diagnostics: {@link PeerTransport#ucxTaggedMessages}). */
+    public void counted() {
+        engine.oneSidedOps.incrementAndGet();
+    }
+
     /** UCX's text for a status. */
     public String statusText(int status) {
         return engine.statusText(status);

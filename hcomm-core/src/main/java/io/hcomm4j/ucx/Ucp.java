@@ -43,6 +43,8 @@ public final class Ucp {
     final MethodHandle requestCheckStatusRaw, requestFreeRaw;
     final MethodHandle tagSendNbxRaw, tagRecvNbxRaw, requestCancel, tagRecvRequestTestRaw;
     final MethodHandle memMap, memUnmap, rkeyPack, rkeyBufferRelease, epRkeyUnpack, rkeyDestroy, putNbx, getNbx, atomicOpNbx;
+    /** ucp_ep_print_info, and libc's open_memstream, fclose and free to read what it prints. */
+    final MethodHandle epPrintInfo, openMemstream, fclose, free;
     private final MethodHandle statusString, globalOptsGet, globalOptsSet;
 
     private Ucp(SymbolLookup ucp, SymbolLookup ucs) {
@@ -105,6 +107,10 @@ public final class Ucp {
         requestCheckStatus = l.downcallHandle(find(ucp, "ucp_request_check_status"), FunctionDescriptor.of(STATUS, ADDRESS));
         tagRecvRequestTest = l.downcallHandle(find(ucp, "ucp_tag_recv_request_test"), FunctionDescriptor.of(STATUS, ADDRESS, ADDRESS));
         requestFree = l.downcallHandle(find(ucp, "ucp_request_free"), FunctionDescriptor.ofVoid(ADDRESS));
+        epPrintInfo = l.downcallHandle(find(ucp, "ucp_ep_print_info"), FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
+        openMemstream = l.downcallHandle(libc(l, "open_memstream"), FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS));
+        fclose = l.downcallHandle(libc(l, "fclose"), FunctionDescriptor.of(JAVA_INT, ADDRESS));
+        free = l.downcallHandle(libc(l, "free"), FunctionDescriptor.ofVoid(ADDRESS));
         statusString = l.downcallHandle(find(ucs, "ucs_status_string"), FunctionDescriptor.of(ADDRESS, STATUS));
         globalOptsGet = l.downcallHandle(find(ucs, "ucs_global_opts_get_value"), FunctionDescriptor.of(STATUS, ADDRESS, ADDRESS, JAVA_LONG));
         globalOptsSet = l.downcallHandle(find(ucs, "ucs_global_opts_set_value"), FunctionDescriptor.of(STATUS, ADDRESS, ADDRESS));
@@ -185,6 +191,10 @@ public final class Ucp {
     }
 
     /** {@code e} as the failure of {@code call}: itself if it is a {@link UcxException} already (a status {@link #check} refused). */
+    private static MemorySegment libc(Linker l, String name) {
+        return l.defaultLookup().find(name).orElseThrow(() -> new UcxException("libc lacks " + name));
+    }
+
     static UcxException failed(String call, Throwable e) {
         return e instanceof UcxException u ? u : new UcxException(call + " failed: " + e, e);
     }

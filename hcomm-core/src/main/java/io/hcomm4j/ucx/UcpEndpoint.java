@@ -234,6 +234,43 @@ public final class UcpEndpoint implements AutoCloseable {
     }
 
     /**
+     * UCX's description of this endpoint ({@code ucp_ep_print_info}): its lanes, the transport of each and what it is
+     * used for, and the protocols chosen per message size.
+     */
+    public synchronized String describe() {
+        checkOpen("ucp_ep_print_info");
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment bufOut = a.allocate(ADDRESS), sizeOut = a.allocate(JAVA_LONG);
+            MemorySegment file = (MemorySegment) ucp.openMemstream.invokeExact(bufOut, sizeOut);
+            if (file.address() == 0) throw new UcxException("open_memstream failed");
+            ucp.epPrintInfo.invokeExact(handle, file);
+            int closed = (int) ucp.fclose.invokeExact(file);
+            MemorySegment buf = Ucp.out(bufOut);
+            try {
+                return closed != 0 ? "" : buf.reinterpret(Ucp.outLong(sizeOut) + 1).getString(0); // open_memstream ends it with a NUL
+            } finally {
+                ucp.free.invokeExact(buf);
+            }
+        } catch (Throwable e) {
+            throw Ucp.failed("ucp_ep_print_info", e);
+        }
+    }
+
+    /**
+     * True if UCX puts and gets to this peer natively (a lane with RDMA, shared memory or CMA: the endpoint has put and
+     * get protocols); false if it would emulate them with messages that the peer's worker applies (TCP alone).
+     */
+    public boolean hasNativeRma() {
+        String d = describe();
+        return d.contains(" put[") || d.contains(" rma#");
+    }
+
+    /** True if UCX has native atomics to this peer (an atomic lane); false if it would emulate them with messages. */
+    public boolean hasNativeAtomics() {
+        return describe().contains(" amo#");
+    }
+
+    /**
      * Starts a flush of this endpoint: its request completes when every RMA and atomic operation started on it before
      * has completed at the peer ({@code ucp_ep_flush_nbx}).
      */
