@@ -17,28 +17,10 @@ public final class UcpTags {
     /** ucp_request_param_t, all zero: contiguous bytes, no callback (read only, shared by the calling threads). */
     private final MemorySegment params;
 
-    /** As {@link #params}, with {@code UCP_OP_ATTR_FLAG_FAST_CMPL} (read only, shared). */
-    private final MemorySegment fastParams;
-
     UcpTags(UcpWorker worker, Arena arena) {
         this.worker = worker;
         this.ucp = worker.ucp();
         this.params = arena.allocate(UcpRequest.PARAMS_BYTES, 8);
-        this.fastParams = arena.allocate(UcpRequest.PARAMS_BYTES, 8);
-        fastParams.set(java.lang.foreign.ValueLayout.JAVA_INT, 0, FAST_COMPLETION);
-    }
-
-    /** UCP_OP_ATTR_FLAG_FAST_CMPL. */
-    private static final int FAST_COMPLETION = 1 << 17;
-
-    /**
-     * As {@link #send(UcpEndpoint, long, long, long)}, asking UCX to complete the send locally soon
-     * ({@code UCP_OP_ATTR_FLAG_FAST_CMPL}): it copies messages up to {@code UCX_RNDV_SEND_NBR_THRESH} (256 KiB) out
-     * eagerly instead of starting its rendezvous above the transport's own threshold (8 KiB over TCP), so a small
-     * message costs no handshake and its buffer comes back at once.
-     */
-    public long sendEager(UcpEndpoint ep, long address, long length, long tag) {
-        return send(ep, address, length, tag, fastParams);
     }
 
     /**
