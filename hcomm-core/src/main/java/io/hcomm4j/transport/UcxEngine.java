@@ -81,7 +81,15 @@ final class UcxEngine implements AutoCloseable {
         UcpContext context = null;
         UcpWorker worker = null;
         try {
-            context = UcpContext.open(settings(System.getenv("UCX_TLS"), System.getenv("UCX_RNDV_THRESH")));
+            Map<String, String> tuned = settings(System::getenv);
+            try {
+                context = UcpContext.open(tuned);
+            } catch (UcxException e) {
+                if (tuned.isEmpty()) throw e;
+                // a UCX built without its TCP transport knows no TCP_ setting: its own defaults then
+                LOG.debug("rank {}: UCX refused {} ({}); opening it with its defaults", rank, tuned, e.getMessage());
+                context = UcpContext.open(Map.of());
+            }
             worker = context.newWorker();
             UcxEngine e = new UcxEngine(rank, context, worker, selector);
             e.waiter.start();
@@ -95,18 +103,22 @@ final class UcxEngine implements AutoCloseable {
     }
 
     /**
-     * The settings this transport gives UCX over the environment's: with UCX's TCP alone ({@code UCX_TLS} naming only
-     * {@code tcp} and {@code self}) and no {@code UCX_RNDV_THRESH} of the user's, no rendezvous
-     * ({@code RNDV_THRESH=inf}). Over TCP UCX's rendezvous buys no zero copy, only a handshake per message above 8 KiB
-     * (its threshold there): every frame above that and every large message paid it (docs/performance.md, "UCX").
+     * The settings this transport gives UCX over the environment's ({@code env}: the process's), each only where the
+     * user set no value of their own. UCX's TCP reads in 256 KiB segments, not 64 KiB ({@code TCP_RX_SEG_SIZE}: a
+     * quarter of the reads for a large message; nothing else uses it). With UCX's TCP alone ({@code UCX_TLS} naming only
+     * {@code tcp} and {@code self}), no rendezvous ({@code RNDV_THRESH=inf}): over TCP it buys no zero copy, only a
+     * handshake per message above 8 KiB (UCX's threshold there), which every frame and large message above that paid.
+     * docs/performance.md, "UCX", has the figures.
      */
-    static Map<String, String> settings(String tls, String rndvThresh) {
-        if (tls == null || rndvThresh != null) return Map.of();
-        for (String t : tls.split(",")) {
-            String x = t.strip();
-            if (!x.equals("tcp") && !x.equals("self")) return Map.of();
+    static Map<String, String> settings(java.util.function.UnaryOperator<String> env) {
+        Map<String, String> s = new java.util.TreeMap<>();
+        if (env.apply("UCX_TCP_RX_SEG_SIZE") == null) s.put("TCP_RX_SEG_SIZE", "256K");
+        String tls = env.apply("UCX_TLS");
+        if (tls != null && env.apply("UCX_RNDV_THRESH") == null
+                && java.util.Arrays.stream(tls.split(",")).map(String::strip).allMatch(t -> t.equals("tcp") || t.equals("self"))) {
+            s.put("RNDV_THRESH", "inf");
         }
-        return Map.of("RNDV_THRESH", "inf");
+        return s;
     }
 
     /**
