@@ -6,7 +6,9 @@
 #
 # Each round runs, one after the other (these machines are shared and noisy: only ratios measured side by side mean
 # anything):
-#   ucx_perftest tag_lat, tag_bw and ucp_put_bw (2 processes on loopback) at the p2p sizes below;
+#   ucx_perftest tag_lat, tag_bw and ucp_put_bw (2 processes on loopback) at the p2p sizes below, with UCX's defaults,
+#   and tag_lat and tag_bw again with the settings HComm4J's UCX transport gives UCX (UcxEngine.settings: TCP reads of
+#   256 KiB; over TCP alone no rendezvous), so that like is compared with like as well;
 #   ./hcomm perf p2p -n 2 with HCOMM_TRANSPORT=ucx, then tcp, then shm (pingpong: one-way latency, stream);
 #   ./hcomm perf allreduce -n 2 with HCOMM_TRANSPORT=ucx, then tcp, then shm (the default on one host);
 #   ../shared/peers' mpi_bench p2p and allreduce under mpirun --mca pml ucx (if mpirun is installed; Open MPI 4.1 takes
@@ -19,6 +21,9 @@ ROUNDS=${1:-3}
 export UCX_TLS=${UCX_TLS:-tcp}
 SIZES="8 64 512 4096 32768 262144 2097152"
 OUT=$(mktemp -d)
+# what HComm4J's UCX transport sets unless the user does (UcxEngine.settings)
+TUNED="UCX_TCP_RX_SEG_SIZE=256K"
+if [ -z "$(echo "$UCX_TLS" | tr ',' '\n' | tr -d ' ' | grep -v -x -e tcp -e self)" ]; then TUNED="$TUNED UCX_RNDV_THRESH=inf"; fi
 command -v ucx_perftest >/dev/null || { echo "compare-ucx: ucx_perftest missing (apt-get install ucx-utils)" >&2; exit 1; }
 perftest() { # test size iterations -> "size latency_us MB/s" (the Final line: average latency, average bandwidth)
   local port=$((20000 + RANDOM % 10000))
@@ -41,6 +46,9 @@ for r in $(seq 1 "$ROUNDS"); do
     perftest tag_lat "$s" $n | awk '{print "perftest lat", $1, $2}'
     perftest tag_bw "$s" $n | awk '{print "perftest bw", $1, $3 * 1048576 / 1e9}'
     perftest ucp_put_bw "$s" $n | awk '{print "perftest put", $1, $3 * 1048576 / 1e9}'
+    # the settings HComm4J's UCX transport gives UCX (UcxEngine.settings), for perftest too: like against like
+    (export $TUNED; perftest tag_lat "$s" $n) | awk '{print "tuned lat", $1, $2}'
+    (export $TUNED; perftest tag_bw "$s" $n) | awk '{print "tuned bw", $1, $3 * 1048576 / 1e9}'
   done >> "$OUT/samples.txt"
   for t in ucx tcp shm; do
     echo "round $r/$ROUNDS: hcomm perf p2p, HCOMM_TRANSPORT=$t" >&2
@@ -68,18 +76,20 @@ med() { # who kind size
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a=="-"||b=="-"||b==0) print "-"; else printf "%.2f", a/b }'; }
 echo "UCX_TLS=$UCX_TLS, medians of $ROUNDS rounds ($(date -u +%Y-%m-%dT%H:%MZ))"
 echo
-echo "| size | ucx_perftest tag_lat (us) | hcomm ucx pingpong (us) | hcomm tcp pingpong (us) | hcomm shm pingpong (us) | ucx / perftest | Open MPI pml ucx (us) |"
-echo "|---|---|---|---|---|---|---|"
+echo "perftest: UCX's defaults; perftest tuned: with $TUNED (what HComm4J's UCX transport sets)."
+echo
+echo "| size | ucx_perftest tag_lat (us) | perftest tuned (us) | hcomm ucx pingpong (us) | hcomm tcp pingpong (us) | hcomm shm pingpong (us) | ucx / perftest | ucx / tuned | Open MPI pml ucx (us) |"
+echo "|---|---|---|---|---|---|---|---|---|"
 for s in $SIZES; do
-  p=$(med perftest lat $s); u=$(med ucx lat $s); t=$(med tcp lat $s)
-  echo "| $s | $p | $u | $t | $(med shm lat $s) | $(ratio "$u" "$p") | $(med mpi lat $s) |"
+  p=$(med perftest lat $s); q=$(med tuned lat $s); u=$(med ucx lat $s); t=$(med tcp lat $s)
+  echo "| $s | $p | $q | $u | $t | $(med shm lat $s) | $(ratio "$u" "$p") | $(ratio "$u" "$q") | $(med mpi lat $s) |"
 done
 echo
-echo "| size | ucx_perftest tag_bw (GB/s) | ucp_put_bw (GB/s) | hcomm ucx stream (GB/s) | hcomm tcp stream (GB/s) | hcomm shm stream (GB/s) | perftest / ucx |"
-echo "|---|---|---|---|---|---|---|"
+echo "| size | ucx_perftest tag_bw (GB/s) | perftest tuned (GB/s) | ucp_put_bw (GB/s) | hcomm ucx stream (GB/s) | hcomm tcp stream (GB/s) | hcomm shm stream (GB/s) | perftest / ucx | tuned / ucx |"
+echo "|---|---|---|---|---|---|---|---|---|"
 for s in $SIZES; do
-  p=$(med perftest bw $s); u=$(med ucx bw $s)
-  echo "| $s | $p | $(med perftest put $s) | $u | $(med tcp bw $s) | $(med shm bw $s) | $(ratio "$p" "$u") |"
+  p=$(med perftest bw $s); q=$(med tuned bw $s); u=$(med ucx bw $s)
+  echo "| $s | $p | $q | $(med perftest put $s) | $u | $(med tcp bw $s) | $(med shm bw $s) | $(ratio "$p" "$u") | $(ratio "$q" "$u") |"
 done
 echo
 echo "| size | hcomm allreduce ucx (us) | hcomm allreduce tcp (us) | hcomm allreduce shm (us) | ucx / tcp | Open MPI pml ucx (us) |"
