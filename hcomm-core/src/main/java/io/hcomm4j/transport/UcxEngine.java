@@ -104,21 +104,32 @@ final class UcxEngine implements AutoCloseable {
 
     /**
      * The settings this transport gives UCX over the environment's ({@code env}: the process's), each only where the
-     * user set no value of their own. UCX's TCP reads in 256 KiB segments, not 64 KiB ({@code TCP_RX_SEG_SIZE}: a
-     * quarter of the reads for a large message; nothing else uses it). With UCX's TCP alone ({@code UCX_TLS} naming only
+     * user set no value of their own. UCX's TCP reads in 256 KiB segments, not 64 KiB ({@code UCX_TCP_RX_SEG_SIZE}: a
+     * quarter of the reads for a large message), where UCX may use TCP. With UCX's TCP alone ({@code UCX_TLS} naming only
      * {@code tcp} and {@code self}), no rendezvous ({@code RNDV_THRESH=inf}): over TCP it buys no zero copy, only a
      * handshake per message above 8 KiB (UCX's threshold there), which every frame and large message above that paid.
      * docs/performance.md, "UCX", has the figures.
      */
     static Map<String, String> settings(java.util.function.UnaryOperator<String> env) {
         Map<String, String> s = new java.util.TreeMap<>();
-        if (env.apply("UCX_TCP_RX_SEG_SIZE") == null) s.put("TCP_RX_SEG_SIZE", "256K");
         String tls = env.apply("UCX_TLS");
+        // an interface setting reaches UCX without its prefix (TCP_), and is refused, loudly, where no interface takes
+        // it: only where UCX's TCP may be opened
+        if (env.apply("UCX_TCP_RX_SEG_SIZE") == null && mayUseTcp(tls)) s.put("RX_SEG_SIZE", "256K");
         if (tls != null && env.apply("UCX_RNDV_THRESH") == null
                 && java.util.Arrays.stream(tls.split(",")).map(String::strip).allMatch(t -> t.equals("tcp") || t.equals("self"))) {
             s.put("RNDV_THRESH", "inf");
         }
         return s;
+    }
+
+    /** Whether {@code UCX_TLS} (null: unset, UCX's choice) lets UCX open its TCP transport. */
+    private static boolean mayUseTcp(String tls) {
+        if (tls == null) return true;
+        String t = tls.strip();
+        java.util.List<String> names = java.util.Arrays.stream(t.replaceFirst("^\\^", "").split(",")).map(String::strip).toList();
+        boolean named = names.contains("tcp") || names.contains("all");
+        return t.startsWith("^") ? !names.contains("tcp") : named;
     }
 
     /**
