@@ -30,14 +30,7 @@ public final class UcpTags {
      * @throws UcxException if UCX refused the send
      */
     public long send(UcpEndpoint ep, long address, long length, long tag) {
-        long st;
-        try {
-            st = (long) ucp.tagSendNbxRaw.invokeExact(ep.handle, address, length, tag, params);
-        } catch (Throwable e) {
-            throw Ucp.failed("ucp_tag_send_nbx", e);
-        }
-        if (Ucp.isError(st)) ucp.check((byte) st, "ucp_tag_send_nbx");
-        return st;
+        return send(ep, address, length, tag, params);
     }
 
     /** As {@link #send(UcpEndpoint, long, long, long)}, with parameters from {@link #params} (one caller at a time each). */
