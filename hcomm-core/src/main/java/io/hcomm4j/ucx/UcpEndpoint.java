@@ -45,6 +45,12 @@ public final class UcpEndpoint implements AutoCloseable {
     private final UcpWorker worker;
     private final Ucp ucp;
     final MemorySegment handle;
+    /**
+     * The parameters of the RMA, atomic and flush calls, reused under this object's monitor (UCX reads them during the
+     * call only): a shared arena per call cost its close, a handshake with every thread, 10-40 us here.
+     */
+    private final Arena opArena = Arena.ofShared();
+    private final MemorySegment opParams = opArena.allocate(UcpRequest.PARAMS_BYTES, 8);
     private boolean closed;
     /** Its id in {@link #BY_ID} (0: no peer error handling). */
     private long id;
@@ -168,13 +174,11 @@ public final class UcpEndpoint implements AutoCloseable {
      */
     private synchronized UcpRequest rma(java.lang.invoke.MethodHandle call, String name, MemorySegment buf, long remoteAddress, UcpRemoteKey key) {
         checkOpen(name);
-        Arena a = Arena.ofShared();
         try {
-            MemorySegment params = a.allocate(UcpRequest.PARAMS_BYTES, 8);
-            MemorySegment st = (MemorySegment) call.invokeExact(handle, buf, buf.byteSize(), remoteAddress, key.handle, params);
-            return new UcpRequest(ucp, false, a, MemorySegment.NULL, st, name);
+            opParams.fill((byte) 0);
+            MemorySegment st = (MemorySegment) call.invokeExact(handle, buf, buf.byteSize(), remoteAddress, key.handle, opParams);
+            return new UcpRequest(ucp, false, null, MemorySegment.NULL, st, name);
         } catch (Throwable e) {
-            a.close();
             throw Ucp.failed(name, e);
         }
     }
@@ -212,13 +216,13 @@ public final class UcpEndpoint implements AutoCloseable {
                                           MemorySegment reply) {
         if (bytes != 4 && bytes != 8) throw new IllegalArgumentException("bytes: UCX atomics are 4 or 8 bytes wide, not " + bytes);
         checkOpen("ucp_atomic_op_nbx");
-        Arena a = Arena.ofShared();
         try {
-            MemorySegment params = a.allocate(UcpRequest.PARAMS_BYTES, 8);
+            MemorySegment params = opParams;
+            params.fill((byte) 0);
             params.set(JAVA_INT, 0, ATTR_DATATYPE | ATTR_REPLY_BUFFER);
             params.set(JAVA_LONG, 24, (long) bytes << 3); // ucp_dt_make_contig(bytes)
             params.set(ADDRESS, 40, reply);
-            MemorySegment x = a.allocate(JAVA_LONG);
+            MemorySegment x = Arena.ofAuto().allocate(JAVA_LONG); // the operand lives as long as its request
             if (bytes == 8) x.set(JAVA_LONG, 0, operand);
             else x.set(JAVA_INT, 0, (int) operand);
             if (op == AtomicOp.CSWAP) {
@@ -226,9 +230,10 @@ public final class UcpEndpoint implements AutoCloseable {
                 else reply.set(JAVA_INT, 0, (int) swap);
             }
             MemorySegment st = (MemorySegment) ucp.atomicOpNbx.invokeExact(handle, op.ordinal(), x, 1L, remoteAddress, key.handle, params);
-            return new UcpRequest(ucp, false, a, MemorySegment.NULL, st, "ucp_atomic_op_nbx");
+            UcpRequest r = new UcpRequest(ucp, false, null, MemorySegment.NULL, st, "ucp_atomic_op_nbx");
+            r.keep(x);
+            return r;
         } catch (Throwable e) {
-            a.close();
             throw Ucp.failed("ucp_atomic_op_nbx", e);
         }
     }
@@ -276,13 +281,11 @@ public final class UcpEndpoint implements AutoCloseable {
      */
     public synchronized UcpRequest flushRequest() {
         checkOpen("ucp_ep_flush_nbx");
-        Arena a = Arena.ofShared();
         try {
-            MemorySegment params = a.allocate(UcpRequest.PARAMS_BYTES, 8);
-            MemorySegment st = (MemorySegment) ucp.epFlushNbx.invokeExact(handle, params);
-            return new UcpRequest(ucp, false, a, MemorySegment.NULL, st, "ucp_ep_flush_nbx");
+            opParams.fill((byte) 0);
+            MemorySegment st = (MemorySegment) ucp.epFlushNbx.invokeExact(handle, opParams);
+            return new UcpRequest(ucp, false, null, MemorySegment.NULL, st, "ucp_ep_flush_nbx");
         } catch (Throwable e) {
-            a.close();
             throw Ucp.failed("ucp_ep_flush_nbx", e);
         }
     }
@@ -311,6 +314,7 @@ public final class UcpEndpoint implements AutoCloseable {
         } finally {
             OPEN.decrementAndGet();
             if (id != 0) BY_ID.remove(id);
+            opArena.close();
         }
     }
 }

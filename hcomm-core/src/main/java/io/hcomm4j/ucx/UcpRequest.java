@@ -26,7 +26,11 @@ public final class UcpRequest implements AutoCloseable {
     private int status = Ucp.UCS_INPROGRESS;
     /** A receive's ucp_tag_recv_info_t (filled at once, or by ucp_tag_recv_request_test). */
     private final MemorySegment info;
+    /** Memory of this request's own, closed with it; or null. */
     private final Arena arena;
+    /** What must stay reachable until this request completes ({@link #keep}); or null. */
+    @SuppressWarnings("unused")
+    private Object kept;
 
     UcpRequest(Ucp ucp, boolean recv, Arena arena, MemorySegment info, MemorySegment statusPtr, String call) {
         this.ucp = ucp;
@@ -60,6 +64,11 @@ public final class UcpRequest implements AutoCloseable {
         return status;
     }
 
+    /** Keeps {@code o} (memory UCX may read until this request completes) reachable as long as this request is. */
+    void keep(Object o) {
+        kept = o;
+    }
+
     /** UCX's text for {@link #status}. */
     public String statusText() {
         return ucp.statusText(status);
@@ -86,6 +95,6 @@ public final class UcpRequest implements AutoCloseable {
             }
             handle = null;
         }
-        if (arena.scope().isAlive()) arena.close();
+        if (arena != null && arena.scope().isAlive()) arena.close();
     }
 }
