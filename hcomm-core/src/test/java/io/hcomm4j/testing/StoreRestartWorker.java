@@ -1,15 +1,9 @@
 package io.hcomm4j.testing;
 
-import com.sun.management.HotSpotDiagnosticMXBean;
 import io.hcomm4j.Communicator;
 import io.hcomm4j.Hcomm;
 import io.hcomm4j.HcommException;
 import io.hcomm4j.ReduceOp;
-import java.lang.management.ManagementFactory;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 /**
  * A rank of the store-restart jobs ({@code StoreRestartTest}): {@link Hcomm#init()} against a store that the test kills
@@ -66,22 +60,8 @@ public final class StoreRestartWorker {
         System.out.flush();
     }
 
-    /**
-     * Live threads named {@code hcomm-*}, virtual ones included (the store client's watcher is virtual, and
-     * {@link Thread#getAllStackTraces()} lists only platform threads): counted in a JSON thread dump.
-     */
-    static long hcommThreads() throws Exception {
-        Path file = Files.createTempFile("hcomm-threads", ".json");
-        Files.delete(file); // dumpThreads refuses to overwrite
-        try {
-            ManagementFactory.getPlatformMXBean(HotSpotDiagnosticMXBean.class)
-                    .dumpThreads(file.toString(), HotSpotDiagnosticMXBean.ThreadDumpFormat.JSON);
-            Matcher m = Pattern.compile("\"name\": \"hcomm-").matcher(Files.readString(file));
-            long n = 0;
-            while (m.find()) n++;
-            return n;
-        } finally {
-            Files.deleteIfExists(file);
-        }
+    /** Live threads named {@code hcomm-*}, virtual ones included (the store client's watcher is virtual). */
+    static long hcommThreads() {
+        return LiveThreads.named("hcomm-").size();
     }
 }

@@ -87,19 +87,30 @@ class SparkLeakTest {
         return hcommThreads().stream().filter(n -> except.isEmpty() || !n.startsWith(except)).toList();
     }
 
-    /** HComm4J's threads (all named hcomm-...), virtual ones too: a JDK thread dump lists those, getAllStackTraces does not. */
+    /**
+     * HComm4J's threads (all named hcomm-...), virtual ones too, from the JDK's thread containers: getAllStackTraces
+     * lists platform threads only, and a JSON thread dump (HotSpotDiagnosticMXBean.dumpThreads) crashed JDK 25.0.3 here
+     * under load when a virtual thread exited while being snapshotted (JDK-8392031). Needs
+     * --add-exports=java.base/jdk.internal.vm=ALL-UNNAMED, which the build's test flags carry.
+     */
     private static List<String> hcommThreads() {
         List<String> out = new ArrayList<>();
         try {
-            Path dump = Files.createTempFile("threads", ".json");
-            Files.delete(dump);
-            java.lang.management.ManagementFactory.getPlatformMXBean(com.sun.management.HotSpotDiagnosticMXBean.class)
-                    .dumpThreads(dump.toString(), com.sun.management.HotSpotDiagnosticMXBean.ThreadDumpFormat.JSON);
-            java.util.regex.Matcher m = java.util.regex.Pattern.compile("\"name\": \"(hcomm[^\"]*)\"").matcher(Files.readString(dump));
-            while (m.find()) out.add(m.group(1));
-            Files.delete(dump);
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
+            Class<?> container = Class.forName("jdk.internal.vm.ThreadContainer");
+            java.lang.reflect.Method children = container.getMethod("children");
+            java.lang.reflect.Method threads = container.getMethod("threads");
+            List<Object> todo = new ArrayList<>(List.of(Class.forName("jdk.internal.vm.ThreadContainers").getMethod("root").invoke(null)));
+            while (!todo.isEmpty()) {
+                Object c = todo.removeLast();
+                try (Stream<?> s = (Stream<?>) threads.invoke(c)) {
+                    s.map(t -> ((Thread) t).getName()).filter(n -> n.startsWith("hcomm")).forEach(out::add);
+                }
+                try (Stream<?> s = (Stream<?>) children.invoke(c)) {
+                    s.forEach(todo::add);
+                }
+            }
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException("cannot list threads: run with --add-exports=java.base/jdk.internal.vm=ALL-UNNAMED", e);
         }
         return out;
     }
