@@ -82,14 +82,17 @@ final class UcxWindow implements AutoCloseable {
         }
     }
 
-    /** The packed remote key of {@code registered} (empty if it is null). */
-    static byte[] packedKey(UcpMemory registered) {
-        return registered == null ? new byte[0] : registered.packKey();
-    }
-
-    /** {@code descriptor} followed by this rank's tail: the block's address and {@code key}, padded to {@code keyBytes}. */
-    static byte[] describe(byte[] descriptor, MemorySegment block, byte[] key, int keyBytes) {
-        ByteBuffer b = ByteBuffer.allocate(descriptor.length + TAIL_HEADER + keyBytes).order(ByteOrder.LITTLE_ENDIAN);
+    /**
+     * Collective over {@code group}: {@code descriptor} followed by this rank's tail, the block's address and the packed
+     * key of {@code registered} (none if it is null), padded to the longest key of the members (all-gathered here).
+     */
+    static byte[] describe(WindowGroup group, byte[] descriptor, MemorySegment block, UcpMemory registered) {
+        byte[] key = registered == null ? new byte[0] : registered.packKey();
+        int longest = 0;
+        for (byte[] k : group.allGather(ByteBuffer.allocate(4).putInt(key.length).array())) {
+            longest = Math.max(longest, ByteBuffer.wrap(k).getInt());
+        }
+        ByteBuffer b = ByteBuffer.allocate(descriptor.length + TAIL_HEADER + longest).order(ByteOrder.LITTLE_ENDIAN);
         b.put(descriptor).putLong(block.address()).putInt(key.length).put(key);
         return b.array();
     }
@@ -120,11 +123,11 @@ final class UcxWindow implements AutoCloseable {
                     // UCX connects a new endpoint on a first lane and moves it to its final lanes as the wire-up ends;
                     // a flush waits for that, so the lanes described below are the ones the ops will take
                     w.watch(r, ep.flushRequest(), "UCX wire-up with rank " + r, null, null).await();
-                    boolean rma = ep.hasNativeRma(), atomics = ep.hasNativeAtomics();
-                    if (!rma && !atomics) continue; // UCX would send messages (TCP alone): the frames do that faster
+                    UcpEndpoint.NativeAccess access = ep.nativeAccess();
+                    if (!access.rma() && !access.atomics()) continue; // UCX would send messages (TCP alone): the frames do that faster
                     UcpRemoteKey k = ep.unpackKey(key);
-                    w.rma[r] = rma;
-                    w.atomics[r] = atomics;
+                    w.rma[r] = access.rma();
+                    w.atomics[r] = access.atomics();
                     ucx.keep(k);
                     w.keys[r] = k;
                     w.eps[r] = ep;

@@ -96,12 +96,7 @@ final class WindowImpl implements Window {
             byte[] mine = memory.descriptor();
             if (access != null) {
                 registered = UcxWindow.register(access, memory.dataView(), group.rank());
-                byte[] key = UcxWindow.packedKey(registered);
-                int longest = 0;
-                for (byte[] k : group.allGather(java.nio.ByteBuffer.allocate(4).putInt(key.length).array())) {
-                    longest = Math.max(longest, java.nio.ByteBuffer.wrap(k).getInt());
-                }
-                mine = UcxWindow.describe(mine, memory.dataView(), key, longest);
+                mine = UcxWindow.describe(group, mine, memory.dataView(), registered);
             }
             byte[][] all = group.allGather(mine);
             long id = windowId(group.commId(), group.nextWindowNumber());
@@ -314,13 +309,13 @@ final class WindowImpl implements Window {
     }
 
     /**
-     * True if an op on {@code buf} (null: none) goes straight to {@code target}'s memory through UCX: its block is
+     * True if an op on {@code buf} goes straight to {@code target}'s memory through UCX: its block is
      * registered and {@code buf} is native (UCX cannot read or write a heap array). Ops are applied in the order they
      * were issued whichever road they take: the frames' writes to {@code target} not known complete are flushed first.
      */
     private boolean ucxRoad(int target, MemorySegment buf) {
         if (ucx == null || !ucx.reaches(target)) return false;
-        if (buf != null && !buf.isNative()) {
+        if (!buf.isNative()) {
             ucx.flush(target);
             return false;
         }

@@ -23,7 +23,7 @@ final class UcxEngine implements AutoCloseable {
     /** The waiter's longest poll: it looks at {@link #closed} at least this often. */
     private static final int WAIT_SLICE_MS = 100;
     /** Worker progress calls per spin poll at most, while each finds something. */
-    static final int PROGRESS_ROUNDS = 4;
+    static final int PROGRESS_ROUNDS = Integer.getInteger("hcomm.exp.rounds", 4); // EXPERIMENT
 
     private final int rank;
     private final UcpContext context;
@@ -190,6 +190,21 @@ final class UcxEngine implements AutoCloseable {
         registrations = r;
         pool = p;
         p.setMappingListener(r);
+    }
+
+    /**
+     * A buffer of at least {@code bytes} from the registered pool, or null (no pool, or it is at its limit or closed):
+     * native room for a heap array's bytes that UCX must read, without an arena of its own per message (a shared
+     * arena's close is a handshake with every thread).
+     */
+    io.hcomm4j.memory.Buffer borrow(long bytes) {
+        io.hcomm4j.memory.MemoryPool p = pool;
+        if (p == null || p.isClosed()) return null;
+        try {
+            return p.allocate(bytes);
+        } catch (RuntimeException e) {
+            return null; // its limit, or it closed meanwhile: an arena of the message's own then
+        }
     }
 
     /** The registration of the pool mapping that holds {@code [address, address + length)}, or null. */

@@ -43,12 +43,12 @@ final class UcxLargeMessages {
         final long request;
         final RecvRequest r;
         final SendRequest s;
-        /** A heap array's bytes copied to native memory for UCX, freed when the send completes. */
-        final Arena copy;
+        /** A heap array's bytes copied to native memory for UCX (a pool buffer or an arena), freed when the send completes. */
+        final AutoCloseable copy;
         boolean cancelled;
         int status;
 
-        Transfer(long msgId, long request, RecvRequest r, SendRequest s, Arena copy) {
+        Transfer(long msgId, long request, RecvRequest r, SendRequest s, AutoCloseable copy) {
             this.msgId = msgId;
             this.request = request;
             this.r = r;
@@ -138,10 +138,18 @@ final class UcxLargeMessages {
     /** The receiver of our message {@code msgId} posted a UCX receive for it (CTS_UCX): its bytes go by UCX's tag send. */
     void send(SendRequest s, long msgId) {
         MemorySegment src = s.buf;
-        Arena copy = null;
+        AutoCloseable copy = null;
         if (!src.isNative()) {
-            copy = Arena.ofShared();
-            MemorySegment n = copy.allocate(Math.max(1, s.size), 64);
+            io.hcomm4j.memory.Buffer b = engine.borrow(Math.max(1, s.size));
+            MemorySegment n;
+            if (b != null) {
+                copy = b;
+                n = b.segment();
+            } else {
+                Arena a = Arena.ofShared();
+                copy = a;
+                n = a.allocate(Math.max(1, s.size), 64);
+            }
             MemorySegment.copy(src, 0, n, 0, s.size);
             src = n;
         }
@@ -163,9 +171,18 @@ final class UcxLargeMessages {
                 return;
             }
         }
-        if (copy != null) copy.close();
+        free(copy);
         if (link.awaitingDone.remove(msgId) != null) {
             s.fail(new HcommException("rank " + link.rank + ": " + s.describe() + ": UCX refused the send to rank " + link.peer));
+        }
+    }
+
+    private static void free(AutoCloseable copy) {
+        if (copy == null) return;
+        try {
+            copy.close();
+        } catch (Exception e) {
+            PeerTransport.LOG.warn("freeing a large message's native copy", e);
         }
     }
 
@@ -204,7 +221,7 @@ final class UcxLargeMessages {
             else r.fail(new HcommException("rank " + link.rank + ": " + r.describe() + ": UCX failed to receive it from rank "
                     + link.peer + ": " + tags.statusText(t.status)));
         } else {
-            if (t.copy != null) t.copy.close();
+            free(t.copy);
             SendRequest s = link.awaitingDone.remove(t.msgId);
             if (s == null || s.isDone()) return;
             if (t.status == 0) s.succeed(null);
@@ -242,7 +259,7 @@ final class UcxLargeMessages {
             for (Transfer t : inFlight) {
                 while (t.request != 0 && tags.status(t.request) == IN_PROGRESS && System.nanoTime() - deadline < 0) engine.worker.progress();
                 if (t.request != 0) tags.free(t.request);
-                if (t.copy != null) t.copy.close();
+                free(t.copy);
             }
             inFlight.clear();
             count = 0;

@@ -262,17 +262,18 @@ public final class UcpEndpoint implements AutoCloseable {
     }
 
     /**
-     * True if UCX puts and gets to this peer natively (a lane with RDMA, shared memory or CMA: the endpoint has put and
-     * get protocols); false if it would emulate them with messages that the peer's worker applies (TCP alone).
+     * What UCX does natively on this endpoint, read once from {@link #describe}: {@code rma} if it puts and gets to
+     * this peer through a lane with RDMA, shared memory or CMA (the endpoint has put and get protocols), {@code atomics}
+     * if it has an atomic lane. Either false means UCX would emulate those ops with messages that the peer's worker
+     * applies (TCP alone).
      */
-    public boolean hasNativeRma() {
-        String d = describe();
-        return d.contains(" put[") || d.contains(" rma#");
+    public record NativeAccess(boolean rma, boolean atomics) {
     }
 
-    /** True if UCX has native atomics to this peer (an atomic lane); false if it would emulate them with messages. */
-    public boolean hasNativeAtomics() {
-        return describe().contains(" amo#");
+    /** See {@link NativeAccess}; meaningful once the wire-up ended (a completed {@link #flushRequest}). */
+    public NativeAccess nativeAccess() {
+        String d = describe();
+        return new NativeAccess(d.contains(" put[") || d.contains(" rma#"), d.contains(" amo#"));
     }
 
     /**
