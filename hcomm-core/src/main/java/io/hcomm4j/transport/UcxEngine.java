@@ -22,8 +22,6 @@ final class UcxEngine implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(UcxEngine.class);
     /** The waiter's longest poll: it looks at {@link #closed} at least this often. */
     private static final int WAIT_SLICE_MS = 100;
-    /** Worker progress calls per spin poll at most, while each finds something. */
-    static final int PROGRESS_ROUNDS = Integer.getInteger("hcomm.exp.rounds", 4); // EXPERIMENT
 
     private final int rank;
     private final UcpContext context;
@@ -290,12 +288,15 @@ final class UcxEngine implements AutoCloseable {
         return conduits.length;
     }
 
-    /** A spin poll (poll token held): progresses the worker, then hands every link with work to its reader; returns how many. */
+    /**
+     * A spin poll (poll token held): progresses the worker once, then hands every link with work to its reader; returns
+     * how many. Once, not again while progress finds something: over TCP each call is a poll of UCX's sockets (a system
+     * call), and a second one before the reader ran put it between a message's arrival and its reading (an 8 B to
+     * 4 KiB ping-pong took 0.4-0.6 us more one way with up to 4 calls; docs/performance.md, "UCX").
+     */
     int poll() {
         if (!retired.isEmpty()) finishRetired();
-        for (int i = 0; i < PROGRESS_ROUNDS && worker.progress() > 0; i++) {
-            // bounded: a stream of arrivals is read by the links between rounds
-        }
+        worker.progress();
         int n = watched.isEmpty() && watchedIn.isEmpty() ? 0 : pollWatched();
         for (UcxConduit c : conduits) {
             n += c.pollTagged();
