@@ -89,7 +89,22 @@ public final class CommConfig {
          * UCX (libucp 1.13 or later) between every pair, over the transports {@code UCX_TLS} allows; init fails, naming
          * the library, if it is missing.
          */
-        UCX
+        UCX,
+        /**
+         * As {@link #AUTO} within a host (shared memory, zero-copy collectives), UCX between hosts: what a cluster with
+         * InfiniBand or RoCE wants. Init fails, naming the library, if UCX is missing.
+         */
+        AUTO_UCX;
+
+        /** True if ranks of one host talk through shared memory (and may use the zero-copy collectives). */
+        public boolean sharedMemoryWithinHost() {
+            return this == AUTO || this == SHM || this == AUTO_UCX;
+        }
+
+        /** True if this mode opens UCX (for every pair, or between hosts). */
+        public boolean usesUcx() {
+            return this == UCX || this == AUTO_UCX;
+        }
     }
 
     private CommConfig(Builder b) {
@@ -444,7 +459,7 @@ public final class CommConfig {
                 + ", acceptPendingPerSource=" + acceptPendingPerSource + ", handshakeTimeout=" + d(handshakeTimeout)
                 + ", storeHosted=" + storeHosted + ", storePort=" + storePort + ", storeReconnect=" + d(storeReconnect) + ", storeScope=" + storeScope + ", algo=" + algo + ", tuningFile=" + tuningFile + ", feedback=" + feedback + ", join=" + join + ", channels=" + channels + (tcpCongestion.isEmpty() ? "" : ", tcpCongestion=" + tcpCongestion) + ", tuneAtInit=" + tuneAtInit + ", check=" + (fullCheck ? "full" : "cheap")
                 + ", memPoolMax=" + memPoolMax + ", shmDir=" + shmDir + ", memDebug=" + memDebug + ", memAdopt=" + memAdopt
-                + ", transport=" + transport.name().toLowerCase(Locale.ROOT) + ", hostId=" + hostId + ", shmRingSize=" + shmRingSize
+                + ", transport=" + transport.name().toLowerCase(Locale.ROOT).replace('_', '-') + ", hostId=" + hostId + ", shmRingSize=" + shmRingSize
                 + ", heartbeatTimeout=" + d(heartbeatTimeout) + ", heartbeatInterval=" + d(heartbeatInterval) + ", stuckReport=" + d(stuckReport) + ", " + monitor + ", warmUp=" + d(warmUp) + ", zeroCopy=" + zeroCopy
                 + ", retryMax=" + retryMax + ", retryInterval=" + d(retryInterval) + "}";
     }

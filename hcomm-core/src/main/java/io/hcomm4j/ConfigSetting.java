@@ -66,7 +66,8 @@ enum ConfigSetting {
                 case "tcp" -> b.transport(CommConfig.Transport.TCP);
                 case "shm" -> b.transport(CommConfig.Transport.SHM);
                 case "ucx" -> b.transport(CommConfig.Transport.UCX);
-                default -> throw new IllegalArgumentException("not one of auto, tcp, shm, ucx");
+                case "auto-ucx" -> b.transport(CommConfig.Transport.AUTO_UCX);
+                default -> throw new IllegalArgumentException("not one of auto, tcp, shm, ucx, auto-ucx");
             }
         }
     },

@@ -190,8 +190,16 @@ class CommConfigTest {
         assertThat(fromProps.shmRingSize()).isEqualTo(4 << 20);
         assertThat(CommConfig.builderFrom(Map.of("HCOMM_TRANSPORT", "auto"), k -> null).build().transport()).isEqualTo(CommConfig.Transport.AUTO);
         assertThat(fromProps.toString()).contains("transport=shm", "hostId=node-8", "shmRingSize=4194304");
+        CommConfig hybrid = CommConfig.builderFrom(Map.of("HCOMM_TRANSPORT", "auto-ucx"), k -> null).build();
+        assertThat(hybrid.transport()).isEqualTo(CommConfig.Transport.AUTO_UCX);
+        assertThat(hybrid.toString()).contains("transport=auto-ucx");
+        assertThat(CommConfig.Transport.AUTO_UCX.sharedMemoryWithinHost()).isTrue();
+        assertThat(CommConfig.Transport.AUTO_UCX.usesUcx()).isTrue();
+        assertThat(CommConfig.Transport.UCX.sharedMemoryWithinHost()).isFalse();
+        assertThat(CommConfig.Transport.AUTO.usesUcx()).isFalse();
+        assertThat(CommConfig.Transport.TCP.sharedMemoryWithinHost()).isFalse();
         assertThatThrownBy(() -> CommConfig.builderFrom(Map.of("HCOMM_TRANSPORT", "udp"), k -> null).build())
-                .hasMessageContaining("HCOMM_TRANSPORT").hasMessageContaining("hcomm.transport").hasMessageContaining("not one of auto, tcp, shm, ucx");
+                .hasMessageContaining("HCOMM_TRANSPORT").hasMessageContaining("hcomm.transport").hasMessageContaining("not one of auto, tcp, shm, ucx, auto-ucx");
         assertThatThrownBy(() -> CommConfig.builderFrom(Map.of("HCOMM_SHM_RING_SIZE", "100K"), k -> null).build())
                 .hasMessageContaining("HCOMM_SHM_RING_SIZE").hasMessageContaining("power of two in [64K, 1G]");
         assertThatThrownBy(() -> CommConfig.builder().shmRingSize(32 * 1024).build()).hasMessageContaining("shmRingSize");

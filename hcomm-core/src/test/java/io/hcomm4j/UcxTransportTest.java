@@ -254,6 +254,44 @@ class UcxTransportTest {
         assertThat(UcpContext.openHandles()).as("UCX handles after close").isZero();
     }
 
+    /**
+     * {@code HCOMM_TRANSPORT=auto-ucx} on 4 thread ranks placed on two "hosts" ({@code HCOMM_HOST_ID}), contiguous and
+     * interleaved: same-host pairs take the shared-memory rings, the others UCX (over what {@code UCX_TLS} of the test JVM
+     * allows); the two-level collectives (the cost model's choice across hosts) and the seeded data-movement sequence
+     * give the right answer, every element on every rank; large messages between hosts go through UCX's tag matching;
+     * a per-host communicator uses the zero-copy collectives, which {@code ucx} alone never does.
+     */
+    @ParameterizedTest(name = "hosts of the ranks: {0}")
+    @ValueSource(strings = {"0,0,1,1", "0,1,0,1"})
+    void autoUcxTakesSharedMemoryWithinAHostAndUcxBetweenHosts(String layout) throws Exception {
+        int[] labels = HierarchicalCollectivesTest.labels(layout);
+        Ranks.runThreadsPerRank(labels.length, Duration.ofMinutes(4),
+                (r, b) -> b.hostId("host-" + labels[r]).transport(CommConfig.Transport.AUTO_UCX), h -> {
+            Communicator c = h.world();
+            int me = c.rank();
+            HierarchicalCollectivesTest.assertTopology(c, labels);
+            HierarchicalCollectivesTest.touchEveryPeer(c);
+            for (int p = 0; p < c.size(); p++) {
+                if (p != me) assertThat(h.transportTo(p)).as("rank %d to %d", me, p).isEqualTo(labels[p] == labels[me] ? "shm" : "ucx");
+            }
+            long[] before = io.hcomm4j.comm.TransportProbe.ucxTaggedMessages(c);
+            HierarchicalCollectivesTest.hierSequence(c, 8_2026L + layout.hashCode());
+            DataMovementCollectivesTest.sequence(c, 9_2026L + layout.hashCode(), 20);
+            long[] sent = {io.hcomm4j.comm.TransportProbe.ucxTaggedMessages(c)[0] - before[0]};
+            c.allReduce(sent, ReduceOp.SUM);
+            assertThat(sent[0]).as("large messages between the hosts through UCX's tag matching").isPositive();
+            try (Communicator host = c.split(labels[me], me)) {
+                float[] v = new float[1009];
+                java.util.Arrays.fill(v, me + 1);
+                host.allReduce(v, ReduceOp.SUM);
+                float want = 0;
+                for (int r = 0; r < labels.length; r++) if (labels[r] == labels[me]) want += r + 1;
+                for (int i = 0; i < v.length; i++) assertThat(v[i]).as("per-host allReduce, element %d", i).isEqualTo(want);
+                assertThat(io.hcomm4j.comm.ZeroCopyProbe.zeroCopyOps(host)).as("zero-copy ops of the per-host communicator").isPositive();
+            }
+        });
+    }
+
     private static void check(List<Ranks.Outcome> out) {
         for (Ranks.Outcome o : out) {
             for (String s : P2pProcessTest.ALL) assertThat(o.output()).contains("rank " + o.rank() + " PASS " + s);

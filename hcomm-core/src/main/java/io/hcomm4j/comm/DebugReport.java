@@ -72,10 +72,10 @@ final class DebugReport {
 
     /** The transport each peer gets (connections are made on first use; this is the choice they will make). */
     private static String transports(CommConfig config, Topology t) {
-        String remote = config.tls().isPresent() ? "tls" : "tcp";
+        String remote = config.transport() == CommConfig.Transport.AUTO_UCX ? "ucx" : config.tls().isPresent() ? "tls" : "tcp";
         String local = switch (config.transport()) {
             case TCP -> remote;
-            case AUTO, SHM -> "shm";
+            case AUTO, SHM, AUTO_UCX -> "shm";
             case UCX -> "ucx";
         };
         int[] mine = t.ranksOn(t.host());

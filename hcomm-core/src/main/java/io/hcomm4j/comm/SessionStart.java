@@ -90,8 +90,7 @@ final class SessionStart {
             RailAddresses.enable(t, config);
             String host = config.hostId().orElseGet(() -> HostIdentity.of(shmDir));
             // the fourth field says whether this rank takes part in zero-copy collectives: every rank must agree on it
-            String zc = (config.transport() == CommConfig.Transport.AUTO || config.transport() == CommConfig.Transport.SHM)
-                    && config.zeroCopy() ? "zc" : "-";
+            String zc = config.transport().sharedMemoryWithinHost() && config.zeroCopy() ? "zc" : "-";
             // the fifth: the CPUs this process may use, so the ranks of a host know whether they have a CPU each
             String cpus = CpuSet.own();
             // the sixth: the tuning table's fingerprint, which every rank must share
@@ -146,11 +145,7 @@ final class SessionStart {
                 throw new HcommException("rank " + rank + ": HCOMM_TRANSPORT=shm, but ranks " + elsewhere + " are on other hosts "
                         + "(host id here " + host + "; see HCOMM_HOST_ID); use HCOMM_TRANSPORT=auto or tcp");
             }
-            if (config.transport() == CommConfig.Transport.UCX) {
-                t.enableUcx(pool);
-            } else if (config.transport() != CommConfig.Transport.TCP) {
-                t.enableShm(new ShmOptions(shmDir, (int) config.shmRingSize(), p -> sameHost[p], pool));
-            }
+            enableTransports(t, config, shmDir, sameHost, pool);
             Session.Events events = new Session.Events();
             t.setEvents(events);
             t.setRailBook(railBook::get);
@@ -225,11 +220,7 @@ final class SessionStart {
             boolean[] zeroCopyRanks = new boolean[size]; // a replacement takes no part in zero-copy collectives
             Session.Events events = new Session.Events();
             t.setEvents(events);
-            if (config.transport() == CommConfig.Transport.UCX) {
-                t.enableUcx(pool);
-            } else if (config.transport() != CommConfig.Transport.TCP) {
-                t.enableShm(new ShmOptions(shmDir, (int) config.shmRingSize(), p -> sameHost[p], pool));
-            }
+            enableTransports(t, config, shmDir, sameHost, pool);
             for (int p : plan.members()) {
                 // the other joiners' addresses are new: read them once they are published
                 if (p != slot && plan.joinerIndex(ticketOf(plan, p)) < 0) readAddress(store, ns, p, host, book, sameHost, hostIds, zeroCopyRanks, initTimeout);
@@ -275,6 +266,17 @@ final class SessionStart {
             closeQuietly(j.store());
             throw e;
         }
+    }
+
+    /**
+     * UCX for {@code ucx} and {@code auto-ucx}; shared memory to the ranks of this host ({@code sameHost}, filled in as
+     * their addresses are read) for every mode but {@code tcp} and {@code ucx}. With both, a same-host pair takes the
+     * rings and the others UCX (the hello offers both; the acceptor prefers the mapping).
+     */
+    private static void enableTransports(PeerTransport t, CommConfig config, Path shmDir, boolean[] sameHost, MemoryPool pool) {
+        CommConfig.Transport mode = config.transport();
+        if (mode.usesUcx()) t.enableUcx(pool);
+        if (mode.sharedMemoryWithinHost()) t.enableShm(new ShmOptions(shmDir, (int) config.shmRingSize(), p -> sameHost[p], pool));
     }
 
     private static long ticketOf(GrowPlan plan, int slot) {

@@ -109,7 +109,7 @@ final class SessionTuning {
      */
     static Tuner tuner(CommConfig config, TuningTable table, int rank, String[] hostIds) {
         // UCX is costed as TCP until it has measured costs of its own
-        String within = config.transport() == CommConfig.Transport.TCP || config.transport() == CommConfig.Transport.UCX ? "tcp" : "shm";
+        String within = config.transport().sharedMemoryWithinHost() ? "shm" : "tcp";
         Tuner tuner = new Tuner(Tuner.LinkCost.TCP_LOOPBACK, within.equals("tcp") ? Tuner.LinkCost.TCP_LOOPBACK : Tuner.LinkCost.SHM,
                 Tuner.parse(config.algo()), table, within, "tcp");
         if (table != null) {

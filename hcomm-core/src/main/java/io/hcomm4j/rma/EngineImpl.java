@@ -96,8 +96,8 @@ public final class EngineImpl implements TransferEngine {
             t = PeerTransport.open(slot, slots, j.dataAddress(), Bootstrap.auth(c), token, options(c));
             t.withoutNeighbourRing();
             String host = c.hostId().orElseGet(() -> HostIdentity.of(shmDir));
-            // HCOMM_TRANSPORT=ucx: the transfer engine goes over TCP (UCX RMA for it is to come)
-            boolean shm = c.transport() == CommConfig.Transport.AUTO || c.transport() == CommConfig.Transport.SHM;
+            // HCOMM_TRANSPORT=ucx: the transfer engine goes over TCP (UCX RMA for it is to come); auto-ucx: TCP between hosts
+            boolean shm = c.transport().sharedMemoryWithinHost();
             if (shm) t.enableShm(new ShmOptions(shmDir, (int) c.shmRingSize(), p -> dir.onHost(p, host), pool));
             EngineDirectory.Entry me = new EngineDirectory.Entry(slot, name, t.listenAddress(), host);
             EngineImpl e = new EngineImpl(store, dir, pool, t, me, shm, c.timeout().toNanos(), slots);

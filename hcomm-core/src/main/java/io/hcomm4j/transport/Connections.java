@@ -211,8 +211,8 @@ final class Connections {
                     if (offer != null && a.peerPrefix() == null) {
                         PeerTransport.LOG.warn("rank {}: rank {} did not map the shared-memory rings offered to it; using TCP to it", rank, peer);
                     }
-                    if (ucx != null && a.ucxAddress() == null) {
-                        PeerTransport.LOG.warn("rank {}: rank {} does not use UCX (is HCOMM_TRANSPORT=ucx set for every rank?); "
+                    if (ucx != null && a.ucxAddress() == null && (offer == null || a.peerPrefix() == null)) {
+                        PeerTransport.LOG.warn("rank {}: rank {} does not use UCX (is HCOMM_TRANSPORT=ucx or auto-ucx set for every rank?); "
                                 + "using TCP to it", rank, peer);
                     }
                     Conduit conduit = offer != null && a.peerPrefix() != null
@@ -443,9 +443,9 @@ final class Connections {
             boolean keepOurs = l.state == PeerLink.State.CONNECTING && rank < src;
             if (l.state == PeerLink.State.IDLE || (l.state == PeerLink.State.CONNECTING && !keepOurs)) {
                 UcxEngine ucx = mapped == null && peerUcx != null ? t.ucx() : null;
-                if (peerUcx != null && t.ucx() == null) {
-                    PeerTransport.LOG.warn("rank {}: rank {} offers UCX, which this rank does not use (is HCOMM_TRANSPORT=ucx set "
-                            + "for every rank?); using TCP to it", rank, src);
+                if (peerUcx != null && t.ucx() == null && mapped == null) {
+                    PeerTransport.LOG.warn("rank {}: rank {} offers UCX, which this rank does not use (is HCOMM_TRANSPORT=ucx or "
+                            + "auto-ucx set for every rank?); using TCP to it", rank, src);
                 }
                 writeAccept(ch, mapped != null, 1, 0, ucx == null ? null : ucx.address);
                 Conduit conduit = mapped != null ? ShmConduit.of(l, t.progress, ch, mapped, false, so.dir(), peerPrefix)
