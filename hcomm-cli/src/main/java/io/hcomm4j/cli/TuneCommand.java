@@ -245,9 +245,8 @@ final class TuneCommand implements Callable<Integer> {
             Communicator comm = hcomm.world();
             Topology topo = comm.topology();
             Tuner.Shape shape = Tuner.Shape.of(topo);
-            // as the session's tuner names the links within a host (SessionTuning): tcp and ucx connect every pair alike
-            String mode = parent.env.getOrDefault("HCOMM_TRANSPORT", "auto").trim().toLowerCase(java.util.Locale.ROOT);
-            String within = mode.equals("tcp") || mode.equals("ucx") ? "tcp" : "shm";
+            // as the session's tuner names the links within a host (SessionTuning), from the session's own settings
+            String within = hcomm.config().transport().sharedMemoryWithinHost() ? "shm" : "tcp";
             if (!warmup.isZero()) comm.warmUp(warmup);
             LinkProbe.Result between = LinkProbe.between(comm, topo, PROBE_NANOS);
             LinkProbe.Result local = LinkProbe.within(comm, topo, PROBE_NANOS);
